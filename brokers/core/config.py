@@ -1,0 +1,133 @@
+"""Frozen configuration for the broker core: one dataclass per component, a comment per knob.
+
+Defaults follow Apache Kafka's where Kafka has the same knob, so a reader can compare. Every
+value is validated in ``__post_init__``; a bad value raises ``UserError`` with the knob's name,
+which the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from brokers.core.errors import UserError
+
+MiB = 1024 * 1024
+
+
+class FlushMode(Enum):
+    EVERY_BATCH = "every_batch"  # fsync after every append, before the ack: no acked loss
+    INTERVAL_MS = "interval_ms"  # fsync dirty logs every N ms: bounded loss window
+    OS = "os"  # never fsync ourselves; the page cache decides (Kafka's default)
+
+
+@dataclass(frozen=True)
+class FlushPolicy:
+    mode: FlushMode = FlushMode.OS
+    # Only for INTERVAL_MS: how often the broker fsyncs logs that have unflushed appends.
+    interval_ms: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> FlushPolicy:
+        """Parse the CLI/workload spelling: ``every_batch``, ``os`` or ``interval_ms:N``."""
+        text = text.strip()
+        if text == FlushMode.EVERY_BATCH.value:
+            return cls(FlushMode.EVERY_BATCH)
+        if text == FlushMode.OS.value:
+            return cls(FlushMode.OS)
+        m = re.fullmatch(r"interval_ms:(\d+)", text)
+        if m and int(m.group(1)) > 0:
+            return cls(FlushMode.INTERVAL_MS, int(m.group(1)))
+        raise UserError(
+            f"flush policy {text!r} is not one of every_batch, os, interval_ms:N (N > 0)"
+        )
+
+    def __str__(self) -> str:
+        if self.mode is FlushMode.INTERVAL_MS:
+            return f"interval_ms:{self.interval_ms}"
+        return self.mode.value
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    # Roll to a new segment file once the active one reaches this size (Kafka: log.segment.bytes
+    # is 1 GiB; smaller here so retention has something to delete on a laptop-sized run).
+    segment_bytes: int = 256 * MiB
+    # Add a sparse offset-index entry after this many bytes of batches (log.index.interval.bytes).
+    index_interval_bytes: int = 4096
+    # When appended bytes reach the disk; see FlushMode.
+    flush: FlushPolicy = field(default_factory=FlushPolicy)
+    # Delete whole closed segments whose newest batch is older than this; None keeps forever.
+    retention_ms: int | None = None
+    # Delete oldest closed segments while the partition is larger than this; None = no limit.
+    retention_bytes: int | None = None
+    # How often the broker checks retention (log.retention.check.interval.ms).
+    retention_check_interval_ms: int = 300_000
+    # Largest batch (or produce payload per partition) accepted (message.max.bytes, ~1 MiB in
+    # Kafka; larger here because the paper sends 128 KiB messages in batches of 20).
+    max_batch_bytes: int = 64 * MiB
+
+    def __post_init__(self) -> None:
+        if self.segment_bytes < 1024:
+            raise UserError("segment_bytes must be at least 1024")
+        if self.index_interval_bytes < 1:
+            raise UserError("index_interval_bytes must be positive")
+        if self.retention_ms is not None and self.retention_ms <= 0:
+            raise UserError("retention_ms must be positive or unset")
+        if self.retention_bytes is not None and self.retention_bytes <= 0:
+            raise UserError("retention_bytes must be positive or unset")
+        if self.max_batch_bytes < 61:
+            raise UserError("max_batch_bytes must hold at least one RecordBatch header")
+
+
+MetadataCheck = Literal["per_request", "cached"]
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    # This broker's id in the cluster (broker.id); unique per cluster.
+    node_id: int
+    # Address the Kafka listener binds to.
+    host: str
+    # Port the Kafka listener binds to; 0 picks a free one (reported on the listening= line).
+    port: int
+    # Root directory for partition logs and this broker's local state files.
+    data_dir: Path
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    # Address clients are told to connect to in Metadata; None means host:port as bound.
+    advertised_host: str | None = None
+    # Fairness rule 2: `per_request` asks the coordination store on every produce/fetch whether
+    # this broker leads the partition (the paper's condition); `cached` trusts the cache.
+    metadata_check: MetadataCheck = "cached"
+    # Largest request frame accepted (socket.request.max.bytes). Checked on the length prefix,
+    # before allocating, so a 2 GiB prefix costs nothing.
+    max_frame_bytes: int = 100 * MiB
+    # Partitions given to an auto-created topic or a CreateTopics with -1 (num.partitions).
+    default_partitions: int = 1
+    # Create unknown topics named in Metadata when the client allows it (auto.create.topics.enable).
+    auto_create_topics: bool = True
+    # Upper bound on a Fetch long-poll, whatever the client asks (protects shutdown latency).
+    max_fetch_wait_ms: int = 30_000
+    # Session timeouts a consumer group member may ask for (group.min/max.session.timeout.ms).
+    group_min_session_timeout_ms: int = 1_000
+    group_max_session_timeout_ms: int = 300_000
+    # Wait this long after the first JoinGroup of an empty group before completing the rebalance,
+    # so members starting together land in one generation (group.initial.rebalance.delay.ms).
+    group_initial_rebalance_delay_ms: int = 100
+
+    def __post_init__(self) -> None:
+        if self.node_id < 0:
+            raise UserError("node_id must be >= 0")
+        if not 0 <= self.port <= 65535:
+            raise UserError(f"port {self.port} is out of range")
+        if self.metadata_check not in ("per_request", "cached"):
+            raise UserError("metadata_check must be per_request or cached")
+        if self.max_frame_bytes < 1024:
+            raise UserError("max_frame_bytes must be at least 1024")
+        if self.default_partitions < 1:
+            raise UserError("default_partitions must be at least 1")
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
+            raise UserError("group_min_session_timeout_ms exceeds group_max_session_timeout_ms")

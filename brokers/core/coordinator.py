@@ -1,0 +1,162 @@
+"""The Coordinator seam: the only place where the two broker architectures differ.
+
+Everything the broker core knows about the rest of the cluster comes through this Protocol:
+membership and liveness, the controller, topic -> partition -> leader/epoch, topic creation, the
+placement of group coordinators, the group membership/ownership registries, committed offsets,
+producer-id allocation, and change notifications. Three implementations exist:
+
+* ``brokers.core.local_coordinator.LocalCoordinator``: a single node, tables in the broker,
+  offsets durable in a local file (the baseline and the null-sink benchmark).
+* ``brokers.zk_broker``: tables in a real ZooKeeper, reached through kazoo.
+* ``brokers.dsbs_broker``: tables embedded in every broker, spread by UDP gossip.
+
+Conventions every implementation follows:
+
+* ``cluster()`` is synchronous and cheap (a snapshot of a cache); request handlers call it freely.
+* ``partition_state(..., fresh=True)`` consults the authoritative store (the ``per_request``
+  metadata policy); with ``fresh=False`` it answers from the cache. Either way it returns None for
+  a partition that does not exist.
+* Coroutines raise ``KafkaError`` subclasses from ``brokers.core.errors`` for conditions a
+  client must see (``TopicAlreadyExists``, ``CoordinatorNotAvailable``, ...); the handler puts
+  the code on the wire.
+* ``create_topic`` returns only once this broker's own ``cluster()`` view shows the topic with a
+  leader for every partition, so a Metadata request right after a CreateTopics sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol, runtime_checkable
+
+NO_LEADER = -1
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # NO_LEADER when no live broker leads it (clients get LEADER_NOT_AVAILABLE)
+    leader_epoch: int  # bumped every time the leader changes
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    partitions: tuple[PartitionState, ...]  # indexed by partition number
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """A consistent snapshot of what this broker believes about the cluster."""
+
+    brokers: tuple[BrokerInfo, ...]
+    controller_id: int  # NO_LEADER while no controller is known
+    topics: Mapping[str, TopicInfo]
+    cluster_id: str = "twinbench"
+
+    def broker(self, node_id: int) -> BrokerInfo | None:
+        for b in self.brokers:
+            if b.node_id == node_id:
+                return b
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    metadata: str | None = ""
+    leader_epoch: int = -1
+    commit_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRecord:
+    """What the membership registry stores for one consumer-group member."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+
+
+@runtime_checkable
+class Coordinator(Protocol):
+    """What the broker core needs from its coordination architecture."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    async def start(self, me: BrokerInfo) -> None:
+        """Join the cluster as ``me`` and fill the cache; return once ``cluster()`` is usable."""
+
+    async def close(self) -> None:
+        """Leave the cluster (deregister) and release every resource; idempotent."""
+
+    # --- metadata ---------------------------------------------------------------------------
+    def cluster(self) -> ClusterView:
+        """The cached view: brokers, controller, topics. Never blocks."""
+
+    async def partition_state(
+        self, topic: str, partition: int, *, fresh: bool
+    ) -> PartitionState | None:
+        """Leader and epoch of one partition; ``fresh`` asks the authoritative store."""
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicInfo:
+        """Create a topic; raises TopicAlreadyExists, InvalidPartitions, ..."""
+
+    def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
+        """Call ``listener`` (on the event loop) with the new view after every change."""
+
+    # --- groups -----------------------------------------------------------------------------
+    def group_coordinator(self, group_id: str) -> BrokerInfo:
+        """The broker coordinating ``group_id``; raises CoordinatorNotAvailable if none."""
+
+    async def register_member(self, group_id: str, member: MemberRecord) -> None:
+        """Record a member in the membership registry (ZK: /consumers/<g>/ids/<m>)."""
+
+    async def unregister_member(self, group_id: str, member_id: str) -> None:
+        """Remove a member from the membership registry; absent members are fine."""
+
+    async def record_owners(
+        self, group_id: str, owners: Mapping[TopicPartition, str]
+    ) -> None:
+        """Replace the group's partition -> owning member registry after a rebalance."""
+
+    async def commit_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """Store committed offsets durably (ZK: /consumers/<g>/offsets/<t>/<p>)."""
+
+    async def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``partitions`` (all of the group's when None); absent = missing."""
+
+    # --- misc -------------------------------------------------------------------------------
+    async def allocate_producer_id(self) -> int:
+        """A producer id unique across the cluster and across restarts."""
+
+    def counters(self) -> dict[str, float]:
+        """Coordination cost so far (e.g. zk_requests, gossip_packets_out), for run logs."""

@@ -1,0 +1,1 @@
+"""The Decentralized Stateful Broker (issue 4): embedded coordination tables and UDP gossip."""

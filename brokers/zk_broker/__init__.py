@@ -1,0 +1,1 @@
+"""The ZooKeeper-coordinated broker (issue 3): a Coordinator backed by ZooKeeper via kazoo."""

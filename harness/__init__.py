@@ -1,0 +1,1 @@
+"""The harness: the ``twinbench`` CLI, ZooKeeper provisioning, cluster launcher, runs."""

@@ -1,0 +1,51 @@
+"""The error registry and config validation: pure logic, no I/O."""
+
+import pytest
+
+from brokers.core import errors
+from brokers.core.config import BrokerConfig, FlushMode, FlushPolicy, StorageConfig
+
+
+def test_every_registered_code_maps_back_to_its_class():
+    for code in (1, 2, 3, 6, 16, 25, 27, 35, 87):
+        cls = errors.error_for_code(code)
+        assert cls is not None and cls.code == code
+
+
+def test_code_zero_is_no_error_and_unknown_codes_are_unknown_server_error():
+    assert errors.error_for_code(0) is None
+    assert errors.error_for_code(9999) is errors.UnknownServerError
+
+
+def test_retriable_flags_follow_the_protocol():
+    assert errors.NotLeaderOrFollower.retriable
+    assert errors.NotCoordinator.retriable
+    assert not errors.OffsetOutOfRange.retriable
+    assert not errors.MessageTooLarge.retriable
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "interval"),
+    [("every_batch", FlushMode.EVERY_BATCH, 0), ("os", FlushMode.OS, 0),
+     ("interval_ms:250", FlushMode.INTERVAL_MS, 250)],
+)
+def test_flush_policy_parses_the_three_spellings(text, mode, interval):
+    policy = FlushPolicy.parse(text)
+    assert (policy.mode, policy.interval_ms) == (mode, interval)
+    assert str(policy) == text
+
+
+@pytest.mark.parametrize("text", ["", "always", "interval_ms:", "interval_ms:0", "interval_ms:-5"])
+def test_flush_policy_rejects_bad_spellings_with_a_user_error(text):
+    with pytest.raises(errors.UserError, match="flush policy"):
+        FlushPolicy.parse(text)
+
+
+def test_configs_reject_out_of_range_knobs(tmp_path):
+    with pytest.raises(errors.UserError, match="segment_bytes"):
+        StorageConfig(segment_bytes=10)
+    with pytest.raises(errors.UserError, match="port"):
+        BrokerConfig(node_id=0, host="127.0.0.1", port=70000, data_dir=tmp_path)
+    with pytest.raises(errors.UserError, match="metadata_check"):
+        BrokerConfig(node_id=0, host="127.0.0.1", port=0, data_dir=tmp_path,
+                     metadata_check="sometimes")  # type: ignore[arg-type]
