@@ -1,0 +1,157 @@
+"""harness/zookeeper.py against real ZooKeeper processes: start, read counters, stop by PID."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from harness import zookeeper as zk
+from tests.integration import zk_fixtures
+from tests.integration.zk_fixtures import pid_alive
+
+pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
+
+
+def _kazoo(connect: str) -> KazooClient:
+    client = KazooClient(hosts=connect, timeout=4.0)
+    client.start(timeout=10)
+    return client
+
+
+def test_standalone_serves_reports_counters_and_stops_by_pid(tmp_path: Path) -> None:
+    with zk_fixtures.local_zookeeper(tmp_path) as handle:
+        assert handle.kind == "local"
+        assert handle.ensemble is not None and handle.ensemble.startup_seconds is not None
+        ((host, port),) = handle.endpoints
+        assert host == "127.0.0.1"
+        assert handle.connect_string == f"127.0.0.1:{port}"
+        assert handle.version and handle.version.startswith("3.")
+        pids = handle.pids
+        assert len(pids) == 1 and pid_alive(pids[0])
+
+        assert zk.four_letter(host, port, "ruok") == "imok"
+        assert zk.srvr(host, port)["mode"] == "standalone"
+        before = handle.request_counters()
+        assert before["zk_packets_received"] > 0
+
+        client = _kazoo(handle.connect_string)
+        try:
+            for i in range(20):
+                client.create(f"/p{i}", b"x")
+        finally:
+            client.stop()
+            client.close()
+        after = handle.request_counters()
+        # 20 creates + session set-up; mntr counts them all as received packets.
+        assert after["zk_packets_received"] - before["zk_packets_received"] >= 20
+        assert after["zk_znode_count"] >= before["zk_znode_count"] + 20
+        stats = zk.mntr(host, port)
+        assert stats["zk_server_state"] == "standalone"
+        assert isinstance(stats["zk_packets_received"], int)
+        log = handle.ensemble.log_paths[0]
+    assert not any(pid_alive(p) for p in pids), "ZooKeeper survived stop()"
+    assert log.is_file() and "binding to port" in log.read_text()
+
+
+def test_three_node_ensemble_elects_one_leader_replicates_and_stops(tmp_path: Path) -> None:
+    with zk_fixtures.local_zookeeper(tmp_path, nodes=3) as handle:
+        assert handle.ensemble is not None
+        pids = handle.pids
+        assert len(pids) == 3 and all(pid_alive(p) for p in pids)
+        modes = sorted(m or "" for m in handle.ensemble.modes().values())
+        assert modes == ["follower", "follower", "leader"]
+        (h1, p1), _, (h3, p3) = handle.endpoints
+        writer = _kazoo(f"{h1}:{p1}")
+        reader = _kazoo(f"{h3}:{p3}")
+        try:
+            writer.create("/replicated", b"hello")
+            reader.sync("/replicated")
+            assert reader.get("/replicated")[0] == b"hello"
+        finally:
+            for c in (writer, reader):
+                c.stop()
+                c.close()
+        per_node = handle.mntr_all()
+        assert len(per_node) == 3
+        assert {s["zk_server_state"] for s in per_node.values()} == {"leader", "follower"}
+        assert handle.request_counters()["zk_packets_received"] > 0
+    assert not any(pid_alive(p) for p in pids), "an ensemble member survived stop()"
+
+
+def test_restart_keeps_address_and_data(tmp_path: Path) -> None:
+    with zk_fixtures.local_zookeeper(tmp_path) as handle:
+        assert handle.ensemble is not None
+        client = _kazoo(handle.connect_string)
+        client.create("/kept", b"1")
+        client.stop()
+        client.close()
+        old = handle.pids
+        handle.ensemble.stop()
+        assert handle.pids == () and not pid_alive(old[0])
+        handle.ensemble.start()
+        assert handle.pids and handle.pids != old
+        client = _kazoo(handle.connect_string)
+        try:
+            assert client.get("/kept")[0] == b"1"
+        finally:
+            client.stop()
+            client.close()
+
+
+def test_user_given_address_is_used_and_left_running(tmp_path: Path) -> None:
+    with zk_fixtures.local_zookeeper(tmp_path / "own") as own:
+        ext = zk.provision(own.connect_string, 1, tmp_path / "ext")
+        assert ext.kind == "external" and ext.connect_string == own.connect_string
+        assert ext.pids == ()
+        ext.stop()
+        assert zk.srvr(*own.endpoints[0])["mode"] == "standalone"
+
+
+def test_environment_address_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with zk_fixtures.local_zookeeper(tmp_path / "own") as own:
+        monkeypatch.setenv("ZOOKEEPER_CONNECT", own.connect_string)
+        ext = zk.provision(None, 1, tmp_path / "ext")
+        assert ext.kind == "external" and ext.endpoints == own.endpoints
+
+
+def test_unreachable_user_address_is_one_clear_error(tmp_path: Path) -> None:
+    (port,) = zk.free_ports(1)
+    t0 = time.monotonic()
+    with pytest.raises(zk.ZooKeeperUnavailable, match="does not accept connections"):
+        zk.provision(f"127.0.0.1:{port}", 1, tmp_path)
+    assert time.monotonic() - t0 < 5
+
+
+def test_process_that_dies_at_start_reports_its_log(tmp_path: Path) -> None:
+    if zk_fixtures.skip_reason():
+        pytest.skip(zk_fixtures.skip_reason() or "")
+    cfg = zk_fixtures.zk_test_config(java="/bin/false", startup_timeout_s=10.0)
+    server = zk.ZooKeeperServer(cfg, tmp_path)
+    t0 = time.monotonic()
+    with pytest.raises(zk.ZooKeeperStartError, match="exited with code 1"):
+        server.start()
+    assert time.monotonic() - t0 < 5
+    assert server.pids == ()
+
+
+def test_no_jars_and_no_docker_is_one_clear_error(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    docker = zk.docker_engine_answers()
+    assert time.monotonic() - t0 < 5, "probing for Docker must not hang"
+    if docker:
+        pytest.skip("a Docker engine answers here: provision() would use testcontainers")
+    cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
+    with pytest.raises(zk.ZooKeeperUnavailable, match="apt-get install"):
+        zk.provision(None, 1, tmp_path, cfg)
+
+
+def test_container_branch_only_with_docker(tmp_path: Path) -> None:
+    if not zk.docker_engine_answers():
+        pytest.skip("no Docker engine answers: the testcontainers branch is not taken here")
+    cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
+    with zk.provisioned(None, 1, tmp_path, cfg) as handle:
+        assert handle.kind == "container"
+        assert zk.srvr(*handle.endpoints[0])["mode"] == "standalone"
