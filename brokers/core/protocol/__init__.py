@@ -1,0 +1,29 @@
+"""Sans-IO Kafka wire codec (no asyncio, no sockets): bytes in, dataclasses out, and back.
+
+Layout::
+
+    primitives.py   Reader (bounds-checked) / Writer (buffer list) for ints, strings, bytes,
+                    arrays and zig-zag varints; precompiled struct.Struct objects S8..S64.
+    schema.py       f() field declarations (wire type + version ranges from the Kafka JSON
+                    specs), Struct/Message base classes, the cached generic codec.
+    header.py       RequestHeader (v1; skips header-v2 tags for ApiVersions v3+),
+                    peek_header(), response header v0.
+    framing.py      FrameDecoder (int32 length prefix, zero-copy, size-checked before
+                    buffering) and frame(parts).
+    api.py          ApiKey, SUPPORTED (advertised) / SERVED ranges, REQUESTS / RESPONSES
+                    registries, decode_request/encode_response/..., is_supported,
+                    the KIP-511 ApiVersions fallback, response_frame/request_frame.
+    records.py      RecordBatch v2: header struct, iter_batches, CRC-32C check, build_batch,
+                    decode_records; ConsumerProtocolSubscription / ConsumerProtocolAssignment.
+    messages/       one module per API (produce, fetch, list_offsets, metadata,
+                    offset_commit, offset_fetch, find_coordinator, join_group, sync_group,
+                    heartbeat, leave_group, api_versions, create_topics, init_producer_id);
+                    class and field names are the spec's, in snake_case.
+
+Conventions: ``Message.encode(version)`` returns a list of buffers (large ``records`` are
+passed by reference, never copied); ``Message.decode(data, version)`` returns the dataclass
+with ``records`` as memoryviews into ``data``. Fields absent from a version are skipped on
+encode and left at their default on decode. Malformed input raises
+``brokers.core.errors.ProtocolViolation`` and nothing else; a length field is always checked
+against the remaining bytes before anything is allocated.
+"""

@@ -1,0 +1,176 @@
+"""API keys, advertised versions, and the request/response registries.
+
+``SUPPORTED`` is what ApiVersions advertises. ``SERVED`` is what the broker actually serves:
+identical except Produce, which is advertised from v0 (librdkafka < 2.11 disables compression
+unless v0 is in range, KAFKA-18659) but served only from v3 (magic 2 batches); a Produce v0-2
+request decodes fine and should be answered with UNSUPPORTED_VERSION.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from brokers.core.errors import UnsupportedVersion
+from brokers.core.protocol.framing import frame
+from brokers.core.protocol.header import RequestHeader, encode_response_header
+from brokers.core.protocol.messages import (
+    api_versions,
+    create_topics,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    sync_group,
+)
+from brokers.core.protocol.primitives import Buffer, Parts
+from brokers.core.protocol.schema import Message
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    INIT_PRODUCER_ID = 22
+
+
+# Advertised (min, max) per API: the table in shared/reference/kafka-protocol.md.
+SUPPORTED: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 8),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (1, 8),
+    ApiKey.OFFSET_COMMIT: (2, 7),
+    ApiKey.OFFSET_FETCH: (1, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 1),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.CREATE_TOPICS: (2, 4),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+}
+
+SERVED: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, ApiKey.PRODUCE: (3, 8)}
+
+_PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
+    ApiKey.PRODUCE: (produce.ProduceRequest, produce.ProduceResponse),
+    ApiKey.FETCH: (fetch.FetchRequest, fetch.FetchResponse),
+    ApiKey.LIST_OFFSETS: (list_offsets.ListOffsetsRequest, list_offsets.ListOffsetsResponse),
+    ApiKey.METADATA: (metadata.MetadataRequest, metadata.MetadataResponse),
+    ApiKey.OFFSET_COMMIT: (offset_commit.OffsetCommitRequest, offset_commit.OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (offset_fetch.OffsetFetchRequest, offset_fetch.OffsetFetchResponse),
+    ApiKey.FIND_COORDINATOR: (find_coordinator.FindCoordinatorRequest,
+                              find_coordinator.FindCoordinatorResponse),
+    ApiKey.JOIN_GROUP: (join_group.JoinGroupRequest, join_group.JoinGroupResponse),
+    ApiKey.HEARTBEAT: (heartbeat.HeartbeatRequest, heartbeat.HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (leave_group.LeaveGroupRequest, leave_group.LeaveGroupResponse),
+    ApiKey.SYNC_GROUP: (sync_group.SyncGroupRequest, sync_group.SyncGroupResponse),
+    ApiKey.API_VERSIONS: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
+    ApiKey.CREATE_TOPICS: (create_topics.CreateTopicsRequest,
+                           create_topics.CreateTopicsResponse),
+    ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
+                              init_producer_id.InitProducerIdResponse),
+}
+REQUESTS: dict[ApiKey, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
+RESPONSES: dict[ApiKey, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}
+
+# Plain-int keyed copies: the server looks keys up straight from the wire, and building an
+# IntEnum member from an arbitrary int would raise ValueError for unknown keys.
+_SUPPORTED_INT: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED.items()}
+
+
+def is_supported(api_key: int, version: int) -> bool:
+    """Is (api_key, version) inside the advertised range? Unknown keys are unsupported."""
+    rng = _SUPPORTED_INT.get(api_key)
+    return rng is not None and rng[0] <= version <= rng[1]
+
+
+def is_served(api_key: int, version: int) -> bool:
+    """Like ``is_supported`` but excluding the advertised-only Produce v0-2."""
+    if api_key == ApiKey.PRODUCE:
+        return 3 <= version <= 8
+    return is_supported(api_key, version)
+
+
+def _check(api_key: int, version: int) -> None:
+    if not is_supported(api_key, version):
+        raise UnsupportedVersion(f"api_key {api_key} v{version} is not supported")
+
+
+def decode_request(api_key: int, version: int, body: Buffer) -> Message:
+    """Decode a request body. Raises UnsupportedVersion (a KafkaError, code 35) for an unknown
+    key or an unadvertised version, ProtocolViolation for malformed bytes."""
+    _check(api_key, version)
+    return REQUESTS[api_key].decode(body, version)  # type: ignore[index]
+
+
+def encode_request(api_key: int, version: int, obj: Message) -> Parts:
+    _check(api_key, version)
+    return obj.encode(version)
+
+
+def decode_response(api_key: int, version: int, body: Buffer) -> Message:
+    _check(api_key, version)
+    return RESPONSES[api_key].decode(body, version)  # type: ignore[index]
+
+
+def encode_response(api_key: int, version: int, obj: Message) -> Parts:
+    _check(api_key, version)
+    return obj.encode(version)
+
+
+def api_versions_response(throttle_time_ms: int = 0) -> api_versions.ApiVersionsResponse:
+    """The broker's normal ApiVersions answer: every advertised range, error 0."""
+    return api_versions.ApiVersionsResponse(
+        error_code=0,
+        api_keys=[api_versions.ApiVersion(int(k), lo, hi) for k, (lo, hi) in SUPPORTED.items()],
+        throttle_time_ms=throttle_time_ms,
+    )
+
+
+def api_versions_fallback() -> api_versions.ApiVersionsResponse:
+    """KIP-511: the answer to an ApiVersions version we do not support (e.g. v3+ from
+    kafka-python 3 or librdkafka): error 35 and only ApiVersions' own range, in v0 format, so
+    the client retries with a version we speak. Encode it with ``encode(0)``."""
+    lo, hi = SUPPORTED[ApiKey.API_VERSIONS]
+    return api_versions.ApiVersionsResponse(
+        error_code=UnsupportedVersion.code,
+        api_keys=[api_versions.ApiVersion(ApiKey.API_VERSIONS, lo, hi)],
+    )
+
+
+_FALLBACK_BODY = b"".join(api_versions_fallback().encode(0))
+
+
+def api_versions_fallback_frame(correlation_id: int) -> Parts:
+    """The complete framed fallback response (size + response header v0 + v0 body)."""
+    return frame([encode_response_header(correlation_id), _FALLBACK_BODY])
+
+
+def response_frame(correlation_id: int, api_key: int, version: int, obj: Message) -> Parts:
+    """Size prefix + response header v0 + encoded body, as a buffer list for writelines()."""
+    return frame([encode_response_header(correlation_id), *encode_response(api_key, version,
+                                                                           obj)])
+
+
+def request_frame(header: RequestHeader, obj: Message) -> Parts:
+    """Size prefix + request header v1 + encoded body (client side)."""
+    return frame([header.encode(), *encode_request(header.api_key, header.api_version, obj)])
