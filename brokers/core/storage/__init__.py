@@ -1,0 +1,31 @@
+"""Partition logs: RecordBatch v2 bytes on disk exactly as producers sent them.
+
+Layout map:
+
+* ``batch_header.py`` - the 61-byte batch header: parse and validate (lengths, magic, CRC-32C,
+  offset/count consistency) and the 16-byte prefix patch (baseOffset, partitionLeaderEpoch).
+* ``index.py``        - the sparse offset + time index of one segment and its file form.
+* ``segment.py``      - one ``<base>.log`` file: zero-copy append (pwritev), reads of whole
+  batches, the CRC-validating recovery scan, index persistence, deletion.
+* ``log.py``          - ``PartitionLog`` and ``AppendResult``: ordered contiguous segments,
+  roll-over by size, flush policy, recovery on open, time/size retention.
+* ``manager.py``      - ``LogManager``: ``<data_dir>/<topic>-<partition>/`` directories, the data
+  directory lock, flush/retention across partitions.
+
+On-disk layout of one partition directory (Kafka's naming)::
+
+    00000000000000000000.log        batches, baseOffset rewritten, otherwise client bytes
+    00000000000000000000.index      (relative offset u32, position u32) every ~index_interval
+    00000000000000000000.timeindex  (max timestamp before the entry i64, relative offset u32)
+    00000000000000004711.log        next segment, named by its base offset
+    ...
+
+Storage is synchronous and single-threaded (the broker's event loop calls it); the flush policy
+decides when ``os.fdatasync`` runs: inside ``append`` (``every_batch``), from the broker's timer
+via ``LogManager.flush_dirty`` (``interval_ms``), or never except on roll/close (``os``).
+"""
+
+from brokers.core.storage.log import AppendResult, PartitionLog
+from brokers.core.storage.manager import LogManager
+
+__all__ = ["AppendResult", "LogManager", "PartitionLog"]

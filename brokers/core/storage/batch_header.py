@@ -1,0 +1,143 @@
+"""The 61-byte RecordBatch v2 header: parse, validate, and patch the two broker-owned fields.
+
+The broker never decodes records. Everything it needs (length, offsets, timestamps, CRC) is in the
+header, so validation is one ``struct`` unpack plus one C CRC call per batch, whatever the number
+of records inside. The same check serves the produce path (raise, so the client gets an error code)
+and recovery (stop at the first bad batch and truncate there).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from brokers.core.errors import CorruptMessage, InvalidRecord, MessageTooLarge
+
+HEADER_SIZE = 61
+# batchLength counts the bytes after itself, so a batch's total size is batchLength + 12.
+LENGTH_OVERHEAD = 12
+# The CRC covers [attributes, end): everything after the crc field itself.
+CRC_START = 21
+# baseOffset, batchLength and partitionLeaderEpoch: the prefix the broker rewrites. It lies wholly
+# before magic/crc, so patching it never invalidates the CRC the client computed.
+PATCH_SIZE = 16
+MAGIC_V2 = 2
+# attributes bits 0-2: compression codec. Only uncompressed batches let us bound the record count
+# by the payload size.
+_CODEC_MASK = 0x07
+# The smallest possible v2 record: length, attributes, timestampDelta, offsetDelta, keyLen,
+# valueLen, headerCount, one byte each.
+MIN_RECORD_SIZE = 7
+
+# baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
+# lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h,
+# baseSequence i, recordsCount i  ->  61 bytes, big-endian.
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == HEADER_SIZE
+_PATCH = struct.Struct(">qii")
+assert _PATCH.size == PATCH_SIZE
+# Just enough of the header to walk a stored log: baseOffset, batchLength, and (at 23)
+# lastOffsetDelta. Reads that only navigate use this instead of the full parse.
+_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_MAX_TS = struct.Struct(">q")
+LAST_DELTA_AT = 23
+MAX_TS_AT = 35
+
+unpack_header = _HEADER.unpack_from
+pack_patch = _PATCH.pack
+unpack_length = _LENGTH.unpack_from
+unpack_last_delta = _LAST_DELTA.unpack_from
+unpack_max_ts = _MAX_TS.unpack_from
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInfo:
+    """What the log keeps about one validated batch (positions are within the scanned buffer)."""
+
+    position: int
+    size: int
+    base_offset: int  # as found in the buffer: the producer's 0, or the stored offset
+    last_offset_delta: int
+    max_timestamp: int
+
+    @property
+    def record_offsets(self) -> int:
+        """How many offsets the batch consumes."""
+        return self.last_offset_delta + 1
+
+
+def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> BatchInfo:
+    """Validate the batch starting at ``buf[pos]``; raise the Kafka error a producer should get.
+
+    ``max_batch_bytes`` is None during recovery: a batch accepted under an older, larger limit is
+    still a valid part of the log.
+    """
+    remaining = len(buf) - pos
+    if remaining < LENGTH_OVERHEAD:
+        raise CorruptMessage(f"truncated batch: {remaining} bytes left")
+    size = unpack_length(buf, pos)[1] + LENGTH_OVERHEAD
+    if size < HEADER_SIZE:
+        raise CorruptMessage(f"batchLength {size - LENGTH_OVERHEAD} is smaller than a v2 header")
+    # Size limit before truncation: a client that sent a 100 MiB batch in a short buffer is
+    # better served by MESSAGE_TOO_LARGE than by CORRUPT_MESSAGE (which it would retry).
+    if max_batch_bytes is not None and size > max_batch_bytes:
+        raise MessageTooLarge(f"batch of {size} bytes exceeds max_batch_bytes={max_batch_bytes}")
+    if size > remaining:
+        raise CorruptMessage(f"truncated batch: batchLength says {size} bytes, {remaining} left")
+    (
+        base_offset,
+        _length,
+        _epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        _base_ts,
+        max_timestamp,
+        _pid,
+        _pepoch,
+        _bseq,
+        records_count,
+    ) = unpack_header(buf, pos)
+    if magic != MAGIC_V2:
+        raise CorruptMessage(f"unsupported magic {magic} (only RecordBatch v2 is accepted)")
+    end = pos + size
+    if crc32c(buf[pos + CRC_START : end]) != crc:
+        raise CorruptMessage("batch CRC-32C mismatch")
+    # From here the bytes are what the client meant to send; inconsistencies are its bug, not
+    # line noise, hence INVALID_RECORD rather than the retriable CORRUPT_MESSAGE.
+    if last_offset_delta < 0:
+        raise InvalidRecord(f"lastOffsetDelta {last_offset_delta} is negative")
+    if records_count < 1:
+        raise InvalidRecord(f"recordsCount {records_count}: a batch must hold a record")
+    # A producer numbers records 0..n-1, so the count and the offset span must agree; a mismatch
+    # would make the log's offsets disagree with what consumers decode.
+    if records_count != last_offset_delta + 1:
+        raise InvalidRecord(
+            f"recordsCount {records_count} disagrees with lastOffsetDelta {last_offset_delta}"
+        )
+    if attributes & _CODEC_MASK == 0 and records_count * MIN_RECORD_SIZE > size - HEADER_SIZE:
+        raise InvalidRecord(f"{records_count} records cannot fit in {size - HEADER_SIZE} bytes")
+    return BatchInfo(pos, size, base_offset, last_offset_delta, max_timestamp)
+
+
+def validate_batches(buf: memoryview, max_batch_bytes: int) -> list[BatchInfo]:
+    """Validate a whole produce payload (one or more concatenated batches) before writing any."""
+    if len(buf) == 0:
+        raise InvalidRecord("empty record set")
+    batches: list[BatchInfo] = []
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        info = check_batch(buf, pos, max_batch_bytes)
+        batches.append(info)
+        pos += info.size
+    return batches
+
+
+def patched_prefix(base_offset: int, size: int, leader_epoch: int) -> bytes:
+    """The 16 bytes that replace the client's baseOffset/batchLength/partitionLeaderEpoch."""
+    return pack_patch(base_offset, size - LENGTH_OVERHEAD, leader_epoch)

@@ -1,0 +1,294 @@
+"""PartitionLog: the ordered segments of one partition, with append, read, flush and retention.
+
+Invariants kept by open() and every mutation:
+* segments are sorted by base offset and contiguous: each base == the previous next_offset;
+* only the last (active) segment is written to and only it may be empty or unflushed;
+* closed segments were fdatasync'ed and had their index files written before the next segment
+  file was created, so after a crash only the active segment can hold a torn tail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokers.core.config import FlushMode, StorageConfig
+from brokers.core.errors import KafkaStorageError, OffsetOutOfRange
+from brokers.core.storage.batch_header import validate_batches
+from brokers.core.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TMP_SUFFIX,
+    U32_MAX,
+    Segment,
+    fsync_dir,
+    parse_stem,
+    segment_stem,
+)
+
+log = logging.getLogger("twinbench.storage")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int  # offset given to the first record appended
+    last_offset: int  # offset of the last record appended
+    log_start_offset: int
+
+
+class PartitionLog:
+    """One partition's log in ``directory``. Synchronous; not thread-safe (one event loop)."""
+
+    __slots__ = ("_bases", "_closed", "_fsync_each", "_roll_bytes", "_segments", "config",
+                 "directory")
+
+    def __init__(self, directory: Path, config: StorageConfig, segments: list[Segment]) -> None:
+        # Use PartitionLog.open(); this only wires up already-recovered segments.
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._fsync_each = config.flush.mode is FlushMode.EVERY_BATCH
+        # Index positions are u32, so never let a segment grow past 4 GiB whatever the config says.
+        self._roll_bytes = min(config.segment_bytes, U32_MAX)
+        self._closed = False
+
+    # ------------------------------------------------------------------------- open
+    @classmethod
+    def open(cls, directory: Path, config: StorageConfig) -> PartitionLog:
+        """Create the directory, or recover what is in it: validate, truncate a torn tail."""
+        directory = Path(directory)
+        created = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        if created:
+            fsync_dir(directory.parent)
+        try:
+            segments = cls._recover(directory, config)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
+        return cls(directory, config, segments)
+
+    @staticmethod
+    def _recover(directory: Path, config: StorageConfig) -> list[Segment]:
+        bases: list[int] = []
+        index_files: list[Path] = []
+        for entry in os.scandir(directory):
+            if entry.name.endswith(TMP_SUFFIX):
+                # A half-written index from a crash during close; the real one is intact or absent.
+                os.unlink(entry.path)
+            elif (base := parse_stem(entry.name, LOG_SUFFIX)) is not None:
+                bases.append(base)
+            elif entry.name.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)):
+                index_files.append(Path(entry.path))
+        bases.sort()
+        known = set(bases)
+        for p in index_files:
+            suffix = INDEX_SUFFIX if p.name.endswith(INDEX_SUFFIX) else TIMEINDEX_SUFFIX
+            if parse_stem(p.name, suffix) not in known:
+                p.unlink()  # its .log was deleted (retention) before a crash
+
+        segments: list[Segment] = []
+        expected: int | None = None
+        dir_changed = False
+        try:
+            for i, base in enumerate(bases):
+                last = i == len(bases) - 1
+                if expected is not None and base != expected:
+                    log.warning(
+                        "%s: segment %d does not follow offset %d; deleting it and %d later "
+                        "segment(s)", directory, base, expected, len(bases) - i - 1)
+                    _unlink_segments(directory, bases[i:])
+                    dir_changed = True
+                    break
+                seg, dropped, why = Segment.open_existing(
+                    directory, base, config.index_interval_bytes, trust_index=not last)
+                if dropped:
+                    log.warning(
+                        "%s: recovery dropped %d byte(s) from segment %d after offset %d (%s)",
+                        directory, dropped, base, seg.next_offset, why)
+                if seg.size == 0 and not last:
+                    # An empty closed segment holds nothing; skipping it keeps offsets contiguous.
+                    seg.delete()
+                    dir_changed = True
+                    continue
+                segments.append(seg)
+                expected = seg.next_offset
+                if dropped and not last:
+                    log.warning(
+                        "%s: deleting %d segment(s) after the truncated segment %d",
+                        directory, len(bases) - i - 1, base)
+                    _unlink_segments(directory, bases[i + 1 :])
+                    dir_changed = True
+                    break
+            if not segments:
+                segments.append(Segment.create(
+                    directory, expected or 0, config.index_interval_bytes))
+                dir_changed = True
+            if dir_changed:
+                fsync_dir(directory)
+        except BaseException:
+            for s in segments:
+                s.close()
+            raise
+        return segments
+
+    # ------------------------------------------------------------------- properties
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def dirty(self) -> bool:
+        return self._segments[-1].dirty
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of all segments (what size retention compares)."""
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    # ----------------------------------------------------------------------- append
+    def append(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int = -1
+    ) -> AppendResult:
+        """Validate every batch in ``records``, then store them all (or none) at the log end.
+
+        Raises CorruptMessage / InvalidRecord / MessageTooLarge for a bad batch (nothing is
+        written) and KafkaStorageError when the disk fails (the partial write is truncated).
+        """
+        self._check_open()
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+        batches = validate_batches(view, self.config.max_batch_bytes)
+        seg = self._segments[-1]
+        first = seg.next_offset
+        total = 0
+        count = 0
+        for b in batches:
+            total += b.size
+            count += b.last_offset_delta + 1
+        if seg.size and (
+            seg.size + total > self._roll_bytes or first + count - 1 - seg.base_offset > U32_MAX
+        ):
+            seg = self._roll()
+        end = seg.append(view, batches, first, leader_epoch, self._fsync_each)
+        return AppendResult(first, end - 1, self._segments[0].base_offset)
+
+    def _roll(self) -> Segment:
+        """Close the active segment durably, then start a new one at the log end."""
+        old = self._segments[-1]
+        try:
+            old.dirty = True  # always fdatasync on roll, whatever the policy (Kafka does too)
+            old.flush()
+            old.write_index_files()
+            new = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot roll segment in {self.directory}: {exc}") from exc
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        return new
+
+    # ------------------------------------------------------------------------- read
+    def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
+        """Whole stored batches from the one containing ``offset``, up to ``max_bytes`` (but at
+        least one batch); b"" at the log end. Stops at a segment boundary."""
+        self._check_open()
+        if offset < self._segments[0].base_offset or offset > self._segments[-1].next_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        if offset == self._segments[-1].next_offset:
+            return b""
+        seg = self._segments[bisect_right(self._bases, offset) - 1]
+        return seg.read(offset, max_bytes)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(baseOffset, maxTimestamp) of the first batch whose maxTimestamp >= timestamp_ms.
+
+        Batch granularity: the offset is the batch's base, so no record at or after the time is
+        skipped (a consumer starting there may also see a few older records of that batch).
+        """
+        self._check_open()
+        for seg in self._segments:
+            found = seg.find_timestamp(timestamp_ms)
+            if found is not None:
+                return found
+        return None
+
+    # ------------------------------------------------------------- flush / retention
+    def flush(self) -> None:
+        self._check_open()
+        try:
+            self._segments[-1].flush()
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.directory} failed: {exc}") from exc
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete whole closed segments, oldest first, past retention_ms or retention_bytes.
+
+        The active segment is never deleted, so the log end offset never moves backwards and
+        log_start_offset becomes the base of the oldest remaining segment.
+        """
+        self._check_open()
+        retention_ms = self.config.retention_ms
+        retention_bytes = self.config.retention_bytes
+        if retention_ms is None and retention_bytes is None:
+            return 0
+        total = self.size_bytes
+        deleted = 0
+        while len(self._segments) > 1:
+            oldest = self._segments[0]
+            expired = (
+                retention_ms is not None
+                and now_ms - oldest.retention_timestamp_ms() > retention_ms
+            )
+            too_big = retention_bytes is not None and total > retention_bytes
+            if not (expired or too_big):
+                break
+            total -= oldest.size
+            oldest.delete()
+            del self._segments[0]
+            del self._bases[0]
+            deleted += 1
+        if deleted:
+            log.info("%s: retention deleted %d segment(s); log start offset now %d",
+                     self.directory, deleted, self.log_start_offset)
+        return deleted
+
+    def close(self) -> None:
+        """Flush and release file descriptors. Idempotent."""
+        if self._closed:
+            return
+        try:
+            self._segments[-1].flush()
+        finally:
+            self._closed = True
+            for s in self._segments:
+                s.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log {self.directory} is closed")
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({str(self.directory)!r}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _unlink_segments(directory: Path, bases: list[int]) -> None:
+    for base in bases:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+            (directory / (segment_stem(base) + suffix)).unlink(missing_ok=True)
