@@ -1,0 +1,372 @@
+"""The measuring producer: exactly ``batch`` records per Produce request.
+
+Modes:
+* ``sync``: one request at a time; the next is built only after the previous one was
+  acknowledged (the seed paper's producer). Throughput = batch / round trip.
+* ``pipelined``: up to ``window`` requests in flight (over all partitions); responses are
+  consumed oldest first (Kafka answers in order per connection, and the oldest request overall
+  is the one whose buffer we need back first).
+
+Records of producer ``k`` carry (k, sequence) with sequences 0..count-1 in send order; each
+request carries consecutive sequences, and requests go to partitions round-robin. The last
+request may be smaller than ``batch`` when ``count`` is not a multiple of it.
+
+Each in-flight request owns one reusable buffer ``[Produce frame prefix][RecordBatch]`` from a
+small pool (window + 1 buffers), so the hot path allocates nothing per request: it patches
+partition, version and correlation id in the prefix, stamps the records, computes the CRC and
+writes one buffer. A buffer goes back to the pool only once its response arrived (the broker has
+then read it all, so no transport can still be holding a reference to unsent bytes of it).
+
+A retriable error (leader moved, topic not yet known) refreshes metadata and resends the same
+bytes to the new leader, up to the cluster's retry limit; the retry can create duplicates if the
+first attempt was in fact stored, which is exactly what the verifier is there to count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from brokers.core.errors import KafkaError, UserError, error_for_code
+from workloads import wire
+from workloads.cluster import Cluster
+from workloads.connection import ConnectionClosed, KafkaConnection
+from workloads.latency import LatencyRecorder
+from workloads.payload import MIN_MSG_SIZE, BatchBuilder, now_us
+
+__all__ = ["Producer", "ProducerConfig", "ProducerResult"]
+
+# Produce versions we encode/decode (3 = first with RecordBatch v2; 9 is flexible).
+_PRODUCE_VERSIONS = (3, 8)
+_VERSION_AT = 6  # api_version inside the frame
+_PARTITION = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+# Fast-path response parse: 1 topic, name, 1 partition -> (index, error_code, base_offset).
+_ONE = struct.Struct(">i")
+_PART_HEAD = struct.Struct(">ihq")
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    # Topic to produce to (must exist; the driver creates it).
+    topic: str
+    # Bytes per record value (>= 8: producer id + sequence; >= 16 adds a send timestamp).
+    msg_size: int
+    # Records per Produce request (the paper's "batch").
+    batch: int
+    # "sync": wait for each ack before the next request; "pipelined": up to `window` in flight.
+    mode: Literal["sync", "pipelined"] = "sync"
+    # Requests in flight in pipelined mode (sync forces 1).
+    window: int = 1
+    # Written into every record so consumers can attribute and de-duplicate records.
+    producer_id: int = 0
+    # Produce acks: 1 = leader wrote it (the paper's setting; no replication yet), 0 = no
+    # response at all (nothing is counted as acknowledged), -1 = all in-sync replicas.
+    acks: int = 1
+    # Broker-side timeout for acks != 0 (Produce timeout_ms).
+    timeout_ms: int = 30_000
+    # Partitions to use round-robin; None = every partition of the topic, in id order.
+    partitions: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.msg_size < MIN_MSG_SIZE:
+            raise UserError(f"msg_size must be >= {MIN_MSG_SIZE} bytes")
+        if self.batch < 1:
+            raise UserError("batch must be >= 1")
+        if self.mode not in ("sync", "pipelined"):
+            raise UserError("mode must be sync or pipelined")
+        if self.window < 1:
+            raise UserError("window must be >= 1")
+        if self.acks not in (-1, 0, 1):
+            raise UserError("acks must be -1, 0 or 1")
+        if not 0 <= self.producer_id < 2**32:
+            raise UserError("producer_id must fit in 32 bits")
+
+    @property
+    def in_flight(self) -> int:
+        return 1 if self.mode == "sync" else self.window
+
+
+@dataclass
+class ProducerResult:
+    producer_id: int
+    msg_size: int
+    batch: int
+    mode: str
+    # Records handed to the transport / acknowledged without error.
+    records_sent: int
+    records_acked: int
+    # Produce requests that got a response (or were sent, with acks=0); resends included.
+    requests: int
+    # Resends after retriable errors.
+    retries: int
+    # Wire error code -> requests that finally failed with it (their records are not acked).
+    errors: dict[int, int]
+    # From the first send to the last ack (s).
+    wall_s: float
+    # Per-request round trip (µs).
+    latency: LatencyRecorder
+    # acked[seq] == 1 when record `seq` was acknowledged (what the verifier expects to see).
+    acked: bytearray
+    # Records acked per partition and the [first, last] offset range each partition got.
+    partition_records: dict[int, int] = field(default_factory=dict)
+    partition_offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def rps(self) -> float:
+        """Acknowledged records per second."""
+        return self.records_acked / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def kbps(self) -> float:
+        """The paper's "kbps": payload kilobytes per second (rps * msg_size / 1000)."""
+        return self.rps * self.msg_size / 1000
+
+
+class _Req:
+    """One request in flight."""
+
+    __slots__ = ("buf", "conn", "count", "first_seq", "fut", "partition", "view")
+
+    def __init__(self, buf, view, conn, fut, partition, first_seq, count) -> None:
+        self.buf = buf
+        self.view = view
+        self.conn = conn
+        self.fut = fut
+        self.partition = partition
+        self.first_seq = first_seq
+        self.count = count
+
+
+class Producer:
+    def __init__(
+        self,
+        cluster: Cluster,
+        topic: str | None = None,
+        msg_size: int = 32,
+        batch: int = 20,
+        mode: Literal["sync", "pipelined"] = "sync",
+        window: int = 1,
+        producer_id: int = 0,
+        acks: int = 1,
+        *,
+        timeout_ms: int = 30_000,
+        partitions: tuple[int, ...] | list[int] | None = None,
+        config: ProducerConfig | None = None,
+    ) -> None:
+        if config is None:
+            if topic is None:
+                raise UserError("Producer needs a topic")
+            config = ProducerConfig(
+                topic=topic,
+                msg_size=msg_size,
+                batch=batch,
+                mode=mode,
+                window=window,
+                producer_id=producer_id,
+                acks=acks,
+                timeout_ms=timeout_ms,
+                partitions=None if partitions is None else tuple(partitions),
+            )
+        self.cluster = cluster
+        self.config = config
+        self._topic = config.topic.encode()
+        self._client_id = cluster.config.connection.client_id.encode()
+        self._prefix_size = wire.produce_prefix_size(self._client_id, self._topic)
+        self._builders: dict[int, BatchBuilder] = {}
+        self._pools: dict[int, list[bytearray]] = {}
+        self.latency = LatencyRecorder("produce")
+
+    # -- buffers ------------------------------------------------------------------------------
+    def _builder(self, n: int) -> BatchBuilder:
+        b = self._builders.get(n)
+        if b is None:
+            b = self._builders[n] = BatchBuilder(self.config.msg_size, n, self.config.producer_id)
+        return b
+
+    def _take_buffer(self, n: int) -> bytearray:
+        pool = self._pools.setdefault(n, [])
+        if pool:
+            return pool.pop()
+        builder = self._builder(n)
+        buf = builder.new_buffer(self._prefix_size)
+        buf[: self._prefix_size] = wire.produce_prefix(
+            version=_PRODUCE_VERSIONS[0],
+            client_id=self._client_id,
+            topic=self._topic,
+            partition=0,
+            acks=self.config.acks,
+            timeout_ms=self.config.timeout_ms,
+            batch_size=builder.layout.size,
+        )
+        return buf
+
+    def _give_back(self, req: _Req) -> None:
+        self._pools[req.count].append(req.buf)
+
+    # -- the run ------------------------------------------------------------------------------
+    async def run(self, count: int) -> ProducerResult:
+        """Send ``count`` records; returns when every request was answered."""
+        cfg = self.config
+        cluster = self.cluster
+        parts = (
+            list(cfg.partitions)
+            if cfg.partitions is not None
+            else (await cluster.topic_partitions(cfg.topic))
+        )
+        if not parts:
+            raise UserError(f"topic {cfg.topic} has no partitions")
+        conns: dict[int, KafkaConnection] = {}
+        versions: dict[int, int] = {}
+
+        async def route(p: int) -> KafkaConnection:
+            conn = await cluster.leader_connection(cfg.topic, p)
+            conns[p] = conn
+            versions[p] = conn.pick_version(wire.PRODUCE, *_PRODUCE_VERSIONS)
+            return conn
+
+        for p in parts:
+            await cluster.retrying(lambda p=p: route(p), refresh=[cfg.topic])
+
+        acked = bytearray(count)
+        window = cfg.in_flight
+        expect = cfg.acks != 0
+        batch = cfg.batch
+        prefix = self._prefix_size
+        latency = self.latency
+        inflight: deque[_Req] = deque()
+        state = _State()
+        n_parts = len(parts)
+        seq = 0
+        i = 0
+        t_start = time.perf_counter()
+        while seq < count:
+            n = batch if count - seq >= batch else count - seq
+            p = parts[i % n_parts]
+            i += 1
+            conn = conns[p]
+            if conn.closed:
+                conn = await cluster.retrying(lambda p=p: route(p), refresh=[cfg.topic])
+            buf = self._take_buffer(n)
+            _I16.pack_into(buf, _VERSION_AT, versions[p])
+            _PARTITION.pack_into(buf, prefix - 8, p)
+            self._builder(n).fill(buf, prefix, seq, now_us())
+            if conn._can_write is not None:
+                await conn.writable()
+            fut = conn.send_frame(buf, wire.PRODUCE, latency, expect_response=expect)
+            inflight.append(_Req(buf, None, conn, fut, p, seq, n))
+            state.sent += n
+            seq += n
+            while len(inflight) >= window:
+                await self._complete(inflight.popleft(), acked, state, route, versions)
+        while inflight:
+            await self._complete(inflight.popleft(), acked, state, route, versions)
+        wall = time.perf_counter() - t_start
+        return ProducerResult(
+            producer_id=cfg.producer_id,
+            msg_size=cfg.msg_size,
+            batch=batch,
+            mode=cfg.mode,
+            records_sent=state.sent,
+            records_acked=state.acked,
+            requests=state.requests,
+            retries=state.retries,
+            errors=state.errors,
+            wall_s=wall,
+            latency=latency,
+            acked=acked,
+            partition_records=state.partition_records,
+            partition_offsets=state.partition_offsets,
+        )
+
+    async def _complete(
+        self, req: _Req, acked: bytearray, state: _State, route, versions: dict[int, int]
+    ) -> None:
+        """Wait for one request's response; account for it or retry it."""
+        cfg = self.config
+        attempts = 0
+        while True:
+            try:
+                frame = await req.fut
+                state.requests += 1
+                if frame is None:  # acks=0: nothing to learn
+                    break
+                err, base = _parse(frame, versions[req.partition])
+            except ConnectionClosed:
+                err, base = -2, -1  # our code for "connection lost": retriable
+            if err == 0:
+                n = req.count
+                s = req.first_seq
+                acked[s : s + n] = b"\x01" * n
+                state.acked += n
+                p = req.partition
+                state.partition_records[p] = state.partition_records.get(p, 0) + n
+                first, _last = state.partition_offsets.get(p, (base, base))
+                state.partition_offsets[p] = (min(first, base), base + n - 1)
+                break
+            exc_cls = error_for_code(err) if err != -2 else None
+            retriable = err == -2 or (exc_cls is not None and exc_cls.retriable)
+            if not retriable or attempts >= self.cluster.config.retries:
+                state.errors[err] = state.errors.get(err, 0) + 1
+                break
+            attempts += 1
+            state.retries += 1
+            await asyncio.sleep(self.cluster.config.retry_backoff_ms / 1000 * attempts)
+            try:
+                await self.cluster.refresh_metadata([cfg.topic])
+                conn = await route(req.partition)
+                _I16.pack_into(req.buf, _VERSION_AT, versions[req.partition])
+                req.conn = conn
+                req.fut = conn.send_frame(req.buf, wire.PRODUCE, self.latency)
+            except (KafkaError, ConnectionClosed, OSError):
+                req.fut = _failed_future()
+        self._give_back(req)
+
+
+class _State:
+    __slots__ = (
+        "acked",
+        "errors",
+        "partition_offsets",
+        "partition_records",
+        "requests",
+        "retries",
+        "sent",
+    )
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.acked = 0
+        self.requests = 0
+        self.retries = 0
+        self.errors: dict[int, int] = {}
+        self.partition_records: dict[int, int] = {}
+        self.partition_offsets: dict[int, tuple[int, int]] = {}
+
+
+def _failed_future() -> asyncio.Future:
+    fut = asyncio.get_running_loop().create_future()
+    fut.set_exception(ConnectionClosed("resend failed"))
+    return fut
+
+
+def _parse(frame: memoryview, version: int) -> tuple[int, int]:
+    """(error_code, base_offset) of a one-partition Produce response frame."""
+    # Fast path: [corr][1 topic][name][1 partition][index, error, base_offset ...]
+    if _ONE.unpack_from(frame, 4)[0] == 1:
+        name_len = _I16.unpack_from(frame, 8)[0]
+        pos = 10 + name_len
+        if name_len >= 0 and _ONE.unpack_from(frame, pos)[0] == 1:
+            _index, err, base = _PART_HEAD.unpack_from(frame, pos + 4)
+            return err, base
+    results = wire.decode_produce_response(frame, version, 4)
+    for r in results:
+        if r.error_code:
+            return r.error_code, r.base_offset
+    if not results:
+        return -1, -1
+    return 0, results[0].base_offset

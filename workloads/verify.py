@@ -1,0 +1,215 @@
+"""Consumer-side verification: count, per-partition order, loss and duplicates.
+
+Every record carries (producer id, sequence). A producer numbers its records 0, 1, 2, ... and
+sends consecutive sequences in each batch, so the common case is a batch whose sequences form
+one run ``s0 .. s0+n-1`` from one producer; that case costs a handful of O(1) bytearray
+operations per batch, never per record, and no Python set of tuples. Anything else falls back to
+a per-record loop that gives the same answers.
+
+State per producer is one ``bytearray`` indexed by sequence (1 = seen). Loss is computed at
+report time against what producers say was acknowledged (:meth:`Verifier.expect`), so a record
+the broker stored without acknowledging (a retried request) is not mistaken for loss, and a
+record acknowledged but never delivered is.
+
+Definitions (per record):
+* duplicate: its (producer, sequence) was already seen (in any partition);
+* out of order: not a duplicate, and its sequence is lower than the highest sequence already seen
+  from the same producer in the same partition;
+* lost: acknowledged to its producer but never seen by any consumer sharing this verifier;
+* unexpected: seen but not acknowledged (legal: e.g. a request that timed out but was stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Verifier", "VerifyReport"]
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    # Records delivered that were ours (including duplicates).
+    records: int
+    # Distinct (producer, sequence) pairs delivered.
+    unique: int
+    # Acknowledged to a producer but never delivered.
+    lost: int
+    # Deliveries of a (producer, sequence) already delivered.
+    duplicates: int
+    # Deliveries below the highest sequence already seen from that producer in that partition.
+    out_of_order: int
+    # Delivered but never acknowledged (allowed; informational).
+    unexpected: int
+    # Acknowledged records in total (what the consumers should have seen).
+    expected: int
+    # Records that were not ours (foreign layout) and batches failing their CRC.
+    foreign: int = 0
+    corrupt_batches: int = 0
+    # Records per partition.
+    per_partition: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.lost == 0
+            and self.duplicates == 0
+            and self.out_of_order == 0
+            and self.corrupt_batches == 0
+        )
+
+
+_ONES = b"\x01" * 65536
+
+
+class Verifier:
+    """Shared by all consumers of one run (or merged from several with :meth:`merge`)."""
+
+    def __init__(self) -> None:
+        # producer id -> bytearray indexed by sequence; 1 = delivered at least once.
+        self._seen: dict[int, bytearray] = {}
+        # producer id -> bytearray of acknowledged sequences (from the producers).
+        self._acked: dict[int, bytearray] = {}
+        # (partition, producer id) -> highest sequence delivered so far.
+        self._high: dict[tuple[int, int], int] = {}
+        self.records = 0
+        self.duplicates = 0
+        self.out_of_order = 0
+        self.foreign = 0
+        self.corrupt_batches = 0
+        self.per_partition: dict[int, int] = {}
+
+    # -- expectations -------------------------------------------------------------------------
+    def expect(self, producer_id: int, acked: bytes | bytearray) -> None:
+        """Declare which sequences ``producer_id`` had acknowledged (byte i != 0: acked)."""
+        have = self._acked.get(producer_id)
+        if have is None:
+            self._acked[producer_id] = bytearray(acked)
+            return
+        if len(have) < len(acked):
+            have.extend(bytes(len(acked) - len(have)))
+        for i, b in enumerate(acked):
+            if b:
+                have[i] = 1
+
+    # -- the hot path -------------------------------------------------------------------------
+    def add_batch(self, partition: int, producer_ids: Sequence[int], sequences: Sequence[int]):
+        """Record the delivery of one batch's records (in partition order)."""
+        n = len(sequences)
+        if n == 0:
+            return
+        self.records += n
+        self.per_partition[partition] = self.per_partition.get(partition, 0) + n
+        pid = producer_ids[0]
+        s0 = sequences[0]
+        end = s0 + n
+        if (
+            n <= len(_ONES)
+            and sequences[-1] == end - 1
+            and producer_ids.count(pid) == n
+            and (n < 3 or tuple(sequences) == tuple(range(s0, end)))
+        ):
+            seen = self._seen.get(pid)
+            if seen is None:
+                seen = self._seen[pid] = bytearray(max(end, 1024))
+            elif len(seen) < end:
+                seen.extend(bytes(max(end - len(seen), len(seen))))
+            key = (partition, pid)
+            high = self._high.get(key, -1)
+            if s0 > high and seen.count(0, s0, end) == n:
+                seen[s0:end] = _ONES[:n]
+                self._high[key] = end - 1
+                return
+        self._add_slow(partition, producer_ids, sequences)
+
+    def _add_slow(self, partition: int, producer_ids: Sequence[int], sequences: Sequence[int]):
+        for pid, seq in zip(producer_ids, sequences, strict=True):
+            seen = self._seen.get(pid)
+            if seen is None:
+                seen = self._seen[pid] = bytearray(max(seq + 1, 1024))
+            elif len(seen) <= seq:
+                seen.extend(bytes(max(seq + 1 - len(seen), len(seen))))
+            if seen[seq]:
+                self.duplicates += 1
+                continue
+            seen[seq] = 1
+            key = (partition, pid)
+            high = self._high.get(key, -1)
+            if seq < high:
+                self.out_of_order += 1
+            else:
+                self._high[key] = seq
+
+    def add_foreign(self, count: int) -> None:
+        self.foreign += count
+
+    def add_corrupt(self, batches: int = 1) -> None:
+        self.corrupt_batches += batches
+
+    # -- combining and reporting --------------------------------------------------------------
+    def merge(self, other: Verifier) -> None:
+        """Fold another verifier's deliveries into this one (consumers in other processes).
+
+        Order is judged per verifier; a record seen by both counts as a duplicate.
+        """
+        for pid, acked in other._acked.items():
+            self.expect(pid, acked)
+        self.foreign += other.foreign
+        self.corrupt_batches += other.corrupt_batches
+        self.duplicates += other.duplicates
+        self.out_of_order += other.out_of_order
+        self.records += other.records
+        for p, c in other.per_partition.items():
+            self.per_partition[p] = self.per_partition.get(p, 0) + c
+        for key, high in other._high.items():
+            self._high[key] = max(high, self._high.get(key, -1))
+        for pid, theirs in other._seen.items():
+            mine = self._seen.get(pid)
+            if mine is None:
+                self._seen[pid] = bytearray(theirs)
+                continue
+            if len(mine) < len(theirs):
+                mine.extend(bytes(len(theirs) - len(mine)))
+            t = _bits(theirs.ljust(len(mine), b"\x00"))
+            m = _bits(mine)
+            self.duplicates += (t & m).bit_count()
+            mine[:] = (t | m).to_bytes(len(mine), "little")
+
+    def report(self) -> VerifyReport:
+        unique = 0
+        lost = 0
+        unexpected = 0
+        expected = 0
+        for pid in self._seen.keys() | self._acked.keys():
+            seen = self._seen.get(pid, bytearray())
+            acked = self._acked.get(pid, bytearray())
+            width = max(len(seen), len(acked))
+            s = _bits(seen.ljust(width, b"\x00"))
+            a = _bits(bytes(acked).ljust(width, b"\x00"))
+            unique += s.bit_count()
+            expected += a.bit_count()
+            lost += (a & ~s).bit_count()
+            unexpected += (s & ~a).bit_count()
+        return VerifyReport(
+            records=self.records,
+            unique=unique,
+            lost=lost,
+            duplicates=self.duplicates,
+            out_of_order=self.out_of_order,
+            unexpected=unexpected,
+            expected=expected,
+            foreign=self.foreign,
+            corrupt_batches=self.corrupt_batches,
+            per_partition=dict(self.per_partition),
+        )
+
+
+def _bits(flags: bytes | bytearray) -> int:
+    """An int with one set bit per non-zero byte (bit position = 8 * byte index).
+
+    Normalising bytes to 0/1 first lets ``int.bit_count`` count flags in C.
+    """
+    return int.from_bytes(bytes(flags).translate(_TO_01), "little")
+
+
+_TO_01 = bytes([0] + [1] * 255)
