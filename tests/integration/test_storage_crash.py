@@ -43,7 +43,7 @@ def batch_for(i: int) -> bytes:
 CHILD = f"""
 import sys
 from pathlib import Path
-from brokers.core.config import StorageConfig
+from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.storage import PartitionLog
 from tests.integration.test_storage_crash import batch_for
 
