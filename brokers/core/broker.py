@@ -1,0 +1,162 @@
+"""The broker application: storage + coordinator + dispatcher + server, and their timers.
+
+``Broker`` wires the pieces and owns the background duties (fsync on the ``interval_ms`` flush
+policy, retention, group session expiry). ``run_broker`` is the process entry point shared by
+`twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker``: it
+starts the broker, prints ``listening=HOST:PORT`` once connections are accepted, and shuts down
+cleanly (data flushed, exit 0) on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+from brokers.core.config import BrokerConfig, FlushMode
+from brokers.core.coordinator import BrokerInfo, Coordinator, TopicPartition
+from brokers.core.groups import GroupConfig, GroupCoordinator
+from brokers.core.handlers import BrokerContext, RequestDispatcher
+from brokers.core.logs import LogStore
+from brokers.core.notify import AppendNotifier
+from brokers.core.protocol.consumer_protocol import ConsumerProtocolAssignment
+from brokers.core.server import KafkaServer
+from brokers.core.storage import LogManager
+
+log = logging.getLogger("twinbench.broker")
+
+GROUP_TICK_S = 0.1  # session expiry and rebalance deadlines are checked this often
+
+
+def parse_consumer_assignment(data: bytes) -> list[TopicPartition]:
+    """Partitions named in a "consumer" protocol assignment (for the ownership registry)."""
+    if not data:
+        return []
+    assignment = ConsumerProtocolAssignment.decode(data)
+    return [TopicPartition(t.topic, p) for t in assignment.assigned_partitions
+            for p in t.partitions]
+
+
+class Broker:
+    def __init__(
+        self, config: BrokerConfig, coordinator: Coordinator, store: LogStore | None = None
+    ) -> None:
+        self.config = config
+        self.coordinator = coordinator
+        self.store: LogStore = store or LogManager(config.data_dir / "logs", config.storage)
+        self.groups = GroupCoordinator(
+            coordinator,
+            GroupConfig(
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            ),
+            parse_assignment=parse_consumer_assignment,
+        )
+        self.notifier = AppendNotifier()
+        self.context = BrokerContext(config, coordinator, self.store, self.groups, self.notifier)
+        self.server = KafkaServer(RequestDispatcher(self.context), config.max_frame_bytes)
+        self.address: tuple[str, int] | None = None
+        self._timers: list[asyncio.Task[None]] = []
+
+    async def start(self) -> tuple[str, int]:
+        recovered = self.store.load_existing()
+        if recovered:
+            log.info("recovered %d partition logs", len(recovered))
+        host, port = await self.server.start(self.config.host, self.config.port)
+        self.address = (host, port)
+        me = BrokerInfo(self.config.node_id, self.config.advertised_host or host, port)
+        try:
+            await self.coordinator.start(me)
+        except BaseException:
+            await self.server.stop()
+            raise
+        self.coordinator.subscribe(lambda _view: self.notifier.wake_all())
+        storage = self.config.storage
+        if storage.flush.mode is FlushMode.INTERVAL_MS:
+            self._every(storage.flush.interval_ms / 1000, self._flush)
+        if storage.retention_ms is not None or storage.retention_bytes is not None:
+            self._every(storage.retention_check_interval_ms / 1000, self._retention)
+        self._every(GROUP_TICK_S, self._group_tick)
+        return host, port
+
+    def _every(self, period_s: float, duty: Callable[[], Awaitable[None]]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(period_s)
+                try:
+                    await duty()
+                except Exception:
+                    # A failing duty must not silently stop: log and try again next period.
+                    log.exception("periodic duty %s failed", duty.__name__)
+
+        self._timers.append(asyncio.get_running_loop().create_task(loop()))
+
+    async def _flush(self) -> None:
+        self.store.flush_dirty()
+
+    async def _retention(self) -> None:
+        deleted = self.store.enforce_retention(int(time.time() * 1000))
+        if deleted:
+            log.info("retention deleted %d segments", deleted)
+
+    async def _group_tick(self) -> None:
+        self.groups.tick()
+
+    async def stop(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        for timer in self._timers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+        self._timers.clear()
+        await self.server.stop()
+        self.notifier.wake_all()
+        await self.groups.close()
+        await self.coordinator.close()
+        self.store.close()
+
+
+def install_event_loop_policy() -> str:
+    """Use uvloop when it is installed (design.md: the fastest server shape); name the loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a pinned dependency
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+def run_broker(make_broker: Callable[[], Broker]) -> int:
+    """Run a broker in the foreground until SIGINT/SIGTERM; returns the exit code."""
+    install_event_loop_policy()
+
+    async def main() -> int:
+        broker = make_broker()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        host, port = await broker.start()
+        print(f"listening={host}:{port}", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            log.info("shutting down")
+            await broker.stop()
+        return 0
+
+    return asyncio.run(main())
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Log lines go to stderr so stdout carries only the machine-readable lines."""
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

@@ -1,0 +1,445 @@
+"""The consumer-group state machine (JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit).
+
+Shared by both architectures: the protocol logic lives here, and everything that must outlive
+this broker or be visible to peers (members, partition owners, committed offsets) goes through
+the Coordinator seam, which is where ZooKeeper and DSBS differ.
+
+States follow Kafka's classic group coordinator:
+
+    EMPTY --join--> PREPARING_REBALANCE --all joined / deadline--> COMPLETING_REBALANCE
+      ^                  ^                                              | leader's SyncGroup
+      |                  +---- join / leave / session expiry -----------+-----> STABLE
+      +---------------- last member gone ------------------------------------------+
+
+Time is passed in through ``clock`` and ``tick()`` so tests drive expiry without sleeping.
+Member metadata and assignments are opaque bytes except that assignments of protocol type
+"consumer" are parsed (best effort) to fill the ownership registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from brokers.core.coordinator import Coordinator, MemberRecord, OffsetAndMetadata, TopicPartition
+from brokers.core.errors import (
+    IllegalGeneration,
+    InconsistentGroupProtocol,
+    InvalidGroupId,
+    InvalidSessionTimeout,
+    KafkaError,
+    MemberIdRequired,
+    RebalanceInProgress,
+    UnknownMemberId,
+)
+
+log = logging.getLogger("twinbench.groups")
+
+# Decodes a "consumer" protocol assignment into partitions; injected so this module does not
+# depend on the codec's layout (and tests can pass a trivial one).
+AssignmentParser = Callable[[bytes], list[TopicPartition]]
+
+
+class GroupState(Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    # Accepted session timeouts (group.min/max.session.timeout.ms).
+    min_session_timeout_ms: int = 1_000
+    max_session_timeout_ms: int = 300_000
+    # Delay before completing the first rebalance of an empty group, so members that start
+    # together share one generation instead of cascading rebalances.
+    initial_rebalance_delay_ms: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: tuple[JoinedMember, ...] = ()  # only the leader gets the member list
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    assignment: bytes
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(slots=True)
+class _Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    last_heartbeat: float
+    assignment: bytes = b""
+    join_waiter: asyncio.Future[JoinResult] | None = None
+    sync_waiter: asyncio.Future[SyncResult] | None = None
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+
+@dataclass(slots=True)
+class _Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    members: dict[str, _Member] = field(default_factory=dict)
+    # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394).
+    pending_ids: set[str] = field(default_factory=set)
+    rebalance_deadline: float = 0.0
+
+
+class GroupCoordinator:
+    """All groups this broker coordinates. Methods raise KafkaError for the client to see."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        config: GroupConfig,
+        parse_assignment: AssignmentParser | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._coordinator = coordinator
+        self._config = config
+        self._parse_assignment = parse_assignment
+        self._clock = clock
+        self._groups: dict[str, _Group] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    # --- introspection ----------------------------------------------------------------------
+    def describe(self, group_id: str) -> tuple[GroupState, int, list[str]]:
+        group = self._groups.get(group_id)
+        if group is None:
+            return GroupState.EMPTY, 0, []
+        return group.state, group.generation, list(group.members)
+
+    # --- JoinGroup --------------------------------------------------------------------------
+    async def join(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+    ) -> JoinResult:
+        if not group_id:
+            raise InvalidGroupId("empty group id")
+        cfg = self._config
+        if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
+            raise InvalidSessionTimeout(
+                f"session timeout {session_timeout_ms} ms outside "
+                f"[{cfg.min_session_timeout_ms}, {cfg.max_session_timeout_ms}]"
+            )
+        if rebalance_timeout_ms < 0:  # JoinGroup v0 has none: the session timeout stands in
+            rebalance_timeout_ms = session_timeout_ms
+        group = self._groups.setdefault(group_id, _Group(group_id))
+        if not protocols or (
+            group.members
+            and (
+                protocol_type != group.protocol_type
+                or not self._common_protocols(group, protocols)
+            )
+        ):
+            raise InconsistentGroupProtocol(f"group {group_id!r}: no protocol in common")
+
+        if not member_id:
+            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            if require_known_member_id:
+                group.pending_ids.add(member_id)
+                raise MemberIdAssigned(member_id)
+        elif member_id not in group.members and member_id not in group.pending_ids:
+            raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")
+        group.pending_ids.discard(member_id)
+
+        now = self._clock()
+        member = group.members.get(member_id)
+        if member is None:
+            member = _Member(
+                member_id, group_instance_id, client_id, client_host, session_timeout_ms,
+                rebalance_timeout_ms, protocol_type, protocols, now,
+            )
+            await self._coordinator.register_member(
+                group_id, MemberRecord(member_id, client_id, client_host)
+            )
+            group.members[member_id] = member
+        else:
+            member.protocols = protocols
+            member.session_timeout_ms = session_timeout_ms
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+            member.last_heartbeat = now
+        group.protocol_type = protocol_type
+        if member.join_waiter is not None and not member.join_waiter.done():
+            # A duplicate JoinGroup from the same member: the newer request supersedes.
+            member.join_waiter.set_exception(RebalanceInProgress("superseded by a newer join"))
+        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        member.join_waiter = waiter
+
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            self._prepare_rebalance(group, now, initial=group.state is GroupState.EMPTY)
+        self._maybe_complete_join(group, now)
+        return await waiter
+
+    @staticmethod
+    def _common_protocols(group: _Group, protocols: list[tuple[str, bytes]]) -> set[str]:
+        common = {name for name, _ in protocols}
+        for m in group.members.values():
+            common &= {name for name, _ in m.protocols}
+        return common
+
+    def _prepare_rebalance(self, group: _Group, now: float, *, initial: bool) -> None:
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            for m in group.members.values():
+                self._fail(m.sync_waiter, RebalanceInProgress("group is rebalancing"))
+                m.sync_waiter = None
+        group.state = GroupState.PREPARING_REBALANCE
+        timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        if initial:
+            timeout_ms = min(timeout_ms, self._config.initial_rebalance_delay_ms)
+        group.rebalance_deadline = now + timeout_ms / 1000
+        log.info("group %s: preparing rebalance (generation %d)", group.group_id, group.generation)
+
+    def _maybe_complete_join(self, group: _Group, now: float) -> None:
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            return
+        all_joined = all(m.join_waiter is not None for m in group.members.values())
+        # An empty group's first rebalance waits out the initial delay even when all joined.
+        if (all_joined and group.generation > 0) or now >= group.rebalance_deadline:
+            self._complete_join(group)
+
+    def _complete_join(self, group: _Group) -> None:
+        for member_id in [m for m, mem in group.members.items() if mem.join_waiter is None]:
+            self._remove_member(group, member_id, reason="did not rejoin in time")
+        if not group.members:
+            group.state = GroupState.EMPTY
+            group.generation += 1
+            group.leader_id = ""
+            return
+        group.generation += 1
+        first = next(iter(group.members.values()))
+        if group.leader_id not in group.members:
+            group.leader_id = first.member_id
+        leader = group.members[group.leader_id]
+        common = self._common_protocols(group, leader.protocols)
+        group.protocol_name = next(name for name, _ in leader.protocols if name in common)
+        group.state = GroupState.COMPLETING_REBALANCE
+        everyone = tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+            for m in group.members.values()
+        )
+        for m in group.members.values():
+            result = JoinResult(
+                member_id=m.member_id,
+                generation_id=group.generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=group.leader_id,
+                members=everyone if m.member_id == group.leader_id else (),
+            )
+            waiter, m.join_waiter = m.join_waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(result)
+        log.info(
+            "group %s: generation %d with %d members, leader %s",
+            group.group_id, group.generation, len(group.members), group.leader_id,
+        )
+
+    # --- SyncGroup --------------------------------------------------------------------------
+    async def sync(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        assignments: Mapping[str, bytes],
+    ) -> SyncResult:
+        group, member = self._member(group_id, member_id)
+        if generation_id != group.generation:
+            raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
+        if group.state is GroupState.PREPARING_REBALANCE:
+            raise RebalanceInProgress("group is rebalancing")
+        member.last_heartbeat = self._clock()
+        if group.state is GroupState.STABLE:
+            return SyncResult(member.assignment, group.protocol_type, group.protocol_name)
+        waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        self._fail(member.sync_waiter, RebalanceInProgress("superseded by a newer sync"))
+        member.sync_waiter = waiter
+        if member_id == group.leader_id:
+            for m in group.members.values():
+                m.assignment = bytes(assignments.get(m.member_id, b""))
+            group.state = GroupState.STABLE
+            await self._record_owners(group)
+            for m in group.members.values():
+                w, m.sync_waiter = m.sync_waiter, None
+                if w is not None and not w.done():
+                    w.set_result(SyncResult(m.assignment, group.protocol_type, group.protocol_name))
+        return await waiter
+
+    async def _record_owners(self, group: _Group) -> None:
+        if self._parse_assignment is None or group.protocol_type != "consumer":
+            return
+        owners: dict[TopicPartition, str] = {}
+        for m in group.members.values():
+            try:
+                for tp in self._parse_assignment(m.assignment):
+                    owners[tp] = m.member_id
+            except Exception as exc:  # opaque bytes from a client: never fatal
+                log.warning("group %s: unparseable assignment from %s: %s",
+                            group.group_id, m.member_id, exc)
+        await self._coordinator.record_owners(group.group_id, owners)
+
+    # --- Heartbeat / LeaveGroup -------------------------------------------------------------
+    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str) -> None:
+        group, member = self._member(group_id, member_id)
+        member.last_heartbeat = self._clock()
+        if generation_id != group.generation:
+            raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
+        if group.state is GroupState.PREPARING_REBALANCE:
+            raise RebalanceInProgress("group is rebalancing")
+
+    def leave(self, *, group_id: str, member_id: str) -> None:
+        group, _ = self._member(group_id, member_id)
+        self._remove_member(group, member_id, reason="left the group")
+        self._after_membership_change(group)
+
+    # --- offsets ----------------------------------------------------------------------------
+    async def commit(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> None:
+        if not group_id:
+            raise InvalidGroupId("empty group id")
+        group = self._groups.get(group_id)
+        manual = generation_id < 0 and not member_id
+        if not manual:
+            # Members of a managed group commit under their current generation only.
+            group, member = self._member(group_id, member_id)
+            if generation_id != group.generation:
+                raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
+            if group.state is GroupState.COMPLETING_REBALANCE:
+                raise RebalanceInProgress("group is rebalancing")
+            member.last_heartbeat = self._clock()
+        elif group is not None and group.members:
+            raise UnknownMemberId(f"group {group_id!r} has members; commit as one of them")
+        await self._coordinator.commit_offsets(group_id, offsets)
+
+    # --- time -------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Expire silent members and finish rebalances whose deadline passed."""
+        now = self._clock()
+        for group in list(self._groups.values()):
+            expired = [
+                m.member_id
+                for m in group.members.values()
+                if m.join_waiter is None
+                and now - m.last_heartbeat > m.session_timeout_ms / 1000
+            ]
+            for member_id in expired:
+                self._remove_member(group, member_id, reason="session expired")
+            if expired:
+                self._after_membership_change(group)
+            self._maybe_complete_join(group, now)
+            if group.state is GroupState.EMPTY and not group.members and not group.pending_ids:
+                del self._groups[group.group_id]
+
+    async def close(self) -> None:
+        for group in self._groups.values():
+            for m in group.members.values():
+                self._fail(m.join_waiter, RebalanceInProgress("broker shutting down"))
+                self._fail(m.sync_waiter, RebalanceInProgress("broker shutting down"))
+        for task in list(self._background):
+            await task
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _member(self, group_id: str, member_id: str) -> tuple[_Group, _Member]:
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if group is None or member is None:
+            raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")
+        return group, member
+
+    def _remove_member(self, group: _Group, member_id: str, *, reason: str) -> None:
+        member = group.members.pop(member_id, None)
+        if member is None:
+            return
+        log.info("group %s: member %s removed (%s)", group.group_id, member_id, reason)
+        self._fail(member.join_waiter, UnknownMemberId(reason))
+        self._fail(member.sync_waiter, UnknownMemberId(reason))
+        task = asyncio.get_running_loop().create_task(
+            self._unregister(group.group_id, member_id)
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _unregister(self, group_id: str, member_id: str) -> None:
+        try:
+            await self._coordinator.unregister_member(group_id, member_id)
+        except KafkaError as exc:
+            # The registry entry is ephemeral (ZK) or local; a failure here only delays cleanup.
+            log.warning("group %s: could not unregister %s: %s", group_id, member_id, exc)
+
+    def _after_membership_change(self, group: _Group) -> None:
+        now = self._clock()
+        if not group.members:
+            if group.state is not GroupState.EMPTY:
+                group.state = GroupState.EMPTY
+                group.generation += 1
+            return
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, now, initial=False)
+        self._maybe_complete_join(group, now)
+
+    @staticmethod
+    def _fail(waiter: asyncio.Future | None, exc: BaseException) -> None:
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+
+
+class MemberIdAssigned(MemberIdRequired):
+    """MEMBER_ID_REQUIRED carrying the id the client must rejoin with (KIP-394)."""
+
+    def __init__(self, member_id: str) -> None:
+        super().__init__("rejoin with the assigned member id")
+        self.member_id = member_id

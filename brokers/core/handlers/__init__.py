@@ -1,0 +1,22 @@
+"""Request handlers: one module per family of Kafka APIs, all sharing one ``BrokerContext``.
+
+Layout:
+- ``context.py``   BrokerContext (config, coordinator, storage, groups, notifier) and the
+                   leadership checks every data-path handler uses
+- ``dispatch.py``  RequestDispatcher: header, version check, routing, response framing
+- ``produce.py``   Produce (acks 0/1/-1)
+- ``fetch.py``     Fetch (long-poll with min/max bytes)
+- ``metadata.py``  Metadata (with auto-creation) and CreateTopics, topic-name rules
+- ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
+- ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+- ``admin.py``     ApiVersions (with the KIP-511 fallback), InitProducerId
+
+A handler takes (context, header, decoded request) and returns a response message, an
+awaitable of one, or None (acks=0). Errors a client must see become error codes inside the
+response; nothing a client sends can raise out of a handler except ProtocolViolation.
+"""
+
+from brokers.core.handlers.context import BrokerContext
+from brokers.core.handlers.dispatch import RequestDispatcher
+
+__all__ = ["BrokerContext", "RequestDispatcher"]

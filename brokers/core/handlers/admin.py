@@ -1,0 +1,39 @@
+"""ApiVersions and InitProducerId."""
+
+from __future__ import annotations
+
+from brokers.core.errors import InvalidRequest, KafkaError
+from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.api import SUPPORTED
+from brokers.core.protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
+from brokers.core.protocol.messages.init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
+
+_ADVERTISED = [ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
+               for k, (lo, hi) in sorted(SUPPORTED.items())]
+
+
+def handle_api_versions(
+    ctx: BrokerContext, call: Call, req: ApiVersionsRequest
+) -> ApiVersionsResponse:
+    return ApiVersionsResponse(error_code=0, api_keys=_ADVERTISED)
+
+
+async def handle_init_producer_id(
+    ctx: BrokerContext, call: Call, req: InitProducerIdRequest
+) -> InitProducerIdResponse:
+    try:
+        if req.transactional_id is not None:
+            # Transactions are outside the benchmark; idempotent producers (no transactional
+            # id) are served, with ids unique across the cluster.
+            raise InvalidRequest("transactional producers are not supported")
+        producer_id = await ctx.coordinator.allocate_producer_id()
+    except KafkaError as exc:
+        return InitProducerIdResponse(error_code=exc.code, producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

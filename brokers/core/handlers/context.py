@@ -1,0 +1,84 @@
+"""What every handler can reach, and the leadership checks of the data path."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from brokers.core.config import BrokerConfig
+from brokers.core.coordinator import Coordinator, PartitionState
+from brokers.core.errors import (
+    InvalidTopic,
+    KafkaError,
+    LeaderNotAvailable,
+    NotLeaderOrFollower,
+    UnknownTopicOrPartition,
+)
+from brokers.core.groups import GroupCoordinator
+from brokers.core.logs import LogStore
+from brokers.core.notify import AppendNotifier
+
+# Kafka's topic-name rule: 1..249 of [a-zA-Z0-9._-], and not "." or "..".
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+# Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
+# that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
+# serve; -1 ("unknown") keeps every client on plain offsets. The coordinator's own epochs still
+# fence leadership changes inside the cluster.
+CLIENT_LEADER_EPOCH = -1
+
+
+def validate_topic_name(name: str) -> None:
+    if name in (".", "..") or not _TOPIC_NAME.fullmatch(name):
+        raise InvalidTopic(f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
+
+
+@dataclass(slots=True)
+class BrokerContext:
+    config: BrokerConfig
+    coordinator: Coordinator
+    store: LogStore
+    groups: GroupCoordinator
+    notifier: AppendNotifier
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def per_request(self) -> bool:
+        """Fairness rule 2: ask the coordination store on every produce/fetch."""
+        return self.config.metadata_check == "per_request"
+
+    def cached_leader_check(self, topic: str, partition: int) -> KafkaError | None:
+        """None when this broker leads the partition according to the cache."""
+        info = self.coordinator.cluster().topics.get(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return UnknownTopicOrPartition(f"{topic}-{partition}")
+        return self._leader_error(info.partitions[partition])
+
+    async def fresh_leader_check(self, topic: str, partition: int) -> KafkaError | None:
+        """The same question asked of the authoritative store (the per_request policy)."""
+        try:
+            state = await self.coordinator.partition_state(topic, partition, fresh=True)
+        except KafkaError as exc:
+            return exc
+        if state is None:
+            return UnknownTopicOrPartition(f"{topic}-{partition}")
+        return self._leader_error(state)
+
+    def _leader_error(self, state: PartitionState) -> KafkaError | None:
+        if state.leader == self.config.node_id:
+            return None
+        if state.leader < 0:
+            return LeaderNotAvailable(f"{state.topic}-{state.partition} has no live leader")
+        return NotLeaderOrFollower(f"{state.topic}-{state.partition} is led by {state.leader}")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What a handler may know about the request beyond its body."""
+
+    api_version: int
+    client_id: str | None
+    peer: str  # "host:port" of the client, for membership records and log lines

@@ -1,0 +1,116 @@
+"""RequestDispatcher: one request frame in, one response frame (or awaitable of one) out.
+
+Order of checks, each with the answer clients expect:
+
+1. A frame too short for a header, or an unknown API key: the stream cannot be trusted or
+   answered in a format the client understands, so the connection is closed (as Kafka does).
+2. ApiVersions at a version we do not speak: the KIP-511 fallback (v0 body, error 35).
+3. Another API at an unserved version: UNSUPPORTED_VERSION in that API's response when the
+   codec can encode it (Produce v0-2, advertised for librdkafka's sake), else a closed
+   connection.
+4. A body that does not decode: closed connection.
+5. The handler; its response is framed under the request's correlation id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from brokers.core.errors import ProtocolViolation, UnsupportedVersion
+from brokers.core.handlers import admin, fetch, groups, metadata, offsets, produce
+from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.api import (
+    REQUESTS,
+    RESPONSES,
+    ApiKey,
+    api_versions_fallback_frame,
+    is_served,
+    response_frame,
+)
+from brokers.core.protocol.header import RequestHeader, peek_header
+from brokers.core.protocol.messages.produce import (
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from brokers.core.protocol.schema import Message
+from brokers.core.server import Buffers
+
+log = logging.getLogger("twinbench.dispatch")
+
+Handler = Callable[[BrokerContext, Call, Any], Message | Awaitable[Message | None] | None]
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.API_VERSIONS: admin.handle_api_versions,
+    ApiKey.CREATE_TOPICS: metadata.handle_create_topics,
+    ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
+}
+
+
+class RequestDispatcher:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self._ctx = ctx
+        # Plain-int keys: the lookup happens on every request with a key straight off the wire.
+        self._handlers = {int(k): (h, REQUESTS[ApiKey(k)]) for k, h in HANDLERS.items()}
+
+    def dispatch(self, frame: memoryview, peer: str) -> Buffers | Awaitable[Buffers | None] | None:
+        api_key, version, correlation_id = peek_header(frame)
+        entry = self._handlers.get(api_key)
+        if entry is None:
+            raise ProtocolViolation(f"unknown api key {api_key}")
+        if not is_served(api_key, version):
+            return self._unsupported(api_key, version, correlation_id, frame)
+        header, body_at = RequestHeader.decode(frame)
+        handler, request_cls = entry
+        request = request_cls.decode(frame[body_at:], version)
+        result = handler(self._ctx, Call(version, header.client_id, peer), request)
+        if result is None:
+            return None
+        if isinstance(result, Message):
+            return response_frame(correlation_id, api_key, version, result)
+        return self._finish(result, correlation_id, api_key, version)
+
+    @staticmethod
+    async def _finish(
+        pending: Awaitable[Message | None], correlation_id: int, api_key: int, version: int
+    ) -> Buffers | None:
+        response = await pending
+        if response is None:
+            return None
+        return response_frame(correlation_id, api_key, version, response)
+
+    def _unsupported(
+        self, api_key: int, version: int, correlation_id: int, frame: memoryview
+    ) -> Buffers | None:
+        if api_key == ApiKey.API_VERSIONS:
+            return api_versions_fallback_frame(correlation_id)
+        lo, hi = RESPONSES[ApiKey(api_key)].VERSIONS
+        if api_key == ApiKey.PRODUCE and lo <= version <= hi:
+            header, body_at = RequestHeader.decode(frame)
+            req = ProduceRequest.decode(frame[body_at:], version)
+            log.info("%s sent Produce v%d (magic 0/1); answering UNSUPPORTED_VERSION",
+                     header.client_id, version)
+            if req.acks == 0:
+                return None
+            response = ProduceResponse(responses=[
+                TopicProduceResponse(name=t.name, partition_responses=[
+                    PartitionProduceResponse(index=p.index, error_code=UnsupportedVersion.code,
+                                             base_offset=-1)
+                    for p in t.partition_data])
+                for t in req.topic_data])
+            return response_frame(correlation_id, api_key, version, response)
+        raise ProtocolViolation(f"api key {api_key} v{version} is not supported")

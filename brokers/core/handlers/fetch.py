@@ -1,0 +1,120 @@
+"""Fetch: return stored batches as they are, long-polling when there is too little data.
+
+Every partition the request names appears in the response (kafka-python discards a response
+that omits one). The first partition with data always gets at least one whole batch, even past
+``max_bytes``, so a consumer can never be stuck behind a batch larger than its limits; after
+that, partitions stop receiving data once the response-level ``max_bytes`` is spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+
+from brokers.core.coordinator import TopicPartition
+from brokers.core.errors import KafkaError, OffsetOutOfRange
+from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+
+# Response-level max_bytes for Fetch v0-2, which have none (Kafka's fetch.max.bytes default).
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+
+
+def handle_fetch(
+    ctx: BrokerContext, call: Call, req: FetchRequest
+) -> FetchResponse | Awaitable[FetchResponse]:
+    if ctx.per_request:
+        return _fetch_checked(ctx, req)
+    errors = {
+        (t.topic, p.partition): ctx.cached_leader_check(t.topic, p.partition)
+        for t in req.topics
+        for p in t.partitions
+    }
+    response, size = _read(ctx, req, errors)
+    if size >= req.min_bytes or req.max_wait_ms <= 0 or not _waitable(errors):
+        return response
+    return _long_poll(ctx, req, errors)
+
+
+async def _fetch_checked(ctx: BrokerContext, req: FetchRequest) -> FetchResponse:
+    errors = {}
+    for t in req.topics:
+        for p in t.partitions:
+            errors[(t.topic, p.partition)] = await ctx.fresh_leader_check(t.topic, p.partition)
+    response, size = _read(ctx, req, errors)
+    if size >= req.min_bytes or req.max_wait_ms <= 0 or not _waitable(errors):
+        return response
+    return await _long_poll(ctx, req, errors)
+
+
+def _waitable(errors: dict[tuple[str, int], KafkaError | None]) -> bool:
+    # Waiting only makes sense when some partition could receive data; otherwise answer now so
+    # the client sees its errors without a max_wait_ms delay.
+    return any(e is None for e in errors.values())
+
+
+async def _long_poll(
+    ctx: BrokerContext, req: FetchRequest, errors: dict[tuple[str, int], KafkaError | None]
+) -> FetchResponse:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(req.max_wait_ms, ctx.config.max_fetch_wait_ms) / 1000
+    partitions = [TopicPartition(t, p) for (t, p), e in errors.items() if e is None]
+    while True:
+        woke = await ctx.notifier.wait_any(partitions, deadline - loop.time())
+        response, size = _read(ctx, req, errors)
+        if size >= req.min_bytes or not woke or loop.time() >= deadline:
+            return response
+
+
+def _read(
+    ctx: BrokerContext, req: FetchRequest, errors: dict[tuple[str, int], KafkaError | None]
+) -> tuple[FetchResponse, int]:
+    budget = req.max_bytes if req.max_bytes > 0 else DEFAULT_MAX_BYTES
+    total = 0
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            error = errors[(t.topic, p.partition)]
+            if error is not None:
+                parts.append(_failed(p.partition, error))
+                continue
+            log = ctx.store.get(t.topic, p.partition)
+            if log is None:  # led here but nothing produced yet: an empty log
+                if p.fetch_offset != 0:
+                    parts.append(_failed(p.partition, OffsetOutOfRange(
+                        f"offset {p.fetch_offset} outside [0, 0]")))
+                else:
+                    parts.append(PartitionData(
+                        partition_index=p.partition, high_watermark=0, last_stable_offset=0,
+                        log_start_offset=0, records=b"",
+                    ))
+                continue
+            limit = min(p.partition_max_bytes, budget - total)
+            try:
+                # limit <= 0 once the budget is spent: only the first data-bearing partition
+                # may exceed it (read returns at least one batch), the rest get nothing.
+                data = log.read(p.fetch_offset, limit) if (limit > 0 or total == 0) else b""
+            except KafkaError as exc:
+                parts.append(_failed(p.partition, exc))
+                continue
+            total += len(data)
+            end = log.log_end_offset
+            parts.append(PartitionData(
+                partition_index=p.partition, high_watermark=end, last_stable_offset=end,
+                log_start_offset=log.log_start_offset, records=data,
+            ))
+        topics.append(FetchableTopicResponse(topic=t.topic, partitions=parts))
+    return FetchResponse(responses=topics), total
+
+
+def _failed(partition: int, error: KafkaError) -> PartitionData:
+    return PartitionData(
+        partition_index=partition, error_code=error.code, high_watermark=-1,
+        last_stable_offset=-1, log_start_offset=-1, records=b"",
+    )

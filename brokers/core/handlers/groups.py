@@ -1,0 +1,134 @@
+"""FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup: wire <-> group state machine.
+
+The state machine (``brokers.core.groups``) does the work; these functions check that this
+broker coordinates the group, translate fields, and turn KafkaErrors into error codes.
+"""
+
+from __future__ import annotations
+
+from brokers.core.errors import CoordinatorNotAvailable, KafkaError, NotCoordinator
+from brokers.core.groups import MemberIdAssigned
+from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from brokers.core.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from brokers.core.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+from brokers.core.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from brokers.core.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction (not served)
+
+
+def handle_find_coordinator(
+    ctx: BrokerContext, call: Call, req: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
+    try:
+        if req.key_type != GROUP_KEY:
+            raise CoordinatorNotAvailable("transaction coordinators are not served")
+        broker = ctx.coordinator.group_coordinator(req.key)
+    except KafkaError as exc:
+        return FindCoordinatorResponse(
+            error_code=exc.code, error_message=exc.message or None, node_id=-1, host="", port=-1)
+    return FindCoordinatorResponse(
+        error_code=0, node_id=broker.node_id, host=broker.host, port=broker.port)
+
+
+def _not_here(ctx: BrokerContext, group_id: str) -> KafkaError | None:
+    try:
+        owner = ctx.coordinator.group_coordinator(group_id)
+    except KafkaError as exc:
+        return exc
+    if owner.node_id != ctx.node_id:
+        return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
+    return None
+
+
+async def handle_join_group(
+    ctx: BrokerContext, call: Call, req: JoinGroupRequest
+) -> JoinGroupResponse:
+    failed = JoinGroupResponse(
+        error_code=0, generation_id=-1, protocol_name="", leader="", member_id=req.member_id)
+    error = _not_here(ctx, req.group_id)
+    if error is not None:
+        failed.error_code = error.code
+        return failed
+    try:
+        result = await ctx.groups.join(
+            group_id=req.group_id,
+            member_id=req.member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=call.client_id or "",
+            client_host=call.peer,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if call.api_version >= 1 else -1,
+            protocol_type=req.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+            require_known_member_id=call.api_version >= 4,
+        )
+    except MemberIdAssigned as exc:
+        failed.error_code, failed.member_id = exc.code, exc.member_id
+        return failed
+    except KafkaError as exc:
+        failed.error_code = exc.code
+        return failed
+    return JoinGroupResponse(
+        error_code=0,
+        generation_id=result.generation_id,
+        protocol_name=result.protocol_name or "",
+        leader=result.leader,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)
+            for m in result.members
+        ],
+    )
+
+
+async def handle_sync_group(
+    ctx: BrokerContext, call: Call, req: SyncGroupRequest
+) -> SyncGroupResponse:
+    error = _not_here(ctx, req.group_id)
+    if error is None:
+        try:
+            result = await ctx.groups.sync(
+                group_id=req.group_id, generation_id=req.generation_id,
+                member_id=req.member_id,
+                assignments={a.member_id: bytes(a.assignment) for a in req.assignments},
+            )
+        except KafkaError as exc:
+            error = exc
+        else:
+            return SyncGroupResponse(error_code=0, assignment=result.assignment)
+    return SyncGroupResponse(error_code=error.code, assignment=b"")
+
+
+def handle_heartbeat(
+    ctx: BrokerContext, call: Call, req: HeartbeatRequest
+) -> HeartbeatResponse:
+    error = _not_here(ctx, req.group_id)
+    if error is None:
+        try:
+            ctx.groups.heartbeat(
+                group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id)
+        except KafkaError as exc:
+            error = exc
+    return HeartbeatResponse(error_code=error.code if error else 0)
+
+
+def handle_leave_group(
+    ctx: BrokerContext, call: Call, req: LeaveGroupRequest
+) -> LeaveGroupResponse:
+    error = _not_here(ctx, req.group_id)
+    if error is None:
+        try:
+            ctx.groups.leave(group_id=req.group_id, member_id=req.member_id)
+        except KafkaError as exc:
+            error = exc
+    return LeaveGroupResponse(error_code=error.code if error else 0)

@@ -1,0 +1,158 @@
+"""Metadata (with topic auto-creation) and CreateTopics.
+
+Both read and change the topic table through the Coordinator seam: this is where a ZooKeeper
+round trip or a gossip broadcast happens, never in the broker core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+
+from brokers.core.coordinator import ClusterView
+from brokers.core.errors import (
+    InvalidPartitions,
+    InvalidReplicationFactor,
+    InvalidRequest,
+    KafkaError,
+    LeaderNotAvailable,
+    RequestTimedOut,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
+from brokers.core.handlers.context import (
+    CLIENT_LEADER_EPOCH,
+    BrokerContext,
+    Call,
+    validate_topic_name,
+)
+from brokers.core.protocol.messages.create_topics import (
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+from brokers.core.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+# How long an auto-creating Metadata request waits for the new topic to get leaders.
+AUTO_CREATE_TIMEOUT_S = 10.0
+
+
+def handle_metadata(
+    ctx: BrokerContext, call: Call, req: MetadataRequest
+) -> MetadataResponse | Awaitable[MetadataResponse]:
+    view = ctx.coordinator.cluster()
+    if req.topics is None:
+        return _response(view, None, {})
+    names = [t.name for t in req.topics]
+    errors: dict[str, KafkaError] = {}
+    for name in names:
+        try:
+            validate_topic_name(name)
+        except KafkaError as exc:
+            errors[name] = exc
+    # Metadata v1-3 have no flag: those clients always let the broker auto-create.
+    allowed = req.allow_auto_topic_creation and ctx.config.auto_create_topics
+    missing = [n for n in names if n not in view.topics and n not in errors]
+    if missing and allowed:
+        return _auto_create(ctx, names, missing, errors)
+    return _response(view, names, errors)
+
+
+async def _auto_create(
+    ctx: BrokerContext, names: list[str], missing: list[str], errors: dict[str, KafkaError]
+) -> MetadataResponse:
+    for name in missing:
+        try:
+            await asyncio.wait_for(
+                ctx.coordinator.create_topic(name, ctx.config.default_partitions, 1),
+                AUTO_CREATE_TIMEOUT_S,
+            )
+        except TopicAlreadyExists:
+            pass  # another client created it first: exactly what this client wanted
+        except TimeoutError:
+            errors[name] = LeaderNotAvailable(f"topic {name!r} is still being created")
+        except KafkaError as exc:
+            errors[name] = exc
+    return _response(ctx.coordinator.cluster(), names, errors)
+
+
+def _response(
+    view: ClusterView, names: list[str] | None, errors: dict[str, KafkaError]
+) -> MetadataResponse:
+    live = {b.node_id for b in view.brokers}
+    topics = []
+    for name in view.topics if names is None else names:
+        info = view.topics.get(name)
+        error = errors.get(name)
+        if info is None or error is not None:
+            error = error or UnknownTopicOrPartition(f"unknown topic {name!r}")
+            topics.append(MetadataResponseTopic(error_code=error.code, name=name))
+            continue
+        partitions = [
+            MetadataResponsePartition(
+                error_code=0 if p.leader in live else LeaderNotAvailable.code,
+                partition_index=p.partition,
+                leader_id=p.leader if p.leader in live else -1,
+                leader_epoch=CLIENT_LEADER_EPOCH,
+                replica_nodes=list(p.replicas),
+                isr_nodes=[r for r in p.isr if r in live],
+                offline_replicas=[r for r in p.replicas if r not in live],
+            )
+            for p in info.partitions
+        ]
+        topics.append(MetadataResponseTopic(error_code=0, name=name, partitions=partitions))
+    return MetadataResponse(
+        brokers=[
+            MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in view.brokers
+        ],
+        cluster_id=view.cluster_id,
+        controller_id=view.controller_id,
+        topics=topics,
+    )
+
+
+async def handle_create_topics(
+    ctx: BrokerContext, call: Call, req: CreateTopicsRequest
+) -> CreateTopicsResponse:
+    results = []
+    seen: set[str] = set()
+    timeout_s = max(req.timeout_ms, 0) / 1000
+    for topic in req.topics:
+        try:
+            if topic.name in seen:
+                raise InvalidRequest(f"topic {topic.name!r} named twice in one request")
+            seen.add(topic.name)
+            validate_topic_name(topic.name)
+            if topic.assignments:
+                raise InvalidRequest("manual replica assignments are not supported")
+            partitions = ctx.config.default_partitions if topic.num_partitions == -1 else (
+                topic.num_partitions)
+            replication = 1 if topic.replication_factor == -1 else topic.replication_factor
+            if partitions < 1:
+                raise InvalidPartitions(f"{partitions} partitions requested")
+            if replication < 1:
+                raise InvalidReplicationFactor(f"replication factor {replication}")
+            if topic.name in ctx.coordinator.cluster().topics:
+                raise TopicAlreadyExists(f"topic {topic.name!r} already exists")
+            if not req.validate_only:
+                configs = {c.name: c.value for c in topic.configs if c.value is not None}
+                create = ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
+                try:
+                    await asyncio.wait_for(create, timeout_s or AUTO_CREATE_TIMEOUT_S)
+                except TimeoutError:
+                    raise RequestTimedOut(
+                        f"topic {topic.name!r} not ready within {req.timeout_ms} ms"
+                    ) from None
+        except KafkaError as exc:
+            results.append(CreatableTopicResult(
+                name=topic.name, error_code=exc.code, error_message=exc.message or None))
+        else:
+            results.append(CreatableTopicResult(name=topic.name, error_code=0))
+    return CreateTopicsResponse(topics=results)

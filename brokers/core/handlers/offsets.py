@@ -1,0 +1,193 @@
+"""ListOffsets (earliest / latest / by time), OffsetCommit and OffsetFetch.
+
+Committed offsets live behind the Coordinator seam (a ZooKeeper znode per partition, or the
+DSBS coordinator's local table); the group state machine validates who may commit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+
+from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
+from brokers.core.errors import (
+    InvalidRequest,
+    KafkaError,
+    NotCoordinator,
+    OffsetMetadataTooLarge,
+    UnknownTopicOrPartition,
+)
+from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.protocol.messages.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from brokers.core.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from brokers.core.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+
+LATEST = -1
+EARLIEST = -2
+# offset.metadata.max.bytes: commit metadata is a client's note, not a storage service.
+MAX_METADATA_CHARS = 4096
+
+
+def handle_list_offsets(
+    ctx: BrokerContext, call: Call, req: ListOffsetsRequest
+) -> ListOffsetsResponse:
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                error = ctx.cached_leader_check(t.name, p.partition_index)
+                if error is not None:
+                    raise error
+                offset, timestamp = _lookup(ctx, t.name, p.partition_index, p.timestamp)
+            except KafkaError as exc:
+                parts.append(ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=exc.code, timestamp=-1,
+                    offset=-1, leader_epoch=-1))
+            else:
+                parts.append(ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=0, timestamp=timestamp,
+                    offset=offset, leader_epoch=CLIENT_LEADER_EPOCH))
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(topics=topics)
+
+
+def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+    log = ctx.store.get(topic, partition)
+    start, end = (log.log_start_offset, log.log_end_offset) if log else (0, 0)
+    if timestamp == LATEST:
+        return end, -1
+    if timestamp == EARLIEST:
+        return start, -1
+    if timestamp < 0:
+        raise InvalidRequest(f"unsupported special timestamp {timestamp}")
+    found = log.offset_for_timestamp(timestamp) if log else None
+    # No batch at or after the time: Kafka answers offset -1, timestamp -1.
+    return found if found is not None else (-1, -1)
+
+
+def _check_coordinator(ctx: BrokerContext, group_id: str) -> KafkaError | None:
+    try:
+        owner = ctx.coordinator.group_coordinator(group_id)
+    except KafkaError as exc:
+        return exc
+    if owner.node_id != ctx.node_id:
+        return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
+    return None
+
+
+async def handle_offset_commit(
+    ctx: BrokerContext, call: Call, req: OffsetCommitRequest
+) -> OffsetCommitResponse:
+    now_ms = int(time.time() * 1000)
+    codes: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    topics = ctx.coordinator.cluster().topics
+    for t in req.topics:
+        info = topics.get(t.name)
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
+                codes[tp] = UnknownTopicOrPartition.code
+            elif p.committed_metadata is not None and (
+                len(p.committed_metadata) > MAX_METADATA_CHARS
+            ):
+                codes[tp] = OffsetMetadataTooLarge.code
+            else:
+                offsets[tp] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_metadata, p.committed_leader_epoch, now_ms)
+    error = _check_coordinator(ctx, req.group_id)
+    if error is None and offsets:
+        try:
+            await ctx.groups.commit(
+                group_id=req.group_id, generation_id=req.generation_id_or_member_epoch,
+                member_id=req.member_id, offsets=offsets,
+            )
+        except KafkaError as exc:
+            error = exc
+    for tp in offsets:
+        codes[tp] = error.code if error else 0
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=codes[TopicPartition(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in req.topics
+        ]
+    )
+
+
+def handle_offset_fetch(
+    ctx: BrokerContext, call: Call, req: OffsetFetchRequest
+) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
+    error = _check_coordinator(ctx, req.group_id)
+    if error is not None:
+        return _offset_fetch_failed(req, error, call.api_version)
+    return _offset_fetch(ctx, req, call.api_version)
+
+
+async def _offset_fetch(
+    ctx: BrokerContext, req: OffsetFetchRequest, version: int
+) -> OffsetFetchResponse:
+    wanted = None if req.topics is None else [
+        TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes
+    ]
+    try:
+        committed = await ctx.coordinator.fetch_offsets(req.group_id, wanted)
+    except KafkaError as exc:
+        return _offset_fetch_failed(req, exc, version)
+    by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
+    for tp in wanted if wanted is not None else sorted(committed):
+        om = committed.get(tp)
+        by_topic.setdefault(tp.topic, []).append(OffsetFetchResponsePartition(
+            partition_index=tp.partition,
+            committed_offset=om.offset if om else -1,
+            committed_leader_epoch=om.leader_epoch if om else -1,
+            metadata=(om.metadata if om and om.metadata is not None else ""),
+            error_code=0,
+        ))
+    return OffsetFetchResponse(
+        topics=[OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()],
+        error_code=0,
+    )
+
+
+def _offset_fetch_failed(
+    req: OffsetFetchRequest, error: KafkaError, version: int
+) -> OffsetFetchResponse:
+    # v1 has no top-level error code: the error goes on every partition the client named.
+    topics = [
+        OffsetFetchResponseTopic(
+            name=t.name,
+            partitions=[
+                OffsetFetchResponsePartition(
+                    partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+                    metadata="", error_code=error.code)
+                for p in t.partition_indexes
+            ],
+        )
+        for t in req.topics or []
+    ]
+    return OffsetFetchResponse(topics=topics if version < 2 else [], error_code=error.code)

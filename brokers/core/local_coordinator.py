@@ -1,0 +1,192 @@
+"""LocalCoordinator: a one-broker cluster whose coordination tables live in the broker.
+
+The baseline the two twins are compared against, and what `twinbench broker` runs. There is no
+peer to disagree with, so every "fresh" read is the cache and every write is local; state that
+must survive a restart (topics, committed offsets, the producer-id high-water mark) lives in
+``<data_dir>/coordinator/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from brokers.core.coordinator import (
+    BrokerInfo,
+    ClusterView,
+    MemberRecord,
+    OffsetAndMetadata,
+    PartitionState,
+    TopicInfo,
+    TopicPartition,
+)
+from brokers.core.errors import (
+    CoordinatorNotAvailable,
+    InvalidPartitions,
+    InvalidReplicationFactor,
+    TopicAlreadyExists,
+)
+from brokers.core.local_state import JsonDocument, JsonJournal
+
+# Producer ids are handed out in blocks; only the block's end is persisted, so a restart skips
+# the unused rest of a block instead of ever reissuing an id.
+PRODUCER_ID_BLOCK = 1000
+
+
+class LocalCoordinator:
+    def __init__(self, node_id: int, state_dir: Path, *, fsync_offsets: bool = False) -> None:
+        self._node_id = node_id
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self._topics_doc = JsonDocument(state_dir / "topics.json")
+        self._pid_doc = JsonDocument(state_dir / "producer_ids.json")
+        self._offsets_journal = JsonJournal(state_dir / "offsets.jsonl", fsync=fsync_offsets)
+        self._me: BrokerInfo | None = None
+        self._topics: dict[str, TopicInfo] = {}
+        self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self._members: dict[str, dict[str, MemberRecord]] = {}
+        self._owners: dict[str, dict[TopicPartition, str]] = {}
+        self._listeners: list[Callable[[ClusterView], None]] = []
+        self._next_pid = 0
+        self._pid_block_end = 0
+        self._view = ClusterView(brokers=(), controller_id=-1, topics=MappingProxyType({}))
+        self._counters = {"coordination_writes": 0.0, "coordination_reads": 0.0}
+        for entry in self._offsets_journal.entries:
+            tp = TopicPartition(entry["topic"], entry["partition"])
+            self._offsets.setdefault(entry["group"], {})[tp] = OffsetAndMetadata(
+                entry["offset"], entry.get("metadata"), entry.get("leader_epoch", -1),
+                entry.get("ts", -1),
+            )
+
+    @property
+    def node_id(self) -> int:
+        return self._node_id
+
+    async def start(self, me: BrokerInfo) -> None:
+        self._me = me
+        for name, spec in self._topics_doc.load({}).items():
+            self._topics[name] = self._topic_info(name, spec["partitions"], spec.get("configs", {}))
+        self._publish()
+
+    async def close(self) -> None:
+        self._offsets_journal.close()
+
+    def _topic_info(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
+        states = tuple(
+            PartitionState(name, p, self._node_id, 0, (self._node_id,), (self._node_id,))
+            for p in range(partitions)
+        )
+        return TopicInfo(name, states, MappingProxyType(dict(configs)))
+
+    def _publish(self) -> None:
+        assert self._me is not None, "start() first"
+        self._view = ClusterView(
+            brokers=(self._me,),
+            controller_id=self._node_id,
+            topics=MappingProxyType(dict(self._topics)),
+        )
+        for listener in self._listeners:
+            listener(self._view)
+
+    # --- metadata ---------------------------------------------------------------------------
+    def cluster(self) -> ClusterView:
+        return self._view
+
+    async def partition_state(
+        self, topic: str, partition: int, *, fresh: bool
+    ) -> PartitionState | None:
+        info = self._view.topics.get(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return None
+        return info.partitions[partition]
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicInfo:
+        if name in self._topics:
+            raise TopicAlreadyExists(f"topic {name!r} already exists")
+        if num_partitions < 1:
+            raise InvalidPartitions(f"{num_partitions} partitions requested")
+        if replication_factor != 1:
+            raise InvalidReplicationFactor(
+                f"replication factor {replication_factor} > 1 live broker"
+            )
+        self._topics[name] = self._topic_info(name, num_partitions, configs or {})
+        self._counters["coordination_writes"] += 1
+        self._topics_doc.store(
+            {
+                t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
+                for t in self._topics.values()
+            }
+        )
+        self._publish()
+        return self._topics[name]
+
+    def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
+        self._listeners.append(listener)
+
+    # --- groups -----------------------------------------------------------------------------
+    def group_coordinator(self, group_id: str) -> BrokerInfo:
+        if self._me is None:
+            raise CoordinatorNotAvailable("broker not started")
+        return self._me
+
+    async def register_member(self, group_id: str, member: MemberRecord) -> None:
+        self._members.setdefault(group_id, {})[member.member_id] = member
+
+    async def unregister_member(self, group_id: str, member_id: str) -> None:
+        self._members.get(group_id, {}).pop(member_id, None)
+
+    async def record_owners(self, group_id: str, owners: Mapping[TopicPartition, str]) -> None:
+        self._owners[group_id] = dict(owners)
+
+    def members(self, group_id: str) -> dict[str, MemberRecord]:
+        """The membership registry (for tests and introspection)."""
+        return dict(self._members.get(group_id, {}))
+
+    def owners(self, group_id: str) -> dict[TopicPartition, str]:
+        return dict(self._owners.get(group_id, {}))
+
+    async def commit_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        table = self._offsets.setdefault(group_id, {})
+        table.update(offsets)
+        self._counters["coordination_writes"] += 1
+        self._offsets_journal.append(
+            [
+                {
+                    "group": group_id, "topic": tp.topic, "partition": tp.partition,
+                    "offset": om.offset, "metadata": om.metadata,
+                    "leader_epoch": om.leader_epoch, "ts": om.commit_timestamp_ms,
+                }
+                for tp, om in offsets.items()
+            ]
+        )
+
+    async def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        self._counters["coordination_reads"] += 1
+        table = self._offsets.get(group_id, {})
+        if partitions is None:
+            return dict(table)
+        return {tp: table[tp] for tp in partitions if tp in table}
+
+    # --- misc -------------------------------------------------------------------------------
+    async def allocate_producer_id(self) -> int:
+        if self._next_pid >= self._pid_block_end:
+            start = int(self._pid_doc.load({"next_block": 0})["next_block"])
+            self._pid_doc.store({"next_block": start + PRODUCER_ID_BLOCK})
+            self._next_pid, self._pid_block_end = start, start + PRODUCER_ID_BLOCK
+        pid = self._next_pid
+        self._next_pid += 1
+        return pid
+
+    def counters(self) -> dict[str, float]:
+        return dict(self._counters)
+

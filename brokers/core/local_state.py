@@ -1,0 +1,85 @@
+"""Small durable state files in a broker's data directory: JSON documents and a JSON-lines journal.
+
+Used by the single-node coordinator (topics, committed offsets, producer-id blocks). Two shapes:
+
+* ``JsonDocument``: a whole document rewritten atomically (write temp, fsync, rename), for state
+  that changes rarely (topic definitions, the producer-id high-water mark).
+* ``JsonJournal``: an append-only log of JSON lines for state that changes on the data path
+  (offset commits). Replay keeps the last value per key; a torn last line after a crash is
+  skipped; the file is compacted on open so it does not grow without bound across restarts.
+
+Never pickle: these files outlive the code that wrote them and must be readable by people.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("twinbench.state")
+
+
+class JsonDocument:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self, default: Any) -> Any:
+        try:
+            return json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return default
+
+    def store(self, value: Any) -> None:
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(value, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+class JsonJournal:
+    """Append-only JSON lines; ``fsync`` per append is the caller's durability choice."""
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        self.path = path
+        self._fsync = fsync
+        entries = list(self._replay())
+        # Compact: rewrite only the surviving entries so restarts do not accumulate history.
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with open(tmp, "w") as f:
+            for entry in entries:
+                f.write(json.dumps(entry, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self.entries = entries
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    def _replay(self) -> Iterator[Any]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        for number, line in enumerate(data.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                # Only a crash mid-write produces this, and only on the last line.
+                log.warning("%s: skipping unreadable line %d (torn write)", self.path, number)
+
+    def append(self, entries: list[Any]) -> None:
+        os.write(self._fd, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries).encode())
+        if self._fsync:
+            os.fdatasync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

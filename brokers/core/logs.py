@@ -1,0 +1,103 @@
+"""The seam between request handlers and storage, and the null sink that stands in for it.
+
+Handlers talk to ``LogStore``/``PartitionLogLike``; the broker passes the real segment-log
+``LogManager`` or, for `make perf`, a ``NullLogStore`` that acknowledges every batch without
+storing it. Everything else (codec, server, handlers, coordinator) is the same code, so the ratio
+broker/null-sink measures exactly what storage costs.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Protocol
+
+from brokers.core.errors import CorruptMessage, OffsetOutOfRange
+from brokers.core.storage import AppendResult
+
+# baseOffset i64, batchLength i32 (bytes after this field), ...; lastOffsetDelta at byte 23.
+_LENGTH_AT_8 = struct.Struct(">i")
+_LAST_DELTA_AT_23 = struct.Struct(">i")
+_BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the counted bytes
+_MIN_BATCH = 61
+
+
+class PartitionLogLike(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    def append(self, records: bytes | memoryview, leader_epoch: int = -1) -> AppendResult: ...
+    def read(self, offset: int, max_bytes: int) -> bytes | memoryview: ...
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
+
+
+class LogStore(Protocol):
+    def load_existing(self) -> list[tuple[str, int]]: ...
+    def get(self, topic: str, partition: int) -> PartitionLogLike | None: ...
+    def get_or_create(self, topic: str, partition: int) -> PartitionLogLike: ...
+    def flush_dirty(self) -> int: ...
+    def enforce_retention(self, now_ms: int) -> int: ...
+    def close(self) -> None: ...
+
+
+class NullPartitionLog:
+    """Counts offsets from batch headers and forgets the bytes (per batch, never per record)."""
+
+    def __init__(self) -> None:
+        self._end = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return 0
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end
+
+    def append(self, records: bytes | memoryview, leader_epoch: int = -1) -> AppendResult:
+        pos, total, count = 0, len(records), 0
+        while pos < total:
+            if total - pos < _MIN_BATCH:
+                raise CorruptMessage("truncated record batch")
+            length = _LENGTH_AT_8.unpack_from(records, pos + 8)[0] + _BATCH_OVERHEAD
+            if length < _MIN_BATCH or pos + length > total:
+                raise CorruptMessage("record batch length disagrees with the request")
+            count += _LAST_DELTA_AT_23.unpack_from(records, pos + 23)[0] + 1
+            pos += length
+        base = self._end
+        self._end += count
+        return AppendResult(base, self._end - 1, 0)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if not 0 <= offset <= self._end:
+            raise OffsetOutOfRange(f"offset {offset} outside [0, {self._end}]")
+        return b""
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        return None
+
+
+class NullLogStore:
+    def __init__(self) -> None:
+        self._logs: dict[tuple[str, int], NullPartitionLog] = {}
+
+    def load_existing(self) -> list[tuple[str, int]]:
+        return []
+
+    def get(self, topic: str, partition: int) -> NullPartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int) -> NullPartitionLog:
+        log = self._logs.get((topic, partition))
+        if log is None:
+            log = self._logs[(topic, partition)] = NullPartitionLog()
+        return log
+
+    def flush_dirty(self) -> int:
+        return 0
+
+    def enforce_retention(self, now_ms: int) -> int:
+        return 0
+
+    def close(self) -> None:
+        self._logs.clear()

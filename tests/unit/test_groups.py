@@ -1,0 +1,240 @@
+"""The consumer-group state machine, driven with a manual clock and an in-memory registry."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from brokers.core.coordinator import MemberRecord, OffsetAndMetadata, TopicPartition
+from brokers.core.errors import (
+    IllegalGeneration,
+    InconsistentGroupProtocol,
+    InvalidSessionTimeout,
+    RebalanceInProgress,
+    UnknownMemberId,
+)
+from brokers.core.groups import GroupConfig, GroupCoordinator, GroupState, MemberIdAssigned
+
+
+class Registry:
+    """The slice of the Coordinator seam the group state machine uses, kept in dicts."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, dict[str, MemberRecord]] = {}
+        self.owners: dict[str, dict[TopicPartition, str]] = {}
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+
+    async def register_member(self, group_id, member):
+        self.members.setdefault(group_id, {})[member.member_id] = member
+
+    async def unregister_member(self, group_id, member_id):
+        self.members.get(group_id, {}).pop(member_id, None)
+
+    async def record_owners(self, group_id, owners):
+        self.owners[group_id] = dict(owners)
+
+    async def commit_offsets(self, group_id, offsets):
+        self.offsets.setdefault(group_id, {}).update(offsets)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(delay_ms: int = 0):
+    registry, clock = Registry(), Clock()
+
+    def parse(assignment: bytes) -> list[TopicPartition]:
+        return [TopicPartition("t", int(p)) for p in assignment.decode().split(",") if p]
+
+    groups = GroupCoordinator(
+        registry,  # type: ignore[arg-type]
+        GroupConfig(min_session_timeout_ms=1000, max_session_timeout_ms=60_000,
+                    initial_rebalance_delay_ms=delay_ms),
+        parse_assignment=parse,
+        clock=clock,
+    )
+    return groups, registry, clock
+
+
+def join_args(member_id: str = "", **overrides):
+    args = dict(
+        group_id="g", member_id=member_id, group_instance_id=None, client_id="c",
+        client_host="127.0.0.1:1", session_timeout_ms=10_000, rebalance_timeout_ms=5_000,
+        protocol_type="consumer", protocols=[("range", b"meta")],
+        require_known_member_id=False,
+    )
+    args.update(overrides)
+    return args
+
+
+async def settle(groups: GroupCoordinator, clock: Clock, seconds: float = 0.0) -> None:
+    """Let pending tasks run, advance the clock, and tick once."""
+    await asyncio.sleep(0)
+    clock.now += seconds
+    groups.tick()
+    await asyncio.sleep(0)
+
+
+def test_single_member_joins_syncs_and_becomes_stable():
+    async def scenario():
+        groups, registry, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        result = await join
+        assert result.generation_id == 1 and result.leader == result.member_id
+        assert [m.metadata for m in result.members] == [b"meta"]
+        sync = await groups.sync(group_id="g", generation_id=1, member_id=result.member_id,
+                                 assignments={result.member_id: b"0,1"})
+        assert sync.assignment == b"0,1"
+        assert groups.describe("g")[0] is GroupState.STABLE
+        assert set(registry.members["g"]) == {result.member_id}
+        assert registry.owners["g"] == {TopicPartition("t", 0): result.member_id,
+                                        TopicPartition("t", 1): result.member_id}
+
+    asyncio.run(scenario())
+
+
+def test_kip394_member_id_required_then_rejoin_with_it():
+    async def scenario():
+        groups, _, clock = make()
+        with pytest.raises(MemberIdAssigned) as info:
+            await groups.join(**join_args(require_known_member_id=True))
+        member_id = info.value.member_id
+        assert member_id.startswith("c-")
+        rejoin = join_args(member_id, require_known_member_id=True)
+        join = asyncio.ensure_future(groups.join(**rejoin))
+        await settle(groups, clock)
+        assert (await join).member_id == member_id
+
+    asyncio.run(scenario())
+
+
+def test_second_member_triggers_rebalance_and_only_leader_gets_member_list():
+    async def scenario():
+        groups, _, clock = make()
+        first = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await first
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id,
+                          assignments={a.member_id: b"0"})
+        b_join = asyncio.ensure_future(groups.join(**join_args(client_id="d")))
+        await settle(groups, clock)
+        # The existing member learns of the rebalance through its heartbeat, then rejoins.
+        with pytest.raises(RebalanceInProgress):
+            groups.heartbeat(group_id="g", generation_id=1, member_id=a.member_id)
+        a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
+        await settle(groups, clock)
+        a2, b = await a_join, await b_join
+        assert a2.generation_id == b.generation_id == 2
+        assert a2.leader == a.member_id
+        assert len(a2.members) == 2 and b.members == ()
+        b_sync = asyncio.ensure_future(groups.sync(group_id="g", generation_id=2,
+                                                   member_id=b.member_id, assignments={}))
+        a_sync = await groups.sync(group_id="g", generation_id=2, member_id=a.member_id,
+                                   assignments={a.member_id: b"0", b.member_id: b"1"})
+        assert a_sync.assignment == b"0"
+        assert (await b_sync).assignment == b"1"
+
+    asyncio.run(scenario())
+
+
+def test_member_that_does_not_rejoin_is_dropped_at_the_rebalance_deadline():
+    async def scenario():
+        groups, registry, clock = make()
+        first = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await first
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id,
+                          assignments={})
+        b_join = asyncio.ensure_future(groups.join(**join_args(client_id="d")))
+        await settle(groups, clock, 1.0)
+        assert not b_join.done()  # waiting for a to rejoin (rebalance timeout 5 s)
+        await settle(groups, clock, 5.0)
+        b = await b_join
+        assert b.generation_id == 2 and b.leader == b.member_id
+        await asyncio.sleep(0)
+        assert set(registry.members["g"]) == {b.member_id}
+
+    asyncio.run(scenario())
+
+
+def test_session_expiry_removes_silent_member():
+    async def scenario():
+        groups, _, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+        await settle(groups, clock, 9.0)
+        groups.heartbeat(group_id="g", generation_id=1, member_id=a.member_id)
+        await settle(groups, clock, 10.5)
+        with pytest.raises(UnknownMemberId):
+            groups.heartbeat(group_id="g", generation_id=1, member_id=a.member_id)
+
+    asyncio.run(scenario())
+
+
+def test_generation_and_membership_are_checked():
+    async def scenario():
+        groups, _, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        with pytest.raises(IllegalGeneration):
+            await groups.sync(group_id="g", generation_id=7, member_id=a.member_id,
+                              assignments={})
+        with pytest.raises(UnknownMemberId):
+            groups.heartbeat(group_id="g", generation_id=1, member_id="stranger")
+        with pytest.raises(UnknownMemberId):
+            await groups.join(**join_args("stranger"))
+        with pytest.raises(IllegalGeneration):
+            await groups.commit(group_id="g", generation_id=9, member_id=a.member_id,
+                                offsets={})
+
+    asyncio.run(scenario())
+
+
+def test_bad_session_timeout_and_protocol_mismatch_are_rejected():
+    async def scenario():
+        groups, _, clock = make()
+        with pytest.raises(InvalidSessionTimeout):
+            await groups.join(**join_args(session_timeout_ms=10))
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        await join
+        with pytest.raises(InconsistentGroupProtocol):
+            await groups.join(**join_args(protocols=[("roundrobin", b"")]))
+
+    asyncio.run(scenario())
+
+
+def test_manual_commit_with_generation_minus_one_is_accepted_for_memberless_group():
+    async def scenario():
+        groups, registry, _ = make()
+        offsets = {TopicPartition("t", 0): OffsetAndMetadata(42)}
+        await groups.commit(group_id="loaders", generation_id=-1, member_id="",
+                            offsets=offsets)
+        assert registry.offsets["loaders"] == offsets
+
+    asyncio.run(scenario())
+
+
+def test_leave_empties_the_group():
+    async def scenario():
+        groups, registry, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        groups.leave(group_id="g", member_id=a.member_id)
+        await settle(groups, clock)
+        state, _, members = groups.describe("g")
+        assert state is GroupState.EMPTY and members == []
+        assert registry.members["g"] == {}
+
+    asyncio.run(scenario())
