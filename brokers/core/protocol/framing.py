@@ -10,6 +10,10 @@ buffered, so a hostile 2 GiB prefix costs nothing.
 Returned frames are views into the buffers passed to ``feed`` (or into an internal buffer that
 is never mutated afterwards); feed ``bytes`` (what ``asyncio.Protocol.data_received`` gives),
 or at least never mutate a fed buffer while frames from it are in use.
+
+Errors (``FrameTooLarge``, ``ProtocolViolation`` for a negative length) are raised from the
+``feed`` that completes the bad prefix; frames decoded earlier in that same call are dropped,
+since the only correct reaction is to close the connection. The decoder is unusable after.
 """
 
 from __future__ import annotations
