@@ -3,6 +3,7 @@ hand-written fast paths against the generic schema codec, and garbage fuzzing.""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from typing import Any
 
@@ -126,10 +127,8 @@ def test_truncated_or_mutated_encodings(key: ApiKey, version: int, data: st.Data
                 cls.decode(raw[:cut], version)
             i = data.draw(st.integers(0, len(raw) - 1))
             mutated = raw[:i] + bytes([raw[i] ^ data.draw(st.integers(1, 255))]) + raw[i + 1 :]
-            try:
+            with contextlib.suppress(ProtocolViolation):
                 cls.decode(mutated, version)
-            except ProtocolViolation:
-                pass
         with pytest.raises(ProtocolViolation):
             cls.decode(raw + b"\x00", version)  # trailing bytes
 
