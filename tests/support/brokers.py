@@ -1,0 +1,39 @@
+"""Start real broker processes for tests: free ports, readiness by the listening= line, PIDs."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.processes import ManagedProcess
+
+
+@dataclass
+class RunningBroker:
+    process: ManagedProcess
+    host: str
+    port: int
+    data_dir: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def start_single_broker(
+    data_dir: Path, *, flush: str = "os", port: int = 0, extra: Sequence[str] = (),
+    timeout_s: float = 30.0,
+) -> RunningBroker:
+    argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", f"127.0.0.1:{port}",
+            "--data-dir", str(data_dir), "--flush", flush, *extra]
+    proc = ManagedProcess(argv, name="broker", log_path=data_dir.parent / f"{data_dir.name}.log")
+    proc.start()
+    try:
+        line = proc.wait_for_line("listening=", timeout_s)
+    except BaseException:
+        proc.kill()
+        raise
+    host, _, bound = line.split("=", 1)[1].rpartition(":")
+    return RunningBroker(proc, host, int(bound), data_dir)

@@ -1,0 +1,66 @@
+"""A blocking Kafka-protocol client for tests: exact requests, raw bytes, and closed-socket checks.
+
+Tests that probe the broker's handling of specific (often malformed) requests need byte-level
+control that real clients never give, so this speaks the codec directly over a plain socket.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from brokers.core.protocol.api import decode_response, request_frame
+from brokers.core.protocol.header import RequestHeader
+from brokers.core.protocol.schema import Message
+
+
+class WireClient:
+    def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self._correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, api_key: int, version: int, request: Message) -> int:
+        self._correlation += 1
+        header = RequestHeader(api_key, version, self._correlation, "twinbench-test")
+        self.sock.sendall(b"".join(bytes(p) for p in request_frame(header, request)))
+        return self._correlation
+
+    def request(self, api_key: int, version: int, request: Message) -> Message:
+        correlation = self.send(api_key, version, request)
+        frame = self.read_frame()
+        got = struct.unpack_from(">i", frame)[0]
+        assert got == correlation, f"correlation {got} != {correlation}"
+        return decode_response(api_key, version, frame[4:])
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes:
+        size = struct.unpack(">i", self._read_exactly(4))[0]
+        return self._read_exactly(size)
+
+    def _read_exactly(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(n)
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def is_closed_by_peer(self) -> bool:
+        """True once the broker has closed the connection (reads EOF or reset)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
