@@ -38,7 +38,7 @@ def test_unsafe_topic_names_are_refused(tmp_path, topic):
     with pytest.raises(InvalidTopic):
         m.get_or_create(topic, 0)
     m.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".storage.lock"]
 
 
 def test_negative_partition_refused(tmp_path):

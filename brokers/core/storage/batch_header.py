@@ -9,7 +9,7 @@ and recovery (stop at the first bad batch and truncate there).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -53,9 +53,12 @@ unpack_last_delta = _LAST_DELTA.unpack_from
 unpack_max_ts = _MAX_TS.unpack_from
 
 
-@dataclass(frozen=True, slots=True)
-class BatchInfo:
-    """What the log keeps about one validated batch (positions are within the scanned buffer)."""
+class BatchInfo(NamedTuple):
+    """What the log keeps about one validated batch (positions are within the scanned buffer).
+
+    A NamedTuple rather than a frozen dataclass: equally immutable, but built in a third of the
+    time, and one is built per batch on the produce path.
+    """
 
     position: int
     size: int
@@ -75,6 +78,29 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
     ``max_batch_bytes`` is None during recovery: a batch accepted under an older, larger limit is
     still a valid part of the log.
     """
+    # Fast path: every check in one expression, one unpack, one CRC call. Only when it fails
+    # does _diagnose work out which error to raise, so good batches pay for nothing else.
+    remaining = len(buf) - pos
+    if remaining >= HEADER_SIZE:
+        (base_offset, batch_length, _e, magic, crc, attributes, last_offset_delta, _bt,
+         max_timestamp, _p, _pe, _bs, records_count) = unpack_header(buf, pos)
+        size = batch_length + LENGTH_OVERHEAD
+        if (
+            HEADER_SIZE <= size <= remaining
+            and (max_batch_bytes is None or size <= max_batch_bytes)
+            and magic == MAGIC_V2
+            and last_offset_delta >= 0
+            and records_count == last_offset_delta + 1
+            and (attributes & _CODEC_MASK or records_count * MIN_RECORD_SIZE <= size - HEADER_SIZE)
+            and crc32c(buf[pos + CRC_START : pos + size]) == crc
+        ):
+            return BatchInfo(pos, size, base_offset, last_offset_delta, max_timestamp)
+    _diagnose(buf, pos, max_batch_bytes)
+    raise AssertionError("unreachable: _diagnose accepted a batch the fast path refused")
+
+
+def _diagnose(buf: memoryview, pos: int, max_batch_bytes: int | None) -> None:
+    """The checks of check_batch one at a time, raising the most specific error."""
     remaining = len(buf) - pos
     if remaining < LENGTH_OVERHEAD:
         raise CorruptMessage(f"truncated batch: {remaining} bytes left")
@@ -87,21 +113,8 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
         raise MessageTooLarge(f"batch of {size} bytes exceeds max_batch_bytes={max_batch_bytes}")
     if size > remaining:
         raise CorruptMessage(f"truncated batch: batchLength says {size} bytes, {remaining} left")
-    (
-        base_offset,
-        _length,
-        _epoch,
-        magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        _base_ts,
-        max_timestamp,
-        _pid,
-        _pepoch,
-        _bseq,
-        records_count,
-    ) = unpack_header(buf, pos)
+    (_b, _l, _e, magic, crc, attributes, last_offset_delta, _bt, _mt, _p, _pe, _bs,
+     records_count) = unpack_header(buf, pos)
     if magic != MAGIC_V2:
         raise CorruptMessage(f"unsupported magic {magic} (only RecordBatch v2 is accepted)")
     end = pos + size
@@ -121,16 +134,18 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
         )
     if attributes & _CODEC_MASK == 0 and records_count * MIN_RECORD_SIZE > size - HEADER_SIZE:
         raise InvalidRecord(f"{records_count} records cannot fit in {size - HEADER_SIZE} bytes")
-    return BatchInfo(pos, size, base_offset, last_offset_delta, max_timestamp)
 
 
 def validate_batches(buf: memoryview, max_batch_bytes: int) -> list[BatchInfo]:
     """Validate a whole produce payload (one or more concatenated batches) before writing any."""
-    if len(buf) == 0:
-        raise InvalidRecord("empty record set")
-    batches: list[BatchInfo] = []
-    pos = 0
     end = len(buf)
+    if end == 0:
+        raise InvalidRecord("empty record set")
+    first = check_batch(buf, 0, max_batch_bytes)
+    if first.size == end:  # the common case: one batch per partition per request
+        return [first]
+    batches = [first]
+    pos = first.size
     while pos < end:
         info = check_batch(buf, pos, max_batch_bytes)
         batches.append(info)

@@ -167,18 +167,20 @@ class PartitionLog:
         Raises CorruptMessage / InvalidRecord / MessageTooLarge for a bad batch (nothing is
         written) and KafkaStorageError when the disk fails (the partial write is truncated).
         """
-        self._check_open()
-        view = records if isinstance(records, memoryview) else memoryview(records)
-        if view.ndim != 1 or view.itemsize != 1:
+        if self._closed:
+            self._check_open()
+        view = records if type(records) is memoryview else memoryview(records)
+        if view.itemsize != 1 or view.ndim != 1:
             view = view.cast("B")
         batches = validate_batches(view, self.config.max_batch_bytes)
         seg = self._segments[-1]
         first = seg.next_offset
-        total = 0
-        count = 0
-        for b in batches:
-            total += b.size
-            count += b.last_offset_delta + 1
+        if len(batches) == 1:
+            total = batches[0].size
+            count = batches[0].last_offset_delta + 1
+        else:
+            total = sum(b.size for b in batches)
+            count = sum(b.last_offset_delta + 1 for b in batches)
         if seg.size and (
             seg.size + total > self._roll_bytes or first + count - 1 - seg.base_offset > U32_MAX
         ):

@@ -1,8 +1,8 @@
 """LogManager: every partition log under one data directory, Kafka layout ``<topic>-<partition>/``.
 
-It also holds an exclusive ``flock`` on ``<data_dir>/.lock`` for its lifetime: two brokers (or a
-broker and a leftover test process) appending to the same segment files would corrupt them in
-ways recovery cannot undo, so the second one is refused up front.
+It also holds an exclusive ``flock`` on ``<data_dir>/.storage.lock`` for its lifetime: two
+brokers (or a broker and a leftover test process) appending to the same segment files would
+corrupt them in ways recovery cannot undo, so the second one is refused up front.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ log = logging.getLogger("twinbench.storage")
 
 # Kafka's legal topic characters and length. Checked again here because the name becomes a path.
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-_LOCK_NAME = ".lock"
+_LOCK_NAME = ".storage.lock"
 
 
 def validate_topic(topic: str) -> None:

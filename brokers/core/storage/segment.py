@@ -37,7 +37,9 @@ TMP_SUFFIX = ".tmp"
 # Index entries hold u32 positions and relative offsets; the log rolls before either overflows.
 U32_MAX = 0xFFFFFFFF
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# Header bytes needed to walk a stored log and answer time queries (through maxTimestamp).
+# Header bytes needed to walk a stored log (through lastOffsetDelta) and to answer time queries
+# (through maxTimestamp).
+_WALK_BYTES = LAST_DELTA_AT + 4
 _NAV_BYTES = MAX_TS_AT + 8
 
 
@@ -285,15 +287,26 @@ class Segment:
         (baseOffset, batchLength, partitionLeaderEpoch) and a memoryview of the client's bytes
         from magic onwards.
         """
-        iov: list[bytes | memoryview] = []
-        offset = first_offset
-        for b in batches:
-            iov.append(pack_patch(offset, b.size - LENGTH_OVERHEAD, leader_epoch))
-            iov.append(view[b.position + PATCH_SIZE : b.position + b.size])
-            offset += b.last_offset_delta + 1
         start = self.size
         try:
-            _pwritev_all(self.fd, iov, start)
+            if len(batches) == 1:
+                # The common case, kept free of list building and loops.
+                b = batches[0]
+                iov: list[bytes | memoryview] = [
+                    pack_patch(first_offset, b.size - LENGTH_OVERHEAD, leader_epoch),
+                    view[b.position + PATCH_SIZE : b.position + b.size],
+                ]
+                if os.pwritev(self.fd, iov, start) != b.size:
+                    os.ftruncate(self.fd, start)  # short write: redo it the careful way
+                    _pwritev_all(self.fd, iov, start)
+            else:
+                iov = []
+                offset = first_offset
+                for b in batches:
+                    iov.append(pack_patch(offset, b.size - LENGTH_OVERHEAD, leader_epoch))
+                    iov.append(view[b.position + PATCH_SIZE : b.position + b.size])
+                    offset += b.last_offset_delta + 1
+                _pwritev_all(self.fd, iov, start)
             if fsync:
                 os.fdatasync(self.fd)
         except OSError as exc:
@@ -318,30 +331,58 @@ class Segment:
             raise KafkaStorageError(f"read of {self.path()} failed: {exc}") from exc
 
     def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
-        """Whole batches from the one containing ``offset`` (which must be in this segment)."""
-        window = _Window(self, max(max_bytes, 0) + self.index_interval + HEADER_SIZE)
-        # 1. From the sparse index entry, walk headers to the batch containing the offset.
+        """Whole batches from the one containing ``offset`` (which must be in this segment).
+
+        One pread normally serves the whole call: it starts at the sparse index entry and reads
+        max_bytes plus one index interval ahead, the header walk runs over that buffer, and the
+        result is a memoryview slice of it (no copy). Reads never go past the recorded size,
+        so a concurrent append can never be seen half-written.
+        """
+        size = self.size
         pos = self.index.position_for_offset(offset - self.base_offset)
+        ahead = max(max_bytes, 0) + self.index_interval + HEADER_SIZE
+        buf = self._pread(min(ahead, size - pos), pos)
+        bstart = pos
+        # 1. Walk headers from the index entry to the batch containing the offset.
         while True:
-            hdr = window.get(pos, LAST_DELTA_AT + 4)
-            base, length = unpack_length(hdr, 0)
-            size = length + LENGTH_OVERHEAD
-            if base + unpack_last_delta(hdr, LAST_DELTA_AT)[0] >= offset:
+            rel = pos - bstart
+            if rel + _WALK_BYTES > len(buf):
+                buf = self._pread(min(ahead, size - pos), pos)
+                bstart = pos
+                rel = 0
+                if len(buf) < _WALK_BYTES:
+                    raise KafkaStorageError(f"{self.path()} is shorter than its recorded size")
+            base, length = unpack_length(buf, rel)
+            if base + unpack_last_delta(buf, rel + LAST_DELTA_AT)[0] >= offset:
                 break
-            pos += size
+            pos += length + LENGTH_OVERHEAD
         first = pos
-        # 2. The last whole-batch boundary within max_bytes: jump via the index, then walk.
+        # 2. The last whole-batch boundary within max_bytes (at least one batch): jump close
+        #    to it with the index, then walk.
         limit = first + max_bytes
-        if limit >= self.size:
-            end = self.size
+        if limit >= size:
+            end = size
         else:
-            end = max(first + size, self.index.position_at_or_before(limit))
+            end = max(first + length + LENGTH_OVERHEAD, self.index.position_at_or_before(limit))
             while end < limit:
-                _, length = unpack_length(window.get(end, 12), 0)
-                if end + length + LENGTH_OVERHEAD > limit:
+                rel = end - bstart
+                if rel < 0 or rel + LENGTH_OVERHEAD > len(buf):
+                    buf = self._pread(min(ahead, size - end), end)
+                    bstart = end
+                    rel = 0
+                blen = unpack_length(buf, rel)[1] + LENGTH_OVERHEAD
+                if end + blen > limit:
                     break
-                end += length + LENGTH_OVERHEAD
-        return window.get(first, end - first)
+                end += blen
+        rel = first - bstart
+        if rel >= 0 and end - bstart <= len(buf):
+            if rel == 0 and end - bstart == len(buf):
+                return buf
+            return memoryview(buf)[rel : end - bstart]
+        data = self._pread(end - first, first)
+        if len(data) != end - first:
+            raise KafkaStorageError(f"{self.path()} is shorter than its recorded size")
+        return data
 
     def find_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(baseOffset, maxTimestamp) of the first batch here with maxTimestamp >= timestamp."""
