@@ -1,1 +1,26 @@
-"""The ZooKeeper-coordinated broker (issue 3): a Coordinator backed by ZooKeeper via kazoo."""
+"""The ZooKeeper-coordinated broker: a Coordinator backed by a real ZooKeeper through kazoo.
+
+Layout::
+
+    config.py       ZkCoordinatorConfig: connect string, chroot, session/connection/request
+                    timeouts, producer-id block size (frozen, a comment per knob)
+    paths.py        the znode layout (Kafka 0.8-era) and every payload format, JSON like Kafka's;
+                    pure, unit-tested
+    bridge.py       KazooBridge: the ONLY module where kazoo's threads meet the event loop
+                    (async results -> futures, watches and session states -> call_soon_threadsafe)
+                    and where ZooKeeper requests are counted
+    controller.py   the controller's duties (round-robin assignment, leader per partition,
+                    broker join/leave, fenced writes) as pure decisions + a reconcile loop
+    coordinator.py  ZkCoordinator: registration, election, the watch-fed metadata cache,
+                    create_topic, the consumer registries (ids/owners/offsets), producer ids,
+                    session SUSPENDED/LOST handling, counters()
+    __main__.py     `python -m brokers.zk_broker`: the broker process (core server + this
+                    coordinator), written with the broker server
+
+Only ``bridge.py`` imports kazoo's threading machinery for callbacks; the rest runs on the loop.
+"""
+
+from brokers.zk_broker.config import ZkCoordinatorConfig
+from brokers.zk_broker.coordinator import ZkCoordinator, ZooKeeperUnreachable
+
+__all__ = ["ZkCoordinator", "ZkCoordinatorConfig", "ZooKeeperUnreachable"]

@@ -1,0 +1,261 @@
+"""The controller: the one broker that writes partition leadership into ZooKeeper.
+
+Election is Kafka's: the first broker to create the ephemeral ``/controller`` wins, bumps the
+persistent ``/controller_epoch`` and becomes the controller until its session ends. The
+coordinator runs the election; this module holds what the winner does.
+
+Duties (Kafka 0.8's, minus replication, which is a later issue):
+
+* on election: read the world (brokers, topics, partition states; done by the coordinator's
+  resync), then reconcile;
+* topics: any broker may write ``/brokers/topics/<t>`` (as Kafka 0.8's admin tools did); the
+  controller sees it through its watch and creates each partition's state znode;
+* brokers leaving/joining: with no replication a partition whose only replica is dead has no
+  leader (-1, clients get LEADER_NOT_AVAILABLE) until that broker re-registers; the controller
+  then makes it leader again. Every leader change bumps ``leader_epoch``.
+
+The controller is level-triggered: ``reconcile()`` compares what every partition's state *is*
+with what it *should be* given the live brokers, and writes only the differences. Any change the
+coordinator's watches report just marks it dirty. That is simpler and more robust than reacting
+to individual events, and repeated triggers cost nothing but a pass over an in-memory table.
+
+Writes are fenced the way Kafka 2.x fences them: every write is a multi that first checks the
+``/controller_epoch`` znode version this controller set when elected. If a newer controller has
+been elected since (our session was suspended, say), the check fails and we resign instead of
+overwriting its decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from brokers.core.coordinator import NO_LEADER, TopicPartition
+from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
+from brokers.zk_broker.bridge import KazooBridge
+from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
+
+log = logging.getLogger(__name__)
+
+
+# --- pure decisions (unit-tested without ZooKeeper) ---------------------------------------------
+def assign_replicas(
+    num_partitions: int, replication_factor: int, live_broker_ids: Iterable[int]
+) -> dict[int, tuple[int, ...]]:
+    """Round-robin replica assignment over live brokers sorted by id.
+
+    Partition p's replicas are brokers[p], brokers[p+1], ... (mod n); the first is the preferred
+    leader, so leaders spread evenly. Kafka starts at a random broker; we start at the lowest id
+    so both twins place the benchmark's topic identically and tests can predict it.
+    """
+    brokers = sorted(set(live_broker_ids))
+    if num_partitions < 1:
+        raise InvalidPartitions(f"number of partitions must be at least 1, got {num_partitions}")
+    if replication_factor < 1:
+        raise InvalidReplicationFactor(
+            f"replication factor must be at least 1, got {replication_factor}"
+        )
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactor(
+            f"replication factor {replication_factor} is larger than the {len(brokers)} "
+            "live brokers"
+        )
+    n = len(brokers)
+    return {
+        p: tuple(brokers[(p + r) % n] for r in range(replication_factor))
+        for p in range(num_partitions)
+    }
+
+
+def next_partition_state(
+    replicas: tuple[int, ...],
+    live: set[int] | frozenset[int],
+    current: LeaderAndIsr | None,
+    controller_epoch: int,
+) -> LeaderAndIsr | None:
+    """What a partition's state should become; None when it is already right.
+
+    * no state yet: the first live replica leads with epoch 0 (NO_LEADER if none is live);
+    * the leader is alive and a replica: leave it alone (no needless epoch bumps);
+    * otherwise: the first live replica, or NO_LEADER, with ``leader_epoch + 1``.
+    """
+    preferred = next((b for b in replicas if b in live), NO_LEADER)
+    if current is None:
+        isr = (preferred,) if preferred != NO_LEADER else ()
+        return LeaderAndIsr(preferred, 0, isr, controller_epoch)
+    if current.leader != NO_LEADER and current.leader in live and current.leader in replicas:
+        return None
+    if preferred == current.leader:
+        return None  # still leaderless: nothing to write
+    isr = (preferred,) if preferred != NO_LEADER else ()
+    return LeaderAndIsr(preferred, current.leader_epoch + 1, isr, controller_epoch)
+
+
+# --- what the controller needs from the coordinator ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CachedState:
+    state: LeaderAndIsr
+    version: int  # znode version, for compare-and-set writes
+    mzxid: int  # last-modified zxid, to discard stale reads that arrive late
+
+
+class ControllerContext(Protocol):
+    """The coordinator's metadata cache, as the controller sees it."""
+
+    def live_broker_ids(self) -> frozenset[int]: ...
+
+    def assignments(self) -> Mapping[str, Mapping[int, tuple[int, ...]]]: ...
+
+    def cached_state(self, tp: TopicPartition) -> CachedState | None: ...
+
+    def apply_state(self, tp: TopicPartition, entry: CachedState) -> None: ...
+
+    async def resync(self) -> None: ...
+
+    async def ensure_path(self, path: str) -> None: ...
+
+    def controller_fenced(self, controller: Controller) -> None: ...
+
+
+class Controller:
+    """Active while this broker holds /controller; one reconcile loop task."""
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        bridge: KazooBridge,
+        paths: ZkPaths,
+        epoch: int,
+        epoch_zk_version: int,
+    ) -> None:
+        self.ctx = ctx
+        self.bridge = bridge
+        self.paths = paths
+        self.epoch = epoch
+        self.epoch_zk_version = epoch_zk_version
+        self._dirty = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False  # set by stop(); a pass in progress must not write any more
+        self.writes = 0  # state znodes written while in office (for counters/logs)
+
+    def start(self) -> None:
+        self._dirty.set()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"zk-controller-epoch-{self.epoch}"
+        )
+
+    def notify(self) -> None:
+        """Something in the cache changed: reconcile soon (coalesces bursts)."""
+        self._dirty.set()
+
+    async def stop(self) -> None:
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def active(self) -> bool:
+        return self._task is not None
+
+    async def _run(self) -> None:
+        # Read the world first: the cache may lag behind what a previous controller wrote.
+        first = True
+        while not self._stopped:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                if first:
+                    await self.ctx.resync()
+                    first = False
+                await self.reconcile()
+            except _Fenced:
+                log.warning("controller epoch %d fenced by a newer controller", self.epoch)
+                self._task = None
+                self.ctx.controller_fenced(self)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # Connection trouble: the coordinator resigns us on SUSPENDED/LOST; anything
+                # else we retry on the next change, after a short back-off.
+                log.warning("controller reconcile failed (%s); will retry", exc)
+                await asyncio.sleep(0.2)
+                self._dirty.set()
+
+    async def reconcile(self) -> None:
+        if self._stopped:
+            return
+        live = self.ctx.live_broker_ids()
+        writes = []
+        for topic, assignment in self.ctx.assignments().items():
+            for partition, replicas in assignment.items():
+                tp = TopicPartition(topic, partition)
+                cached = self.ctx.cached_state(tp)
+                target = next_partition_state(
+                    replicas, live, cached.state if cached else None, self.epoch
+                )
+                if target is not None:
+                    writes.append(self._write(tp, cached, target))
+        if writes:
+            results = await asyncio.gather(*writes, return_exceptions=True)
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
+
+    async def _write(
+        self, tp: TopicPartition, cached: CachedState | None, target: LeaderAndIsr
+    ) -> None:
+        path = self.paths.partition_state(tp.topic, tp.partition)
+        txn = self.bridge.transaction()
+        txn.check(self.paths.controller_epoch, self.epoch_zk_version)
+        if cached is None:
+            await self.ctx.ensure_path(self.paths.partition(tp.topic, tp.partition))
+            txn.create(path, target.encode())
+        else:
+            txn.set_data(path, target.encode(), version=cached.version)
+        results = await self.bridge.commit(txn)
+        check, op = results[0], results[1]
+        if isinstance(check, Exception):
+            raise _Fenced()
+        if isinstance(op, (NodeExistsError, BadVersionError, NoNodeError)):
+            # Our cache was behind: the watch-driven refresh will bring the real state and
+            # mark us dirty again; nothing is lost by skipping this write.
+            log.debug("state of %s changed under us (%s); will re-read", tp, type(op).__name__)
+            return
+        if isinstance(op, Exception):
+            raise op
+        self.writes += 1
+        # Update the cache now so the next pass does not write the same thing again before the
+        # watch event arrives (the read it triggers carries the authoritative version).
+        version = 0 if cached is None else _stat_version(op)
+        self.ctx.apply_state(tp, CachedState(target, version, _stat_mzxid(op)))
+        log.info(
+            "controller %d: %s-%d leader=%d epoch=%d",
+            self.epoch,
+            tp.topic,
+            tp.partition,
+            target.leader,
+            target.leader_epoch,
+        )
+
+
+class _Fenced(Exception):
+    """The /controller_epoch check failed: a newer controller exists."""
+
+
+def _stat_version(result: Any) -> int:
+    return int(getattr(result, "version", 0))
+
+
+def _stat_mzxid(result: Any) -> int:
+    # A create in a multi returns the path, not a stat: -1 lets the next real read win.
+    return int(getattr(result, "mzxid", -1))
