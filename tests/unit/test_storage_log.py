@@ -389,3 +389,39 @@ def test_short_writes_are_completed(tmp_path, monkeypatch):
     monkeypatch.setattr(segmod.os, "pwritev", real)
     assert [p.base_offset for p in parse_batches(log.read(0, 1 << 20))] == [0, 3]
     log.close()
+
+
+def test_append_does_not_copy_the_payload(tmp_path, monkeypatch):
+    from brokers.core.storage import segment as segmod
+
+    seen = []
+    real = os.pwritev
+
+    def spy(fd, bufs, pos):
+        seen.append(list(bufs))
+        return real(fd, bufs, pos)
+
+    monkeypatch.setattr(segmod.os, "pwritev", spy)
+    log = open_log(tmp_path)
+    wire = bytearray(b"frame-header" + batch_of(4))
+    log.append(memoryview(wire)[12:])
+    (iov,) = seen
+    assert len(iov) == 2 and len(iov[0]) == 16
+    assert isinstance(iov[1], memoryview) and iov[1].obj is wire  # a view, not a copy
+    log.close()
+
+
+def test_reads_with_batches_larger_than_the_read_ahead(tmp_path):
+    log = open_log(tmp_path, index_interval_bytes=1)
+    stored = []
+    for i in range(12):
+        b = batch_of(3 + i, str(i), size=900)
+        r = log.append(b)
+        stored.append((r.base_offset, r.last_offset, stored_form(b, r.base_offset)))
+    for base, last, raw in stored:
+        for off in (base, (base + last) // 2, last):
+            assert bytes(log.read(off, 0)) == raw
+            assert bytes(log.read(off, len(raw) + 10)) == raw
+    two = stored[3][2] + stored[4][2]
+    assert bytes(log.read(stored[3][0] + 1, len(two))) == two
+    log.close()

@@ -50,6 +50,9 @@ def _check_reads(log: PartitionLog, stored, data) -> None:
             j += 1
         assert got == expect
         assert len(got) <= max_bytes or j == i + 1
+        # Maximal: the next batch would not fit, or lives in the next segment.
+        if j < len(stored) and stored[j][0] not in log._bases:
+            assert len(got) + len(stored[j][2]) > max(max_bytes, len(stored[i][2]))
 
 
 @SETTINGS
