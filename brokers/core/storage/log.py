@@ -261,7 +261,10 @@ class PartitionLog:
             if not (expired or too_big):
                 break
             total -= oldest.size
-            oldest.delete()
+            try:
+                oldest.delete()
+            except OSError as exc:
+                raise KafkaStorageError(f"retention in {self.directory} failed: {exc}") from exc
             del self._segments[0]
             del self._bases[0]
             deleted += 1
@@ -276,6 +279,8 @@ class PartitionLog:
             return
         try:
             self._segments[-1].flush()
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.directory} failed: {exc}") from exc
         finally:
             self._closed = True
             for s in self._segments:

@@ -145,11 +145,13 @@ class Segment:
             file_size = os.fstat(fd).st_size
             if trust_index:
                 index = seg._load_index(file_size)
-                if index is not None and len(index):
-                    seg.index = index
-                    seg.max_timestamp = index.ts_before[-1]
-                    start = index.positions[-1]
-                    end, why = seg._scan(start, base_offset + index.rels[-1], file_size)
+                if index is not None:
+                    start, expected = 0, base_offset
+                    if len(index):
+                        seg.index = index
+                        seg.max_timestamp = index.ts_before[-1]
+                        start, expected = index.positions[-1], base_offset + index.rels[-1]
+                    end, why = seg._scan(start, expected, file_size)
                     if end == file_size:
                         return seg, 0, ""
                     # The data or the index is wrong; only a full scan can tell which.
