@@ -1,0 +1,188 @@
+"""`make perf`: what does storage cost? The real broker against a null sink, side by side.
+
+Both are `twinbench broker` processes running identical server code; the null sink
+(``--storage null``) acknowledges every batch without storing it. The same load client (the
+synchronous producer of the paper) drives both, interleaved A B / B A per repetition so drift on
+this shared machine hits both sides alike, with the brokers pinned to one core and the client to
+another when there are two (design.md: placement changes results up to 3x).
+
+Prints a table of records/s per cell and the ratio broker/null-sink, ends with
+``efficiency_min=<lowest ratio>``, and writes a self-describing JSON file under results/perf/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from brokers.core.errors import UserError
+from harness.processes import ManagedProcess
+from workloads.cluster import Cluster
+from workloads.connection import run as run_async
+from workloads.producer import Producer
+
+FORMAT_VERSION = 1
+# (message size in bytes, records per produce request): the issue's grid.
+CELLS = [(32, 1), (32, 20), (32, 50), (1024, 20)]
+
+
+@dataclass(frozen=True)
+class PerfConfig:
+    # Records per measured session (the paper's 30,000).
+    messages: int = 30_000
+    # Measured repetitions per cell and side; the table reports the median.
+    repetitions: int = 5
+    # Records produced once per broker before measuring (connection set-up, page cache, JIT-free
+    # but allocator warm-up).
+    warmup_messages: int = 5_000
+    # Where the JSON result goes.
+    out_dir: Path = Path("results/perf")
+
+
+@dataclass
+class Sample:
+    side: str  # "null" or "broker"
+    msg_size: int
+    batch: int
+    repetition: int
+    records: int
+    wall_s: float
+    rps: float
+    p50_us: float
+    p99_us: float
+
+
+def _start(kind: str, workdir: Path, cpu: int | None) -> tuple[ManagedProcess, str]:
+    argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", "127.0.0.1:0",
+            "--data-dir", str(workdir / kind), "--storage", "null" if kind == "null" else "segment",
+            "--log-level", "WARNING"]
+    proc = ManagedProcess(argv, name=f"{kind} broker", log_path=workdir / f"{kind}.log").start()
+    line = proc.wait_for_line("listening=", 60)
+    if cpu is not None:
+        os.sched_setaffinity(proc.pid, {cpu})
+    return proc, line.split("=", 1)[1]
+
+
+async def _produce(bootstrap: str, msg_size: int, batch: int, count: int) -> Sample:
+    cluster = await Cluster.open(bootstrap)
+    try:
+        topic = f"perf-{uuid.uuid4().hex[:12]}"
+        await cluster.create_topic(topic, partitions=1)
+        result = await Producer(cluster, topic, msg_size=msg_size, batch=batch,
+                                mode="sync").run(count)
+    finally:
+        await cluster.close()
+    if result.records_acked != count:
+        raise RuntimeError(f"only {result.records_acked}/{count} records acknowledged: "
+                           f"errors {result.errors}")
+    return Sample("", msg_size, batch, 0, result.records_acked, result.wall_s, result.rps,
+                  result.latency.percentile(50), result.latency.percentile(99))
+
+
+def _placement() -> tuple[int | None, int | None]:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    return cpus[0], cpus[1]  # client, brokers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make perf", description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=PerfConfig.messages)
+    parser.add_argument("--repetitions", type=int, default=PerfConfig.repetitions)
+    parser.add_argument("--out-dir", type=Path, default=PerfConfig.out_dir)
+    args = parser.parse_args(argv)
+    if args.messages < 100 or args.repetitions < 1:
+        raise UserError("--messages must be >= 100 and --repetitions >= 1")
+    config = PerfConfig(messages=args.messages, repetitions=args.repetitions,
+                        out_dir=args.out_dir)
+    client_cpu, broker_cpu = _placement()
+    if client_cpu is not None:
+        os.sched_setaffinity(0, {client_cpu})
+    samples: list[Sample] = []
+    with tempfile.TemporaryDirectory(prefix="twinbench-perf-") as tmp:
+        workdir = Path(tmp)
+        procs = {}
+        try:
+            for side in ("null", "broker"):
+                procs[side] = _start(side, workdir, broker_cpu)
+            for _, bootstrap in procs.values():
+                run_async(_produce(bootstrap, 32, 20, config.warmup_messages))
+            for msg_size, batch in CELLS:
+                for rep in range(config.repetitions):
+                    order = ("null", "broker") if rep % 2 == 0 else ("broker", "null")
+                    for side in order:
+                        s = run_async(_produce(procs[side][1], msg_size, batch, config.messages))
+                        s.side, s.repetition = side, rep
+                        samples.append(s)
+                        print(f"  {side:6} {msg_size:5} B x {batch:2}  rep {rep + 1}: "
+                              f"{s.rps:>10,.0f} rec/s", file=sys.stderr, flush=True)
+        finally:
+            for proc, _ in procs.values():
+                proc.stop()
+    rows = _table(samples)
+    _print_table(rows, config, client_cpu, broker_cpu)
+    path = _write(config, samples, rows, client_cpu, broker_cpu)
+    print(f"results: {path}")
+    print(f"efficiency_min={min(r['ratio'] for r in rows):.3f}")
+    return 0
+
+
+def _table(samples: list[Sample]) -> list[dict]:
+    rows = []
+    for msg_size, batch in CELLS:
+        med = {}
+        for side in ("null", "broker"):
+            med[side] = statistics.median(
+                s.rps for s in samples
+                if (s.side, s.msg_size, s.batch) == (side, msg_size, batch))
+        rows.append({"msg_size": msg_size, "batch": batch, "null_rps": med["null"],
+                     "broker_rps": med["broker"], "ratio": med["broker"] / med["null"]})
+    return rows
+
+
+def _print_table(rows: list[dict], config: PerfConfig, client_cpu, broker_cpu) -> None:
+    print(f"\nsynchronous producer, {config.messages:,} messages, median of "
+          f"{config.repetitions} interleaved repetitions; client on CPU {client_cpu}, "
+          f"brokers on CPU {broker_cpu}; broker flush policy: os")
+    print(f"{'msg size':>9} {'batch':>6} {'null sink rec/s':>16} {'broker rec/s':>13} "
+          f"{'broker/null':>12}")
+    for r in rows:
+        print(f"{r['msg_size']:>7} B {r['batch']:>6} {r['null_rps']:>16,.0f} "
+              f"{r['broker_rps']:>13,.0f} {r['ratio']:>12.3f}")
+
+
+def _write(config: PerfConfig, samples, rows, client_cpu, broker_cpu) -> Path:
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = config.out_dir / f"perf-{stamp}.json"
+    document = {
+        "format_version": FORMAT_VERSION,
+        "kind": "twinbench.perf",
+        "config": {**asdict(config), "out_dir": str(config.out_dir)},
+        "placement": {"client_cpu": client_cpu, "broker_cpu": broker_cpu},
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "rows": rows,
+        "samples": [asdict(s) for s in samples],
+    }
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except UserError as exc:
+        print(f"perf: error: {exc}", file=sys.stderr)
+        sys.exit(2)
