@@ -21,8 +21,9 @@ from brokers.core.protocol.messages.fetch import (
     PartitionData,
 )
 
-# Response-level max_bytes for Fetch v0-2, which have none (Kafka's fetch.max.bytes default).
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+# Ceiling on one response, whatever the client asks (Kafka's fetch.max.bytes default): a client
+# asking for 2 GiB must not make the broker read 2 GiB into memory.
+MAX_RESPONSE_BYTES = 50 * 1024 * 1024
 
 
 def handle_fetch(
@@ -74,7 +75,7 @@ async def _long_poll(
 def _read(
     ctx: BrokerContext, req: FetchRequest, errors: dict[tuple[str, int], KafkaError | None]
 ) -> tuple[FetchResponse, int]:
-    budget = req.max_bytes if req.max_bytes > 0 else DEFAULT_MAX_BYTES
+    budget = min(req.max_bytes, MAX_RESPONSE_BYTES) if req.max_bytes > 0 else MAX_RESPONSE_BYTES
     total = 0
     topics = []
     for t in req.topics:
