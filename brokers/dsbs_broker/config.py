@@ -1,0 +1,158 @@
+"""Frozen configuration for the DSBS coordinator: gossip timing presets and the broker's knobs.
+
+Two gossip presets:
+
+* ``GossipConfig.LAN``: one protocol period per second, like the usual SWIM deployments on a
+  LAN; detection takes several seconds but gossip costs a few packets per broker per second.
+* ``GossipConfig.LOCAL``: fast timers for brokers on one machine (tests, the benchmark's
+  single-host runs); a SIGKILLed broker is declared dead well inside 3 s.
+
+Every knob is validated in ``__post_init__``; a bad value raises ``UserError`` naming the knob.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from brokers.core.errors import UserError
+
+# The gossip packet budget: below a 1500-byte Ethernet MTU minus IP/UDP headers, so a gossip
+# datagram is never fragmented (a lost fragment loses the whole datagram).
+MAX_PACKET_BYTES = 1400
+
+
+@dataclass(frozen=True)
+class GossipConfig:
+    # Length of one SWIM protocol period: each member probes one peer per period.
+    period_s: float = 1.0
+    # Wait this long for a direct ACK before asking peers to probe indirectly. Must leave room
+    # in the period for the indirect round trip (two hops each way).
+    ack_timeout_s: float = 0.4
+    # How many peers are asked to probe a silent member indirectly (SWIM's k).
+    indirect_probes: int = 3
+    # A suspect is declared dead after suspicion_mult * max(1, log10(n)) periods without a
+    # refutation; larger values trade detection time for fewer false positives.
+    suspicion_mult: float = 4.0
+    # Each piggybacked update is sent retransmit_mult * ceil(log10(n + 1)) times, enough for an
+    # epidemic to reach every member with high probability.
+    retransmit_mult: int = 4
+    # Extra push-only gossip: every gossip_interval_s, send queued updates to this many random
+    # peers (0 disables it; SWIM's piggybacking alone still disseminates, just more slowly).
+    gossip_fanout: int = 2
+    gossip_interval_s: float = 0.2
+    # Anti-entropy: every sync_interval_s exchange a membership chunk and a topic digest with one
+    # random peer, so a member that missed packets or joined late converges anyway.
+    sync_interval_s: float = 5.0
+    # Upper bound on the packets a member sends back to a joining member (full member table and
+    # missing topic records); the rest arrives by gossip and anti-entropy.
+    join_reply_packets: int = 8
+    # The UDP adapter wakes at least this often to run timers (sans-IO core is tick-driven).
+    tick_s: float = 0.05
+    # Largest datagram we send or accept; larger ones are dropped unread.
+    max_packet_bytes: int = MAX_PACKET_BYTES
+
+    LAN: ClassVar[GossipConfig]
+    LOCAL: ClassVar[GossipConfig]
+
+    def __post_init__(self) -> None:
+        if self.period_s <= 0:
+            raise UserError("gossip period_s must be positive")
+        if not 0 < self.ack_timeout_s < self.period_s:
+            raise UserError("gossip ack_timeout_s must be positive and below period_s")
+        if self.indirect_probes < 0:
+            raise UserError("gossip indirect_probes must be >= 0")
+        if self.suspicion_mult <= 0:
+            raise UserError("gossip suspicion_mult must be positive")
+        if self.retransmit_mult < 1:
+            raise UserError("gossip retransmit_mult must be >= 1")
+        if self.gossip_fanout < 0 or self.gossip_interval_s <= 0:
+            raise UserError("gossip_fanout must be >= 0 and gossip_interval_s positive")
+        if self.sync_interval_s <= 0:
+            raise UserError("gossip sync_interval_s must be positive")
+        if self.join_reply_packets < 1:
+            raise UserError("gossip join_reply_packets must be >= 1")
+        if self.tick_s <= 0:
+            raise UserError("gossip tick_s must be positive")
+        if not 512 <= self.max_packet_bytes <= 65_000:
+            raise UserError("gossip max_packet_bytes must be within 512..65000")
+
+    def suspicion_timeout(self, n_members: int) -> float:
+        """Seconds a member stays suspect before it is declared dead, for a cluster of n."""
+        # Grows with log(n) because a refutation needs ~log(n) periods to reach everyone.
+        return self.suspicion_mult * max(1.0, math.log10(max(n_members, 1))) * self.period_s
+
+    def retransmit_limit(self, n_members: int) -> int:
+        return self.retransmit_mult * max(1, math.ceil(math.log10(n_members + 1)))
+
+
+GossipConfig.LAN = GossipConfig()
+GossipConfig.LOCAL = GossipConfig(
+    period_s=0.2,
+    ack_timeout_s=0.08,
+    indirect_probes=3,
+    # 3 * 0.2 s = 0.6 s suspicion for small clusters: detection stays near 1 s on one host,
+    # where loss is rare and a scheduling hiccup of a few hundred ms must not kill a broker.
+    suspicion_mult=3.0,
+    retransmit_mult=4,
+    gossip_fanout=2,
+    gossip_interval_s=0.05,
+    sync_interval_s=1.0,
+    join_reply_packets=8,
+    tick_s=0.01,
+)
+
+
+@dataclass(frozen=True)
+class DsbsConfig:
+    # Address the gossip UDP socket binds to, and the address peers are told to use.
+    gossip_host: str = "127.0.0.1"
+    # Gossip UDP port; 0 picks a free one (read it back from DsbsCoordinator.gossip_address).
+    gossip_port: int = 0
+    # Gossip addresses ("host:port") of brokers to join through; any one that answers suffices.
+    # Our own address may be listed (every broker can share one seed list) and is skipped.
+    seeds: tuple[str, ...] = ()
+    # Packets carrying another cluster name are dropped, so clusters sharing a host stay apart.
+    cluster_name: str = "twinbench"
+    gossip: GossipConfig = field(default_factory=lambda: GossipConfig.LAN)
+    # start() waits at most this long for a seed to answer before serving with what it knows
+    # (the first broker of a cluster has nobody to answer it).
+    join_timeout_s: float = 3.0
+    # Committed offsets are copied lazily to this many successor coordinators of the group
+    # (next ranks of the rendezvous order), so a successor can serve them after a failure.
+    offset_replicas: int = 2
+    # How often dirty offsets are pushed to successors (and unacknowledged pushes retried).
+    offset_replication_interval_s: float = 0.5
+    # fsync the offsets file before a commit is acknowledged (the durable default); False leaves
+    # it to the page cache, as ZooKeeper's forceSync=no would.
+    offsets_fsync: bool = True
+    # Producer ids are (node_id << 40) | counter; the counter is reserved in blocks of this size
+    # persisted before use, so a restart never reuses an id and costs one write per block.
+    producer_id_block: int = 1000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.gossip_port <= 65535:
+            raise UserError(f"gossip_port {self.gossip_port} is out of range")
+        for seed in self.seeds:
+            parse_address(seed)
+        if not self.cluster_name:
+            raise UserError("cluster_name must not be empty")
+        if self.join_timeout_s < 0:
+            raise UserError("join_timeout_s must be >= 0")
+        if self.offset_replicas < 0:
+            raise UserError("offset_replicas must be >= 0")
+        if self.offset_replication_interval_s <= 0:
+            raise UserError("offset_replication_interval_s must be positive")
+        if self.producer_id_block < 1:
+            raise UserError("producer_id_block must be >= 1")
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """Parse ``host:port`` (IPv6 as ``[::1]:port``); raises UserError on anything else."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise UserError(f"gossip address {text!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)

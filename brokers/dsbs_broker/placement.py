@@ -1,0 +1,81 @@
+"""Deterministic placement: replica assignment, leaders, leader epochs, group coordinators.
+
+Every broker runs these pure functions on its own tables and, once gossip has converged, gets
+the same answers as every other broker; no broker decides for the others.
+
+* Replica assignment is fixed when a topic is created: round robin over the members live at
+  creation, sorted by id and rotated by a hash of the topic name (so many one-partition topics do
+  not all land on the lowest id). The creating broker computes the ring and gossips it inside the
+  topic record. Without replication, data lives where it was first assigned, so assignment must
+  never be recomputed from the current members (plain modulo over live members would move every
+  partition's leader away from its data when one broker leaves).
+* The leader of a partition is its first live replica; with replication factor 1 that is the
+  assigned broker while it is live, else ``NO_LEADER``.
+* Leader epoch: ``sum over replicas r of (2 * incarnation(r) + (0 if r is live else 1))``.
+  Each term strictly increases at every liveness change of its replica (going down keeps the
+  incarnation and adds 1; coming back needs a higher incarnation, +2 or more, minus the 1), so
+  the epoch strictly increases whenever the leader changes, and every broker with the same member
+  table computes the same number. It may also rise without a leader change (a refuted suspicion
+  raises an incarnation); clients then merely refresh metadata. Unknown replicas count as
+  incarnation 0, down.
+* Group coordinators: rendezvous (highest random weight) hashing of the group id over live
+  members. When a member leaves, only the groups it coordinated move, and they move to the next
+  rank, which is where their offsets were replicated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable, Iterable
+
+from brokers.core.coordinator import NO_LEADER
+
+# Liveness lookup: node id -> (incarnation, live) or None if the member is unknown here.
+MemberLookup = Callable[[int], "tuple[int, bool] | None"]
+
+
+def assign_ring(
+    name: str, live_ids: Iterable[int], num_partitions: int, replication_factor: int
+) -> tuple[int, ...]:
+    """The replica ring of a new topic: live ids sorted, rotated by the name's hash, truncated
+    to the entries partitions can reach (keeps records small on large clusters)."""
+    ids = sorted(set(live_ids))
+    if not ids:
+        raise ValueError("no live members to assign partitions to")
+    start = zlib.crc32(name.encode()) % len(ids)
+    rotated = ids[start:] + ids[:start]
+    return tuple(rotated[: num_partitions + replication_factor - 1])
+
+
+def replicas(ring: tuple[int, ...], replication_factor: int, partition: int) -> tuple[int, ...]:
+    n = len(ring)
+    return tuple(ring[(partition + r) % n] for r in range(min(replication_factor, n)))
+
+
+def leader_and_epoch(
+    reps: tuple[int, ...], lookup: MemberLookup
+) -> tuple[int, int, tuple[int, ...]]:
+    """(leader or NO_LEADER, leader epoch, live replicas in replica order)."""
+    leader = NO_LEADER
+    epoch = 0
+    live: list[int] = []
+    for r in reps:
+        info = lookup(r)
+        inc, up = info if info is not None else (0, False)
+        epoch += 2 * inc + (0 if up else 1)
+        if up:
+            live.append(r)
+            if leader == NO_LEADER:
+                leader = r
+    return leader, min(epoch, 0x7FFFFFFF), tuple(live)
+
+
+def rendezvous_score(key: str, node_id: int) -> int:
+    h = hashlib.blake2b(f"{key}\x00{node_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big")
+
+
+def rendezvous_order(key: str, node_ids: Iterable[int]) -> list[int]:
+    """Node ids by decreasing weight for ``key``: [coordinator, successor, ...]."""
+    return sorted(node_ids, key=lambda n: (rendezvous_score(key, n), n), reverse=True)

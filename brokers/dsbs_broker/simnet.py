@@ -1,0 +1,135 @@
+"""An in-memory network with a simulated clock for the gossip state machine (tests, figures).
+
+Time advances in fixed steps; a datagram sent during one step is delivered during the next
+(one step of latency), or lost with probability ``loss``. Nodes that are "killed" neither send
+nor receive, as after a SIGKILL. Everything is seeded, so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from brokers.dsbs_broker.config import GossipConfig
+from brokers.dsbs_broker.swim import Addr, SwimNode
+
+
+@dataclass
+class SimStats:
+    packets: int = 0
+    bytes: int = 0
+    lost: int = 0
+    max_packet: int = 0
+    per_node: dict[int, int] = field(default_factory=dict)
+
+
+class SimNet:
+    def __init__(
+        self,
+        config: GossipConfig,
+        *,
+        loss: float = 0.0,
+        seed: int = 0,
+        step_s: float | None = None,
+        offset_replicas: int = 2,
+    ) -> None:
+        self.cfg = config
+        self.loss = loss
+        self.rng = random.Random(seed)
+        self._seed = seed
+        # A step well below the ack timeout, so timers fire close to when they are due.
+        self.step_s = step_s if step_s is not None else min(config.tick_s,
+                                                            config.ack_timeout_s / 4)
+        self.now = 0.0
+        self.nodes: dict[int, SwimNode] = {}
+        self.by_addr: dict[Addr, SwimNode] = {}
+        self.down: set[int] = set()
+        self._incarnations: dict[int, int] = {}
+        self._inflight: list[tuple[Addr, Addr, bytes]] = []
+        self.stats = SimStats()
+        self.offset_replicas = offset_replicas
+
+    @staticmethod
+    def addr(node_id: int) -> Addr:
+        return (f"10.0.{node_id // 250}.{node_id % 250 + 1}", 7946)
+
+    def add(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
+        """Start (or restart) a member; a restart gets the next incarnation, as if persisted."""
+        inc = self._incarnations.get(node_id, 0) + 1
+        self._incarnations[node_id] = inc
+        node = SwimNode(
+            self.cfg, node_id=node_id, gossip_addr=self.addr(node_id),
+            kafka_addr=(self.addr(node_id)[0], 9092), incarnation=inc, now=self.now,
+            seeds=tuple(self.addr(s) for s in seeds),
+            rng=random.Random(self._seed * 1_000_003 + node_id * 7919 + inc),
+            offset_replicas=self.offset_replicas,
+        )
+        self.nodes[node_id] = node
+        self.by_addr[node.addr] = node
+        self.down.discard(node_id)
+        return node
+
+    def add_converged(self, n: int) -> None:
+        """Start members 0..n-1 that already know each other (as after a long quiet run),
+        so large-cluster tests measure dissemination rather than an n-way bootstrap."""
+        nodes = [self.add(i) for i in range(n)]
+        states = [(nd.members.members[nd.node_id].state, nd.members.members[nd.node_id].encoded)
+                  for nd in nodes]
+        for nd in nodes:
+            for u, enc in states:
+                if u.node_id != nd.node_id:
+                    nd.members.set(u, self.now, enc)
+
+    def kill(self, node_id: int) -> None:
+        self.down.add(node_id)
+
+    def step(self) -> None:
+        self.now += self.step_s
+        inflight, self._inflight = self._inflight, []
+        for src, dst, data in inflight:
+            node = self.by_addr.get(dst)
+            if node is None or node.node_id in self.down:
+                continue
+            node.receive(data, src, self.now)
+            self._collect(node)
+        for nid, node in self.nodes.items():
+            if nid in self.down:
+                continue
+            node.tick(self.now)
+            self._collect(node)
+
+    def _collect(self, node: SwimNode) -> None:
+        if not node.outbox:
+            return
+        st = self.stats
+        for dst, data in node.take_outbox():
+            st.packets += 1
+            st.bytes += len(data)
+            st.max_packet = max(st.max_packet, len(data))
+            st.per_node[node.node_id] = st.per_node.get(node.node_id, 0) + 1
+            if self.loss and self.rng.random() < self.loss:
+                st.lost += 1
+                continue
+            self._inflight.append((node.addr, dst, data))
+
+    def run_until(self, done: Callable[[], bool], *, timeout_s: float,
+                  check_every_s: float | None = None) -> float | None:
+        """Step until ``done()``; returns the simulated seconds it took, None on timeout."""
+        start = self.now
+        every = max(1, round((check_every_s or self.step_s) / self.step_s))
+        i = 0
+        while self.now - start < timeout_s:
+            self.step()
+            i += 1
+            if i % every == 0 and done():
+                return self.now - start
+        return None
+
+    def run_for(self, seconds: float) -> None:
+        end = self.now + seconds
+        while self.now < end:
+            self.step()
+
+    def live_nodes(self) -> list[SwimNode]:
+        return [n for nid, n in self.nodes.items() if nid not in self.down]

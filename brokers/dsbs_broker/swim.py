@@ -1,0 +1,564 @@
+"""The DSBS gossip state machine: SWIM membership, topic dissemination, offset replication.
+
+Sans-IO and tick-driven: no sockets, no sleeps, no clocks. The caller passes the time in
+(``now``, seconds on any monotonic scale), feeds datagrams to ``receive``, calls ``tick``
+no later than ``next_deadline()``, and sends whatever ``take_outbox()`` returns. The same code
+runs on the asyncio UDP adapter (``udp.py``) and on the in-memory simulated network of the tests.
+
+Protocol, per member and per period (``GossipConfig.period_s``):
+
+* Probe one peer, chosen round robin over a shuffled list (every live peer is probed within two
+  rounds, which bounds detection time). No ACK within ``ack_timeout_s``: ask ``indirect_probes``
+  random peers to probe it (PING_REQ; they relay the ACK). No ACK by the period's end: mark it
+  SUSPECT, gossip that, and tell the suspect directly so it can refute at once.
+* A suspect not refuted within ``suspicion_timeout(n)`` is declared DEAD (gossiped).
+* A member that hears itself suspected or declared dead at its incarnation (or higher) refutes
+  with ALIVE at a higher incarnation; the coordinator persists the incarnation.
+* Updates (member states, topic records) ride on every packet we send, newest-least-sent first,
+  each at most ``retransmit_limit(n)`` times (grows with log n), within ``max_packet_bytes``.
+  With ``gossip_fanout`` > 0 queued updates are also pushed to random peers.
+* Anti-entropy every ``sync_interval_s`` with one random peer: a rotating chunk of the member
+  table plus a topic digest over a hash range, answered symmetrically; joiners send the same
+  SYNC to their seeds and get a bounded full-table reply.
+* Offsets committed on a group's coordinator are pushed lazily to the group's next rendezvous
+  ranks in OFFSETS batches, retried until acknowledged.
+
+Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
+number, or comes from ourselves is counted under ``dropped_<reason>`` and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
+
+from brokers.dsbs_broker import placement
+from brokers.dsbs_broker.config import GossipConfig
+from brokers.dsbs_broker.membership import Member, MemberTable
+from brokers.dsbs_broker.metadata import TopicStore
+from brokers.dsbs_broker.offsets import OffsetTable
+from brokers.dsbs_broker.wire import (
+    HEADER_SIZE,
+    Ack,
+    Gossip,
+    Header,
+    MemberUpdate,
+    Offsets,
+    OffsetsAck,
+    Ping,
+    PingReq,
+    Status,
+    Sync,
+    TopicRecord,
+    WireError,
+    assemble,
+    chunk_offset_entries,
+    cluster_tag,
+    decode,
+    encode_message,
+    encode_offsets_raw,
+)
+
+Addr = tuple[str, int]
+
+# How far back the per-sender replay window reaches (packet numbers), like IPsec's.
+REPLAY_WINDOW = 64
+# Digest entries per SYNC: 16 bytes each, leaving room for a member chunk in 1400 bytes.
+DIGEST_ENTRIES = 40
+
+
+@dataclass(slots=True)
+class _Probe:
+    seq: int
+    target: int
+    incarnation: int
+    started: float
+    indirect_sent: bool = False
+    acked: bool = False
+
+
+@dataclass(slots=True)
+class _Replay:
+    boot: int
+    top: int  # highest packet number seen
+    mask: int  # bit i set: packet number top - i seen
+
+
+class SwimNode:
+    def __init__(
+        self,
+        config: GossipConfig,
+        *,
+        node_id: int,
+        gossip_addr: Addr,
+        kafka_addr: Addr,
+        incarnation: int,
+        now: float,
+        cluster: str = "twinbench",
+        seeds: tuple[Addr, ...] = (),
+        rng: random.Random | None = None,
+        offset_replicas: int = 2,
+        offset_replication_interval_s: float = 0.5,
+    ) -> None:
+        self.cfg = config
+        self.node_id = node_id
+        self.addr = gossip_addr
+        self.kafka_addr = kafka_addr
+        self.incarnation = incarnation
+        self.boot = incarnation  # identifies this run of the process in packet headers
+        self.rng = rng or random.Random()
+        self._tag = cluster_tag(cluster)
+        self._pseq = 0
+        self._seq = 0
+        self.members = MemberTable(self._my_update(Status.ALIVE), now)
+        self.topics = TopicStore()
+        self.offsets = OffsetTable(node_id)
+        self.offset_replicas = offset_replicas
+        self._repl_interval = offset_replication_interval_s
+        self.outbox: list[tuple[Addr, bytes]] = []
+        self.counters: defaultdict[str, int] = defaultdict(int)
+        self.seeds = tuple(s for s in seeds if s != gossip_addr)
+        self.leaving = False
+        self.heard_from_peer = False  # any valid packet from another member yet (join done)
+
+        # Broadcast queue: buckets[i] holds updates sent i times (key -> encoded update).
+        # OrderedDicts: a plain dict emptied from the front leaves holes iteration must skip.
+        self._buckets: list[OrderedDict[tuple, bytes]] = [OrderedDict()]
+        self._bucket_of: dict[tuple, int] = {}
+
+        self._probe: _Probe | None = None
+        self._probe_order: list[int] = []
+        # Spread members' periods so a cluster started at once does not probe in lockstep.
+        self._next_period = now + self.rng.uniform(0, config.period_s)
+        self._next_gossip = now + config.gossip_interval_s
+        self._next_sync = now + self.rng.uniform(0, config.sync_interval_s)
+        self._next_join = now
+        self._next_repl = now + offset_replication_interval_s
+        self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
+        self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
+        self._replay: dict[int, _Replay] = {}
+        self._member_cursor = 0
+        self._digest_cursor = 0
+        self._repl_members_version = -1
+
+    # --- public API -------------------------------------------------------------------------
+    def take_outbox(self) -> list[tuple[Addr, bytes]]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    def next_deadline(self) -> float:
+        d = min(self._next_period, self._next_gossip, self._next_sync, self._next_repl)
+        p = self._probe
+        if p is not None and not p.acked:
+            d = min(d, p.started + (self.cfg.period_s if p.indirect_sent
+                                    else self.cfg.ack_timeout_s))
+        if self._suspects:
+            d = min(d, min(dl for dl, _ in self._suspects.values()))
+        if self.seeds and not self.members.live_peers():
+            d = min(d, self._next_join)
+        return d
+
+    def add_topic(self, rec: TopicRecord, now: float) -> bool:
+        """A locally created (or changed) topic record: store it and start gossiping it."""
+        if not self.topics.apply(rec):
+            return False
+        self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
+        return True
+
+    def set_kafka_addr(self, addr: Addr, now: float) -> None:
+        self.kafka_addr = addr
+        self._announce(now)
+
+    def leave(self, now: float) -> None:
+        """Announce a graceful departure to a few peers (they spread it); stop refuting."""
+        self.leaving = True
+        me = self.members.set(self._my_update(Status.LEFT), now)
+        peers = self.members.live_peers()
+        for m in self.rng.sample(peers, min(len(peers), max(3, self.cfg.gossip_fanout))):
+            self._send(m.gossip_addr, encode_message(Gossip()), [me.encoded], piggyback=False)
+
+    def live_order(self, key: str) -> list[int]:
+        """Live members by rendezvous rank for ``key`` (group coordinator first)."""
+        return placement.rendezvous_order(key, self.members.live_ids())
+
+    def tick(self, now: float) -> None:
+        cfg = self.cfg
+        if self.leaving:
+            return
+        p = self._probe
+        if p is not None and not p.acked:
+            if not p.indirect_sent and now >= p.started + cfg.ack_timeout_s:
+                self._send_indirect(p)
+            # The probe fails at its period's end, which is also the next period's start (the
+            # two can differ by a tick's rounding; a new probe must never silently replace it).
+            if now >= p.started + cfg.period_s or now >= self._next_period:
+                self._suspect(p.target, p.incarnation, now)
+                self._probe = p = None
+        if now >= self._next_period:
+            self._probe = None
+            self._start_probe(now)
+            self._next_period = max(self._next_period + cfg.period_s, now)
+        if self._suspects:
+            for node, (deadline, inc) in list(self._suspects.items()):
+                if now >= deadline:
+                    del self._suspects[node]
+                    m = self.members.get(node)
+                    if m is not None and m.status == Status.SUSPECT and m.incarnation == inc:
+                        self._declare(m, Status.DEAD, now)
+        if self._relays:
+            for s, (_, _, expiry) in list(self._relays.items()):
+                if now >= expiry:
+                    del self._relays[s]
+        if now >= self._next_gossip:
+            self._next_gossip = now + cfg.gossip_interval_s
+            self._gossip_fanout()
+        if now >= self._next_sync:
+            self._next_sync = now + cfg.sync_interval_s
+            peers = self.members.live_peers()
+            if peers:
+                self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=False)
+        if self.seeds and now >= self._next_join and not self.members.live_peers():
+            # Joining, or every peer we knew is gone: (re)join through the seeds.
+            self._next_join = now + cfg.sync_interval_s
+            for s in self.seeds:
+                self._send_sync(s, reply=True, join=True)
+        if now >= self._next_repl:
+            self._next_repl = now + self._repl_interval
+            self._replicate_offsets(now)
+
+    def receive(self, data: bytes, addr: Addr, now: float) -> None:
+        self.counters["packets_in"] += 1
+        self.counters["bytes_in"] += len(data)
+        if self.leaving:
+            return
+        try:
+            pkt = decode(data, limit=self.cfg.max_packet_bytes)
+        except WireError as e:
+            self._drop(e.reason)
+            return
+        h = pkt.header
+        if h.cluster_tag != self._tag:
+            self._drop("foreign_cluster")
+            return
+        if h.sender == self.node_id:
+            self._drop("self")
+            return
+        if not self._fresh(h):
+            self._drop("replayed")
+            return
+        self.heard_from_peer = True
+        for u in pkt.updates:
+            if isinstance(u, MemberUpdate):
+                self._apply_member(u, now)
+            else:
+                if self.topics.apply(u):
+                    self._enqueue(("t", u.name), self.topics.encoded[u.name])
+        msg = pkt.message
+        if isinstance(msg, Ping):
+            if msg.target != self.node_id:
+                self._drop("misdirected")  # a restarted process now holds that address
+                return
+            self._send(addr, encode_message(Ack(msg.seq)))
+        elif isinstance(msg, Ack):
+            relay = self._relays.pop(msg.seq, None)
+            if relay is not None:
+                self._send(relay[0], encode_message(Ack(relay[1])))
+            elif self._probe is not None and msg.seq == self._probe.seq:
+                self._probe.acked = True
+            else:
+                self.counters["late_acks"] += 1
+        elif isinstance(msg, PingReq):
+            seq = self._next_seq()
+            self._relays[seq] = (addr, msg.seq, now + self.cfg.period_s)
+            self._send((msg.host, msg.port), encode_message(Ping(seq, msg.target)))
+        elif isinstance(msg, Sync):
+            self._on_sync(msg, addr)
+        elif isinstance(msg, Offsets):
+            self.offsets.merge(msg.entries)
+            self._send(addr, encode_message(OffsetsAck(msg.batch)), piggyback=False)
+        elif isinstance(msg, OffsetsAck):
+            self.offsets.acked(h.sender, msg.batch)
+
+    # --- membership -------------------------------------------------------------------------
+    def _my_update(self, status: Status) -> MemberUpdate:
+        return MemberUpdate(self.node_id, self.incarnation, status, self.addr[0], self.addr[1],
+                            self.kafka_addr[0], self.kafka_addr[1])
+
+    def _announce(self, now: float) -> None:
+        me = self.members.set(self._my_update(Status.ALIVE), now)
+        self._enqueue(("m", self.node_id), me.encoded)
+
+    def _apply_member(self, u: MemberUpdate, now: float) -> None:
+        if u.node_id == self.node_id:
+            if self.leaving:
+                return
+            if (u.status != Status.ALIVE and u.incarnation >= self.incarnation) or (
+                u.status == Status.ALIVE and u.incarnation > self.incarnation
+            ):
+                # Suspected or declared dead (or someone remembers a later run of us): refute
+                # with an incarnation nobody has seen.
+                self.incarnation = u.incarnation + 1
+                self.counters["refutations"] += 1
+                self._announce(now)
+            return
+        m = self.members.apply(u, now)
+        if m is None:
+            return
+        self._enqueue(("m", u.node_id), m.encoded)
+        if u.status == Status.SUSPECT:
+            n = self.members.live_count()
+            self._suspects[u.node_id] = (now + self.cfg.suspicion_timeout(n), u.incarnation)
+        else:
+            self._suspects.pop(u.node_id, None)
+        if u.status in (Status.DEAD, Status.LEFT):
+            self.counters["members_declared_down_by_gossip"] += 1
+
+    def _suspect(self, node: int, inc: int, now: float) -> None:
+        m = self.members.get(node)
+        if m is None or m.status != Status.ALIVE or m.incarnation != inc:
+            return
+        self._declare(m, Status.SUSPECT, now)
+        n = self.members.live_count()
+        self._suspects[node] = (now + self.cfg.suspicion_timeout(n), inc)
+        # Tell the suspect itself right away: it refutes long before gossip would reach it.
+        self._send(m.gossip_addr, encode_message(Gossip()),
+                   [self.members.members[node].encoded], piggyback=False)
+
+    def _declare(self, m: Member, status: Status, now: float) -> None:
+        s = m.state
+        new = MemberUpdate(s.node_id, s.incarnation, status, s.gossip_host, s.gossip_port,
+                           s.kafka_host, s.kafka_port)
+        m2 = self.members.set(new, now)
+        self.counters[f"declared_{status.name.lower()}"] += 1
+        self._enqueue(("m", s.node_id), m2.encoded)
+
+    # --- probing ----------------------------------------------------------------------------
+    def _start_probe(self, now: float) -> None:
+        target = None
+        while target is None:
+            if not self._probe_order:
+                ids = [m.node_id for m in self.members.live_peers()]
+                if not ids:
+                    return
+                self.rng.shuffle(ids)
+                self._probe_order = ids
+            m = self.members.get(self._probe_order.pop())
+            if m is not None and m.live and m.node_id != self.node_id:
+                target = m
+        p = _Probe(self._next_seq(), target.node_id, target.incarnation, now)
+        self._probe = p
+        self._send(target.gossip_addr, encode_message(Ping(p.seq, target.node_id)))
+
+    def _send_indirect(self, p: _Probe) -> None:
+        p.indirect_sent = True
+        target = self.members.get(p.target)
+        if target is None:
+            return
+        helpers = [m for m in self.members.live_peers() if m.node_id != p.target]
+        k = min(self.cfg.indirect_probes, len(helpers))
+        req = encode_message(PingReq(p.seq, p.target, *target.gossip_addr))
+        for m in self.rng.sample(helpers, k):
+            self._send(m.gossip_addr, req)
+
+    def _next_seq(self) -> int:
+        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        return self._seq
+
+    # --- dissemination ----------------------------------------------------------------------
+    def _enqueue(self, key: tuple, data: bytes) -> None:
+        old = self._bucket_of.pop(key, None)
+        if old is not None:
+            self._buckets[old].pop(key, None)
+        self._buckets[0][key] = data
+        self._bucket_of[key] = 0
+
+    def queued(self) -> int:
+        return len(self._bucket_of)
+
+    def _pick(self, room: int) -> list[bytes]:
+        """Take updates for one packet, least-sent first, and count the transmission."""
+        if not self._bucket_of:
+            return []
+        limit = self.cfg.retransmit_limit(self.members.live_count())
+        picked: list[tuple[tuple, int, bytes]] = []
+        misses = 0  # a few large records may not fit; stop scanning once several did not
+        for i, bucket in enumerate(self._buckets):
+            for key, data in bucket.items():
+                if len(data) <= room:
+                    picked.append((key, i, data))
+                    room -= len(data)
+                else:
+                    misses += 1
+                if room < 24 or misses >= 4:  # 24: below any member update's size
+                    break
+            if room < 24 or misses >= 4:
+                break
+        for key, i, data in picked:
+            del self._buckets[i][key]
+            if i + 1 >= limit:
+                del self._bucket_of[key]
+                continue
+            while len(self._buckets) <= i + 1:
+                self._buckets.append(OrderedDict())
+            self._buckets[i + 1][key] = data
+            self._bucket_of[key] = i + 1
+        return [d for _, _, d in picked]
+
+    def _gossip_fanout(self) -> None:
+        if not self._bucket_of or self.cfg.gossip_fanout == 0:
+            return
+        peers = self.members.live_peers()
+        k = min(self.cfg.gossip_fanout, len(peers))
+        for m in self.rng.sample(peers, k):
+            if not self._bucket_of:
+                break
+            self._send(m.gossip_addr, encode_message(Gossip()))
+
+    def _send(
+        self, addr: Addr, message: bytes, extra: list[bytes] | None = None, *,
+        piggyback: bool = True,
+    ) -> None:
+        extra = extra or []
+        limit = self.cfg.max_packet_bytes
+        room = limit - HEADER_SIZE - len(message) - 2 - sum(len(e) for e in extra)
+        ups = extra + (self._pick(room) if piggyback else [])
+        self._pseq = (self._pseq + 1) & 0xFFFFFFFF
+        header = Header(self._tag, self.node_id, self.boot, self._pseq)
+        data, _ = assemble(header, message, ups, limit=limit)
+        self.outbox.append((addr, data))
+        self.counters["packets_out"] += 1
+        self.counters["bytes_out"] += len(data)
+
+    # --- anti-entropy -----------------------------------------------------------------------
+    def _member_chunk(self, room: int, *, everything: bool = False) -> list[list[bytes]]:
+        """Member entries for SYNC packets: ourselves first, then a rotating window (one packet)
+        or, for a joiner, as many packets as ``join_reply_packets`` allows."""
+        me = self.members.members[self.node_id].encoded
+        ids = sorted(self.members.members)
+        if everything:
+            # A random sample, so joiners of a large cluster each learn a different part and
+            # fill in the rest from each other.
+            order = self.rng.sample(ids, len(ids))
+        else:
+            start = self._member_cursor % max(len(ids), 1)
+            order = ids[start:] + ids[:start]
+        packets: list[list[bytes]] = []
+        cur, used = [me], len(me)
+        max_packets = self.cfg.join_reply_packets if everything else 1
+        taken = 0
+        for nid in order:
+            if nid == self.node_id:
+                taken += 1
+                continue
+            enc = self.members.members[nid].encoded
+            if used + len(enc) > room:
+                packets.append(cur)
+                if len(packets) >= max_packets:
+                    break
+                cur, used = [], 0
+            cur.append(enc)
+            used += len(enc)
+            taken += 1
+        else:
+            packets.append(cur)
+        if not everything:
+            self._member_cursor += taken
+        return packets
+
+    def _send_sync(self, addr: Addr, *, reply: bool, join: bool,
+                   rng_lo: int | None = None, rng_hi: int | None = None) -> None:
+        if rng_lo is None:
+            lo, hi, entries, nxt = self.topics.digest(self._digest_cursor, DIGEST_ENTRIES)
+            self._digest_cursor = nxt
+        else:
+            lo, hi, entries, _ = self.topics.digest(rng_lo, DIGEST_ENTRIES)
+            if rng_hi is not None and rng_hi < hi:
+                hi = rng_hi
+                entries = [e for e in entries if e.name_hash <= hi]
+        msg = encode_message(Sync(reply, join, lo, hi, tuple(entries)))
+        room = self.cfg.max_packet_bytes - HEADER_SIZE - len(msg) - 2
+        chunk = self._member_chunk(room)[0]
+        self._send(addr, msg, chunk, piggyback=False)
+
+    def _on_sync(self, msg: Sync, addr: Addr) -> None:
+        gossip = encode_message(Gossip())
+        room = self.cfg.max_packet_bytes - HEADER_SIZE - len(gossip) - 2
+        budget = self.cfg.join_reply_packets
+        if msg.join:
+            for chunk in self._member_chunk(room, everything=True):
+                self._send(addr, gossip, chunk, piggyback=False)
+                budget -= 1
+        # Push the records the sender lacks or has older, within its digest's range.
+        missing = [self.topics.encoded[n] for n in self.topics.missing_from(msg.lo, msg.hi,
+                                                                             msg.digest)]
+        while missing and budget > 0:
+            batch, used = [], 0
+            while missing and used + len(missing[0]) <= room:
+                used += len(missing[0])
+                batch.append(missing.pop(0))
+            if not batch:
+                missing.pop(0)  # cannot fit any packet; creation refuses such records anyway
+                continue
+            self._send(addr, gossip, batch, piggyback=False)
+            budget -= 1
+        if msg.reply:
+            # Our digest over the same range lets the sender push what we lack.
+            self._send_sync(addr, reply=False, join=False, rng_lo=msg.lo, rng_hi=msg.hi)
+
+    # --- offsets replication ----------------------------------------------------------------
+    def replica_peers(self, group: str) -> list[int]:
+        """Peers holding copies of ``group``'s offsets: the other top ranks of its order."""
+        order = self.live_order(group)[: self.offset_replicas + 1]
+        return [n for n in order if n != self.node_id]
+
+    def _replicate_offsets(self, now: float) -> None:
+        t = self.offsets
+        if not t.entries:
+            return
+        if self._repl_members_version != self.members.version:
+            # Membership changed: successors may be new (or a coordinator came back); offer
+            # every group's entries to its current top ranks. Merges are idempotent.
+            self._repl_members_version = self.members.version
+            for g in t.groups():
+                t.mark_dirty(t.group_keys(g), self.replica_peers(g))
+        t.expire_inflight(now, 2 * self._repl_interval)
+        for peer in list(t.dirty):
+            m = self.members.get(peer)
+            if m is None or not m.live:
+                t.dirty.pop(peer, None)  # re-offered when it comes back (membership change)
+                continue
+            entries = t.take_dirty(peer)
+            room = self.cfg.max_packet_bytes - HEADER_SIZE - 1 - 4 - 2 - 2
+            for chunk in chunk_offset_entries(entries, room=room):
+                keys = [(e.group, e.topic, e.partition) for e, _ in chunk]
+                batch = t.new_batch(peer, now, keys)
+                msg = encode_offsets_raw(batch, [b for _, b in chunk])
+                self._send(m.gossip_addr, msg, piggyback=False)
+                self.counters["offset_batches_out"] += 1
+
+    # --- hygiene ----------------------------------------------------------------------------
+    def _drop(self, reason: str) -> None:
+        self.counters[f"dropped_{reason}"] += 1
+
+    def _fresh(self, h: Header) -> bool:
+        """Anti-replay window per sender run (boot): reject duplicates and very old packets."""
+        r = self._replay.get(h.sender)
+        if r is None or h.boot != r.boot:
+            # A new run of that member (its boot is its starting incarnation). Any change resets
+            # the window, not only an increase: a member whose data dir was wiped restarts at a
+            # lower incarnation and must still be heard, to refute its own death.
+            if r is not None:
+                self.counters["peer_restarts_seen"] += 1
+            self._replay[h.sender] = _Replay(h.boot, h.seq, 1)
+            return True
+        if h.seq > r.top:
+            shift = h.seq - r.top
+            r.mask = ((r.mask << shift) | 1) & ((1 << REPLAY_WINDOW) - 1) if shift < 64 else 1
+            r.top = h.seq
+            return True
+        back = r.top - h.seq
+        if back >= REPLAY_WINDOW or r.mask >> back & 1:
+            return False
+        r.mask |= 1 << back
+        return True
