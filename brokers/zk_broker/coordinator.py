@@ -532,16 +532,19 @@ class ZkCoordinator:
             session = client.client_id[0] if client.client_id else None
             if session != self._session_id:
                 # A new session: every ephemeral we owned is gone. Re-register before we
-                # tell the broker core it may use the coordinator again.
+                # tell the broker core it may use the coordinator again. The session id is
+                # recorded only once all of it succeeded, so a failure here is retried on the
+                # next CONNECTED instead of being forgotten.
                 log.warning("broker %d: new ZooKeeper session, re-registering", self._node_id)
-                self._session_id = session
-                await self._register_broker()
+                await self._register_broker(session)
                 await self._restore_group_registrations()
+                self._session_id = session
             self._connected = True
             await self.resync()
 
-    async def _register_broker(self) -> None:
+    async def _register_broker(self, session: int | None = None) -> None:
         """Create ephemeral /brokers/ids/<id>, waiting out a previous session's leftover."""
+        session = self._session_id if session is None else session
         assert self._me is not None
         b = self.bridge
         path = self.paths.broker(self._node_id)
@@ -556,7 +559,7 @@ class ZkCoordinator:
                 return
             except NodeExistsError:
                 stat = await b.call("exists", path)
-                if stat is not None and stat.ephemeralOwner == self._session_id:
+                if stat is not None and stat.ephemeralOwner == session:
                     return
             if time.monotonic() > deadline:
                 raise UserError(
@@ -650,8 +653,16 @@ class ZkCoordinator:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if not self._connected:
             raise NotController("ZooKeeper is unreachable; cannot create topics now")
-        assignment = assign_replicas(num_partitions, replication_factor, self._brokers)
         b = self.bridge
+        # Like Kafka's AdminUtils, read the live brokers fresh rather than from the cache: a
+        # broker that registered a moment ago must get its share of the partitions.
+        try:
+            live = await b.call("get_children", self.paths.broker_ids)
+        except _UNAVAILABLE as exc:
+            raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+        assignment = assign_replicas(
+            num_partitions, replication_factor, [int(i) for i in live if i.isdigit()]
+        )
         txn = b.transaction()
         # Kafka writes the config first, then the assignment; one multi makes it all-or-nothing.
         if configs:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -89,10 +93,16 @@ async def brokers(
     cfg: ZkCoordinatorConfig, ids: tuple[int, ...] = (1, 2, 3)
 ) -> AsyncIterator[dict[int, ZkCoordinator]]:
     cs = {i: await start(cfg, i) for i in ids}
-    try:
-        await async_wait_until(
-            lambda: sum(c.is_controller for c in cs.values()) == 1, 10, "a controller"
+
+    def settled() -> bool:
+        views = [c.cluster() for c in cs.values()]
+        return sum(c.is_controller for c in cs.values()) == 1 and all(
+            [b.node_id for b in v.brokers] == sorted(ids) and v.controller_id != NO_LEADER
+            for v in views
         )
+
+    try:
+        await async_wait_until(settled, 10, "every broker to see all brokers and one controller")
         yield cs
     finally:
         await asyncio.gather(*(c.close() for c in cs.values()))
@@ -455,3 +465,78 @@ def test_zookeeper_down_and_back(tmp_path: Path, chroot: str) -> None:
                     kz.close()
 
         run(scenario)
+
+
+CHILD_BROKER = """
+import asyncio, sys
+from brokers.core.coordinator import BrokerInfo
+from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig
+
+async def main() -> None:
+    connect, chroot, node = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    cfg = ZkCoordinatorConfig(connect, chroot=chroot, session_timeout_ms=int(sys.argv[4]))
+    c = ZkCoordinator(cfg, node)
+    await c.start(BrokerInfo(node, "127.0.0.1", 19000 + node))
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def test_killed_controller_process_is_replaced_and_its_partitions_lose_their_leader(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+) -> None:
+    """A broker process SIGKILLed (no goodbye to ZooKeeper) vanishes when its session expires."""
+    repo = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CHILD_BROKER,
+            zk.connect_string,
+            chroot,
+            "1",
+            str(TEST_SESSION_TIMEOUT_MS),
+        ],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        env=os.environ | {"PYTHONPATH": str(repo)},
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"ready"
+        # The child started first, so it won the election.
+        assert json.loads(kz.get(f"{chroot}/controller")[0])["brokerid"] == 1
+
+        async def scenario() -> None:
+            cfg = config(zk.connect_string, chroot)
+            c2, c3 = await start(cfg, 2), await start(cfg, 3)
+            try:
+                await c2.create_topic("t", 3, 1)
+                assert leaders(c2.cluster(), "t") == [(1, 0), (2, 0), (3, 0)]
+                t0 = time.monotonic()
+                os.kill(child.pid, signal.SIGKILL)
+                await async_wait_until(
+                    lambda: c2.is_controller or c3.is_controller,
+                    2 * SESSION_S,
+                    "a new controller after the old one was killed",
+                )
+                await async_wait_until(
+                    lambda: leaders(c3.cluster(), "t")[0] == (NO_LEADER, 1),
+                    2 * SESSION_S,
+                    "the killed broker's partition to lose its leader",
+                )
+                elapsed = time.monotonic() - t0
+                # Noticed only once ZooKeeper expired the session, and not much later.
+                assert SESSION_S * 0.75 <= elapsed < 2 * SESSION_S
+                assert [b.node_id for b in c3.cluster().brokers] == [2, 3]
+                assert leaders(c3.cluster(), "t")[1:] == [(2, 0), (3, 0)]
+            finally:
+                await c2.close()
+                await c3.close()
+
+        run(scenario)
+    finally:
+        child.kill()
+        child.wait(10)
