@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import UserError
@@ -21,6 +22,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = sub.add_parser("broker", help="run one single-node broker in the foreground")
     add_broker_arguments(broker)
+
+    cluster = sub.add_parser("cluster", help="start a ZooKeeper or DSBS cluster in the foreground")
+    cluster.add_argument("--arch", choices=("zk", "dsbs"), required=True,
+                         help="coordination architecture")
+    cluster.add_argument("--brokers", type=int, default=3, help="broker processes (default 3)")
+    cluster.add_argument("--port", type=int, default=0,
+                         help="broker i listens on PORT+i (default: free ports)")
+    cluster.add_argument("--data-dir", type=Path, default=None,
+                         help="keep broker data here (default: a temporary directory)")
+    cluster.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
+                         help="use this ZooKeeper (zk; default $ZOOKEEPER_CONNECT or start one)")
+    cluster.add_argument("--zk-nodes", type=int, choices=(1, 3), default=1,
+                         help="servers in the ZooKeeper ensemble started for the cluster")
+    cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
+    cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
     return parser
 
 
@@ -31,7 +47,37 @@ def cmd_broker(args: argparse.Namespace) -> int:
         config.node_id, config.data_dir / "coordinator"))
 
 
-COMMANDS = {"broker": cmd_broker}
+def cmd_cluster(args: argparse.Namespace) -> int:
+    import os
+    import signal
+    import threading
+
+    from brokers.core.config import FlushPolicy
+    from harness.cluster import Cluster, ClusterSpec
+
+    FlushPolicy.parse(args.flush)  # validate before starting anything
+    spec = ClusterSpec(
+        arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,
+        zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
+        zk_nodes=args.zk_nodes, flush=args.flush, metadata_check=args.metadata_check,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with Cluster(spec) as cluster:
+        if cluster.zookeeper_connect:
+            print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
+        print(f"bootstrap={cluster.bootstrap}", flush=True)
+        while not stop.wait(0.5):
+            dead = [b for b in cluster.brokers if b.process.poll() is not None]
+            if dead:
+                names = ", ".join(b.process.name for b in dead)
+                print(f"twinbench: error: {names} exited; stopping the cluster", file=sys.stderr)
+                return 1
+    return 0
+
+
+COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ ZooKeeper and DSBS clusters run exactly these tests.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -29,7 +30,7 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import build_batch, decode_records, iter_batches
-from tests.support.wire import WireClient
+from harness.kafka_probe import KafkaProbe
 
 pytestmark = pytest.mark.integration
 
@@ -38,11 +39,11 @@ def fresh_topic() -> str:
     return f"contract-{uuid.uuid4().hex[:10]}"
 
 
-def connect(broker) -> WireClient:
-    return WireClient(broker.host, broker.port)
+def connect(broker) -> KafkaProbe:
+    return KafkaProbe(broker.host, broker.port)
 
 
-def metadata(client: WireClient, topics: list[str] | None):
+def metadata(client: KafkaProbe, topics: list[str] | None):
     req = MetadataRequest(
         topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
         allow_auto_topic_creation=False,
@@ -50,12 +51,31 @@ def metadata(client: WireClient, topics: list[str] | None):
     return client.request(ApiKey.METADATA, 8, req)
 
 
-def create_topic(client: WireClient, name: str, partitions: int):
+def create_topic(client: KafkaProbe, name: str, partitions: int):
     req = CreateTopicsRequest(
         topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
         timeout_ms=15_000,
     )
     return client.request(ApiKey.CREATE_TOPICS, 4, req).topics[0]
+
+
+def eventually(probe, timeout_s: float = 15.0):
+    """Poll ``probe`` until it returns something truthy (a readiness probe with a deadline)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result:
+            return result
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def metadata_with_leaders(broker, topic: str):
+    with connect(broker) as c:
+        md = metadata(c, [topic])
+    t = md.topics[0]
+    ok = t.error_code == 0 and t.partitions and all(p.leader_id >= 0 for p in t.partitions)
+    return md if ok else None
 
 
 def leaders(cluster, topic: str) -> dict[int, int]:
@@ -71,13 +91,13 @@ def broker_by_id(cluster, node_id: int):
     return next(b for b in cluster.brokers if b.port == port)
 
 
-def produce(client: WireClient, topic: str, partition: int, batch: bytes):
+def produce(client: KafkaProbe, topic: str, partition: int, batch: bytes):
     req = ProduceRequest(acks=1, timeout_ms=10_000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=partition, records=batch)])])
     return client.request(ApiKey.PRODUCE, 8, req).responses[0].partition_responses[0]
 
 
-def fetch(client: WireClient, topic: str, partition: int, offset: int, max_wait_ms: int = 0):
+def fetch(client: KafkaProbe, topic: str, partition: int, offset: int, max_wait_ms: int = 0):
     req = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
                        topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
                            partition=partition, fetch_offset=offset,
@@ -102,11 +122,9 @@ def test_create_topic_on_any_broker_is_visible_from_every_broker(cluster):
             again = create_topic(c, topic, 1)
             assert again.error_code == TopicAlreadyExists.code
         for other in cluster.brokers:
-            with connect(other) as c:
-                md = metadata(c, [topic])
-            assert md.topics[0].error_code == 0
+            # Other brokers learn of the topic through watches or gossip: soon, not at once.
+            md = eventually(lambda b=other, t=topic: metadata_with_leaders(b, t))
             assert len(md.topics[0].partitions) == len(cluster.brokers)
-            assert all(p.leader_id >= 0 for p in md.topics[0].partitions)
 
 
 def test_produced_batches_come_back_byte_identical_from_the_leader(cluster):

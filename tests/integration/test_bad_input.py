@@ -29,8 +29,8 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import build_batch
+from harness.kafka_probe import KafkaProbe
 from tests.support.brokers import start_single_broker
-from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +45,12 @@ def broker(tmp_path_factory):
 
 @pytest.fixture
 def client(broker):
-    with WireClient(broker.host, broker.port) as c:
+    with KafkaProbe(broker.host, broker.port) as c:
         yield c
 
 
 def still_serving(broker) -> None:
-    with WireClient(broker.host, broker.port) as c:
+    with KafkaProbe(broker.host, broker.port) as c:
         res = c.request(ApiKey.API_VERSIONS, 2, ApiVersionsRequest())
         assert res.error_code == 0
 

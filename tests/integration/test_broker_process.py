@@ -18,20 +18,20 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import build_batch, decode_records
+from harness.kafka_probe import KafkaProbe
 from harness.processes import pid_alive
 from tests.support.brokers import start_single_broker
-from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.integration
 
 
-def create(client: WireClient, topic: str) -> None:
+def create(client: KafkaProbe, topic: str) -> None:
     res = client.request(ApiKey.CREATE_TOPICS, 4, CreateTopicsRequest(
         topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)]))
     assert res.topics[0].error_code == 0
 
 
-def produce(client: WireClient, topic: str, batch: bytes) -> int:
+def produce(client: KafkaProbe, topic: str, batch: bytes) -> int:
     req = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])])
     part = client.request(ApiKey.PRODUCE, 8, req).responses[0].partition_responses[0]
@@ -39,7 +39,7 @@ def produce(client: WireClient, topic: str, batch: bytes) -> int:
     return part.base_offset
 
 
-def fetch_all(client: WireClient, topic: str) -> list[bytes]:
+def fetch_all(client: KafkaProbe, topic: str) -> list[bytes]:
     values: list[bytes] = []
     offset = 0
     while True:
@@ -58,13 +58,13 @@ def fetch_all(client: WireClient, topic: str) -> list[bytes]:
 def test_sigterm_flushes_and_exits_zero_and_data_survives_restart(tmp_path):
     data = tmp_path / "data"
     broker = start_single_broker(data, flush="interval_ms:60000")
-    with WireClient(broker.host, broker.port) as c:
+    with KafkaProbe(broker.host, broker.port) as c:
         create(c, "kept")
         produce(c, "kept", build_batch([(None, b"one"), (None, b"two")]))
     assert broker.process.stop() == 0
     broker = start_single_broker(data)
     try:
-        with WireClient(broker.host, broker.port) as c:
+        with KafkaProbe(broker.host, broker.port) as c:
             assert fetch_all(c, "kept") == [b"one", b"two"]
     finally:
         assert broker.process.stop() == 0
@@ -80,7 +80,7 @@ def test_sigkill_under_every_batch_keeps_every_acknowledged_record(tmp_path):
 
     def hammer() -> None:
         try:
-            with WireClient(broker.host, broker.port) as c:
+            with KafkaProbe(broker.host, broker.port) as c:
                 i = 0
                 while not stop.is_set():
                     values = [f"r{i}-{j}".encode() for j in range(10)]
@@ -91,7 +91,7 @@ def test_sigkill_under_every_batch_keeps_every_acknowledged_record(tmp_path):
             if not stop.is_set():
                 errors.append(exc)
 
-    with WireClient(broker.host, broker.port) as c:
+    with KafkaProbe(broker.host, broker.port) as c:
         create(c, "crash")
     thread = threading.Thread(target=hammer)
     thread.start()
@@ -108,7 +108,7 @@ def test_sigkill_under_every_batch_keeps_every_acknowledged_record(tmp_path):
     snapshot = list(acked)
     broker = start_single_broker(data, flush="every_batch")
     try:
-        with WireClient(broker.host, broker.port) as c:
+        with KafkaProbe(broker.host, broker.port) as c:
             stored = fetch_all(c, "crash")
     finally:
         broker.process.stop()

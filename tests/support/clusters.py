@@ -1,26 +1,29 @@
 """Clusters for the contract suite: the same tests run against every architecture.
 
-``start_cluster(arch, ...)`` returns a ``TestCluster`` whose brokers are real processes on
-loopback. "single" is the one-node core broker; "zk" and "dsbs" join as their issues land.
+"single" is the one-node core broker (`twinbench broker`); "zk" and "dsbs" are three-broker
+clusters started by the harness's own launcher (the code behind `twinbench cluster`), so the
+contract covers exactly what users run. Every broker is a real process on loopback.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from harness.cluster import Cluster, ClusterSpec
 from tests.support.brokers import RunningBroker, start_single_broker
 
-ARCHITECTURES = ["single"]
+ARCHITECTURES = ["single", "zk"]
 
 
 @dataclass
-class TestCluster:
-    arch: str
-    brokers: list[RunningBroker]
-    extra: list = field(default_factory=list)
+class SingleBrokerCluster:
+    """The one-broker cluster, shaped like harness.cluster.Cluster for the tests."""
 
-    __test__ = False  # not a pytest test class
+    brokers: list[RunningBroker]
+    arch: str = "single"
 
     @property
     def bootstrap(self) -> str:
@@ -31,7 +34,14 @@ class TestCluster:
             b.process.stop()
 
 
-def start_cluster(arch: str, workdir: Path) -> TestCluster:
+def start_cluster(arch: str, workdir: Path, brokers: int = 3) -> SingleBrokerCluster | Cluster:
     if arch == "single":
-        return TestCluster(arch, [start_single_broker(workdir / "broker0")])
-    raise ValueError(f"unknown architecture {arch!r}")
+        return SingleBrokerCluster([start_single_broker(workdir / "broker0")])
+    if arch == "zk":
+        from harness.zookeeper import ZooKeeperUnavailable
+
+        try:
+            return Cluster(ClusterSpec("zk", brokers=brokers, data_dir=workdir)).start()
+        except ZooKeeperUnavailable as exc:
+            pytest.skip(f"no ZooKeeper on this machine: {exc}")
+    return Cluster(ClusterSpec(arch, brokers=brokers, data_dir=workdir)).start()  # type: ignore[arg-type]

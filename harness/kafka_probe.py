@@ -1,7 +1,9 @@
-"""A blocking Kafka-protocol client for tests: exact requests, raw bytes, and closed-socket checks.
+"""A blocking Kafka-protocol probe: exact requests, raw bytes, and closed-socket checks.
 
-Tests that probe the broker's handling of specific (often malformed) requests need byte-level
-control that real clients never give, so this speaks the codec directly over a plain socket.
+The harness uses it for readiness ("does this broker answer Metadata listing all N brokers?")
+and tests use it to send specific, often malformed, requests with byte-level control that real
+clients never give. It speaks the shared codec over a plain socket; the load client, which
+must be fast, is ``workloads/``.
 """
 
 from __future__ import annotations
@@ -9,12 +11,17 @@ from __future__ import annotations
 import socket
 import struct
 
-from brokers.core.protocol.api import decode_response, request_frame
+from brokers.core.protocol.api import ApiKey, decode_response, request_frame
 from brokers.core.protocol.header import RequestHeader
+from brokers.core.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
 from brokers.core.protocol.schema import Message
 
 
-class WireClient:
+class KafkaProbe:
     def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self._correlation = 0
@@ -22,7 +29,7 @@ class WireClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> WireClient:
+    def __enter__(self) -> KafkaProbe:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -30,7 +37,7 @@ class WireClient:
 
     def send(self, api_key: int, version: int, request: Message) -> int:
         self._correlation += 1
-        header = RequestHeader(api_key, version, self._correlation, "twinbench-test")
+        header = RequestHeader(api_key, version, self._correlation, "twinbench-probe")
         self.sock.sendall(b"".join(bytes(p) for p in request_frame(header, request)))
         return self._correlation
 
@@ -57,6 +64,13 @@ class WireClient:
             chunks.append(chunk)
             n -= len(chunk)
         return b"".join(chunks)
+
+    def metadata(self, topics: list[str] | None = None) -> MetadataResponse:
+        req = MetadataRequest(
+            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=False,
+        )
+        return self.request(ApiKey.METADATA, 8, req)  # type: ignore[return-value]
 
     def is_closed_by_peer(self) -> bool:
         """True once the broker has closed the connection (reads EOF or reset)."""

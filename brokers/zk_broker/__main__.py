@@ -1,0 +1,48 @@
+"""``python -m brokers.zk_broker``: one broker coordinated by a real ZooKeeper.
+
+Same options as `twinbench broker`, plus where ZooKeeper is. ZooKeeper unreachable at start-up
+is a one-line error and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from brokers.core.cli import OneLineParser, add_broker_arguments, run_main
+from brokers.zk_broker.config import ZkCoordinatorConfig
+from brokers.zk_broker.coordinator import ZkCoordinator
+
+PROG = "python -m brokers.zk_broker"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
+    add_broker_arguments(parser)
+    parser.add_argument(
+        "--zookeeper",
+        required=True,
+        metavar="HOST:PORT[,...][/chroot]",
+        help="ZooKeeper connect string (zookeeper.connect)",
+    )
+    parser.add_argument(
+        "--zk-session-timeout-ms",
+        type=int,
+        default=ZkCoordinatorConfig.session_timeout_ms,
+        help="ZooKeeper session timeout (zookeeper.session.timeout.ms)",
+    )
+    return run_main(
+        PROG,
+        parser,
+        argv,
+        lambda args, config: ZkCoordinator(
+            ZkCoordinatorConfig(
+                connect=args.zookeeper, session_timeout_ms=args.zk_session_timeout_ms
+            ),
+            config.node_id,
+        ),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
