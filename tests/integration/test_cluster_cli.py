@@ -1,0 +1,68 @@
+"""`twinbench cluster`: the exact stdout lines, a working cluster, and a clean stop by signal."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from harness.kafka_probe import KafkaProbe
+from harness.processes import ManagedProcess, pid_alive
+from tests.support.clusters import ARCHITECTURES
+
+pytestmark = pytest.mark.integration
+
+CLUSTER_ARCHS = [a for a in ARCHITECTURES if a != "single"]
+
+
+def descendants(pid: int) -> list[int]:
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.parametrize("arch", CLUSTER_ARCHS)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_cluster_prints_its_addresses_serves_and_stops_everything(tmp_path, arch, sig):
+    if arch == "zk":
+        from harness.zookeeper import find_classpath, find_java
+
+        if find_java() is None or find_classpath() is None:
+            pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")
+    proc = ManagedProcess(
+        [sys.executable, "-m", "harness.cli", "cluster", "--arch", arch, "--brokers", "3",
+         "--data-dir", str(tmp_path / "data")],
+        name="twinbench cluster", log_path=tmp_path / "cluster.log").start()
+    try:
+        lines = []
+        if arch == "zk":
+            lines.append(proc.wait_for_line("zookeeper=", 120))
+        lines.append(proc.wait_for_line("bootstrap=", 120))
+        addresses = lines[-1].split("=", 1)[1].split(",")
+        assert len(addresses) == 3
+        for address in addresses:
+            host, _, port = address.rpartition(":")
+            with KafkaProbe(host, int(port)) as probe:
+                assert len(probe.metadata(None).brokers) == 3
+        children = descendants(proc.pid)
+        assert len(children) >= 3
+        proc.signal(sig)
+        assert proc.stop(grace_s=60) == 0
+        assert not [pid for pid in children if pid_alive(pid)]
+    finally:
+        proc.kill()
+
+
+def test_cluster_rejects_bad_arguments_in_one_line():
+    for args in (["--arch", "raft"], ["--arch", "zk", "--brokers", "0"],
+                 ["--arch", "dsbs", "--zookeeper", "127.0.0.1:2181"],
+                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"]):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", *args],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, args
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("twinbench: error:"), done.stderr
