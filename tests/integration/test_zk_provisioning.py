@@ -74,6 +74,23 @@ def test_three_node_ensemble_elects_one_leader_replicates_and_stops(tmp_path: Pa
             for c in (writer, reader):
                 c.stop()
                 c.close()
+        # Losing one member keeps the quorum: the other two still serve writes.
+        ensemble = handle.ensemble
+        modes_by_port = ensemble.modes()
+        follower = next(
+            i for i, (_, p) in enumerate(handle.endpoints) if modes_by_port[p] == "follower"
+        )
+        ensemble.stop_member(follower)
+        assert len(ensemble.pids) == 2 and not pid_alive(pids[follower])
+        survivor = next(p for i, (_, p) in enumerate(handle.endpoints) if i != follower)
+        client = _kazoo(f"127.0.0.1:{survivor}")
+        try:
+            client.create("/with-two", b"ok")
+        finally:
+            client.stop()
+            client.close()
+        ensemble.start_member(follower)
+        assert len(ensemble.pids) == 3
         per_node = handle.mntr_all()
         assert len(per_node) == 3
         assert {s["zk_server_state"] for s in per_node.values()} == {"leader", "follower"}
