@@ -75,17 +75,6 @@ class ConnectionConfig:
     request_timeout_s: float | None = 60.0
 
 
-class _Pending:
-    __slots__ = ("api_key", "corr", "fut", "recorder", "t0")
-
-    def __init__(self, corr: int, api_key: int, fut: asyncio.Future, recorder, t0: int):
-        self.corr = corr
-        self.api_key = api_key
-        self.fut = fut
-        self.recorder = recorder
-        self.t0 = t0
-
-
 class KafkaConnection(asyncio.Protocol):
     """Use :meth:`open`; then :meth:`request` / :meth:`send_frame` return futures of the
     response frame (a memoryview starting at the correlation id; body at offset 4)."""
@@ -97,7 +86,8 @@ class KafkaConnection(asyncio.Protocol):
         self.client_id = config.client_id.encode()
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self._pending: deque[_Pending] = deque()
+        # (correlation id, future, latency recorder, send time ns), oldest first.
+        self._pending: deque[tuple[int, asyncio.Future, LatencyRecorder, int]] = deque()
         self._corr = 0
         # Framing state: partial size prefix, or the frame body being assembled.
         self._head = b""
@@ -156,9 +146,9 @@ class KafkaConnection(asyncio.Protocol):
             self._timeout_handle.cancel()
             self._timeout_handle = None
         while self._pending:
-            p = self._pending.popleft()
-            if not p.fut.done():
-                p.fut.set_exception(exc)
+            fut = self._pending.popleft()[1]
+            if not fut.done():
+                fut.set_exception(exc)
         # Wake writers; writable() then raises the stored exception.
         if self._can_write is not None and not self._can_write.done():
             self._can_write.set_result(None)
@@ -207,15 +197,16 @@ class KafkaConnection(asyncio.Protocol):
         """
         if self._closed is not None:
             raise self._closed
-        corr = self.next_correlation_id()
+        corr = self._corr = (self._corr + 1) & 0x7FFFFFFF
         _CORR.pack_into(frame, wire.CORRELATION_OFFSET, corr)
         fut = self.loop.create_future()
         if expect_response:
-            self._pending.append(
-                _Pending(corr, api_key, fut, recorder or self._recorder(api_key), perf_counter_ns())
-            )
+            if recorder is None:
+                recorder = self._recorder(api_key)
+            self._pending.append((corr, fut, recorder, perf_counter_ns()))
             self.transport.write(frame)  # type: ignore[union-attr]
-            self._arm_timeout()
+            if self._timeout_handle is None:
+                self._arm_timeout()
         else:
             self.transport.write(frame)  # type: ignore[union-attr]
             fut.set_result(None)
@@ -240,7 +231,7 @@ class KafkaConnection(asyncio.Protocol):
         fut = self.loop.create_future()
         if expect_response:
             self._pending.append(
-                _Pending(corr, api_key, fut, recorder or self._recorder(api_key), perf_counter_ns())
+                (corr, fut, recorder or self._recorder(api_key), perf_counter_ns())
             )
         self.transport.writelines([header, *parts])  # type: ignore[union-attr]
         if expect_response:
@@ -260,7 +251,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         t = self.config.request_timeout_s
         assert t is not None
-        age = (perf_counter_ns() - self._pending[0].t0) / 1e9
+        age = (perf_counter_ns() - self._pending[0][3]) / 1e9
         if age >= t:
             self._fail(ConnectionClosed(f"{self.host}:{self.port}: request timed out after {t} s"))
         else:
@@ -314,13 +305,13 @@ class KafkaConnection(asyncio.Protocol):
         t1 = perf_counter_ns()
         if not self._pending:
             raise ProtocolViolation("response without a request")
-        p = self._pending.popleft()
+        expected, fut, recorder, t0 = self._pending.popleft()
         corr = _CORR.unpack_from(frame, 0)[0]
-        if corr != p.corr:
-            raise ProtocolViolation(f"correlation id {corr}, expected {p.corr}")
-        p.recorder.record((t1 - p.t0) // 1000)
-        if not p.fut.done():
-            p.fut.set_result(frame)
+        if corr != expected:
+            raise ProtocolViolation(f"correlation id {corr}, expected {expected}")
+        recorder.record((t1 - t0) // 1000)
+        if not fut.done():
+            fut.set_result(frame)
 
     # -- conveniences -------------------------------------------------------------------------
     async def call(self, api_key: int, version: int, body: bytes | Iterable[Any]) -> memoryview:

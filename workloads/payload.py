@@ -64,6 +64,9 @@ _CRC = struct.Struct(">I")
 _LEN_AT_8 = struct.Struct(">i")
 _STAMP16 = struct.Struct(">IIQ")  # producer id, sequence, send time (µs)
 _STAMP8 = struct.Struct(">II")  # producer id, sequence (8-byte messages)
+_PID = struct.Struct(">I")
+_SEQ_US = struct.Struct(">IQ")
+_SEQ = struct.Struct(">I")
 
 # The smallest message that can carry (producer id, sequence).
 MIN_MSG_SIZE = 8
@@ -190,21 +193,63 @@ class BatchBuilder:
 
     ``buf`` may hold other bytes before the batch (the load client puts the Produce request
     header there so the whole request is one write); ``offset`` is where the batch starts.
-    The caller must not reuse a buffer until the request that carried it has been answered.
+    Buffers come from :meth:`new_buffer`, which writes the producer id into every record once,
+    so :meth:`fill` only writes sequences and send times. The caller must not reuse a buffer
+    until the request that carried it has been answered.
+
+    Two ways to stamp, chosen per layout by measurement (32 B x 50: 4.2 vs 7.2 µs): for small
+    values one precomputed ``struct`` packs every record's (sequence, send time) in one call,
+    re-emitting the constant bytes between them from an argument list whose variable slots are
+    refreshed with two slice assignments; for large values (or tiny batches) a loop of
+    ``pack_into`` calls, since re-emitting kilobytes of filler would cost more than the loop.
     """
 
-    __slots__ = ("_pack", "_value_offsets", "layout", "producer_id")
+    __slots__ = (
+        "_args",
+        "_first",
+        "_gap_struct",
+        "_k",
+        "_pack",
+        "_pid_template",
+        "_value_offsets",
+        "layout",
+        "producer_id",
+    )
+
+    # Use the one-struct stamping up to this value size (bytes) and from this many records.
+    GAP_STRUCT_MAX_MSG = 256
+    GAP_STRUCT_MIN_COUNT = 4
 
     def __init__(self, msg_size: int, count: int, producer_id: int) -> None:
-        self.layout = batch_layout(msg_size, count)
+        lay = self.layout = batch_layout(msg_size, count)
         self.producer_id = producer_id
-        self._value_offsets = self.layout.value_offsets
-        self._pack = (_STAMP16 if msg_size >= 16 else _STAMP8).pack_into
+        vo = self._value_offsets = lay.value_offsets
+        timed = msg_size >= 16
+        self._pack = (_SEQ_US if timed else _SEQ).pack_into
+        tpl = bytearray(lay.template)
+        for off in vo:
+            _PID.pack_into(tpl, off, producer_id)
+        self._pid_template = bytes(tpl)
+        self._k = 2 if timed else 1
+        self._first = vo[0] + 4  # first sequence field
+        self._gap_struct: struct.Struct | None = None
+        self._args: list = []
+        if msg_size <= self.GAP_STRUCT_MAX_MSG and count >= self.GAP_STRUCT_MIN_COUNT:
+            fields = "IQ" if timed else "I"
+            width = 12 if timed else 4
+            fmt = [">", fields]
+            args: list = [0] * self._k
+            for i in range(1, count):
+                gap = bytes(tpl[vo[i - 1] + 4 + width : vo[i] + 4])
+                fmt.append(f"{len(gap)}s{fields}")
+                args += [gap] + [0] * self._k
+            self._gap_struct = struct.Struct("".join(fmt))
+            self._args = args
 
     def new_buffer(self, prefix: int = 0) -> bytearray:
-        """A fresh buffer: ``prefix`` free bytes followed by the template."""
+        """A fresh buffer: ``prefix`` free bytes followed by the template (producer id set)."""
         buf = bytearray(prefix + self.layout.size)
-        buf[prefix:] = self.layout.template
+        buf[prefix:] = self._pid_template
         return buf
 
     def fill(self, buf: bytearray, offset: int, first_seq: int, send_us: int) -> memoryview:
@@ -212,17 +257,28 @@ class BatchBuilder:
 
         Returns a memoryview of the batch inside ``buf``.
         """
-        pack = self._pack
-        pid = self.producer_id
-        seq = first_seq
-        if self.layout.msg_size >= 16:
-            for off in self._value_offsets:
-                pack(buf, offset + off, pid, seq, send_us)
-                seq += 1
+        n = self.layout.count
+        st = self._gap_struct
+        if st is not None:
+            args = self._args
+            k = self._k
+            if k == 2:
+                args[0::3] = range(first_seq, first_seq + n)
+                args[1::3] = [send_us] * n
+            else:
+                args[0::2] = range(first_seq, first_seq + n)
+            st.pack_into(buf, offset + self._first, *args)
         else:
-            for off in self._value_offsets:
-                pack(buf, offset + off, pid, seq)
-                seq += 1
+            pack = self._pack
+            seq = first_seq
+            if self._k == 2:
+                for off in self._value_offsets:
+                    pack(buf, offset + off + 4, seq, send_us)
+                    seq += 1
+            else:
+                for off in self._value_offsets:
+                    pack(buf, offset + off + 4, seq)
+                    seq += 1
         ms = send_us // 1000
         _TS_PAIR.pack_into(buf, offset + _TS_OFFSET, ms, ms)
         view = memoryview(buf)[offset : offset + self.layout.size]

@@ -130,12 +130,13 @@ class ProducerResult:
 class _Req:
     """One request in flight."""
 
-    __slots__ = ("buf", "conn", "count", "first_seq", "fut", "partition", "view")
+    __slots__ = ("attempts", "buf", "conn", "count", "first_seq", "fut", "last_error", "partition")
 
-    def __init__(self, buf, view, conn, fut, partition, first_seq, count) -> None:
+    def __init__(self, buf, conn, fut, partition, first_seq, count) -> None:
         self.buf = buf
-        self.view = view
         self.conn = conn
+        self.attempts = 0
+        self.last_error = 0
         self.fut = fut
         self.partition = partition
         self.first_seq = first_seq
@@ -205,9 +206,6 @@ class Producer:
         )
         return buf
 
-    def _give_back(self, req: _Req) -> None:
-        self._pools[req.count].append(req.buf)
-
     # -- the run ------------------------------------------------------------------------------
     async def run(self, count: int) -> ProducerResult:
         """Send ``count`` records; returns when every request was answered."""
@@ -241,30 +239,49 @@ class Producer:
         inflight: deque[_Req] = deque()
         state = _State()
         n_parts = len(parts)
+        full_builder = self._builder(batch)
+        full_pool = self._pools.setdefault(batch, [])
         seq = 0
         i = 0
         t_start = time.perf_counter()
         while seq < count:
-            n = batch if count - seq >= batch else count - seq
             p = parts[i % n_parts]
             i += 1
             conn = conns[p]
             if conn.closed:
                 conn = await cluster.retrying(lambda p=p: route(p), refresh=[cfg.topic])
-            buf = self._take_buffer(n)
-            _I16.pack_into(buf, _VERSION_AT, versions[p])
-            _PARTITION.pack_into(buf, prefix - 8, p)
-            self._builder(n).fill(buf, prefix, seq, now_us())
+            if count - seq >= batch:
+                n = batch
+                builder = full_builder
+                buf = full_pool.pop() if full_pool else self._take_buffer(n)
+            else:
+                n = count - seq
+                builder = self._builder(n)
+                buf = self._take_buffer(n)
+            _patch_prefix(buf, versions[p], p, prefix)
+            builder.fill(buf, prefix, seq, now_us())
             if conn._can_write is not None:
                 await conn.writable()
             fut = conn.send_frame(buf, wire.PRODUCE, latency, expect_response=expect)
-            inflight.append(_Req(buf, None, conn, fut, p, seq, n))
+            inflight.append(_Req(buf, conn, fut, p, seq, n))
             state.sent += n
             seq += n
             while len(inflight) >= window:
-                await self._complete(inflight.popleft(), acked, state, route, versions)
+                req = inflight.popleft()
+                try:
+                    frame = await req.fut
+                except ConnectionClosed:
+                    frame = _LOST
+                if not self._account(req, frame, acked, state, versions):
+                    await self._retry(req, acked, state, route, versions)
         while inflight:
-            await self._complete(inflight.popleft(), acked, state, route, versions)
+            req = inflight.popleft()
+            try:
+                frame = await req.fut
+            except ConnectionClosed:
+                frame = _LOST
+            if not self._account(req, frame, acked, state, versions):
+                await self._retry(req, acked, state, route, versions)
         wall = time.perf_counter() - t_start
         return ProducerResult(
             producer_id=cfg.producer_id,
@@ -280,58 +297,83 @@ class Producer:
             latency=latency,
             acked=acked,
             partition_records=state.partition_records,
-            partition_offsets=state.partition_offsets,
+            partition_offsets={
+                p: (first, state.last_offsets[p]) for p, first in state.first_offsets.items()
+            },
         )
 
-    async def _complete(
+    def _account(
+        self, req: _Req, frame, acked: bytearray, state: _State, versions: dict[int, int]
+    ) -> bool:
+        """Book one response (plain function: no coroutine on the hot path). False means the
+        request failed with a retriable error and should be retried."""
+        if frame is _LOST:
+            err, base = -2, -1
+        else:
+            state.requests += 1
+            if frame is None:  # acks=0: nothing to learn, nothing counted as acknowledged
+                self._pools[req.count].append(req.buf)
+                return True
+            err, base = _parse(frame, versions[req.partition])
+        if err == 0:
+            n = req.count
+            s = req.first_seq
+            acked[s : s + n] = _ONES[:n] if n <= len(_ONES) else b"\x01" * n
+            state.acked += n
+            p = req.partition
+            pr = state.partition_records
+            pr[p] = pr.get(p, 0) + n
+            if p not in state.first_offsets:
+                state.first_offsets[p] = base
+            state.last_offsets[p] = base + n - 1
+            self._pools[n].append(req.buf)
+            return True
+        exc_cls = error_for_code(err) if err != -2 else None
+        retriable = err == -2 or (exc_cls is not None and exc_cls.retriable)
+        if retriable and req.attempts < self.cluster.config.retries:
+            req.last_error = err
+            return False
+        state.errors[err] = state.errors.get(err, 0) + 1
+        self._pools[req.count].append(req.buf)
+        return True
+
+    async def _retry(
         self, req: _Req, acked: bytearray, state: _State, route, versions: dict[int, int]
     ) -> None:
-        """Wait for one request's response; account for it or retry it."""
+        """Resend a request after a retriable error until it is accounted for."""
         cfg = self.config
-        attempts = 0
         while True:
-            try:
-                frame = await req.fut
-                state.requests += 1
-                if frame is None:  # acks=0: nothing to learn
-                    break
-                err, base = _parse(frame, versions[req.partition])
-            except ConnectionClosed:
-                err, base = -2, -1  # our code for "connection lost": retriable
-            if err == 0:
-                n = req.count
-                s = req.first_seq
-                acked[s : s + n] = b"\x01" * n
-                state.acked += n
-                p = req.partition
-                state.partition_records[p] = state.partition_records.get(p, 0) + n
-                first, _last = state.partition_offsets.get(p, (base, base))
-                state.partition_offsets[p] = (min(first, base), base + n - 1)
-                break
-            exc_cls = error_for_code(err) if err != -2 else None
-            retriable = err == -2 or (exc_cls is not None and exc_cls.retriable)
-            if not retriable or attempts >= self.cluster.config.retries:
-                state.errors[err] = state.errors.get(err, 0) + 1
-                break
-            attempts += 1
+            req.attempts += 1
             state.retries += 1
-            await asyncio.sleep(self.cluster.config.retry_backoff_ms / 1000 * attempts)
+            await asyncio.sleep(self.cluster.config.retry_backoff_ms / 1000 * req.attempts)
             try:
                 await self.cluster.refresh_metadata([cfg.topic])
                 conn = await route(req.partition)
-                _I16.pack_into(req.buf, _VERSION_AT, versions[req.partition])
+                _patch_prefix(req.buf, versions[req.partition], req.partition, self._prefix_size)
                 req.conn = conn
-                req.fut = conn.send_frame(req.buf, wire.PRODUCE, self.latency)
+                frame = await conn.send_frame(req.buf, wire.PRODUCE, self.latency)
             except (KafkaError, ConnectionClosed, OSError):
-                req.fut = _failed_future()
-        self._give_back(req)
+                frame = _LOST
+            if self._account(req, frame, acked, state, versions):
+                return
+
+
+_LOST = object()  # marker: the connection died before the response arrived
+_ONES = b"\x01" * 65536
+
+
+def _patch_prefix(buf: bytearray, version: int, partition: int, prefix: int) -> None:
+    """Patch the api_version and the partition index into a Produce frame prefix."""
+    _I16.pack_into(buf, _VERSION_AT, version)
+    _PARTITION.pack_into(buf, prefix - 8, partition)
 
 
 class _State:
     __slots__ = (
         "acked",
         "errors",
-        "partition_offsets",
+        "first_offsets",
+        "last_offsets",
         "partition_records",
         "requests",
         "retries",
@@ -345,13 +387,8 @@ class _State:
         self.retries = 0
         self.errors: dict[int, int] = {}
         self.partition_records: dict[int, int] = {}
-        self.partition_offsets: dict[int, tuple[int, int]] = {}
-
-
-def _failed_future() -> asyncio.Future:
-    fut = asyncio.get_running_loop().create_future()
-    fut.set_exception(ConnectionClosed("resend failed"))
-    return fut
+        self.first_offsets: dict[int, int] = {}
+        self.last_offsets: dict[int, int] = {}
 
 
 def _parse(frame: memoryview, version: int) -> tuple[int, int]:

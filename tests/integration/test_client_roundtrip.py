@@ -303,6 +303,7 @@ class MemoryCluster:
                 )
             for w in waiters:
                 w.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
             resp, total = answer()
         return resp
 
