@@ -167,6 +167,10 @@ class OffsetLog:
         self._live = 0
         self._f = None
 
+    @property
+    def is_open(self) -> bool:
+        return self._f is not None
+
     def open(self) -> list[OffsetEntry]:
         latest: dict[Key, OffsetEntry] = {}
         if self.path.exists():

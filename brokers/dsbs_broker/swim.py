@@ -273,6 +273,8 @@ class SwimNode:
             self._relays[seq] = (addr, msg.seq, now + self.cfg.period_s)
             self._send((msg.host, msg.port), encode_message(Ping(seq, msg.target)))
         elif isinstance(msg, Sync):
+            if not msg.reply:
+                self.counters["sync_replies_in"] += 1
             self._on_sync(msg, addr)
         elif isinstance(msg, Offsets):
             self.offsets.merge(msg.entries)

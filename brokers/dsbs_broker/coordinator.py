@@ -1,0 +1,361 @@
+"""``DsbsCoordinator``: the Coordinator seam backed by the broker's own tables and UDP gossip.
+
+Nothing here waits on another broker: metadata answers come from the local topic records and
+member table (``partition_state(fresh=True)`` recomputes from them on every call, which is the
+paper's point: the "coordination store" is in the broker), offsets are committed to the local
+table and file, and everything spreads to peers in the background through ``SwimNode``.
+
+Behaviour worth knowing:
+
+* ``commit_offsets``/``fetch_offsets`` act on the local table; whether this broker coordinates
+  the group is checked by the request handlers (``group_coordinator``), as for every twin.
+* The controller id reported in Metadata is the lowest live node id (DSBS has no controller; any
+  broker accepts CreateTopics, but admin clients want a controller to send it to).
+* Concurrent creation of one name on two brokers: both succeed locally; the record of the lower
+  creator id wins everywhere (see ``metadata.py``).
+* A restarted coordinator serves what its file holds until the successor's newer copies arrive
+  (at most one ``offset_replication_interval_s`` after it is seen alive): consumers may re-read a
+  few records (at-least-once), never skip any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from brokers.core.coordinator import (
+    NO_LEADER,
+    BrokerInfo,
+    ClusterView,
+    MemberRecord,
+    OffsetAndMetadata,
+    PartitionState,
+    TopicInfo,
+    TopicPartition,
+)
+from brokers.core.errors import (
+    CoordinatorNotAvailable,
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidReplicationFactor,
+    InvalidTopic,
+    TopicAlreadyExists,
+)
+from brokers.dsbs_broker import placement
+from brokers.dsbs_broker.config import DsbsConfig, parse_address
+from brokers.dsbs_broker.offsets import OffsetLog
+from brokers.dsbs_broker.state import NodeState, StateFile
+from brokers.dsbs_broker.swim import SwimNode
+from brokers.dsbs_broker.udp import GossipDriver, bind
+from brokers.dsbs_broker.wire import HEADER_SIZE, TopicRecord, encode_update
+
+log = logging.getLogger("twinbench.dsbs")
+
+_LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+OFFSETS_FILE = "offsets.jsonl"
+
+
+class DsbsCoordinator:
+    def __init__(self, node_id: int, data_dir: Path, config: DsbsConfig | None = None) -> None:
+        self._node_id = node_id
+        # Our own subdirectory: partition directories are "<topic>-<n>", never "dsbs".
+        self._dir = Path(data_dir) / "dsbs"
+        self.config = config or DsbsConfig()
+        self._node: SwimNode | None = None
+        self._driver: GossipDriver | None = None
+        self._state_file = StateFile(self._dir)
+        self._state = NodeState(node_id)
+        self._pid_counter = 0
+        self._offset_log = OffsetLog(self._dir / OFFSETS_FILE)
+        self._io_lock = asyncio.Lock()
+        self._listeners: list[Callable[[ClusterView], None]] = []
+        self._view: ClusterView | None = None
+        self._view_key: tuple[int, int] = (-1, -1)
+        self._seen_key: tuple[int, int] = (-1, -1)
+        self._persisted_incarnation = 0
+        self._coord_cache: dict[str, BrokerInfo] = {}
+        self._coord_cache_version = -1
+        # The membership/ownership registries live with the group's coordinator, in memory:
+        # they describe live connections and are rebuilt by the next rebalance after a restart.
+        self._group_members: dict[str, dict[str, MemberRecord]] = {}
+        self._group_owners: dict[str, dict[TopicPartition, str]] = {}
+        self._background: set[asyncio.Task] = set()
+        self._closed = False
+
+    # --- lifecycle --------------------------------------------------------------------------
+    @property
+    def node_id(self) -> int:
+        return self._node_id
+
+    @property
+    def node(self) -> SwimNode:
+        if self._node is None:
+            raise CoordinatorNotAvailable("DSBS coordinator not started")
+        return self._node
+
+    @property
+    def gossip_address(self) -> tuple[str, int]:
+        return self.node.addr
+
+    async def start(self, me: BrokerInfo) -> None:
+        if me.node_id != self._node_id:
+            raise ValueError(f"BrokerInfo is node {me.node_id}, coordinator is {self._node_id}")
+        cfg = self.config
+        self._dir.mkdir(parents=True, exist_ok=True)
+        state = self._state_file.load(self._node_id)
+        # A fresh incarnation per run, persisted before we say anything: the cluster may
+        # remember us as dead at the previous one.
+        state.incarnation += 1
+        self._state_file.store(state)
+        self._state = state
+        self._persisted_incarnation = state.incarnation
+        self._pid_counter = state.producer_id_next  # the rest of the last block is abandoned
+        entries = await asyncio.to_thread(self._offset_log.open)
+
+        stream = await bind(cfg.gossip_host, cfg.gossip_port)
+        port = stream.sockname[1]
+        loop = asyncio.get_running_loop()
+        seeds = tuple(parse_address(s) for s in cfg.seeds)
+        node = SwimNode(
+            cfg.gossip, node_id=self._node_id, gossip_addr=(cfg.gossip_host, port),
+            kafka_addr=(me.host, me.port), incarnation=state.incarnation, now=loop.time(),
+            cluster=cfg.cluster_name, seeds=seeds, offset_replicas=cfg.offset_replicas,
+            offset_replication_interval_s=cfg.offset_replication_interval_s,
+        )
+        node.offsets.load(entries)
+        self._node = node
+        self._driver = GossipDriver(node, stream, on_activity=self._after_io)
+        self._driver.start()
+        log.info("dsbs node %d gossiping on %s:%d (incarnation %d, seeds %s)", self._node_id,
+                 cfg.gossip_host, port, state.incarnation, ",".join(cfg.seeds) or "-")
+        if node.seeds:
+            deadline = loop.time() + cfg.join_timeout_s
+            # The seed's SYNC answer comes last, after its member table and topic records.
+            while node.counters["sync_replies_in"] == 0 and loop.time() < deadline:
+                await asyncio.sleep(cfg.gossip.tick_s)
+            if node.counters["sync_replies_in"] == 0:
+                log.warning("no seed answered within %.1fs; serving alone for now",
+                            cfg.join_timeout_s)
+        self._after_io()
+
+    async def close(self) -> None:
+        """Leave gracefully: peers learn LEFT at once instead of waiting for suspicion."""
+        await self._shutdown(leave=True)
+
+    async def abort(self) -> None:
+        """Stop as if killed (tests, failure scenarios): no goodbye, peers must detect it."""
+        await self._shutdown(leave=False)
+
+    async def _shutdown(self, *, leave: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._driver is not None:
+            await self._driver.close(leave=leave)
+        for t in list(self._background):
+            await asyncio.gather(t, return_exceptions=True)
+        async with self._io_lock:
+            if self._node is not None:
+                await self._persist_pending(fsync=True)
+            await asyncio.to_thread(self._offset_log.close)
+
+    # --- change propagation -----------------------------------------------------------------
+    def _after_io(self) -> None:
+        """After every receive/tick: publish view changes, persist what gossip changed."""
+        node = self._node
+        if node is None:
+            return
+        key = (node.members.version, node.topics.version)
+        if key != self._seen_key:
+            self._seen_key = key
+            if self._listeners:
+                view = self.cluster()
+                for listener in self._listeners:
+                    asyncio.get_running_loop().call_soon(listener, view)
+        if node.incarnation != self._persisted_incarnation or node.offsets.unpersisted:
+            self._spawn(self._persist_background())
+
+    def _spawn(self, coro) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._background.add(t)
+        t.add_done_callback(self._background.discard)
+
+    async def _persist_background(self) -> None:
+        async with self._io_lock:
+            if not self._offset_log.is_open:
+                return
+            await self._persist_pending(fsync=False)
+
+    async def _persist_pending(self, *, fsync: bool) -> None:
+        """Write accepted offsets and a changed incarnation; caller holds the I/O lock."""
+        node = self.node
+        if node.incarnation != self._persisted_incarnation:
+            self._state.incarnation = node.incarnation
+            await asyncio.to_thread(self._state_file.store, self._state)
+            self._persisted_incarnation = node.incarnation
+        pending, node.offsets.unpersisted = node.offsets.unpersisted, []
+        if pending and self._offset_log.is_open:
+            live = list(node.offsets.entries.values())
+            await asyncio.to_thread(self._write_offsets, pending, fsync, live)
+
+    def _write_offsets(self, pending, fsync, live) -> None:
+        self._offset_log.append(pending, fsync=fsync, live=len(live))
+        self._offset_log.maybe_compact(live)
+
+    # --- metadata ---------------------------------------------------------------------------
+    def _lookup(self, node_id: int) -> tuple[int, bool] | None:
+        m = self.node.members.get(node_id)
+        return None if m is None else (m.incarnation, m.live)
+
+    def _partition(self, rec: TopicRecord, p: int) -> PartitionState:
+        reps = placement.replicas(rec.ring, rec.replication_factor, p)
+        leader, epoch, live = placement.leader_and_epoch(reps, self._lookup)
+        return PartitionState(rec.name, p, leader, epoch, reps, live)
+
+    def _topic_info(self, rec: TopicRecord) -> TopicInfo:
+        parts = tuple(self._partition(rec, p) for p in range(rec.num_partitions))
+        return TopicInfo(rec.name, parts, MappingProxyType(dict(rec.configs)))
+
+    def cluster(self) -> ClusterView:
+        node = self._node
+        if node is None:
+            return ClusterView((), NO_LEADER, MappingProxyType({}))
+        key = (node.members.version, node.topics.version)
+        if self._view is None or key != self._view_key:
+            brokers = []
+            for nid in node.members.live_ids():
+                s = node.members.members[nid].state
+                brokers.append(BrokerInfo(nid, s.kafka_host, s.kafka_port))
+            topics = {name: self._topic_info(rec) for name, rec in node.topics.records.items()}
+            controller = brokers[0].node_id if brokers else NO_LEADER
+            self._view = ClusterView(tuple(brokers), controller, MappingProxyType(topics),
+                                     cluster_id=self.config.cluster_name)
+            self._view_key = key
+        return self._view
+
+    async def partition_state(
+        self, topic: str, partition: int, *, fresh: bool
+    ) -> PartitionState | None:
+        if fresh:
+            # The authoritative store is this broker's own tables: recompute, no network.
+            rec = self.node.topics.get(topic)
+            if rec is None or not 0 <= partition < rec.num_partitions:
+                return None
+            return self._partition(rec, partition)
+        info = self.cluster().topics.get(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return None
+        return info.partitions[partition]
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicInfo:
+        node = self.node
+        if not _LEGAL_TOPIC.fullmatch(name) or name in (".", ".."):
+            raise InvalidTopic(f"illegal topic name {name!r}")
+        if name in node.topics:
+            raise TopicAlreadyExists(f"topic {name!r} already exists")
+        if num_partitions < 1:
+            raise InvalidPartitions(f"{num_partitions} partitions requested")
+        rf = 1 if replication_factor == -1 else replication_factor
+        live = node.members.live_ids()
+        if rf < 1 or rf > len(live):
+            raise InvalidReplicationFactor(
+                f"replication factor {replication_factor} with {len(live)} live brokers")
+        ring = placement.assign_ring(name, live, num_partitions, rf)
+        rec = TopicRecord(name, 1, self._node_id, num_partitions, rf, ring,
+                          tuple(sorted((configs or {}).items())))
+        room = node.cfg.max_packet_bytes - HEADER_SIZE - 1 - 2
+        if len(encode_update(rec)) > room:
+            raise InvalidConfig(f"topic {name!r}: definition exceeds one gossip packet")
+        node.add_topic(rec, self._now())
+        if self._driver is not None:
+            node.tick(self._now())  # start spreading it now rather than at the next timer
+            self._driver.flush()
+        self._after_io()
+        return self.cluster().topics[name]
+
+    def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
+        self._listeners.append(listener)
+
+    # --- groups -----------------------------------------------------------------------------
+    def group_coordinator(self, group_id: str) -> BrokerInfo:
+        node = self.node
+        if self._coord_cache_version != node.members.version:
+            self._coord_cache.clear()
+            self._coord_cache_version = node.members.version
+        info = self._coord_cache.get(group_id)
+        if info is None:
+            order = node.live_order(group_id)
+            if not order:
+                raise CoordinatorNotAvailable(f"no live broker for group {group_id!r}")
+            s = node.members.members[order[0]].state
+            info = BrokerInfo(s.node_id, s.kafka_host, s.kafka_port)
+            if len(self._coord_cache) < 100_000:
+                self._coord_cache[group_id] = info
+        return info
+
+    async def register_member(self, group_id: str, member: MemberRecord) -> None:
+        self._group_members.setdefault(group_id, {})[member.member_id] = member
+
+    async def unregister_member(self, group_id: str, member_id: str) -> None:
+        self._group_members.get(group_id, {}).pop(member_id, None)
+
+    async def record_owners(
+        self, group_id: str, owners: Mapping[TopicPartition, str]
+    ) -> None:
+        self._group_owners[group_id] = dict(owners)
+
+    def members(self, group_id: str) -> dict[str, MemberRecord]:
+        return dict(self._group_members.get(group_id, {}))
+
+    def owners(self, group_id: str) -> dict[TopicPartition, str]:
+        return dict(self._group_owners.get(group_id, {}))
+
+    async def commit_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        node = self.node
+        entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
+        node.offsets.mark_dirty([(e.group, e.topic, e.partition) for e in entries],
+                                node.replica_peers(group_id))
+        async with self._io_lock:
+            await self._persist_pending(fsync=self.config.offsets_fsync)
+
+    async def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self.node.offsets.fetch(group_id, partitions)
+
+    # --- misc -------------------------------------------------------------------------------
+    async def allocate_producer_id(self) -> int:
+        async with self._io_lock:
+            if self._pid_counter >= self._state.producer_id_next:
+                self._state.producer_id_next = self._pid_counter + self.config.producer_id_block
+                self._state.incarnation = max(self._state.incarnation, self.node.incarnation)
+                await asyncio.to_thread(self._state_file.store, self._state)
+            pid = (self._node_id << 40) | self._pid_counter
+            self._pid_counter += 1
+            return pid
+
+    def counters(self) -> dict[str, float]:
+        node = self._node
+        if node is None:
+            return {}
+        out = {f"gossip_{k}": float(v) for k, v in node.counters.items()}
+        out["gossip_members_live"] = float(node.members.live_count())
+        out["gossip_members_known"] = float(len(node.members))
+        out["gossip_incarnation"] = float(node.incarnation)
+        return out
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
