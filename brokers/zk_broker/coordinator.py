@@ -789,7 +789,7 @@ class ZkCoordinator:
         yet, create its parents and the node. Steady state: one request per partition."""
         b = self.bridge
         path = self.paths.offset(group_id, tp)
-        data = fmt.encode_offset(om.offset)
+        data = fmt.encode_offset(om.offset, om.metadata, om.leader_epoch)
         try:
             await b.call("set", path, data)
         except NoNodeError:
@@ -829,8 +829,8 @@ class ZkCoordinator:
                 data, _ = await b.call("get", self.paths.offset(group_id, tp))
             except NoNodeError:
                 return None
-            # Kafka 0.8.2 kept no metadata in ZooKeeper and answered it as "".
-            return tp, OffsetAndMetadata(fmt.decode_offset(data), "")
+            offset, metadata, epoch = fmt.decode_offset(data)
+            return tp, OffsetAndMetadata(offset, metadata, epoch)
 
         found = await asyncio.gather(*(one(tp) for tp in wanted))
         return dict(r for r in found if r is not None)

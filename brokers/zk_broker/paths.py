@@ -17,9 +17,12 @@ Layout (every path under an optional chroot, e.g. ``/twinbench-run-7``)::
 The chroot is applied here rather than by kazoo: kazoo cannot create its own chroot path once
 started, and a prefix we own also lets a test open the same paths with a plain KazooClient.
 
-Offsets are stored exactly as Kafka 0.8.2 did with ``offsets.storage=zookeeper``: the decimal
-offset and nothing else. Kafka dropped the commit's metadata string in that mode and OffsetFetch
-answered it as ""; so do we (documented, not silent: ``decode_offset`` is the only reader).
+Offsets are stored as Kafka 0.8.2 did with ``offsets.storage=zookeeper``: the decimal offset
+and nothing else, whenever the commit carries no metadata and no leader epoch (every commit of
+the benchmark's load client). Kafka 0.8.2 dropped a non-empty metadata string; we must not,
+because the twins may differ only in where coordination state lives, never in what a client
+gets back, so such a commit is stored as a small JSON object instead. ``decode_offset`` reads
+both forms.
 
 Group and member ids are free-form strings chosen by clients, so they are percent-encoded into
 one path segment ("/" would otherwise create a subtree); topic names are validated by Kafka's
@@ -278,12 +281,19 @@ def decode_owner(data: bytes) -> str:
     return data.decode("utf-8")
 
 
-def encode_offset(offset: int) -> bytes:
-    return str(offset).encode("ascii")
+def encode_offset(offset: int, metadata: str | None = "", leader_epoch: int = -1) -> bytes:
+    if not metadata and leader_epoch < 0:
+        return str(offset).encode("ascii")
+    return _dumps({"offset": offset, "metadata": metadata, "leader_epoch": leader_epoch})
 
 
-def decode_offset(data: bytes) -> int:
-    return int(data.decode("ascii").strip())
+def decode_offset(data: bytes) -> tuple[int, str, int]:
+    """(offset, metadata, leader_epoch) from either stored form."""
+    text = data.decode("utf-8").strip()
+    if text.startswith("{"):
+        obj = _loads(data)
+        return int(obj["offset"]), obj.get("metadata") or "", int(obj.get("leader_epoch", -1))
+    return int(text), "", -1
 
 
 # --- /latest_producer_id_block ------------------------------------------------------------------

@@ -85,7 +85,9 @@ def test_registry_payloads() -> None:
     rec = MemberRecord("m-1", "client", "/1.2.3.4")
     assert fmt.decode_member(fmt.encode_member(rec)) == rec
     assert json.loads(fmt.encode_member(rec))["version"] == 1
-    assert fmt.encode_offset(42) == b"42" and fmt.decode_offset(b" 42\n") == 42
+    assert fmt.encode_offset(42) == b"42" and fmt.decode_offset(b" 42\n") == (42, "", -1)
+    # Metadata is kept (the twins must answer clients alike), in a JSON form.
+    assert fmt.decode_offset(fmt.encode_offset(7, "note", 3)) == (7, "note", 3)
     assert fmt.decode_owner(fmt.encode_owner("m/1")) == "m/1"
     block = json.loads(fmt.encode_producer_id_block(1, 1000, 1999))
     assert block == {"version": 1, "broker": 1, "block_start": "1000", "block_end": "1999"}
