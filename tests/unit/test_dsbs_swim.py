@@ -268,3 +268,25 @@ def test_next_deadline_is_never_in_the_past_after_tick():
         assert d > now
         now = d
     assert node.take_outbox()  # kept trying to join through the seed
+
+
+def test_retransmit_limit_grows_with_log_n_and_the_queue_drains():
+    cfg = GossipConfig.LAN
+    assert cfg.retransmit_limit(5) < cfg.retransmit_limit(50) < cfg.retransmit_limit(1000)
+    net = SimNet(GossipConfig.LOCAL, seed=11)
+    net.add_converged(5)
+    net.nodes[0].add_topic(TopicRecord("q", 1, 0, 1, 1, (0,)), net.now)
+    net.run_for(3)
+    assert all(nd.queued() == 0 for nd in net.nodes.values())
+
+
+@pytest.mark.slow
+def test_membership_bootstrap_1000_from_one_seed(record_property):
+    """1,000 members joining at once through one seed (~100 s of CPU: marked slow)."""
+    n = 1000
+    net = SimNet(GossipConfig.LAN, seed=1, step_s=0.1)
+    for i in range(n):
+        net.add(i, seeds=(0,))
+    periods, mpp = _measure(net, lambda: _all_alive(net, set(range(n))), timeout_s=200)
+    _report(record_property, f"bootstrap_n{n}", periods=periods, msgs_per_member_period=mpp)
+    assert periods <= 60
