@@ -305,10 +305,12 @@ class KafkaConnection(asyncio.Protocol):
         t1 = perf_counter_ns()
         if not self._pending:
             raise ProtocolViolation("response without a request")
-        expected, fut, recorder, t0 = self._pending.popleft()
         corr = _CORR.unpack_from(frame, 0)[0]
+        expected = self._pending[0][0]
         if corr != expected:
+            # Left pending so _fail() fails that request too.
             raise ProtocolViolation(f"correlation id {corr}, expected {expected}")
+        _corr, fut, recorder, t0 = self._pending.popleft()
         recorder.record((t1 - t0) // 1000)
         if not fut.done():
             fut.set_result(frame)

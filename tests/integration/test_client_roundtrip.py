@@ -297,13 +297,15 @@ class MemoryCluster:
                 if fp.partition in self.topics.get(t.topic, {})
             ]
             waiters = [asyncio.ensure_future(e.wait()) for e in events]
-            if waiters:
-                await asyncio.wait(
-                    waiters, timeout=req.max_wait_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-                )
-            for w in waiters:
-                w.cancel()
-            await asyncio.gather(*waiters, return_exceptions=True)
+            try:
+                if waiters:
+                    await asyncio.wait(
+                        waiters, timeout=req.max_wait_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+                    )
+            finally:
+                for w in waiters:
+                    w.cancel()
+                await asyncio.gather(*waiters, return_exceptions=True)
             resp, total = answer()
         return resp
 

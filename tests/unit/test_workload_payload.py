@@ -114,9 +114,14 @@ def test_foreign_batches_take_the_generic_path():
     assert d.sequences == (1, 2) and d.producer_ids == (3, 3) and d.send_us == (2000, 3000)
     assert d.offsets == (41, 43)
     assert d.foreign == 2  # keyed + too short
-    gz = codec_records.build_batch([(None, b"x" * 20)], compression=1)
+    gz = codec_records.build_batch([(None, struct.pack(">IIQ", 4, 9, 77))], compression=1)
     (dz,) = decode_batches(gz)
-    assert dz.sequences == (int.from_bytes(b"xxxx"),) or dz.foreign == 1
+    assert (dz.producer_ids, dz.sequences, dz.send_us, dz.foreign) == ((4,), (9,), (77,), 0)
+    garbage = bytearray(codec_records.build_batch([(None, b"y" * 30)]))
+    garbage[61] = 0x7F  # record length no longer matches; then fix the CRC
+    struct.pack_into(">I", garbage, 17, crc32c(bytes(garbage[21:])))
+    (dg,) = decode_batches(bytes(garbage))
+    assert dg.crc_ok and dg.foreign == 1 and dg.sequences == ()
 
 
 def test_same_sized_foreign_batch_with_different_framing_is_not_misread():
