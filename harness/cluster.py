@@ -87,6 +87,7 @@ class Cluster:
         self.root: Path = Path()
         self.started_at = 0.0
         self.start_seconds = 0.0
+        self._argvs: list[list[str]] = []
 
     # --- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -105,22 +106,45 @@ class Cluster:
             self.root = self.spec.data_dir
             self.root.mkdir(parents=True, exist_ok=True)
         try:
-            argvs = self._broker_argvs()
-            for node_id, argv in enumerate(argvs):
-                proc = ManagedProcess(argv, name=f"{self.spec.arch} broker {node_id}",
-                                      log_path=self.root / f"broker-{node_id}.log")
-                self.brokers.append(BrokerProcess(node_id, proc.start()))
+            self._argvs = self._broker_argvs()
+            for node_id in range(len(self._argvs)):
+                self.brokers.append(BrokerProcess(node_id, self._launch(node_id)))
             deadline = time.monotonic() + self.spec.ready_timeout_s
             for b in self.brokers:
-                line = b.process.wait_for_line("listening=", max(1.0, deadline - time.monotonic()))
-                b.host, _, port = line.split("=", 1)[1].rpartition(":")
-                b.port = int(port)
+                self._await_listening(b, deadline)
             self._wait_for_membership(deadline)
         except BaseException:
             self.stop()
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def _launch(self, node_id: int) -> ManagedProcess:
+        return ManagedProcess(self._argvs[node_id], name=f"{self.spec.arch} broker {node_id}",
+                              log_path=self.root / f"broker-{node_id}.log").start()
+
+    @staticmethod
+    def _await_listening(b: BrokerProcess, deadline: float) -> None:
+        line = b.process.wait_for_line("listening=", max(1.0, deadline - time.monotonic()))
+        b.host, _, port = line.split("=", 1)[1].rpartition(":")
+        b.port = int(port)
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one broker, as a crash would (failure scenarios and their tests)."""
+        self.brokers[node_id].process.kill()
+
+    def restart_broker(self, node_id: int, timeout_s: float = 60.0) -> BrokerProcess:
+        """Start a stopped or killed broker again with its original command line (same id,
+        same data directory, same port when one was fixed)."""
+        b = self.brokers[node_id]
+        b.process.stop()
+        if not self.spec.port:
+            # Keep the address clients and peers already know, as a restarted host would.
+            argv = self._argvs[node_id]
+            argv[argv.index("--listen") + 1] = b.address
+        b.process = self._launch(node_id)
+        self._await_listening(b, time.monotonic() + timeout_s)
+        return b
 
     def _broker_argvs(self) -> list[list[str]]:
         spec = self.spec
