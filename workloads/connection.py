@@ -164,6 +164,11 @@ class KafkaConnection(asyncio.Protocol):
             self._can_write.set_result(None)
         self._can_write = None
 
+    @property
+    def write_paused(self) -> bool:
+        """True while the transport's buffer is above its high-water mark."""
+        return self._can_write is not None
+
     async def writable(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark."""
         while self._can_write is not None:

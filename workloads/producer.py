@@ -260,7 +260,7 @@ class Producer:
                 buf = self._take_buffer(n)
             _patch_prefix(buf, versions[p], p, prefix)
             builder.fill(buf, prefix, seq, now_us())
-            if conn._can_write is not None:
+            if conn.write_paused:
                 await conn.writable()
             fut = conn.send_frame(buf, wire.PRODUCE, latency, expect_response=expect)
             inflight.append(_Req(buf, conn, fut, p, seq, n))

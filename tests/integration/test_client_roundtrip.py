@@ -527,3 +527,39 @@ def test_connection_pipelines_and_records_latency():
             await conn.request(18, 2, b"")
 
     run(_with_cluster(body, nodes=1))
+
+
+def test_acks_zero_sends_without_waiting_and_counts_nothing_as_acked():
+    async def body(mc, cluster):
+        await cluster.create_topic("z", partitions=1)
+        prod = await Producer(cluster, "z", msg_size=32, batch=10, acks=0).run(100)
+        assert prod.records_sent == 100 and prod.records_acked == 0 and prod.requests == 10
+        v = Verifier()
+        v.expect(0, prod.acked)
+        cons = await Consumer(cluster, "z", [0], batch=10, msg_size=32, verifier=v).run(
+            expected=100, deadline_s=5
+        )
+        rep = v.report()
+        assert cons.records == 100 and rep.unexpected == 100 and rep.lost == 0
+
+    run(_with_cluster(body, nodes=1))
+
+
+def test_pipelined_producer_over_several_leaders_keeps_per_partition_order():
+    async def body(mc, cluster):
+        await cluster.create_topic("o", partitions=6)
+        prod = await Producer(
+            cluster, "o", msg_size=16, batch=7, mode="pipelined", window=16, producer_id=3
+        ).run(5000)
+        assert prod.records_acked == 5000
+        assert {p: (0, c - 1) for p, c in prod.partition_records.items()} == (
+            prod.partition_offsets
+        )
+        v = Verifier()
+        v.expect(3, prod.acked)
+        await Consumer(cluster, "o", list(range(6)), batch=7, msg_size=16, verifier=v).run(
+            expected=5000
+        )
+        assert v.report().ok
+
+    run(_with_cluster(body, nodes=3))
