@@ -44,8 +44,9 @@ class ClusterSpec:
     flush: str = "os"
     # Fairness rule 2: per_request | cached, applied to every broker.
     metadata_check: str = "cached"
-    # dsbs only: gossip timing preset (local = fast failure detection on loopback, lan).
-    gossip_preset: str = "local"
+    # dsbs only: gossip timing preset: lan (1 s protocol period, realistic) or local (fast
+    # failure detection for tests on one host).
+    gossip_preset: str = "lan"
     # How long the whole cluster may take to come up before start() gives up.
     ready_timeout_s: float = 90.0
     # Extra arguments appended to every broker's command line.

@@ -78,6 +78,15 @@ def metadata_with_leaders(broker, topic: str):
     return md if ok else None
 
 
+def create_everywhere(cluster, name: str, partitions: int) -> None:
+    """Create a topic and wait until every broker's metadata shows it with leaders: the
+    architectures spread topic records by watches or gossip, so "soon", not "at once"."""
+    with connect(cluster.brokers[0]) as c:
+        assert create_topic(c, name, partitions).error_code == 0
+    for broker in cluster.brokers:
+        eventually(lambda b=broker: metadata_with_leaders(b, name))
+
+
 def leaders(cluster, topic: str) -> dict[int, int]:
     with connect(cluster.brokers[0]) as c:
         md = metadata(c, [topic])
@@ -129,8 +138,7 @@ def test_create_topic_on_any_broker_is_visible_from_every_broker(cluster):
 
 def test_produced_batches_come_back_byte_identical_from_the_leader(cluster):
     topic = fresh_topic()
-    with connect(cluster.brokers[0]) as c:
-        create_topic(c, topic, len(cluster.brokers))
+    create_everywhere(cluster, topic, len(cluster.brokers))
     for partition, leader in leaders(cluster, topic).items():
         batches = [build_batch([(None, f"p{partition}-r{i}-{j}".encode()) for j in range(5)])
                    for i in range(3)]
@@ -153,8 +161,7 @@ def test_non_leader_answers_not_leader_or_follower(cluster):
     if len(cluster.brokers) < 2:
         pytest.skip("needs at least two brokers")
     topic = fresh_topic()
-    with connect(cluster.brokers[0]) as c:
-        create_topic(c, topic, 1)
+    create_everywhere(cluster, topic, 1)
     leader = leaders(cluster, topic)[0]
     other = next(b for b in cluster.brokers if b is not broker_by_id(cluster, leader))
     with connect(other) as c:
@@ -165,8 +172,8 @@ def test_non_leader_answers_not_leader_or_follower(cluster):
 
 def test_offsets_commit_on_the_group_coordinator_and_fetch_back(cluster):
     topic, group = fresh_topic(), f"g-{uuid.uuid4().hex[:8]}"
+    create_everywhere(cluster, topic, 1)
     with connect(cluster.brokers[0]) as c:
-        create_topic(c, topic, 1)
         found = c.request(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=group))
     assert found.error_code == 0
     coordinator = next(b for b in cluster.brokers if b.port == found.port)

@@ -15,7 +15,7 @@ import pytest
 from harness.cluster import Cluster, ClusterSpec
 from tests.support.brokers import RunningBroker, start_single_broker
 
-ARCHITECTURES = ["single", "zk"]
+ARCHITECTURES = ["single", "zk", "dsbs"]
 
 
 @dataclass
