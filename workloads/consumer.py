@@ -139,6 +139,8 @@ class ConsumerResult:
     timed_out: bool
     # Wire error code -> occurrences (retried or not).
     errors: dict[int, int] = field(default_factory=dict)
+    # time.perf_counter() at the first fetch: lets a driver time several clients as one phase.
+    t_start: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -366,6 +368,7 @@ class Consumer:
             missing=missing,
             timed_out=timed_out,
             errors=dict(self._errors),
+            t_start=t0,
         )
 
     async def _fetch_all(self) -> None:

@@ -115,6 +115,8 @@ class ProducerResult:
     # Records acked per partition and the [first, last] offset range each partition got.
     partition_records: dict[int, int] = field(default_factory=dict)
     partition_offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # time.perf_counter() at the first send: lets a driver time several clients as one phase.
+    t_start: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -300,6 +302,7 @@ class Producer:
             partition_offsets={
                 p: (first, state.last_offsets[p]) for p, first in state.first_offsets.items()
             },
+            t_start=t_start,
         )
 
     def _account(

@@ -5,9 +5,12 @@ there are two) decodes each request's header and Produce body with the shared co
 with a cached encoded ProduceResponse: about the cheapest Kafka-protocol peer possible, so the
 records/s measured here are the client's ceiling, not a broker's.
 
-Run ``python -m tests.integration.test_client_throughput`` for the table (32 B x batch 1/20/50
-and 1 KB x batch 20, sync; plus pipelined) and ``--profile`` for a cProfile of the client.
-The test asserts only a loose floor: other jobs share this VM's two cores.
+Run ``python -m tests.integration.test_client_throughput [--placement split|same|none]`` for the
+table (32 B x batch 1/20/50 and 1 KB x batch 20, sync; plus pipelined and 128 KiB), and
+``--profile`` for a cProfile of the client. Placement matters enormously for sync ping-pong on
+this VM (design.md: a cross-core wake-up costs ~40 us): measured on an idle VM, 32 B x 50 sync
+reached ~1.05M records/s with client and server on the same core, ~0.40M on split cores.
+The test asserts only a loose floor on client CPU cost: other jobs share the two cores.
 """
 
 from __future__ import annotations
@@ -117,9 +120,14 @@ def start_null_server(cpu: int | None):
     return proc, q.get(timeout=10)
 
 
-def _cpus() -> tuple[int | None, int | None]:
+def _cpus(placement: str = "split") -> tuple[int | None, int | None]:
+    """(client cpu, server cpu): split = one core each, same = both on one, none = unpinned."""
     cpus = sorted(os.sched_getaffinity(0))
-    return (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
+    if placement == "same":
+        return cpus[0], cpus[0]
+    if placement == "split" and len(cpus) >= 2:
+        return cpus[0], cpus[1]
+    return None, None
 
 
 async def measure(
@@ -172,7 +180,9 @@ CASES = [
 
 
 def main(argv: list[str]) -> None:
-    client_cpu, server_cpu = _cpus()
+    placement = argv[argv.index("--placement") + 1] if "--placement" in argv else "split"
+    client_cpu, server_cpu = _cpus(placement)
+    print(f"placement: {placement} (client cpu {client_cpu}, server cpu {server_cpu})")
     proc, port = start_null_server(server_cpu)
     if client_cpu is not None:
         os.sched_setaffinity(0, {client_cpu})
