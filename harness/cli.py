@@ -37,6 +37,26 @@ def build_parser() -> argparse.ArgumentParser:
                          help="servers in the ZooKeeper ensemble started for the cluster")
     cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
     cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
+
+    run = sub.add_parser("run", help="run a workload file against one architecture")
+    run.add_argument("--arch", choices=("zk", "dsbs"), required=True,
+                     help="coordination architecture")
+    run.add_argument("--workload", required=True, metavar="FILE",
+                     help="workload file, or the name of a shipped one (paper, smoke, aa...)")
+    run.add_argument("--tries", type=int, default=None,
+                     help="override the workload's tries")
+    run.add_argument("--out", type=Path, default=Path("results/runs"),
+                     help="parent of the run directory (default results/runs)")
+    run.add_argument("--seed", type=int, default=None,
+                     help="seed for topic names (default: random, recorded in the manifest)")
+    run.add_argument("--label", default=None, help="label recorded in the run log")
+    run.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
+                     help="zk: use this ZooKeeper (default $ZOOKEEPER_CONNECT or start one)")
+    progress = run.add_mutually_exclusive_group()
+    progress.add_argument("--progress", dest="progress", action="store_true", default=None,
+                          help="progress bar and summary even when stdout is not a terminal")
+    progress.add_argument("--quiet", dest="progress", action="store_false",
+                          help="no progress bar or summary table")
     return parser
 
 
@@ -77,7 +97,24 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster}
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+
+    from harness.driver import RunOptions, run
+    from harness.workload import load_workload
+
+    if args.tries is not None and args.tries < 1:
+        raise UserError("--tries must be at least 1")
+    workload = load_workload(args.workload)  # validated before anything starts
+    outcome = run(RunOptions(
+        arch=args.arch, workload=workload, out=args.out, tries=args.tries, seed=args.seed,
+        label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
+        progress=args.progress,
+    ))
+    return outcome.exit_code
+
+
+COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "run": cmd_run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,13 +5,21 @@ policy, retention, group session expiry). ``run_broker`` is the process entry po
 `twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker``: it
 starts the broker, prints ``listening=HOST:PORT`` once connections are accepted, and shuts down
 cleanly (data flushed, exit 0) on SIGINT/SIGTERM.
+
+Counters from outside, without a server: on SIGUSR1 the broker writes
+``<data_dir>/counters.json`` (atomically: temp file + rename) holding ``node_id``,
+``written_unix_ns``, ``coordinator`` (``Coordinator.counters()``: zk requests, gossip packets...)
+and ``broker`` (this process's CPU seconds, open connections, uptime). The workload driver
+signals every broker before and after each try and subtracts (harness/driver/counters.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -62,6 +70,7 @@ class Broker:
         self.server = KafkaServer(RequestDispatcher(self.context), config.max_frame_bytes)
         self.address: tuple[str, int] | None = None
         self._timers: list[asyncio.Task[None]] = []
+        self._started_monotonic = time.monotonic()
 
     async def start(self) -> tuple[str, int]:
         recovered = self.store.load_existing()
@@ -107,6 +116,33 @@ class Broker:
     async def _group_tick(self) -> None:
         self.groups.tick()
 
+    def counters(self) -> dict[str, float]:
+        """Broker-level counters (the coordinator has its own): CPU, connections, uptime."""
+        t = os.times()
+        return {
+            "cpu_user_s": t.user,
+            "cpu_system_s": t.system,
+            "connections": float(len(self.server.connections)),
+            "uptime_s": time.monotonic() - self._started_monotonic,
+        }
+
+    def dump_counters(self) -> None:
+        """Write ``<data_dir>/counters.json`` atomically (the SIGUSR1 handler)."""
+        path = self.config.data_dir / "counters.json"
+        doc = {
+            "node_id": self.config.node_id,
+            "written_unix_ns": time.time_ns(),
+            "coordinator": self.coordinator.counters(),
+            "broker": self.counters(),
+        }
+        tmp = path.with_name(f".counters.{os.getpid()}.tmp")
+        try:
+            self.config.data_dir.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(doc, sort_keys=True))
+            os.replace(tmp, path)  # readers never see a half-written file
+        except OSError:
+            log.exception("could not write %s", path)
+
     async def stop(self) -> None:
         for timer in self._timers:
             timer.cancel()
@@ -141,6 +177,8 @@ def run_broker(make_broker: Callable[[], Broker]) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        # Installed before "listening=" is printed: SIGUSR1's default action kills a process.
+        loop.add_signal_handler(signal.SIGUSR1, broker.dump_counters)
         host, port = await broker.start()
         print(f"listening={host}:{port}", flush=True)
         try:

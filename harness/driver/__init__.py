@@ -1,0 +1,19 @@
+"""``twinbench run``: drive a workload file against one architecture and write its run logs.
+
+Layout (one concept per module; imports point down the list)::
+
+    runner.py     run(): clusters up and down, the session loop, Ctrl-C, exit status
+    progress.py   rich progress (sessions done / total, current cell, ETA) and the summary table
+    rows.py       a session's results -> records.csv / coordination.csv / latency.jsonl rows
+    session.py    one session: producers and consumers (split or streaming), verification
+    counters.py   coordination cost readings: ZooKeeper mntr, broker counters (SIGUSR1), CPU
+    placement.py  CPU pinning of the load client vs the brokers and ZooKeeper
+    plan.py       pure: workload -> sides (run logs), cells, sessions, cluster epochs,
+                  partition assignment
+
+The workload schema is ``harness.workload``; the run log writer is ``harness.runlog``.
+"""
+
+from harness.driver.runner import RunOptions, RunOutcome, run
+
+__all__ = ["RunOptions", "RunOutcome", "run"]

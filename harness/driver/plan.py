@@ -1,0 +1,169 @@
+"""What a run consists of, decided before anything starts (pure functions, no I/O).
+
+* A **side** is one run log: one label and one combination of coordination policies. A plain
+  workload has one side; an A/A workload (``labels: [A, B]``) and a policy sweep have several.
+* A **cell** is one (table, message size, batch) point of a grid.
+* A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
+  consumers, verification, one set of rows.
+* An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
+  so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
+
+Order inside an epoch: cell, then try, then scenario, then side, so the sides of a comparison
+(A and B, or two offset_commit policies) alternate A B A B instead of running A then B
+(design.md, "Measuring on a 2-core VM").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.workload import Workload
+from workloads.consumer import CommitPolicy
+
+
+@dataclass(frozen=True)
+class Cell:
+    # Which paper grid (records.csv `table`).
+    table: str
+    # Bytes per record value.
+    msg_size: int
+    # Records per produce request and per fetch.
+    batch: int
+
+    @property
+    def cell_id(self) -> str:
+        return f"{self.table}-{self.msg_size}B-b{self.batch}"
+
+
+@dataclass(frozen=True)
+class Side:
+    # Position among the run's sides (stable across epochs).
+    index: int
+    # The manifest's `label` (A/B for an A/A run; the policies for a sweep; else the user's).
+    label: str
+    # The coordination policies in force for every session of this side.
+    offset_commit: str
+    metadata_check: str
+
+
+@dataclass(frozen=True)
+class Session:
+    side: Side
+    cell: Cell
+    # 1-based, as in the paper.
+    try_no: int
+    # split | streaming
+    scenario: str
+
+
+@dataclass(frozen=True)
+class Epoch:
+    # Broker setting of this cluster (fairness rule 2).
+    metadata_check: str
+    sessions: tuple[Session, ...]
+
+
+def cells(workload: Workload) -> list[Cell]:
+    return [
+        Cell(group.table, size, batch)
+        for group in workload.cells
+        for size in group.msg_sizes
+        for batch in group.batches
+    ]
+
+
+def sides(workload: Workload, label: str | None = None) -> list[Side]:
+    """One side per label x policy combination. ``label`` (the CLI's) names a single side."""
+    labels = list(workload.labels)
+    if label is not None:
+        labels = [f"{label}-{x}" for x in labels] if len(labels) > 1 else [label]
+    combos = workload.policy_combinations
+    out: list[Side] = []
+    for mc in workload.metadata_check:
+        for lab in labels:
+            for oc, mc2 in combos:
+                if mc2 != mc:
+                    continue
+                parts = [lab] if lab else []
+                if len(combos) > 1:
+                    parts.append(f"{oc}+{mc}")
+                out.append(Side(len(out), " ".join(parts), oc, mc))
+    return out
+
+
+def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
+    """Sessions grouped by the cluster they run on, in execution order."""
+    epochs: list[Epoch] = []
+    grid = cells(workload)
+    for mc in workload.metadata_check:
+        group = [s for s in all_sides if s.metadata_check == mc]
+        if not group:
+            continue
+        current: list[Session] = []
+        for cell in grid:
+            for try_no in range(1, workload.tries + 1):
+                for scenario in workload.scenarios:
+                    current.extend(Session(side, cell, try_no, scenario) for side in group)
+                if workload.restart == "try":
+                    epochs.append(Epoch(mc, tuple(current)))
+                    current = []
+            if workload.restart == "cell" and current:
+                epochs.append(Epoch(mc, tuple(current)))
+                current = []
+        if current:
+            epochs.append(Epoch(mc, tuple(current)))
+    return epochs
+
+
+# ---------------------------------------------------------------------------------------------
+# Who sends and reads what
+# ---------------------------------------------------------------------------------------------
+
+
+def producer_counts(messages: int, producers: int) -> list[int]:
+    """``messages`` split as evenly as possible; the first producers take the remainder."""
+    base, extra = divmod(messages, producers)
+    return [base + (1 if i < extra else 0) for i in range(producers)]
+
+
+def producer_partitions(workload: Workload, index: int) -> tuple[int, ...]:
+    """The partitions producer ``index`` round-robins over.
+
+    split: its share (p % producers == index), or one partition when producers outnumber
+    partitions; all: every partition, starting at a different one per producer so the
+    producers do not move in lockstep from partition to partition.
+    """
+    n, parts = workload.producers, workload.partitions
+    if workload.producer_partitions == "all":
+        return tuple((index + k) % parts for k in range(parts))
+    if n > parts:
+        return (index % parts,)
+    return tuple(p for p in range(parts) if p % n == index)
+
+
+def consumer_partitions(workload: Workload, index: int) -> tuple[int, ...]:
+    """Static assignment: consumer ``index`` owns p % consumers == index (never empty)."""
+    return tuple(p for p in range(workload.partitions) if p % workload.consumers == index)
+
+
+def planned_per_partition(count: int, partitions: tuple[int, ...], batch: int) -> dict[int, int]:
+    """Records a producer will send to each partition: it sends full batches of ``batch`` (the
+    last one shorter) round-robin over ``partitions`` (as workloads.producer does)."""
+    out = dict.fromkeys(partitions, 0)
+    n = len(partitions)
+    full, rest = divmod(count, batch)
+    for i, p in enumerate(partitions):
+        out[p] += (full // n + (1 if i < full % n else 0)) * batch
+    if rest:
+        out[partitions[full % n]] += rest
+    return out
+
+
+def commit_policy(text: str) -> CommitPolicy:
+    """Workload spelling -> the consumer's: every_fetch | none | interval_ms:N."""
+    if text in ("every_fetch", "none"):
+        return text  # type: ignore[return-value]
+    name, _, value = text.partition(":")
+    if name != "interval_ms" or not value.isdigit() or int(value) <= 0:
+        raise ValueError(f"bad offset_commit policy {text!r}")
+    return ("interval_ms", int(value))

@@ -1,0 +1,106 @@
+"""A session's results as run-log rows (docs/result-format.md, format 1).
+
+records.csv: one production row and one consumption row per session. Loss, duplicates and
+order are properties of what consumers saw, so those columns are empty on production rows;
+``status`` is the cell's verdict and is the same on both rows.
+
+Latency: production ``request`` = every Produce round trip; consumption ``request`` = every
+Fetch and OffsetCommit round trip (the commit is the consumer's coordination cost, so it is in
+the consumer's per-request latency); ``e2e`` = send-to-consume per record, absent for 8-byte
+records, which have no room for a send timestamp.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.driver.counters import Delta
+from harness.driver.plan import Session
+from harness.driver.session import RoleResult, SessionResult
+from workloads.latency import LatencyRecorder
+
+
+def _common(run_id: str, arch: str, s: Session) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "arch": arch,
+        "label": s.side.label,
+        "cell_id": s.cell.cell_id,
+        "table": s.cell.table,
+        "scenario": s.scenario,
+        "msg_size": s.cell.msg_size,
+        "batch": s.cell.batch,
+        "try": s.try_no,
+    }
+
+
+def _lat(rec: LatencyRecorder, prefix: str, keys: tuple[str, ...]) -> dict[str, float | None]:
+    summary = rec.summary()
+    return {f"{prefix}_{k}_us": (float(summary[f"{k}_us"]) if summary["count"] else None)
+            for k in keys}
+
+
+def _role_row(base: dict[str, Any], role: RoleResult, msg_size: int) -> dict[str, Any]:
+    rps = role.records / role.wall_s if role.wall_s > 0 else None
+    return {
+        **base,
+        "role": role.role,
+        "clients": role.clients,
+        "records": role.records,
+        "payload_bytes": role.records * msg_size,
+        "wall_s": role.wall_s,
+        "rps": rps,
+        "kbps": rps * msg_size / 1000 if rps is not None else None,
+        **_lat(role.latency, "lat", ("p50", "p90", "p99", "p999", "max")),
+        "errors": role.errors,
+    }
+
+
+def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
+    base = {**_common(run_id, arch, s), "offset_commit": s.side.offset_commit,
+            "metadata_check": s.side.metadata_check,
+            "status": "failed" if r.failed else "ok"}
+    prod = _role_row(base, r.production, s.cell.msg_size)
+    cons = _role_row(base, r.consumption, s.cell.msg_size)
+    assert r.consumption.e2e is not None
+    cons.update(_lat(r.consumption.e2e, "e2e", ("p50", "p99")))
+    cons.update(duplicates=r.report.duplicates, lost=r.report.lost,
+                out_of_order=r.report.out_of_order)
+    return [prod, cons]
+
+
+def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
+                     d: Delta) -> dict[str, Any]:
+    return {
+        **_common(run_id, arch, s),
+        "messages": r.messages,
+        "zk_requests": d.zk_requests,
+        "gossip_packets": d.gossip_packets,
+        "coordination_ops": d.coordination_ops,
+        "broker_cpu_s": d.broker_cpu_s,
+        "zk_cpu_s": d.zk_cpu_s,
+    }
+
+
+def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
+    out = []
+    pairs: list[tuple[str, str, LatencyRecorder | None]] = [
+        ("production", "request", r.production.latency),
+        ("consumption", "request", r.consumption.latency),
+        ("consumption", "e2e", r.consumption.e2e),
+    ]
+    for role, kind, rec in pairs:
+        if rec is None or rec.count == 0:
+            continue
+        out.append({
+            "run_id": run_id,
+            "cell_id": s.cell.cell_id,
+            "scenario": s.scenario,
+            "role": role,
+            "try": s.try_no,
+            "kind": kind,
+            "unit": "us",
+            "count": rec.count,
+            "histogram": rec.encode(),
+        })
+    return out

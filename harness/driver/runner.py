@@ -1,0 +1,310 @@
+"""``twinbench run``: start the cluster, run every session of a workload, write the run logs.
+
+Flow per epoch (sessions sharing one cluster, see plan.py): start ZooKeeper (zk) and the
+brokers through ``harness.cluster`` with the brokers pinned away from the client, open the
+clients once, then per session: create a fresh topic, read the coordination counters, run the
+scenario, read them again, write the rows. A cluster is restarted only when the workload needs
+it (another metadata_check, or ``restart: cell|try``).
+
+Interruption: Ctrl-C (SIGINT) or SIGTERM cancels the session in progress; every cluster
+process is stopped by PID, every run log gets ``incomplete: true`` and an end time, rows
+already written stay, and the exit status is 130. A session that raises (the cluster broke)
+marks its run incomplete; the run goes on while the cluster's processes are alive.
+
+Exit status: 0 all good; 1 some cell lost, reordered or corrupted data (said loudly on stderr,
+listed in the manifest's ``failed_cells``); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from brokers.core.errors import KafkaError
+from harness import runlog
+from harness.cluster import Cluster, ClusterSpec
+from harness.driver import counters, placement, plan, rows
+from harness.driver.progress import RunProgress, summary_table
+from harness.driver.session import Clients, run_session
+from harness.workload import LoadedWorkload
+from workloads.connection import ConnectionClosed
+from workloads.connection import run as run_async
+
+EXIT_OK = 0
+EXIT_DATA_LOSS = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    # zk | dsbs
+    arch: str
+    # The validated workload file.
+    workload: LoadedWorkload
+    # Parent directory of the run directories.
+    out: Path = Path("results/runs")
+    # Overrides the workload's tries (the manifest's workload records the override).
+    tries: int | None = None
+    # Seeds topic and group names; None = a random seed, recorded in the manifest.
+    seed: int | None = None
+    # The manifest label (an A/A workload's labels are prefixed with it).
+    label: str | None = None
+    # zk: use this ZooKeeper instead of starting one.
+    zookeeper: str | None = None
+    # Progress bar and summary table; None = only when stdout is a terminal.
+    progress: bool | None = None
+
+
+@dataclass
+class RunOutcome:
+    run_dirs: list[Path] = field(default_factory=list)
+    # label -> cell ids that lost, reordered or corrupted data.
+    failed_cells: dict[str, list[str]] = field(default_factory=dict)
+    incomplete: bool = False
+    interrupted: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if any(self.failed_cells.values()) or self.errors:
+            return EXIT_DATA_LOSS
+        return EXIT_OK
+
+
+class _Run:
+    """State of one `twinbench run` (mutable; one event loop)."""
+
+    def __init__(self, opts: RunOptions) -> None:
+        self.opts = opts
+        wl = opts.workload.workload
+        if opts.tries is not None:
+            wl = dataclasses.replace(wl, tries=opts.tries)
+        self.workload = wl
+        self.seed = opts.seed if opts.seed is not None else random.SystemRandom().getrandbits(32)
+        self.rng = random.Random(self.seed)
+        self.started = datetime.now(UTC)
+        self.placement = placement.choose(wl.placement)
+        self.sides = plan.sides(wl, opts.label)
+        self.epochs = plan.schedule(wl, self.sides)
+        self.total = sum(len(e.sessions) for e in self.epochs)
+        self.logs: dict[int, runlog.RunLog] = {}
+        self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
+        self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
+        self.cluster: Cluster | None = None
+        self.outcome = RunOutcome()
+        self.session_no = 0
+        # Topic and group names: seeded, and distinct from any earlier run on the same cluster.
+        self.name_prefix = f"tb{self.rng.getrandbits(32):08x}"
+        show = opts.progress if opts.progress is not None else sys.stdout.isatty()
+        self.console = Console()
+        self.progress = RunProgress(self.total, show, self.console)
+
+    # --- clusters --------------------------------------------------------------------------
+    def spec(self, metadata_check: str) -> ClusterSpec:
+        wl = self.workload
+        return ClusterSpec(
+            arch=self.opts.arch,  # type: ignore[arg-type]
+            brokers=wl.brokers,
+            zookeeper=self.opts.zookeeper,
+            zk_nodes=wl.zk_nodes,
+            flush=wl.flush,
+            metadata_check=metadata_check,
+            gossip_preset=wl.gossip_preset,
+        )
+
+    def start_cluster(self, metadata_check: str) -> Cluster:
+        with placement.children_on(self.placement):
+            cluster = Cluster(self.spec(metadata_check))
+            self.cluster = cluster
+            cluster.start()
+        return cluster
+
+    def stop_cluster(self) -> None:
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            cluster.stop()
+
+    # --- run logs --------------------------------------------------------------------------
+    def log_for(self, side: plan.Side, cluster: Cluster) -> runlog.RunLog:
+        log = self.logs.get(side.index)
+        if log is not None:
+            return log
+        wl = self.workload
+        run_id = runlog.make_run_id(self.opts.arch, wl.name, self.started,
+                                    random.SystemRandom())
+        cluster_info: dict[str, Any] = {
+            "brokers": wl.brokers,
+            "partitions": wl.partitions,
+            "start_seconds": round(cluster.start_seconds, 3),
+        }
+        if self.opts.arch == "zk":
+            cluster_info["zk_nodes"] = wl.zk_nodes
+        else:
+            cluster_info["gossip_preset"] = wl.gossip_preset
+        zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
+        manifest = runlog.base_manifest(
+            run_id=run_id,
+            arch=self.opts.arch,
+            label=side.label,
+            workload=wl.as_dict(),
+            workload_text=self.opts.workload.text,
+            policies={"offset_commit": side.offset_commit,
+                      "metadata_check": side.metadata_check, "flush": wl.flush},
+            cluster=cluster_info,
+            zookeeper_version=zk_version,
+            placement=self.placement.as_manifest() if self.placement else None,
+            seed=self.seed,
+            started_at=self.started,
+        )
+        log = runlog.RunLog(self.opts.out, manifest)
+        self.logs[side.index] = log
+        self.outcome.run_dirs.append(log.path)
+        self.progress.note(f"run log [bold]{log.path}[/]" + (f" ({side.label})"
+                                                            if side.label else ""))
+        return log
+
+    # --- the loop --------------------------------------------------------------------------
+    async def main(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        # SIGTERM behaves like Ctrl-C: cancel, clean up, keep what was written.
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        if self.placement is not None:
+            placement.pin_this_process(self.placement.client)
+        for epoch in self.epochs:
+            await self.run_epoch(epoch)
+
+    async def run_epoch(self, epoch: plan.Epoch) -> None:
+        self.progress.current(f"starting {self.opts.arch} cluster "
+                              f"(metadata_check={epoch.metadata_check})")
+        cluster = self.start_cluster(epoch.metadata_check)
+        clients = None
+        try:
+            clients = await Clients.open(cluster.bootstrap, self.workload)
+            for session in epoch.sessions:
+                await self.run_one(cluster, clients, session)
+        finally:
+            if clients is not None:
+                with contextlib.suppress(Exception):
+                    await clients.close()
+            self.stop_cluster()
+
+    async def run_one(self, cluster: Cluster, clients: Clients, s: plan.Session) -> None:
+        log = self.log_for(s.side, cluster)
+        self.session_no += 1
+        side = f"[{s.side.label}] " if s.side.label else ""
+        self.progress.current(f"{side}{s.cell.cell_id} {s.scenario} try {s.try_no}")
+        topic = f"{self.name_prefix}-{self.session_no}"
+        try:
+            await clients.admin.create_topic(topic, self.workload.partitions)
+            before = counters.read(cluster)
+            result = await run_session(clients, self.workload, s.cell, s.scenario,
+                                       s.side.offset_commit, topic, f"{topic}-group")
+            after = counters.read(cluster)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            self.outcome.incomplete = True
+            msg = (f"{s.cell.cell_id} {s.scenario} try {s.try_no}: could not run: "
+                   f"{type(exc).__name__}: {exc}")
+            self.outcome.errors.append(msg)
+            print(f"twinbench: error: {msg}", file=sys.stderr)
+            dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
+            if dead:
+                raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+            self.progress.advance()
+            return
+        run_id = log.run_id
+        rec = rows.record_rows(run_id, self.opts.arch, s, result)
+        coord = rows.coordination_row(run_id, self.opts.arch, s, result,
+                                      counters.delta(self.opts.arch, before, after))
+        log.add_records(rec)
+        log.add_coordination(coord)
+        log.add_latency(rows.latency_entries(run_id, s, result))
+        self.records[s.side.index].extend(rec)
+        self.coordination[s.side.index].append(coord)
+        if result.failed:
+            r = result.report
+            log.mark_failed(s.cell.cell_id)
+            self.outcome.failed_cells.setdefault(s.side.label, [])
+            if s.cell.cell_id not in self.outcome.failed_cells[s.side.label]:
+                self.outcome.failed_cells[s.side.label].append(s.cell.cell_id)
+            msg = (f"DATA LOSS in {s.cell.cell_id} {s.scenario} try {s.try_no}: lost={r.lost} "
+                   f"out_of_order={r.out_of_order} corrupt_batches={r.corrupt_batches} "
+                   f"(expected {r.expected}, delivered {r.records})")
+            print(f"twinbench: FAILED: {msg}", file=sys.stderr)
+        self.progress.advance()
+
+    # --- the end ---------------------------------------------------------------------------
+    def finish(self) -> None:
+        for log in self.logs.values():
+            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted)
+        if self.progress.enabled:
+            for side in self.sides:
+                if self.records[side.index]:
+                    title = f"{self.opts.arch} {self.workload.name}" + (
+                        f" [{side.label}]" if side.label else "")
+                    self.console.print(summary_table(title, self.records[side.index],
+                                                     self.coordination[side.index]))
+
+
+class ClusterDied(RuntimeError):
+    """A cluster process exited during a run: nothing further can be measured."""
+
+
+def run(opts: RunOptions) -> RunOutcome:
+    """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
+    state = _Run(opts)
+    t0 = time.monotonic()
+    try:
+        with state.progress:
+            run_async(state.main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        state.outcome.interrupted = True
+        print("twinbench: interrupted; stopping the cluster, partial results kept "
+              "(manifest marked incomplete)", file=sys.stderr)
+    except ClusterDied as exc:
+        state.outcome.incomplete = True
+        state.outcome.errors.append(str(exc))
+        print(f"twinbench: error: {exc}", file=sys.stderr)
+    finally:
+        # A second Ctrl-C during clean-up must not leave processes behind.
+        with _sigint_ignored():
+            state.stop_cluster()
+            state.finish()
+    elapsed = time.monotonic() - t0
+    for path in state.outcome.run_dirs:
+        print(path)
+    if state.progress.enabled:
+        state.console.print(f"{state.total} sessions planned, {elapsed:.1f} s")
+    if any(state.outcome.failed_cells.values()):
+        cells = "; ".join(f"{label or opts.arch}: {', '.join(c)}"
+                          for label, c in state.outcome.failed_cells.items())
+        print(f"twinbench: FAILED: data was lost or reordered in {cells}", file=sys.stderr)
+    return state.outcome
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,206 @@
+"""One session: a fresh topic, ``producers`` concurrent producers, ``consumers`` concurrent
+consumers in one group, and verification of every consumed record.
+
+* split: all producers run to completion with no consumer, then all consumers read everything
+  the producers had acknowledged; each phase is timed alone.
+* streaming: producers and consumers start together; each consumer expects what the producers
+  will send to its partitions (known in advance: round-robin of full batches).
+
+A phase's wall time runs from the first request any of its clients sent to the last response
+(producers) or last record (consumers) any of them got: the paper's rps is the group's, not
+the mean of per-client rates. Each client has its own connections (its own
+``workloads.cluster.Cluster``), like the paper's one-thread-per-client producer group.
+
+Verification: one :class:`~workloads.verify.Verifier` per session sees every consumed record:
+count, order within each partition, loss against what was acknowledged, duplicates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Literal, TypeVar, cast
+
+from harness.driver import plan
+from harness.driver.plan import Cell
+from harness.workload import Workload
+from workloads.cluster import Cluster as ClientCluster
+from workloads.consumer import Consumer, ConsumerResult
+from workloads.latency import LatencyRecorder
+from workloads.producer import Producer, ProducerResult
+from workloads.verify import Verifier, VerifyReport
+
+T = TypeVar("T")
+
+
+@dataclass
+class Clients:
+    """Long-lived client connections for one cluster: reused by every session on it."""
+
+    admin: ClientCluster
+    producers: list[ClientCluster]
+    consumers: list[ClientCluster]
+
+    @classmethod
+    async def open(cls, bootstrap: str, workload: Workload) -> Clients:
+        admin = await ClientCluster.open(bootstrap)
+        try:
+            producers = [await ClientCluster.open(bootstrap) for _ in range(workload.producers)]
+            consumers = [await ClientCluster.open(bootstrap) for _ in range(workload.consumers)]
+        except BaseException:
+            await admin.close()
+            raise
+        return cls(admin, producers, consumers)
+
+    async def close(self) -> None:
+        for c in [self.admin, *self.producers, *self.consumers]:
+            await c.close()
+
+
+@dataclass
+class RoleResult:
+    # production | consumption
+    role: str
+    clients: int
+    # Acknowledged (production) or delivered (consumption, duplicates included) records.
+    records: int
+    wall_s: float
+    # Per-request latency of every client merged (consumption: Fetch and OffsetCommit).
+    latency: LatencyRecorder
+    # Send-to-consume latency per record (consumption only).
+    e2e: LatencyRecorder | None
+    # Requests that ended in a Kafka error (after retries, for producers).
+    errors: int
+
+
+@dataclass
+class SessionResult:
+    production: RoleResult
+    consumption: RoleResult
+    report: VerifyReport
+    # Records the producers sent in total (acknowledged or not).
+    messages: int
+    # A consumer gave up at its deadline.
+    timed_out: bool
+
+    @property
+    def failed(self) -> bool:
+        """Data lost, reordered or corrupted: the cell's numbers cannot be trusted."""
+        r = self.report
+        return r.lost > 0 or r.out_of_order > 0 or r.corrupt_batches > 0
+
+
+async def _timed(aw: Awaitable[T]) -> tuple[T, float]:
+    result = await aw
+    return result, time.perf_counter()
+
+
+def _merge(name: str, recorders: list[LatencyRecorder]) -> LatencyRecorder:
+    out = LatencyRecorder(name)
+    for r in recorders:
+        out.merge(r)
+    return out
+
+
+def _production(results: list[tuple[ProducerResult, float]]) -> RoleResult:
+    start = min(r.t_start for r, _ in results)
+    end = max(t for _, t in results)
+    return RoleResult(
+        role="production",
+        clients=len(results),
+        records=sum(r.records_acked for r, _ in results),
+        wall_s=end - start,
+        latency=_merge("produce", [r.latency for r, _ in results]),
+        e2e=None,
+        errors=sum(sum(r.errors.values()) for r, _ in results),
+    )
+
+
+def _consumption(results: list[ConsumerResult]) -> RoleResult:
+    start = min(r.t_start for r in results)
+    # wall_s of a consumer ends at its last record (its final commit is not consumption).
+    end = max(r.t_start + r.wall_s for r in results)
+    return RoleResult(
+        role="consumption",
+        clients=len(results),
+        records=sum(r.records for r in results),
+        wall_s=end - start,
+        latency=_merge(
+            "consume", [x for r in results for x in (r.fetch_latency, r.commit_latency)]
+        ),
+        e2e=_merge("end_to_end", [r.e2e_latency for r in results]),
+        errors=sum(sum(r.errors.values()) for r in results),
+    )
+
+
+async def run_session(
+    clients: Clients,
+    workload: Workload,
+    cell: Cell,
+    scenario: str,
+    offset_commit: str,
+    topic: str,
+    group: str,
+) -> SessionResult:
+    """Run the scenario on ``topic`` (created by the caller, who reads counters around this
+    call so topic creation is not charged to the data path) and verify."""
+    wl = workload
+    counts = plan.producer_counts(wl.messages, wl.producers)
+    pparts = [plan.producer_partitions(wl, i) for i in range(wl.producers)]
+    cparts = [plan.consumer_partitions(wl, j) for j in range(wl.consumers)]
+    mode = cast(Literal["sync", "pipelined"], wl.producer_mode)
+    producers = [
+        Producer(
+            clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode,
+            window=wl.window, producer_id=i + 1, partitions=pparts[i],
+        )
+        for i in range(wl.producers)
+    ]
+    verifier = Verifier()
+    consumers = [
+        Consumer(
+            clients.consumers[j], topic, cparts[j], group=group, batch=cell.batch,
+            msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
+            max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j,
+        )
+        for j in range(wl.consumers)
+    ]
+    deadline = wl.consumer_timeout_s
+    if scenario == "split":
+        prod = await asyncio.gather(*(_timed(p.run(n)) for p, n in zip(producers, counts,
+                                                                        strict=True)))
+        acked: dict[int, int] = {}
+        for r, _ in prod:
+            for p, n in r.partition_records.items():
+                acked[p] = acked.get(p, 0) + n
+        cons = await asyncio.gather(*(
+            c.run(expected=sum(acked.get(p, 0) for p in cparts[j]), deadline_s=deadline)
+            for j, c in enumerate(consumers)
+        ))
+    elif scenario == "streaming":
+        planned: dict[int, int] = {}
+        for n, parts in zip(counts, pparts, strict=True):
+            for p, k in plan.planned_per_partition(n, parts, cell.batch).items():
+                planned[p] = planned.get(p, 0) + k
+        both = await asyncio.gather(
+            *(_timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
+            *(
+                c.run(expected=sum(planned.get(p, 0) for p in cparts[j]), deadline_s=deadline)
+                for j, c in enumerate(consumers)
+            ),
+        )
+        prod = cast(list[tuple[ProducerResult, float]], list(both[: len(producers)]))
+        cons = cast(list[ConsumerResult], list(both[len(producers):]))
+    else:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    for r, _ in prod:
+        verifier.expect(r.producer_id, r.acked)
+    return SessionResult(
+        production=_production(list(prod)),
+        consumption=_consumption(list(cons)),
+        report=verifier.report(),
+        messages=sum(r.records_sent for r, _ in prod),
+        timed_out=any(c.timed_out for c in cons),
+    )

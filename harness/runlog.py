@@ -1,0 +1,283 @@
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 1) says.
+
+``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
+``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
+incomplete), and appends to ``records.csv``, ``coordination.csv`` and ``latency.jsonl`` as each
+session ends, flushing every time: rows already written stay valid whatever happens next.
+``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
+The manifest is always replaced atomically (temp file + rename).
+
+The column lists below are the contract; tests/unit/test_runlog.py checks them against the doc.
+This module also gathers the facts the manifest records about the machine and the code
+(versions, CPU, git), because they describe the run, not the measurement.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import random
+import subprocess
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "COORDINATION_COLUMNS",
+    "FORMAT_VERSION",
+    "LATENCY_KEYS",
+    "RECORD_COLUMNS",
+    "RunLog",
+    "cpu_model",
+    "git_state",
+    "make_run_id",
+    "utc_iso",
+    "versions",
+]
+
+FORMAT_VERSION = 1
+KIND = "twinbench.run"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+RECORD_COLUMNS = (
+    "run_id", "arch", "label", "cell_id", "table", "scenario", "role", "msg_size", "batch",
+    "try", "clients", "records", "payload_bytes", "wall_s", "rps", "kbps",
+    "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us",
+    "e2e_p50_us", "e2e_p99_us", "duplicates", "lost", "out_of_order", "errors",
+    "offset_commit", "metadata_check", "status",
+)
+COORDINATION_COLUMNS = (
+    "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",
+    "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
+)
+LATENCY_KEYS = (
+    "run_id", "cell_id", "scenario", "role", "try", "kind", "unit", "count", "histogram",
+)
+MANIFEST_KEYS = (
+    "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
+    "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "started_at",
+    "finished_at", "incomplete", "failed_cells",
+)
+
+
+def utc_iso(ts: datetime | None = None) -> str:
+    """ISO 8601 UTC with a Z, second precision plus microseconds."""
+    ts = ts or datetime.now(UTC)
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def make_run_id(arch: str, workload_name: str, started: datetime, rng: random.Random) -> str:
+    """``<UTC start %Y%m%dT%H%M%SZ>-<arch>-<workload name>-<6 hex>``: unique, sorts by time."""
+    stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{arch}-{workload_name}-{rng.getrandbits(24):06x}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts about the machine and the code
+# ---------------------------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (platform.processor() is often empty)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions(zookeeper: str | None) -> dict[str, str | None]:
+    """What produced the numbers (`pyspark` is the analysis's business and stays absent)."""
+    return {
+        "twinbench": _dist_version("twinbench"),
+        "python": platform.python_version(),
+        "uvloop": _dist_version("uvloop"),
+        "kazoo": _dist_version("kazoo"),
+        "zookeeper": zookeeper,
+    }
+
+
+def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """HEAD commit and whether tracked files differ from it; commit null outside a checkout."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": False}
+    # Untracked files (result directories, scratch files) do not change what ran.
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
+
+
+def host_info(placement: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "placement": dict(placement) if placement is not None else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The writer
+# ---------------------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> Any:
+    """CSV field: None (and NaN) -> empty; floats keep full precision."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return repr(value)
+    return value
+
+
+class RunLog:
+    """Writes one run directory. Not thread-safe (the driver is one event loop)."""
+
+    def __init__(self, out_dir: Path, manifest: Mapping[str, Any]) -> None:
+        missing = [k for k in MANIFEST_KEYS if k not in manifest]
+        unknown = [k for k in manifest if k not in MANIFEST_KEYS]
+        if missing or unknown:
+            raise ValueError(f"manifest keys: missing {missing}, unknown {unknown}")
+        self.run_id: str = manifest["run_id"]
+        self.dir = Path(out_dir) / self.run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.manifest: dict[str, Any] = dict(manifest)
+        self.failed_cells: list[str] = list(manifest.get("failed_cells", []))
+        self._write_manifest()
+        self._records = open(self.dir / "records.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._coordination = open(  # noqa: SIM115
+            self.dir / "coordination.csv", "w", newline="", encoding="utf-8"
+        )
+        self._latency = open(self.dir / "latency.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        self._rec = csv.DictWriter(self._records, RECORD_COLUMNS, lineterminator="\n")
+        self._coord = csv.DictWriter(self._coordination, COORDINATION_COLUMNS, lineterminator="\n")
+        self._rec.writeheader()
+        self._coord.writeheader()
+        self._flush()
+        self.closed = False
+
+    @property
+    def path(self) -> Path:
+        return self.dir
+
+    def _write_manifest(self) -> None:
+        tmp = self.dir / ".manifest.json.tmp"
+        tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=False) + "\n", "utf-8")
+        os.replace(tmp, self.dir / "manifest.json")
+
+    def _flush(self) -> None:
+        for f in (self._records, self._coordination, self._latency):
+            f.flush()
+
+    def add_records(self, rows: list[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self._check(row, RECORD_COLUMNS)
+            self._rec.writerow({k: _cell(row.get(k)) for k in RECORD_COLUMNS})
+        self._flush()
+
+    def add_coordination(self, row: Mapping[str, Any]) -> None:
+        self._check(row, COORDINATION_COLUMNS)
+        self._coord.writerow({k: _cell(row.get(k)) for k in COORDINATION_COLUMNS})
+        self._flush()
+
+    def add_latency(self, entries: list[Mapping[str, Any]]) -> None:
+        for entry in entries:
+            self._check(entry, LATENCY_KEYS)
+            obj = {k: entry[k] for k in LATENCY_KEYS}
+            self._latency.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._flush()
+
+    @staticmethod
+    def _check(row: Mapping[str, Any], columns: tuple[str, ...]) -> None:
+        unknown = set(row) - set(columns)
+        if unknown:
+            # A typo here would silently write an empty column: fail loudly instead.
+            raise ValueError(f"unknown run-log fields {sorted(unknown)}")
+
+    def mark_failed(self, cell_id: str) -> None:
+        if cell_id not in self.failed_cells:
+            self.failed_cells.append(cell_id)
+            self.manifest["failed_cells"] = list(self.failed_cells)
+            self._write_manifest()
+
+    def finish(self, *, incomplete: bool) -> None:
+        """Close the files and seal the manifest (end time, incomplete flag, failed cells)."""
+        if self.closed:
+            return
+        self.closed = True
+        for f in (self._records, self._coordination, self._latency):
+            f.close()
+        self.manifest["finished_at"] = utc_iso()
+        self.manifest["incomplete"] = bool(incomplete)
+        self.manifest["failed_cells"] = list(self.failed_cells)
+        self._write_manifest()
+
+
+def base_manifest(
+    *,
+    run_id: str,
+    arch: str,
+    label: str,
+    workload: Mapping[str, Any],
+    workload_text: str,
+    policies: Mapping[str, str],
+    cluster: Mapping[str, Any],
+    zookeeper_version: str | None,
+    placement: Mapping[str, Any] | None,
+    seed: int,
+    started_at: datetime,
+) -> dict[str, Any]:
+    """The manifest of a run that has just started (incomplete until finish())."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "kind": KIND,
+        "run_id": run_id,
+        "arch": arch,
+        "label": label,
+        "workload_name": workload["name"],
+        "workload": dict(workload),
+        "workload_text": workload_text,
+        "policies": dict(policies),
+        "cluster": dict(cluster),
+        "versions": versions(zookeeper_version),
+        "host": host_info(placement),
+        "git": git_state(),
+        "seed": seed,
+        "started_at": utc_iso(started_at),
+        "finished_at": None,
+        "incomplete": True,
+        "failed_cells": [],
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look at what a manifest would say
+    json.dump({"versions": versions(None), "host": host_info(None), "git": git_state()},
+              sys.stdout, indent=2)

@@ -1,0 +1,422 @@
+"""Workload files (``workloads/*.yaml``): schema, defaults and validation.
+
+A workload file says *what* to measure; ``twinbench run --arch`` says *on which architecture*.
+Everything is checked when the file is loaded, before a process starts: an unknown key (with a
+"did you mean" hint), a value of the wrong type or out of range, or an impossible combination
+(more consumers than partitions) raises :class:`WorkloadError`, whose message is one line
+naming the file and the key, e.g. ``paper.yaml: tries: must be an integer >= 1, got 0``.
+
+Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's experiment)::
+
+    name: paper                  # [a-z0-9_-]+, goes into run ids
+    description: free text
+    brokers: 3                   # broker processes
+    partitions: 3                # of each session's topic (default: one per broker)
+    producers: 3                 # concurrent producer clients, distinct producer ids
+    consumers: 3                 # concurrent consumer clients, one group, static assignment
+    producer_mode: sync          # sync | pipelined
+    window: 8                    # requests in flight per producer (pipelined only)
+    producer_partitions: split   # split (each producer its share) | all (round-robin over all)
+    messages: 30000              # records per session, all producers together
+    tries: 4
+    scenarios: [split, streaming]
+    policies:                    # a scalar or a list each; lists are swept (cross product)
+      offset_commit: every_fetch # every_fetch | interval_ms:N | none
+      metadata_check: per_request  # per_request | cached
+    flush: os                    # broker flush policy: os | every_batch | interval_ms:N
+    labels: [A, B]               # >1 label: the same arch run as several sides (A/A runs)
+    restart: never               # never | cell | try: fresh cluster (and data) that often
+    placement: auto              # auto: pin client and brokers to different CPUs | none
+    zk_nodes: 1                  # zk: ZooKeeper servers (1 or 3)
+    gossip_preset: local         # dsbs: gossip timing preset
+    consumer_timeout_s: 120      # a consumer still missing records after this gives up
+    fetch_max_wait_ms: 100       # Fetch long-poll
+    cells:
+      - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
+        msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"
+        batches: [20]            # records per produce request (and per fetch)
+
+The parsed :class:`Workload` is frozen; :meth:`Workload.as_dict` is what the manifest records.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from brokers.core.config import FlushPolicy
+from brokers.core.errors import UserError
+from workloads.payload import MIN_MSG_SIZE
+
+__all__ = [
+    "SCENARIOS",
+    "CellGroup",
+    "Workload",
+    "WorkloadError",
+    "find_workload",
+    "load_workload",
+    "parse_workload",
+]
+
+# Shipped workload files live next to the load client.
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
+SCENARIOS = ("split", "streaming")
+OFFSET_COMMIT_RE = re.compile(r"every_fetch|none|interval_ms:([1-9]\d*)")
+METADATA_CHECKS = ("per_request", "cached")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+SIZE_RE = re.compile(r"(\d+)\s*(B|KB|KiB|MB|MiB)?")
+# KB and KiB both mean 1024 here: the paper's "1KB .. 128KB" are powers of two.
+SIZE_UNITS = {None: 1, "B": 1, "KB": 1024, "KiB": 1024, "MB": 1024**2, "MiB": 1024**2}
+# Largest record value accepted (a batch of 20 of these must fit the broker's 64 MiB limit).
+MAX_MSG_SIZE = 1024**2
+
+
+class WorkloadError(UserError):
+    """A workload file is malformed; the message is one line: ``<file>: <key>: <problem>``."""
+
+
+@dataclass(frozen=True)
+class CellGroup:
+    # The paper grid these cells belong to; becomes records.csv's `table` and the cell_id prefix.
+    table: str
+    # Bytes per record value.
+    msg_sizes: tuple[int, ...]
+    # Records per produce request (and per fetch).
+    batches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    # Short name; part of every run id.
+    name: str
+    # The grids to run: each group's msg_sizes x batches.
+    cells: tuple[CellGroup, ...]
+    # Free text for humans.
+    description: str = ""
+    # Broker processes in the cluster.
+    brokers: int = 3
+    # Partitions of each session's topic (the paper: one per broker).
+    partitions: int = 3
+    # Concurrent producer clients (the paper's "producer group"), each with its own producer id.
+    producers: int = 3
+    # Concurrent consumer clients in one group; partitions are split among them statically.
+    consumers: int = 3
+    # sync = one request in flight per producer (the paper's clients); pipelined = `window`.
+    producer_mode: str = "sync"
+    # Requests in flight per producer in pipelined mode (1 in sync mode).
+    window: int = 1
+    # split = producer i sends to its share of the partitions; all = every producer round-robins
+    # over every partition (starting at a different one).
+    producer_partitions: str = "split"
+    # Records per session, all producers together (the paper: 30,000).
+    messages: int = 30_000
+    # Sessions per cell and scenario (the paper: 4).
+    tries: int = 4
+    # split = produce everything, then consume it (each phase timed alone); streaming = both at
+    # once.
+    scenarios: tuple[str, ...] = SCENARIOS
+    # Fairness rule 2, swept when more than one value is given (one run log per combination).
+    offset_commit: tuple[str, ...] = ("every_fetch",)
+    metadata_check: tuple[str, ...] = ("per_request",)
+    # Storage flush policy of every broker.
+    flush: str = "os"
+    # Sides of the run. One label = one run log; several (A/A) = the same architecture measured
+    # as if it were several, tries interleaved, one run log per label.
+    labels: tuple[str, ...] = ("",)
+    # When to start a fresh cluster (with empty data): never (only when metadata_check changes),
+    # per cell, or per try (the KiB grid writes gigabytes per session).
+    restart: str = "never"
+    # auto: pin the load client and the brokers (and ZooKeeper) to different CPUs when there
+    # are two or more (design.md, "Measuring on a 2-core VM"); none: leave it to the scheduler.
+    placement: str = "auto"
+    # zk: ZooKeeper servers started for the cluster (1 standalone, 3 ensemble).
+    zk_nodes: int = 1
+    # dsbs: gossip timing preset passed to every broker.
+    gossip_preset: str = "local"
+    # A consumer still missing records after this long stops and reports them lost.
+    consumer_timeout_s: float = 120.0
+    # Fetch long-poll: how long a broker may hold a fetch with no data.
+    fetch_max_wait_ms: int = 100
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (tuples become lists) for the manifest."""
+        return asdict(self)
+
+    @property
+    def policy_combinations(self) -> list[tuple[str, str]]:
+        """(offset_commit, metadata_check) pairs, metadata_check outermost (restart order)."""
+        return [(oc, mc) for mc in self.metadata_check for oc in self.offset_commit]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------
+
+_TOP_KEYS = {
+    "name", "description", "brokers", "partitions", "producers", "consumers", "producer_mode",
+    "window", "producer_partitions", "messages", "tries", "scenarios", "policies", "flush",
+    "labels", "restart", "placement", "zk_nodes", "gossip_preset", "consumer_timeout_s",
+    "fetch_max_wait_ms", "cells",
+}
+_POLICY_KEYS = {"offset_commit", "metadata_check"}
+_CELL_KEYS = {"table", "msg_sizes", "batches"}
+
+
+class _Ctx:
+    """Carries the file name so every error says where it is."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, problem: str) -> WorkloadError:
+        where = f"{self.source}: {key}: " if key else f"{self.source}: "
+        return WorkloadError(where + " ".join(problem.split()))
+
+    def check_keys(self, mapping: Mapping[str, Any], allowed: set[str], where: str) -> None:
+        for key in mapping:
+            if not isinstance(key, str):
+                raise self.fail(where, f"keys must be strings, got {key!r}")
+            if key not in allowed:
+                hint = difflib.get_close_matches(key, sorted(allowed), n=1)
+                tip = f" (did you mean {hint[0]!r}?)" if hint else ""
+                full = f"{where}.{key}" if where else key
+                raise self.fail(full, f"unknown key{tip}; known: {', '.join(sorted(allowed))}")
+
+    def integer(self, key: str, value: Any, lo: int, hi: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo or (
+            hi is not None and value > hi
+        ):
+            bound = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+            raise self.fail(key, f"must be an integer {bound}, got {value!r}")
+        return value
+
+    def number(self, key: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.fail(key, f"must be a positive number, got {value!r}")
+        return float(value)
+
+    def choice(self, key: str, value: Any, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}, got {value!r}")
+        return str(value)
+
+    def string_list(self, key: str, value: Any) -> list[Any]:
+        """A scalar or a non-empty list without repeats, as a list."""
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.fail(key, "must not be empty")
+        seen: set[str] = set()
+        for item in items:
+            if repr(item) in seen:
+                raise self.fail(key, f"lists {item!r} twice")
+            seen.add(repr(item))
+        return items
+
+
+def parse_size(text: Any) -> int | None:
+    """8, "8", "8B", "1KiB", "128KB" -> bytes; None when unparsable."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, int):
+        return text
+    if not isinstance(text, str):
+        return None
+    m = SIZE_RE.fullmatch(text.strip())
+    if not m:
+        return None
+    return int(m.group(1)) * SIZE_UNITS[m.group(2)]
+
+
+def _cells(ctx: _Ctx, raw: Any) -> tuple[CellGroup, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ctx.fail("cells", "must be a non-empty list of {table, msg_sizes, batches}")
+    groups: list[CellGroup] = []
+    ids: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"cells[{i}]"
+        if not isinstance(item, dict):
+            raise ctx.fail(where, f"must be a mapping with table, msg_sizes, batches, got {item!r}")
+        ctx.check_keys(item, _CELL_KEYS, where)
+        for key in sorted(_CELL_KEYS):
+            if key not in item:
+                raise ctx.fail(f"{where}.{key}", "is missing")
+        table = item["table"]
+        if not isinstance(table, str) or not NAME_RE.fullmatch(table):
+            raise ctx.fail(f"{where}.table", f"must match [a-z0-9_-]+, got {table!r}")
+        sizes = []
+        for s in ctx.string_list(f"{where}.msg_sizes", item["msg_sizes"]):
+            n = parse_size(s)
+            if n is None or not MIN_MSG_SIZE <= n <= MAX_MSG_SIZE:
+                raise ctx.fail(
+                    f"{where}.msg_sizes",
+                    f"{s!r} is not a size between {MIN_MSG_SIZE} B and 1 MiB "
+                    "(bytes, or a string such as '4KiB')",
+                )
+            sizes.append(n)
+        batches = [
+            ctx.integer(f"{where}.batches", b, 1, 10_000)
+            for b in ctx.string_list(f"{where}.batches", item["batches"])
+        ]
+        for size in sizes:
+            for batch in batches:
+                cell_id = f"{table}-{size}B-b{batch}"
+                if cell_id in ids:
+                    raise ctx.fail(where, f"cell {cell_id} is listed twice")
+                ids.add(cell_id)
+        groups.append(CellGroup(table, tuple(sizes), tuple(batches)))
+    return tuple(groups)
+
+
+def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ctx.fail("policies", "must be a mapping with offset_commit and metadata_check")
+    ctx.check_keys(raw, _POLICY_KEYS, "policies")
+    commits = []
+    for v in ctx.string_list("policies.offset_commit", raw.get("offset_commit", "every_fetch")):
+        if not isinstance(v, str) or not OFFSET_COMMIT_RE.fullmatch(v.strip()):
+            raise ctx.fail(
+                "policies.offset_commit",
+                f"must be every_fetch, none or interval_ms:N (N > 0), got {v!r}",
+            )
+        commits.append(v.strip())
+    checks = [
+        ctx.choice("policies.metadata_check", v, METADATA_CHECKS)
+        for v in ctx.string_list(
+            "policies.metadata_check", raw.get("metadata_check", "per_request")
+        )
+    ]
+    return tuple(commits), tuple(checks)
+
+
+def parse_workload(data: Any, source: str = "<workload>") -> Workload:
+    """Validate a parsed YAML document and fill in defaults."""
+    ctx = _Ctx(source)
+    if not isinstance(data, dict):
+        raise ctx.fail("", "must be a YAML mapping of keys (name, cells, ...)")
+    ctx.check_keys(data, _TOP_KEYS, "")
+    for key in ("name", "cells"):
+        if key not in data:
+            raise ctx.fail(key, "is missing")
+    name = data["name"]
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ctx.fail("name", f"must match [a-z0-9][a-z0-9_-]*, got {name!r}")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.fail("description", "must be text")
+    brokers = ctx.integer("brokers", data.get("brokers", 3), 1, 64)
+    partitions = ctx.integer("partitions", data.get("partitions", brokers), 1, 1024)
+    producers = ctx.integer("producers", data.get("producers", 3), 1, 256)
+    consumers = ctx.integer("consumers", data.get("consumers", 3), 1, 256)
+    if consumers > partitions:
+        raise ctx.fail(
+            "consumers",
+            f"{consumers} consumers but {partitions} partitions: a consumer would own none",
+        )
+    mode = ctx.choice("producer_mode", data.get("producer_mode", "sync"), ("sync", "pipelined"))
+    if "window" in data and mode != "pipelined":
+        raise ctx.fail("window", "only applies to producer_mode: pipelined")
+    window = ctx.integer("window", data.get("window", 8 if mode == "pipelined" else 1), 1, 1024)
+    spread = ctx.choice(
+        "producer_partitions", data.get("producer_partitions", "split"), ("split", "all")
+    )
+    messages = ctx.integer("messages", data.get("messages", 30_000), 1, 100_000_000)
+    if messages < producers:
+        raise ctx.fail("messages", f"{messages} messages cannot feed {producers} producers")
+    tries = ctx.integer("tries", data.get("tries", 4), 1, 1000)
+    scenarios = tuple(
+        ctx.choice("scenarios", s, SCENARIOS)
+        for s in ctx.string_list("scenarios", data.get("scenarios", list(SCENARIOS)))
+    )
+    offset_commit, metadata_check = _policies(ctx, data.get("policies"))
+    flush = data.get("flush", "os")
+    try:
+        FlushPolicy.parse(flush if isinstance(flush, str) else repr(flush))
+    except UserError as exc:
+        raise ctx.fail("flush", str(exc)) from None
+    labels_raw = ctx.string_list("labels", data.get("labels", [""]))
+    for label in labels_raw:
+        if not isinstance(label, str) or not (label == "" or LABEL_RE.fullmatch(label)):
+            raise ctx.fail("labels", f"labels must be short words like A or B, got {label!r}")
+    restart = ctx.choice("restart", data.get("restart", "never"), ("never", "cell", "try"))
+    placement = ctx.choice("placement", data.get("placement", "auto"), ("auto", "none"))
+    zk_nodes = data.get("zk_nodes", 1)
+    if zk_nodes not in (1, 3) or isinstance(zk_nodes, bool):
+        raise ctx.fail("zk_nodes", f"must be 1 or 3, got {zk_nodes!r}")
+    preset = data.get("gossip_preset", "local")
+    if not isinstance(preset, str) or not NAME_RE.fullmatch(preset):
+        raise ctx.fail("gossip_preset", f"must be a preset name such as local, got {preset!r}")
+    timeout = ctx.number("consumer_timeout_s", data.get("consumer_timeout_s", 120))
+    max_wait = ctx.integer("fetch_max_wait_ms", data.get("fetch_max_wait_ms", 100), 0, 30_000)
+    return Workload(
+        name=name,
+        cells=_cells(ctx, data["cells"]),
+        description=description.strip(),
+        brokers=brokers,
+        partitions=partitions,
+        producers=producers,
+        consumers=consumers,
+        producer_mode=mode,
+        window=window,
+        producer_partitions=spread,
+        messages=messages,
+        tries=tries,
+        scenarios=scenarios,
+        offset_commit=offset_commit,
+        metadata_check=metadata_check,
+        flush=flush,
+        labels=tuple(labels_raw),
+        restart=restart,
+        placement=placement,
+        zk_nodes=zk_nodes,
+        gossip_preset=preset,
+        consumer_timeout_s=timeout,
+        fetch_max_wait_ms=max_wait,
+    )
+
+
+@dataclass(frozen=True)
+class LoadedWorkload:
+    # The validated workload.
+    workload: Workload
+    # The file verbatim (the manifest keeps it: the parsed form loses comments).
+    text: str
+    # Where it came from.
+    path: Path = field(default_factory=Path)
+
+
+def find_workload(name_or_path: str | Path) -> Path:
+    """A path as given, else a shipped workload by name (``paper`` -> workloads/paper.yaml)."""
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    for candidate in (WORKLOAD_DIR / p.name, WORKLOAD_DIR / f"{p.name}.yaml"):
+        if candidate.is_file() and p.parent == Path():
+            return candidate
+    shipped = ", ".join(sorted(x.stem for x in WORKLOAD_DIR.glob("*.yaml")))
+    raise WorkloadError(f"workload file {str(name_or_path)!r} not found (shipped: {shipped})")
+
+
+def load_workload(name_or_path: str | Path) -> LoadedWorkload:
+    """Read, parse and validate a workload file; raises WorkloadError (one line)."""
+    path = find_workload(name_or_path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"{path.name}: cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise WorkloadError(f"{path.name}: {where}not valid YAML ({problem})") from None
+    return LoadedWorkload(parse_workload(data, path.name), text, path)
