@@ -28,7 +28,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     restart: never               # never | cell | try: fresh cluster (and data) that often
     placement: auto              # auto: pin client and brokers to different CPUs | none
     zk_nodes: 1                  # zk: ZooKeeper servers (1 or 3)
-    gossip_preset: local         # dsbs: gossip timing preset
+    gossip_preset: lan           # dsbs: gossip timing preset (lan | local)
     consumer_timeout_s: 120      # a consumer still missing records after this gives up
     fetch_max_wait_ms: 100       # Fetch long-poll
     cells:
@@ -138,8 +138,8 @@ class Workload:
     placement: str = "auto"
     # zk: ZooKeeper servers started for the cluster (1 standalone, 3 ensemble).
     zk_nodes: int = 1
-    # dsbs: gossip timing preset passed to every broker.
-    gossip_preset: str = "local"
+    # dsbs: gossip timing preset passed to every broker (lan: one SWIM period per second).
+    gossip_preset: str = "lan"
     # A consumer still missing records after this long stops and reports them lost.
     consumer_timeout_s: float = 120.0
     # Fetch long-poll: how long a broker may hold a fetch with no data.
@@ -351,9 +351,9 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     zk_nodes = data.get("zk_nodes", 1)
     if zk_nodes not in (1, 3) or isinstance(zk_nodes, bool):
         raise ctx.fail("zk_nodes", f"must be 1 or 3, got {zk_nodes!r}")
-    preset = data.get("gossip_preset", "local")
+    preset = data.get("gossip_preset", "lan")
     if not isinstance(preset, str) or not NAME_RE.fullmatch(preset):
-        raise ctx.fail("gossip_preset", f"must be a preset name such as local, got {preset!r}")
+        raise ctx.fail("gossip_preset", f"must be a preset name (lan, local), got {preset!r}")
     timeout = ctx.number("consumer_timeout_s", data.get("consumer_timeout_s", 120))
     max_wait = ctx.integer("fetch_max_wait_ms", data.get("fetch_max_wait_ms", 100), 0, 30_000)
     return Workload(
