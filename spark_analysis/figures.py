@@ -1,0 +1,305 @@
+"""The report's figures (matplotlib, PNG + SVG), drawn from the analysis tables only.
+
+fig01-fig12 are the seed paper's twelve figures (ZK vs DSBS, one panel each), with error bars
+from the tries (95% confidence interval of the mean) and the paper's printed averages drawn as
+markers beside our bars. fig13 shows how the DSBS/ZK ratio moves with the coordination policy,
+fig14 the latency distributions (merged HDR histograms), fig15 the coordination cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display (CI, notebooks over SSH)
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FuncFormatter
+
+from spark_analysis.tables import primary_group
+
+if TYPE_CHECKING:
+    from spark_analysis.job import Analysis
+
+COLORS = {"zk": "#4C72B0", "dsbs": "#DD8452"}
+NAMES = {"zk": "ZooKeeper", "dsbs": "DSBS"}
+UNITS = {"rps": "records/s", "kbps": "payload kB/s (the paper's \"kbps\")"}
+ROLE_TITLE = {"production": "Production", "consumption": "Consumption"}
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    number: int
+    role: str
+    metric: str
+    scenario: str
+    table: str  # size_grid (x = message size) or batch_sweep (x = batch)
+
+    @property
+    def slug(self) -> str:
+        by = "-batch" if self.table == "batch_sweep" else ""
+        return f"fig{self.number:02d}-{self.role}-{self.metric}{by}-{self.scenario}"
+
+
+PAPER_FIGURES: tuple[PaperFigure, ...] = (
+    PaperFigure(1, "production", "rps", "split", "size_grid"),
+    PaperFigure(2, "production", "rps", "streaming", "size_grid"),
+    PaperFigure(3, "production", "kbps", "split", "size_grid"),
+    PaperFigure(4, "production", "kbps", "streaming", "size_grid"),
+    PaperFigure(5, "consumption", "rps", "split", "size_grid"),
+    PaperFigure(6, "consumption", "rps", "streaming", "size_grid"),
+    PaperFigure(7, "consumption", "kbps", "split", "size_grid"),
+    PaperFigure(8, "consumption", "kbps", "streaming", "size_grid"),
+    PaperFigure(9, "production", "rps", "split", "batch_sweep"),
+    PaperFigure(10, "production", "rps", "streaming", "batch_sweep"),
+    PaperFigure(11, "consumption", "rps", "split", "batch_sweep"),
+    PaperFigure(12, "consumption", "rps", "streaming", "batch_sweep"),
+)
+
+
+def _human(v: float, _pos: object = None) -> str:
+    if v >= 1e6:
+        return f"{v / 1e6:g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"
+
+
+def _save(fig: plt.Figure, out: Path, slug: str) -> list[Path]:
+    paths = [out / f"{slug}.png", out / f"{slug}.svg"]
+    fig.savefig(paths[0], dpi=130, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def _subtitle(workload: str, oc: str, mc: str) -> str:
+    return f"workload {workload} · offset_commit={oc} · metadata_check={mc}"
+
+
+def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list[Path]:
+    """One of the paper's figures; [] when the runs hold no such cells."""
+    group = primary_group(comparison.assign(side="*"), spec.table)
+    if group is None:
+        return []
+    workload, oc, mc = group
+    sub = comparison[(comparison["table"] == spec.table) & (comparison["workload"] == workload)
+                     & (comparison["offset_commit"] == oc) & (comparison["metadata_check"] == mc)
+                     & (comparison["scenario"] == spec.scenario)
+                     & (comparison["role"] == spec.role) & (comparison["metric"] == spec.metric)]
+    if sub.empty:
+        return []
+    axis = "batch" if spec.table == "batch_sweep" else "msg_size"
+    sub = sub.sort_values(axis)
+    labels = [f"{v}" if axis == "batch" else f"{v} B" for v in sub[axis]]
+    x = np.arange(len(sub))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    values: list[float] = []
+    for i, arch in enumerate(("zk", "dsbs")):
+        mean = sub[f"{arch}_mean"].to_numpy(float)
+        lo = mean - sub[f"{arch}_ci_lo"].to_numpy(float)
+        hi = sub[f"{arch}_ci_hi"].to_numpy(float) - mean
+        err = np.nan_to_num(np.vstack([lo, hi]), nan=0.0)
+        pos = x + (i - 0.5) * width
+        ax.bar(pos, mean, width, color=COLORS[arch], label=f"{NAMES[arch]} (ours, mean ± 95% CI)",
+               yerr=err, capsize=4, error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
+        paper_vals = sub[f"paper_{arch}"].to_numpy(float)
+        if np.isfinite(paper_vals).any():
+            ax.scatter(pos, paper_vals, marker="D", s=46, color=COLORS[arch],
+                       edgecolor="black", linewidth=1.0, zorder=5,
+                       label=f"{NAMES[arch]} (paper's average)")
+            values += [v for v in paper_vals if np.isfinite(v)]
+        values += list(mean + err[1])
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 25:
+        # Ours and the paper's hardware differ by orders of magnitude: a linear axis would flatten
+        # one of them to nothing.
+        ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(_human))
+    ax.set_xticks(x, labels)
+    ax.set_xlabel("batch size (records per request), 32-byte messages" if axis == "batch"
+                  else "message size (bytes), batch 20")
+    ax.set_ylabel(f"{ROLE_TITLE[spec.role].lower()} throughput ({UNITS[spec.metric]})")
+    what = "vs batch size" if axis == "batch" else "by message size"
+    ax.set_title(f"Fig. {spec.number}: {ROLE_TITLE[spec.role]} {spec.metric} {what}, "
+                 f"{spec.scenario}\n{_subtitle(workload, oc, mc)}", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _save(fig, out, spec.slug)
+
+
+def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
+    """fig13: DSBS/ZK rps ratio (Fieller 95% CI) for each coordination policy combination."""
+    sub = comparison[(comparison["table"] == "policy") & (comparison["metric"] == "rps")]
+    if sub.empty:
+        return []
+    sub = sub.copy()
+    sub["policy"] = sub["offset_commit"] + "\n" + sub["metadata_check"]
+    policies = list(dict.fromkeys(sub.sort_values(["offset_commit", "metadata_check"])["policy"]))
+    series = [(s, r) for s in ("split", "streaming") for r in ("production", "consumption")]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 * len(policies) + 3), 4.2))
+    markers = {"production": "o", "consumption": "s"}
+    colors = {"split": "#2A9D8F", "streaming": "#8E5EA2"}
+    step = 0.16
+    for j, (scen, role) in enumerate(series):
+        part = sub[(sub["scenario"] == scen) & (sub["role"] == role)].set_index("policy")
+        xs, ys, los, his = [], [], [], []
+        for i, pol in enumerate(policies):
+            if pol not in part.index:
+                continue
+            row = part.loc[pol]
+            if isinstance(row, pd.DataFrame):
+                row = row.iloc[0]
+            xs.append(i + (j - 1.5) * step)
+            ys.append(row["ratio"])
+            lo, hi = row["ratio_ci_lo"], row["ratio_ci_hi"]
+            los.append(row["ratio"] - lo if math.isfinite(lo) else 0.0)
+            his.append(hi - row["ratio"] if math.isfinite(hi) else 0.0)
+        if xs:
+            ax.errorbar(xs, ys, yerr=[los, his], fmt=markers[role], color=colors[scen],
+                        capsize=3, label=f"{scen} {role}")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.text(len(policies) - 0.5, 1.0, " no difference", va="bottom", ha="right", fontsize=8)
+    ax.set_xticks(range(len(policies)), policies, fontsize=8)
+    ax.set_xlabel("coordination policy (offset_commit / metadata_check)")
+    ax.set_ylabel("throughput ratio DSBS / ZK (records/s)")
+    ax.set_title("DSBS/ZK ratio as coordination leaves the data path\n"
+                 "(points: ratio of means; bars: Fieller 95% CI)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _save(fig, out, "fig13-ratio-vs-policy")
+
+
+def _pick_latency_cell(dist: pd.DataFrame) -> pd.DataFrame:
+    """A representative cell: the paper's 32-byte batch-20 size-grid cell when present."""
+    for table, size, batch in (("size_grid", 32, 20), ("size_grid", None, 20), (None, None, None)):
+        sub = dist
+        if table:
+            sub = sub[sub["table"] == table]
+        if size:
+            sub = sub[sub["msg_size"] == size]
+        if batch:
+            sub = sub[sub["batch"] == batch]
+        if not sub.empty:
+            first = sub.iloc[0]
+            return dist[(dist["workload"] == first["workload"])
+                        & (dist["cell_id"] == first["cell_id"])
+                        & (dist["offset_commit"] == first["offset_commit"])
+                        & (dist["metadata_check"] == first["metadata_check"])]
+    return dist.iloc[0:0]
+
+
+def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
+    """fig14: request latency percentile curves, ZK vs DSBS, one panel per scenario x role."""
+    dist = dist[dist["kind"] == "request"] if not dist.empty else dist
+    cell = _pick_latency_cell(dist)
+    if cell.empty:
+        return []
+    fig, axes = plt.subplots(2, 2, figsize=(9.5, 6.4), sharex=True)
+    ticks = [50, 90, 99, 99.9, 99.99]
+    for r, scen in enumerate(("split", "streaming")):
+        for c, role in enumerate(("production", "consumption")):
+            ax = axes[r][c]
+            for arch in ("zk", "dsbs"):
+                part = cell[(cell["scenario"] == scen) & (cell["role"] == role)
+                            & (cell["arch"] == arch) & (cell["percentile"] < 100)]
+                if part.empty:
+                    continue
+                part = part.sort_values("percentile")
+                # x = 1/(1-p): the usual HDR plot that stretches the tail.
+                x = 1.0 / (1.0 - part["percentile"].to_numpy(float) / 100.0)
+                ax.plot(x, part["value_us"].to_numpy(float) / 1000.0, marker=".",
+                        color=COLORS[arch], label=NAMES[arch])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks([1 / (1 - t / 100) for t in ticks], [f"{t:g}%" for t in ticks])
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+            ax.set_title(f"{scen} · {role}", fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+            if c == 0:
+                ax.set_ylabel("request latency (ms)")
+            if r == 1:
+                ax.set_xlabel("percentile")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=9, frameon=False)
+    first = cell.iloc[0]
+    fig.suptitle(f"Fig. 14: request latency distribution, {first['cell_id']} (all tries merged)\n"
+                 f"{_subtitle(first['workload'], first['offset_commit'], first['metadata_check'])}",
+                 fontsize=10)
+    fig.tight_layout()
+    return _save(fig, out, "fig14-latency-distribution")
+
+
+def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
+    """fig15: coordination traffic per 1,000 messages by message size (size grid)."""
+    if cost.empty:
+        return []
+    group = primary_group(cost.assign(side="*"), "size_grid")
+    if group is None:
+        return []
+    workload, oc, mc = group
+    sub = cost[(cost["table"] == "size_grid") & (cost["workload"] == workload)
+               & (cost["offset_commit"] == oc) & (cost["metadata_check"] == mc)]
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
+    for ax, scen in zip(axes, ("split", "streaming"), strict=True):
+        part = sub[sub["scenario"] == scen]
+        sizes = sorted(part["msg_size"].unique())
+        x = np.arange(len(sizes))
+        for i, (arch, col, what) in enumerate((("zk", "zk_requests_per_1k", "ZooKeeper requests"),
+                                                ("dsbs", "gossip_packets_per_1k",
+                                                 "gossip packets"))):
+            vals = [part[(part["arch"] == arch) & (part["msg_size"] == s)][col].mean()
+                    for s in sizes]
+            ax.bar(x + (i - 0.5) * 0.38, vals, 0.38, color=COLORS[arch],
+                   label=f"{NAMES[arch]}: {what}")
+        ax.set_xticks(x, [f"{s} B" for s in sizes])
+        ax.set_xlabel("message size (bytes), batch 20")
+        ax.set_title(scen, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    axes[0].set_ylabel("coordination messages per 1,000 records")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(f"Fig. 15: coordination cost\n{_subtitle(workload, oc, mc)}", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, out, "fig15-coordination-cost")
+
+
+def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
+                coordination: pd.DataFrame, out: Path) -> list[Path]:
+    """Every figure the tables allow; returns the PNG and SVG paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    if not comparison.empty:
+        for spec in PAPER_FIGURES:
+            paths += paper_figure(comparison, spec, out)
+        paths += ratio_vs_policy(comparison, out)
+    paths += latency_distributions(latency_distribution, out)
+    paths += coordination_cost(coordination, out)
+    return paths
+
+
+def draw_all(analysis: Analysis, out: Path) -> list[Path]:
+    return draw_tables(analysis.comparison, analysis.latency_distribution,
+                       analysis.coordination, out)
+
+
+def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:
+    """The CSVs ``twinbench analyze`` wrote, for redrawing figures without Spark."""
+    def read(name: str) -> pd.DataFrame:
+        path = report_dir / f"{name}.csv"
+        if not path.is_file() or path.stat().st_size <= 1:
+            return pd.DataFrame()
+        try:
+            return pd.read_csv(path, keep_default_na=True)
+        except pd.errors.EmptyDataError:
+            return pd.DataFrame()
+
+    return {"comparison": read("comparison"), "latency_distribution": read("latency_distribution"),
+            "coordination": read("coordination_cost")}

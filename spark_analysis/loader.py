@@ -1,0 +1,261 @@
+"""Find run directories, validate them, and load their logs into Spark with explicit schemas.
+
+Everything a user can get wrong (an empty directory, a file from a newer twinbench, a corrupt
+manifest, a CSV with the wrong columns) becomes one ``UserError`` line naming the file, checked in
+plain Python before Spark starts reading: Spark's own errors for these cases are pages of JVM
+stack trace that do not say which run was at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from brokers.core.errors import UserError
+from spark_analysis.schema import (
+    AA_LABELS,
+    COORDINATION_COLUMNS,
+    COORDINATION_SCHEMA,
+    LATENCY_SCHEMA,
+    MANIFEST_KIND,
+    RECORDS_COLUMNS,
+    RECORDS_SCHEMA,
+    SUPPORTED_FORMAT_VERSIONS,
+)
+
+MANIFEST = "manifest.json"
+RECORDS = "records.csv"
+COORDINATION = "coordination.csv"
+LATENCY = "latency.jsonl"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run directory and what its manifest says about it."""
+
+    path: Path
+    run_id: str
+    arch: str
+    label: str
+    workload: str
+    format_version: int
+    incomplete: bool = False
+    failed_cells: tuple[str, ...] = ()
+    manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass
+class RunLogs:
+    """The loaded logs. ``records`` carries two derived columns: ``workload`` (from the manifest)
+    and ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else)."""
+
+    runs: list[RunInfo]
+    records: DataFrame
+    coordination: DataFrame | None
+    latency: DataFrame | None
+    notes: list[str] = field(default_factory=list)
+
+
+def discover_runs(paths: Sequence[Path]) -> list[Path]:
+    """Run directories named by ``paths``: each path is a run directory or holds some."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"{path}: no such directory")
+        if not path.is_dir():
+            raise UserError(f"{path}: not a directory (give a run directory or one holding runs)")
+        if (path / MANIFEST).is_file():
+            found.append(path)
+            continue
+        children = sorted(p for p in path.iterdir() if (p / MANIFEST).is_file())
+        if not children:
+            raise UserError(f"{path}: no run directories here (a run directory holds {MANIFEST}"
+                            f" and {RECORDS}; run 'twinbench run' first)")
+        found.extend(children)
+    # The same run named twice (a directory and its parent) must not count twice.
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    return unique
+
+
+def read_manifest(run_dir: Path) -> RunInfo:
+    path = run_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: unreadable manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: the manifest is not a JSON object")
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UserError(f"{path}: no integer format_version; not a twinbench run log")
+    if version not in SUPPORTED_FORMAT_VERSIONS:
+        raise UserError(
+            f"{path}: format_version {version} is not supported; this analysis reads "
+            f"format_version {_versions()} (docs/result-format.md) - use the twinbench that "
+            "wrote the run")
+    if data.get("kind") != MANIFEST_KIND:
+        raise UserError(f"{path}: kind is {data.get('kind')!r}, expected {MANIFEST_KIND!r}")
+    missing = [k for k in ("run_id", "arch", "workload_name") if not isinstance(data.get(k), str)]
+    if missing:
+        raise UserError(f"{path}: manifest lacks {', '.join(missing)}")
+    failed = data.get("failed_cells") or []
+    return RunInfo(
+        path=run_dir, run_id=data["run_id"], arch=data["arch"], label=str(data.get("label") or ""),
+        workload=data["workload_name"], format_version=version,
+        incomplete=bool(data.get("incomplete")), failed_cells=tuple(str(c) for c in failed),
+        manifest=data,
+    )
+
+
+def _versions() -> str:
+    return " or ".join(str(v) for v in sorted(SUPPORTED_FORMAT_VERSIONS))
+
+
+def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
+    """Every manifest, refusing a mixture of format versions by name."""
+    # Look at the raw versions first so that a mixture is reported as a mixture (which runs have
+    # which version) rather than as whichever bad run happens to sort first.
+    versions: dict[Any, list[str]] = {}
+    for run_dir in run_dirs:
+        try:
+            raw = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+            version = raw.get("format_version") if isinstance(raw, dict) else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue  # read_manifest below reports it properly
+        versions.setdefault(version, []).append(run_dir.name)
+    if len(versions) > 1:
+        parts = "; ".join(f"format_version {v}: {', '.join(sorted(names)[:3])}"
+                          + (" ..." if len(names) > 3 else "")
+                          for v, names in sorted(versions.items(), key=lambda kv: str(kv[0])))
+        raise UserError(f"mixed run log format versions ({parts}); this analysis reads "
+                        f"format_version {_versions()} - analyse each version with the twinbench"
+                        " that wrote it")
+    infos = [read_manifest(d) for d in run_dirs]
+    seen: dict[str, Path] = {}
+    for info in infos:
+        if info.run_id in seen:
+            raise UserError(
+                f"run_id {info.run_id} appears twice ({seen[info.run_id]}, {info.path})")
+        seen[info.run_id] = info.path
+    return infos
+
+
+def check_header(path: Path, expected: Sequence[str]) -> bool:
+    """True when ``path`` has a header and data may follow; raises on a wrong header."""
+    try:
+        with path.open("r", encoding="utf-8", newline="") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: unreadable ({exc})") from None
+    if not first.strip():
+        raise UserError(f"{path}: empty file (no header row); the run was cut off before writing")
+    header = [c.strip() for c in first.strip().split(",")]
+    if header != list(expected):
+        missing = [c for c in expected if c not in header]
+        extra = [c for c in header if c not in expected]
+        detail = []
+        if missing:
+            detail.append(f"missing {', '.join(missing)}")
+        if extra:
+            detail.append(f"unexpected {', '.join(extra)}")
+        if not detail:
+            detail.append("columns out of order")
+        raise UserError(f"{path}: header does not match format_version {_versions()}"
+                        f" ({'; '.join(detail)})")
+    return True
+
+
+def _read_csv(spark: SparkSession, files: list[Path], schema: Any) -> DataFrame:
+    return (
+        spark.read.option("header", "true")
+        # FAILFAST: a row that does not fit the schema is an error, never a silent null.
+        .option("mode", "FAILFAST")
+        .option("enforceSchema", "true")
+        .schema(schema)
+        .csv([str(f) for f in files])
+    )
+
+
+def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
+    """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
+    run_dirs = discover_runs(paths)
+    runs = read_manifests(run_dirs)
+    notes: list[str] = []
+    record_files: list[Path] = []
+    coord_files: list[Path] = []
+    latency_files: list[Path] = []
+    for run in runs:
+        records = run.path / RECORDS
+        if not records.is_file():
+            raise UserError(f"{records}: missing (every run directory has one)")
+        check_header(records, RECORDS_COLUMNS)
+        record_files.append(records)
+        coord = run.path / COORDINATION
+        if coord.is_file():
+            check_header(coord, COORDINATION_COLUMNS)
+            coord_files.append(coord)
+        else:
+            notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
+        latency = run.path / LATENCY
+        if latency.is_file() and latency.stat().st_size > 0:
+            latency_files.append(latency)
+        if run.incomplete:
+            notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
+                         " run); its finished rows are used")
+        if run.failed_cells:
+            notes.append(f"run {run.run_id}: verification failed in {', '.join(run.failed_cells)};"
+                         " those rows are excluded from the statistics")
+
+    runs_df = spark.createDataFrame(
+        [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
+    records_df = (
+        _read_csv(spark, record_files, RECORDS_SCHEMA)
+        .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
+        .join(F.broadcast(runs_df), "run_id", "left")
+        .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
+        .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
+                    .otherwise(F.lit("*")))
+    )
+    coord_df = None
+    if coord_files:
+        coord_df = (
+            _read_csv(spark, coord_files, COORDINATION_SCHEMA)
+            .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
+            .join(F.broadcast(runs_df), "run_id", "left")
+            .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
+            .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
+                        .otherwise(F.lit("*")))
+        )
+    latency_df = None
+    if latency_files:
+        latency_df = (spark.read.option("mode", "FAILFAST").schema(LATENCY_SCHEMA)
+                      .json([str(f) for f in latency_files]))
+    return RunLogs(runs=runs, records=records_df, coordination=coord_df, latency=latency_df,
+                   notes=notes)
+
+
+@contextmanager
+def spark_input_errors() -> Iterator[None]:
+    """Turn Spark's parse failures (FAILFAST on a malformed row) into one-line UserErrors."""
+    try:
+        yield
+    except Exception as exc:  # pyspark wraps JVM errors in several classes; match on the text
+        text = str(exc)
+        if "Malformed" in text or "MALFORMED" in text or "FAILFAST" in text:
+            raise UserError(f"malformed row in the run logs: {_first_useful_line(text)}") from None
+        raise
+
+
+def _first_useful_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and ("Malformed" in line or "MALFORMED" in line or "record" in line.lower()):
+            return line[:300]
+    return text.strip().splitlines()[0][:300] if text.strip() else "unknown parse error"

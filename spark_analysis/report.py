@@ -1,0 +1,200 @@
+"""The Markdown report: every table of the analysis in one file a reader can skim top-down."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from spark_analysis import aggregate, stats
+
+if TYPE_CHECKING:
+    from spark_analysis.job import Analysis
+
+REPORT = "report.md"
+
+
+def fmt(v: object, digits: int = 3) -> str:
+    """Numbers for people: thousands separators, 3 significant digits below 1000."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int | float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    if df.empty:
+        return "_(no data)_\n"
+    cols = list(columns or df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df[cols].itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v).replace("|", "/") for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"[{fmt(lo)}, {fmt(hi)}]"
+
+
+def _cell(row: pd.Series) -> str:
+    text = f"{row['cell_id']}"
+    if row["table"] == "policy" or str(row["offset_commit"]) != "every_fetch" \
+            or str(row["metadata_check"]) != "per_request":
+        text += f" ({row['offset_commit']}, {row['metadata_check']})"
+    return text
+
+
+def comparison_md(cmp: pd.DataFrame) -> str:
+    if cmp.empty:
+        return ("_No cell was measured on both architectures (outside A/A runs); nothing to "
+                "compare._\n")
+    rows = []
+    for _, r in cmp[cmp["metric"] == "rps"].iterrows():
+        rows.append({
+            "workload": r["workload"], "cell": _cell(r), "scenario": r["scenario"],
+            "role": r["role"],
+            "ZK rps mean ± sd (n)": f"{fmt(r['zk_mean'])} ± {fmt(r['zk_sd'])} ({r['zk_n']})",
+            "ZK 95% CI": _interval(r["zk_ci_lo"], r["zk_ci_hi"]),
+            "DSBS rps mean ± sd (n)":
+                f"{fmt(r['dsbs_mean'])} ± {fmt(r['dsbs_sd'])} ({r['dsbs_n']})",
+            "DSBS 95% CI": _interval(r["dsbs_ci_lo"], r["dsbs_ci_hi"]),
+            "DSBS/ZK": fmt(r["ratio"]),
+            "ratio 95% CI (Fieller)": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"]),
+            "Welch p": fmt(r["p_welch"], 2), "BH q": fmt(r["q_bh"], 2),
+            "verdict": r["verdict"],
+            "paper DSBS/ZK (p)": (f"{fmt(r['paper_ratio'])} ({fmt(r['paper_p'], 2)})"
+                                  if pd.notna(r["paper_ratio"]) else "-"),
+        })
+    return md_table(pd.DataFrame(rows))
+
+
+def appendix_md(name: str, table: pd.DataFrame) -> str:
+    return f"**{table.attrs.get('title', name)}**\n\n" + md_table(table)
+
+
+def aa_md(analysis: Analysis) -> str:
+    if analysis.aa.empty:
+        return ("_No A/A calibration runs (labels `A` and `B` of one architecture) among the "
+                "inputs; the noise floor is unmeasured here._\n")
+    parts = ["Noise floor: the root mean square of ln(B/A) over the A/A cells (rps). "
+             "`noise_pct` is that spread as a percentage; `significant` counts the cells a 5% "
+             "Welch test called different, which for an honest A/A should be near "
+             "`expected_false_positives`.\n", md_table(analysis.noise)]
+    rows = []
+    for _, r in analysis.aa[analysis.aa["metric"] == "rps"].iterrows():
+        rows.append({"arch": r["arch"], "workload": r["workload"], "cell": _cell(r),
+                     "scenario": r["scenario"], "role": r["role"],
+                     "A rps": fmt(r["a_mean"]), "B rps": fmt(r["b_mean"]),
+                     "B/A": fmt(r["ratio"]),
+                     "95% CI": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"]),
+                     "Welch p": fmt(r["p_welch"], 2), "verdict": r["verdict"]})
+    parts.append("\n" + md_table(pd.DataFrame(rows)))
+    return "\n".join(parts)
+
+
+def headline(cmp: pd.DataFrame) -> str:
+    if cmp.empty:
+        return ""
+    rps = cmp[cmp["metric"] == "rps"]
+    sig = rps[rps["p_welch"] < stats.ALPHA]
+    lines = [f"- {len(rps)} cells compared (rps; kbps ratios are identical because kbps = rps x "
+             f"message size / 1000). {len(sig)} differ significantly at p < 0.05 "
+             f"({int((sig['ratio'] > 1).sum())} with DSBS faster, "
+             f"{int((sig['ratio'] < 1).sum())} with ZK faster)."]
+    for (scen, role), grp in rps.groupby(["scenario", "role"], sort=False):
+        lines.append(f"- {scen} {role}: DSBS/ZK ratio from {fmt(grp['ratio'].min())} to "
+                     f"{fmt(grp['ratio'].max())} (median {fmt(grp['ratio'].median())})"
+                     + (f"; the paper's median {fmt(grp['paper_ratio'].median())}"
+                        if grp["paper_ratio"].notna().any() else ""))
+    ns = rps[rps["p_welch"] >= stats.ALPHA]
+    if not ns.empty:
+        lines.append(f"- {len(ns)} cells are **not significant**. With 4 tries per side the test "
+                     "is low-powered: \"not significant\" means the difference is smaller than "
+                     "these runs can resolve (see each cell's detectable change in "
+                     "comparison.csv), not that the architectures perform the same.")
+    return "\n".join(lines) + "\n"
+
+
+METHOD = """\
+- Replicate unit: one try of one run (a records.csv row). Several runs of one architecture pool
+  their tries; A/A runs (labels `A`/`B`) are kept apart and only feed the calibration.
+- Mean, standard deviation and n per cell are Spark aggregations over the run logs; rows whose
+  status is not `ok` (verification failed) are excluded and counted (`*_failed_rows`).
+- 95% CI of a mean: mean ± t(0.975, n-1)·sd/√n.
+- DSBS/ZK ratio: ratio of the means; its 95% interval by **Fieller's theorem** (unequal
+  variances, Welch-Satterthwaite degrees of freedom), not the delta method, because with 4 tries
+  the ratio is skewed. An infinite bound means the ZK mean itself is not well determined.
+- Test: Welch's two-sided t-test on the tries. Benjamini-Hochberg q-values (per metric) account
+  for testing many cells at once. The paper never tested its numbers; its p-value is computed
+  here from the four tries it printed.
+- "kbps" is the paper's name for payload kilobytes per second (rps x message size / 1000), not
+  kilobits.
+- Latency percentiles per cell: the mean over tries of each try's percentile (the run log's
+  columns) and the largest maximum; fig14 merges the HDR histograms of all tries instead.
+- Coordination cost: requests (ZooKeeper) or gossip datagrams (DSBS) per 1,000 produced
+  messages, summed over the tries; CPU seconds are means per try.
+"""
+
+
+def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path:
+    from spark_analysis.job import runs_table
+
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "# twinbench analysis: ZooKeeper vs DSBS\n",
+        f"Generated {now} from {len(analysis.runs)} runs ({analysis.input_rows:,} measurement "
+        "rows). Every table below is also a CSV in this directory.\n",
+        "## Summary\n", headline(analysis.comparison),
+    ]
+    if analysis.notes:
+        parts += ["**Notes on the inputs**\n", "\n".join(f"- {n}" for n in analysis.notes) + "\n"]
+    parts += ["## Runs\n", md_table(runs_table(analysis.runs),
+                                     ["run_id", "arch", "label", "workload", "incomplete",
+                                      "failed_cells", "git_commit", "cpu_model", "policies"])]
+    parts += ["## The paper's appendix tables, our numbers\n",
+              "Rows scenario x role x metric, columns message size (or batch) x try + average, "
+              "as in the paper's appendix. One table per architecture."
+              + (f" Only tries 1-{aggregate.MAX_TRY_COLUMNS} get a column; the average uses all."
+                 if analysis.max_try > aggregate.MAX_TRY_COLUMNS else "") + "\n"]
+    if analysis.appendix:
+        parts += [appendix_md(name, t) for name, t in analysis.appendix.items()]
+    else:
+        parts.append("_No size_grid or batch_sweep cells among the inputs._\n")
+    parts += ["## ZooKeeper vs DSBS, cell by cell\n",
+              "Records per second; `comparison.csv` has the kbps rows and every column "
+              "(detectable change, the paper's means).\n", comparison_md(analysis.comparison)]
+    lat_cols = ["workload", "cell_id", "scenario", "role", "arch", "lat_p50_us", "lat_p90_us",
+                "lat_p99_us", "lat_p999_us", "lat_max_us", "e2e_p50_us", "e2e_p99_us"]
+    parts += ["## Latency percentiles (µs)\n",
+              md_table(analysis.latency, lat_cols) if not analysis.latency.empty
+              else "_(no data)_\n"]
+    coord_cols = ["workload", "cell_id", "scenario", "offset_commit", "metadata_check", "arch",
+                  "tries", "zk_requests_per_1k", "gossip_packets_per_1k", "coord_ops_per_1k",
+                  "broker_cpu_s", "zk_cpu_s"]
+    parts += ["## Coordination cost per cell\n",
+              "Per 1,000 produced messages; CPU seconds per try (all brokers / all ZooKeeper "
+              "servers).\n",
+              md_table(analysis.coordination, coord_cols) if not analysis.coordination.empty
+              else "_(no coordination.csv among the inputs)_\n"]
+    parts += ["## A/A calibration (the noise floor)\n", aa_md(analysis)]
+    pngs = [p for p in figures if p.suffix == ".png"]
+    parts.append("## Figures\n")
+    if pngs:
+        parts += [f"![{p.stem}]({p.name})\n" for p in pngs]
+    else:
+        parts.append("_(figures not drawn)_\n")
+    parts += ["## Method\n", METHOD]
+    path = out / REPORT
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

@@ -1,0 +1,231 @@
+"""Synthetic run directories in the documented format (docs/result-format.md, version 1).
+
+Three users: the committed test fixtures (exact, hand-computable values), the scale benchmark
+(millions of noisy rows), and regression tests (perturbed ratios). Writing them through one
+module keeps every synthetic run honest to the contract: if the format changes, this is the one
+writer to update, and the loader's header checks catch a mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hdrh.histogram import HdrHistogram
+
+from spark_analysis.schema import COORDINATION_COLUMNS, RECORDS_COLUMNS
+
+SCENARIOS = ("split", "streaming")
+ROLES = ("production", "consumption")
+
+
+@dataclass(frozen=True)
+class Cell:
+    table: str
+    msg_size: int
+    batch: int
+    offset_commit: str = "every_fetch"
+    metadata_check: str = "per_request"
+
+    @property
+    def cell_id(self) -> str:
+        base = f"{self.table}-{self.msg_size}B-b{self.batch}"
+        if self.table == "policy":
+            # The policy sweep repeats size and batch; the policy makes the cell distinct.
+            return f"{base}-{self.offset_commit}-{self.metadata_check}"
+        return base
+
+
+PAPER_CELLS: tuple[Cell, ...] = (
+    *(Cell("size_grid", s, 20) for s in (8, 16, 32, 64, 128)),
+    *(Cell("batch_sweep", 32, b) for b in (1, 20, 50)),
+)
+KB_CELLS: tuple[Cell, ...] = tuple(Cell("kb_grid", 1024 << i, 20) for i in range(8))
+POLICY_CELLS: tuple[Cell, ...] = tuple(
+    Cell("policy", 32, 20, oc, mc)
+    for oc in ("every_fetch", "interval_ms:1000", "none")
+    for mc in ("per_request", "cached")
+)
+
+# rps for (arch, label, cell, scenario, role, try)
+ValueFn = Callable[[str, str, Cell, str, str, int], float]
+
+
+def run_id_for(arch: str, workload: str, index: int, hour: int = 9) -> str:
+    return f"20261121T{hour:02d}0000Z-{arch}-{workload}-{index:06x}"
+
+
+def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1,
+             incomplete: bool = False, failed_cells: Iterable[str] = ()) -> dict[str, object]:
+    return {
+        "format_version": 1, "kind": "twinbench.run", "run_id": run_id, "arch": arch,
+        "label": label, "workload_name": workload, "workload": {"name": workload},
+        "workload_text": f"name: {workload}\n",
+        "policies": {"offset_commit": "every_fetch", "metadata_check": "per_request",
+                     "flush": "os"},
+        "cluster": {"brokers": 3, "partitions": 3, "zk_nodes": 1 if arch == "zk" else None,
+                    "gossip_preset": "lan" if arch == "dsbs" else None, "start_seconds": 1.0},
+        "versions": {"twinbench": "0.1.0", "python": "3.11", "uvloop": "0.23.0",
+                     "kazoo": "2.11.0", "zookeeper": "3.8" if arch == "zk" else None},
+        "host": {"cpu_model": "synthetic", "cpu_count": 2, "platform": "linux",
+                 "placement": None},
+        "git": {"commit": None, "dirty": False},
+        "seed": seed, "started_at": "2026-11-21T09:00:00Z", "finished_at": "2026-11-21T09:10:00Z",
+        "incomplete": incomplete, "failed_cells": list(failed_cells),
+    }
+
+
+def _fmt(v: float) -> str:
+    # Four decimals (as a driver rounding to 0.1 ms would), integers without ".0": the fixtures
+    # stay readable and free of binary-float noise such as 880.0000000000001.
+    v = round(float(v), 4)
+    return str(int(v)) if v == int(v) else repr(v)
+
+
+def records_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, role: str,
+                 try_: int, rps: float, *, messages: int = 30_000, status: str = "ok") -> str:
+    """One records.csv row (no newline) for a try that moved ``messages`` records at ``rps``."""
+    wall = messages / rps
+    kbps = rps * cell.msg_size / 1000
+    # Latency of one request of `batch` records when clients keep one request in flight each:
+    # a simple, monotone model so percentiles look like percentiles.
+    base = 1e6 * cell.batch / rps
+    lat = (base, base * 1.5, base * 3, base * 6, base * 10)
+    consumption = role == "consumption"
+    e2e = (_fmt(base * 4), _fmt(base * 20)) if consumption else ("", "")
+    fields = [
+        run_id, arch, label, cell.cell_id, cell.table, scenario, role, str(cell.msg_size),
+        str(cell.batch), str(try_), "2", str(messages), str(messages * cell.msg_size),
+        _fmt(wall), _fmt(rps), _fmt(kbps), *(_fmt(x) for x in lat), *e2e,
+        "0" if consumption else "", "0" if consumption else "", "0" if consumption else "", "0",
+        cell.offset_commit, cell.metadata_check, status,
+    ]
+    return ",".join(fields)
+
+
+def coordination_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, try_: int,
+                      *, messages: int = 30_000, per_1000: float = 5.0,
+                      broker_cpu: float = 1.0) -> str:
+    zk = arch == "zk"
+    ops = round(messages / 1000 * per_1000)
+    fields = [
+        run_id, arch, label, cell.cell_id, cell.table, scenario, str(cell.msg_size),
+        str(cell.batch), str(try_), str(messages),
+        str(ops) if zk else "", "" if zk else str(ops), str(ops),
+        _fmt(broker_cpu), _fmt(broker_cpu / 4) if zk else "",
+    ]
+    return ",".join(fields)
+
+
+def latency_histogram(median_us: float, n: int = 200, seed: int = 0) -> str:
+    """An encoded HDR histogram of ``n`` log-normal samples around ``median_us``."""
+    rng = random.Random(seed)
+    hist = HdrHistogram(1, 60_000_000, 3)
+    for _ in range(n):
+        hist.record_value(max(1, min(60_000_000, int(median_us * math.exp(rng.gauss(0, 0.5))))))
+    return hist.encode().decode("ascii")
+
+
+def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
+              cells: Iterable[Cell], tries: int, value: ValueFn, hour: int = 9,
+              latency_tries: int | None = None, messages: int = 30_000,
+              coordination_per_1000: Callable[[str, Cell, str], float] | None = None) -> Path:
+    """Write one complete run directory and return its path."""
+    cells = tuple(cells)
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, label, workload, seed=index), indent=2) + "\n",
+        encoding="utf-8")
+    per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == "zk" else 2.0)
+    with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
+            (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
+        rec.write(",".join(RECORDS_COLUMNS) + "\n")
+        coord.write(",".join(COORDINATION_COLUMNS) + "\n")
+        lines: list[str] = []
+        clines: list[str] = []
+        for try_ in range(1, tries + 1):
+            for cell in cells:
+                for scenario in SCENARIOS:
+                    for role in ROLES:
+                        rps = value(arch, label, cell, scenario, role, try_)
+                        lines.append(records_line(run_id, arch, label, cell, scenario, role,
+                                                  try_, rps, messages=messages))
+                    clines.append(coordination_line(
+                        run_id, arch, label, cell, scenario, try_, messages=messages,
+                        per_1000=per_1000(arch, cell, scenario)))
+            if len(lines) >= 50_000:  # bounded memory for the scale benchmark
+                rec.write("\n".join(lines) + "\n")
+                coord.write("\n".join(clines) + "\n")
+                lines.clear()
+                clines.clear()
+        if lines:
+            rec.write("\n".join(lines) + "\n")
+        if clines:
+            coord.write("\n".join(clines) + "\n")
+    with (run_dir / "latency.jsonl").open("w", encoding="utf-8") as lat:
+        for try_ in range(1, min(tries, latency_tries or tries) + 1):
+            for cell in cells:
+                for scenario in SCENARIOS:
+                    for role in ROLES:
+                        rps = value(arch, label, cell, scenario, role, try_)
+                        tag = f"{arch}{label}{cell.cell_id}{scenario}{role}{try_}"
+                        seed = zlib.crc32(tag.encode())
+                        obj = {"run_id": run_id, "cell_id": cell.cell_id, "scenario": scenario,
+                               "role": role, "try": try_, "kind": "request", "unit": "us",
+                               "count": 200,
+                               "histogram": latency_histogram(1e6 * cell.batch / rps, seed=seed)}
+                        lat.write(json.dumps(obj) + "\n")
+    return run_dir
+
+
+# --- the committed test fixtures (tests/fixtures/runs) -----------------------------------------
+
+FIXTURE_WORKLOAD = "tiny"
+FIXTURE_CELLS: tuple[Cell, ...] = (
+    Cell("size_grid", 8, 20), Cell("size_grid", 16, 20),
+    Cell("batch_sweep", 32, 1), Cell("batch_sweep", 32, 20),
+    Cell("policy", 32, 20, "every_fetch", "per_request"), Cell("policy", 32, 20, "none", "cached"),
+)
+
+
+def fixture_value(arch: str, label: str, cell: Cell, scenario: str, role: str, try_: int
+                  ) -> float:
+    """Round, hand-computable numbers. split production of a batch-20 cell: ZK 1000, 1100, 1200,
+    1300 (mean 1150) and DSBS twice that, so every DSBS/ZK ratio is exactly 2 - except the
+    policy cell without coordination on the data path, where ZK runs at 1600 (ratio 1.25).
+    Streaming halves, consumption takes 80%, batch 1 a tenth. A/A side B: +2% production,
+    -2% consumption."""
+    base = 1000.0 if arch == "zk" else 2000.0
+    if arch == "zk" and cell.table == "policy" and cell.offset_commit == "none":
+        base = 1600.0
+    if cell.batch == 1:
+        base /= 10
+    scale = (1.0 if scenario == "split" else 0.5) * (1.0 if role == "production" else 0.8)
+    aa = 1.0
+    if label == "B":
+        aa = 1.02 if role == "production" else 0.98
+    return base * scale * aa * (1 + 0.1 * (try_ - 1))
+
+
+def write_fixtures(root: Path) -> list[Path]:
+    """The six fixture runs: ZK and DSBS, and an A/A pair (labels A and B) of each."""
+    runs = [("zk", "", 1), ("dsbs", "", 2), ("zk", "A", 3), ("zk", "B", 4), ("dsbs", "A", 5),
+            ("dsbs", "B", 6)]
+    return [write_run(root, arch=a, label=lbl, workload=FIXTURE_WORKLOAD, index=i,
+                      cells=FIXTURE_CELLS, tries=4, value=fixture_value, hour=9 + i)
+            for a, lbl, i in runs]
+
+
+if __name__ == "__main__":
+    import sys
+
+    # python -m spark_analysis.synth DIR: (re)write the committed fixtures into DIR.
+    for path in write_fixtures(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/runs")):
+        print(path)

@@ -1,0 +1,247 @@
+"""From the collected aggregates to the report's tables (pandas, small).
+
+* ``appendix``: the paper's appendix layout - rows scenario x role x metric, columns
+  message size (or batch) x try 1..n + avg - one per architecture.
+* ``comparison``: every cell, ZK beside DSBS with intervals, the ratio and its test, the
+  paper's ratio beside ours.
+* ``aa_calibration`` / ``noise_floor``: the A/A runs' B/A ratios - the measured noise floor.
+* ``latency`` / ``latency_distribution``: percentiles per cell; merged HDR curves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from hdrh.histogram import HdrHistogram
+from scipy.stats import false_discovery_control
+
+from spark_analysis import stats
+from spark_analysis.paper import PAPER_KEY
+from spark_analysis.schema import AA_LABELS, CELL_KEY, PAPER_POLICY
+
+SCENARIO_ORDER = {"split": 0, "streaming": 1}
+ROLE_ORDER = {"production": 0, "consumption": 1}
+METRIC_ORDER = {"rps": 0, "kbps": 1}
+PAPER_TABLES = ("size_grid", "batch_sweep")
+
+
+def _sort(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
+    """Paper order: split before streaming, production before consumption, rps before kbps."""
+    if df.empty:
+        return df
+    keys = df.assign(
+        _s=df["scenario"].map(SCENARIO_ORDER).fillna(9),
+        _r=df["role"].map(ROLE_ORDER).fillna(9) if "role" in df else 0,
+        _m=df["metric"].map(METRIC_ORDER).fillna(9) if "metric" in df else 0,
+    )
+    order = [c for c in ["workload", "table", "offset_commit", "metadata_check", *(extra or []),
+                         "_s", "_r", "_m", "msg_size", "batch"] if c in keys]
+    return keys.sort_values(order, kind="stable").drop(columns=["_s", "_r", "_m"]) \
+        .reset_index(drop=True)
+
+
+def primary_group(df: pd.DataFrame, table: str) -> tuple[str, str, str] | None:
+    """Which (workload, offset_commit, metadata_check) represents ``table`` in the paper-layout
+    tables and figures: the paper's policies if any run used them, then the most rows."""
+    sub = df[(df["table"] == table) & (df["side"] == "*")]
+    if sub.empty:
+        return None
+    counts = sub.groupby(["workload", "offset_commit", "metadata_check"], dropna=False).size()
+    ranked = sorted(counts.items(),
+                    key=lambda kv: (tuple(kv[0][1:]) != PAPER_POLICY, -kv[1], str(kv[0])))
+    return ranked[0][0]
+
+
+def appendix(tries: pd.DataFrame, cell_stats: pd.DataFrame, table: str, arch: str
+             ) -> pd.DataFrame:
+    """The paper's appendix layout for one grid and one architecture (empty if no data)."""
+    group = primary_group(cell_stats, table)
+    if group is None:
+        return pd.DataFrame()
+    workload, oc, mc = group
+
+    def pick(df: pd.DataFrame) -> pd.DataFrame:
+        return df[(df["table"] == table) & (df["arch"] == arch) & (df["side"] == "*")
+                  & (df["workload"] == workload) & (df["offset_commit"] == oc)
+                  & (df["metadata_check"] == mc)]
+
+    t = pick(tries)
+    s = pick(cell_stats)
+    if s.empty:
+        return pd.DataFrame()
+    axis = "batch" if table == "batch_sweep" else "msg_size"
+    label = (lambda v: f"b{v}") if axis == "batch" else (lambda v: f"{v}B")
+    columns: list[str] = []
+    rows: dict[tuple[str, str, str], dict[str, float]] = {}
+    n_tries = int(t["try"].max()) if not t.empty else 0
+    for value in sorted(s[axis].unique()):
+        columns += [f"{label(value)} try {k}" for k in range(1, n_tries + 1)]
+        columns.append(f"{label(value)} avg")
+    # "try" is a Python keyword, so itertuples() would rename it; zip the columns instead.
+    for scen, role, metric, ax, k, value in zip(t["scenario"], t["role"], t["metric"], t[axis],
+                                                t["try"], t["value"], strict=True):
+        rows.setdefault((scen, role, metric), {})[f"{label(ax)} try {int(k)}"] = value
+    for r in s.itertuples(index=False):
+        rows.setdefault((r.scenario, r.role, r.metric), {})[
+            f"{label(getattr(r, axis))} avg"] = r.mean
+    index = sorted(rows, key=lambda k: (SCENARIO_ORDER.get(k[0], 9), ROLE_ORDER.get(k[1], 9),
+                                        METRIC_ORDER.get(k[2], 9)))
+    out = pd.DataFrame([rows[k] for k in index], columns=columns)
+    out.insert(0, "metric", [k[2] for k in index])
+    out.insert(0, "role", [k[1] for k in index])
+    out.insert(0, "scenario", [k[0] for k in index])
+    out.attrs["title"] = (f"{table}, {arch}: workload {workload}, offset_commit={oc}, "
+                          f"metadata_check={mc}")
+    return out
+
+
+def _pair(cell_stats: pd.DataFrame, a_side: tuple[str, str], b_side: tuple[str, str]
+          ) -> pd.DataFrame:
+    """Join two sides (arch, side) of the same cells: columns a_* and b_*."""
+    key = [*CELL_KEY, "metric"]
+    cols = [*key, "n", "mean", "sd", "failed_rows"]
+
+    def side(arch: str, s: str, prefix: str) -> pd.DataFrame:
+        sub = cell_stats[(cell_stats["arch"] == arch) & (cell_stats["side"] == s)][cols]
+        return sub.rename(columns={c: f"{prefix}_{c}" for c in cols if c not in key})
+
+    return side(*b_side, "b").merge(side(*a_side, "a"), on=key, how="inner")
+
+
+def _ratio_stats(pair: pd.DataFrame, a_name: str, b_name: str) -> pd.DataFrame:
+    out = pair.copy()
+    for p in ("a", "b"):
+        ci = [stats.t_interval(m, s, n) for m, s, n in
+              zip(out[f"{p}_mean"], out[f"{p}_sd"], out[f"{p}_n"], strict=True)]
+        out[f"{p}_ci_lo"] = [c[0] for c in ci]
+        out[f"{p}_ci_hi"] = [c[1] for c in ci]
+    ratio, lo, hi, pv, change, verdicts = [], [], [], [], [], []
+    for r in out.itertuples(index=False):
+        ratio.append(r.a_mean / r.b_mean if r.b_mean else math.nan)
+        f = stats.fieller(r.a_mean, r.a_sd, r.a_n, r.b_mean, r.b_sd, r.b_n)
+        lo.append(f[0])
+        hi.append(f[1])
+        w = stats.welch(r.a_mean, r.a_sd, r.a_n, r.b_mean, r.b_sd, r.b_n)
+        pv.append(w.p)
+        ch = stats.detectable_change(r.a_sd, r.a_n, r.b_sd, r.b_n, r.b_mean)
+        change.append(ch)
+        verdicts.append(stats.verdict(w.p, ratio[-1], min(r.a_n, r.b_n), ch, a_name=a_name,
+                                      b_name=b_name))
+    out["ratio"], out["ratio_ci_lo"], out["ratio_ci_hi"] = ratio, lo, hi
+    out["p_welch"], out["detectable_change"], out["verdict"] = pv, change, verdicts
+    # Many cells are tested at once; Benjamini-Hochberg q-values (per metric) bound the share of
+    # false discoveries among the cells called significant.
+    out["q_bh"] = math.nan
+    for _metric, idx in out.groupby("metric").groups.items():
+        p = out.loc[idx, "p_welch"]
+        good = p.notna()
+        if good.any():
+            out.loc[p[good].index, "q_bh"] = false_discovery_control(p[good].to_numpy())
+    return out
+
+
+def comparison(cell_stats: pd.DataFrame, paper_ratios: pd.DataFrame) -> pd.DataFrame:
+    """DSBS vs ZK for every cell measured on both, with the paper's ratio beside ours."""
+    pair = _pair(cell_stats, ("dsbs", "*"), ("zk", "*"))
+    if pair.empty:
+        return pd.DataFrame()
+    out = _ratio_stats(pair, "DSBS", "ZK")
+    rename = {}
+    for p, arch in (("a", "dsbs"), ("b", "zk")):
+        for c in ("n", "mean", "sd", "ci_lo", "ci_hi", "failed_rows"):
+            rename[f"{p}_{c}"] = f"{arch}_{c}"
+    out = out.rename(columns=rename)
+    out = out.merge(paper_ratios, on=PAPER_KEY, how="left")
+    cols = [*CELL_KEY, "metric",
+            "zk_n", "zk_mean", "zk_sd", "zk_ci_lo", "zk_ci_hi",
+            "dsbs_n", "dsbs_mean", "dsbs_sd", "dsbs_ci_lo", "dsbs_ci_hi",
+            "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "detectable_change",
+            "verdict", "paper_ratio", "paper_p", "paper_zk", "paper_dsbs",
+            "zk_failed_rows", "dsbs_failed_rows"]
+    return _sort(out[cols])
+
+
+def aa_calibration(cell_stats: pd.DataFrame) -> pd.DataFrame:
+    """B vs A for every architecture that has both A/A sides."""
+    frames = []
+    a, b = AA_LABELS
+    for arch in sorted(cell_stats["arch"].unique()):
+        pair = _pair(cell_stats, (arch, b), (arch, a))
+        if pair.empty:
+            continue
+        out = _ratio_stats(pair, f"{arch} {b}", f"{arch} {a}")
+        out.insert(0, "arch", arch)
+        frames.append(out.rename(columns={
+            "a_n": "b_n", "a_mean": "b_mean", "a_sd": "b_sd", "a_ci_lo": "b_ci_lo",
+            "a_ci_hi": "b_ci_hi", "b_n": "a_n", "b_mean": "a_mean", "b_sd": "a_sd",
+            "b_ci_lo": "a_ci_lo", "b_ci_hi": "a_ci_hi"}))
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    cols = ["arch", *CELL_KEY, "metric", "a_n", "a_mean", "a_sd", "b_n", "b_mean", "b_sd",
+            "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "verdict"]
+    return _sort(out[cols], extra=["arch"])
+
+
+def noise_floor(aa: pd.DataFrame) -> pd.DataFrame:
+    """Per architecture (and workload): the RMS of ln(B/A) over the A/A cells (rps only; kbps
+    repeats the same ratio) and how many cells a 5% test wrongly called different."""
+    if aa.empty:
+        return pd.DataFrame(columns=["arch", "workload", "cells", "log_rms", "noise_pct",
+                                     "significant", "expected_false_positives"])
+    rows = []
+    rps = aa[aa["metric"] == "rps"]
+    for (arch, workload), grp in rps.groupby(["arch", "workload"]):
+        s = stats.log_rms(list(grp["ratio"]))
+        sig = int((grp["p_welch"] < stats.ALPHA).sum())
+        rows.append({"arch": arch, "workload": workload, "cells": len(grp), "log_rms": s,
+                     "noise_pct": math.expm1(s) * 100 if math.isfinite(s) else math.nan,
+                     "significant": sig,
+                     "expected_false_positives": round(stats.ALPHA * len(grp), 2)})
+    return pd.DataFrame(rows)
+
+
+def latency(cell_latency: pd.DataFrame) -> pd.DataFrame:
+    """Latency percentiles per cell and arch (mean of per-try percentiles; max of maxima)."""
+    if cell_latency.empty:
+        return cell_latency
+    sub = cell_latency[cell_latency["side"] == "*"].drop(columns=["side"])
+    return _sort(sub, extra=["arch"])
+
+
+PERCENTILES = (0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0)
+
+
+def latency_distribution(hists: pd.DataFrame) -> pd.DataFrame:
+    """Merge the HDR histograms of every try of a cell and read off its percentile curve."""
+    cols = [*CELL_KEY, "arch", "kind", "count", "percentile", "value_us"]
+    if hists.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    group_cols = [*CELL_KEY, "arch", "kind"]
+    for key, grp in hists[hists["side"] == "*"].groupby(group_cols, dropna=False):
+        merged = HdrHistogram(1, 60_000_000, 3)
+        for encoded in grp["histogram"]:
+            merged.decode_and_add(encoded)
+        total = merged.get_total_count()
+        if total == 0:
+            continue
+        for p in PERCENTILES:
+            value = merged.get_min_value() if p == 0 else (
+                merged.get_max_value() if p == 100 else merged.get_value_at_percentile(p))
+            rows.append({**dict(zip(group_cols, key, strict=True)), "count": total,
+                         "percentile": p, "value_us": float(value)})
+    return _sort(pd.DataFrame(rows, columns=cols), extra=["arch", "kind", "percentile"])
+
+
+def coordination(cost: pd.DataFrame) -> pd.DataFrame:
+    if cost.empty:
+        return cost
+    sub = cost[cost["side"] == "*"].drop(columns=["side"])
+    return _sort(sub, extra=["arch"])
+
+
+def finite(x: float) -> bool:
+    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
+
