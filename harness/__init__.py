@@ -1,1 +1,11 @@
-"""The harness: the ``twinbench`` CLI, ZooKeeper provisioning, cluster launcher, runs."""
+"""The harness: everything that starts, drives and records; brokers never import it.
+
+Layout:
+- ``cli.py``          the ``twinbench`` command (broker, cluster, run, analyze)
+- ``processes.py``    child processes: start, wait for a readiness line, stop by PID
+- ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
+- ``zookeeper.py``    find or start a real ZooKeeper (user address, jars, testcontainers)
+- ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
+- ``perf.py``         `make perf`: the broker against a null sink, side by side
+- ``setup_system.sh`` Debian packages the project needs (java, zookeeper, kcat)
+"""

@@ -1,9 +1,18 @@
 """The broker core shared by both architectures. It imports neither twin.
 
-Layout:
-- ``errors.py``       the error taxonomy; Kafka wire codes in one registry
-- ``config.py``       frozen config dataclasses (broker, storage, flush policy)
-- ``coordinator.py``  the Coordinator Protocol: the seam between core and architecture
-- ``protocol/``       sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
-- ``storage/``        segment-log storage: one log per partition, index, flush, recovery
+Layout (one concept per module):
+- ``errors.py``            the error taxonomy; Kafka wire codes in one registry
+- ``config.py``            frozen config dataclasses (broker, storage, flush policy)
+- ``coordinator.py``       the Coordinator Protocol: the seam between core and architecture
+- ``local_coordinator.py`` the single-node Coordinator (`twinbench broker`, the perf baseline)
+- ``local_state.py``       small durable JSON documents and journals for local state
+- ``protocol/``            sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
+- ``storage/``             segment-log storage: one log per partition, index, flush, recovery
+- ``logs.py``              the storage seam as seen by handlers, and the null sink
+- ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit)
+- ``notify.py``            wake-ups for long-polling fetches
+- ``handlers/``            one module per family of Kafka APIs, and the request dispatcher
+- ``server.py``            the asyncio Protocol: frames in, responses out in request order
+- ``broker.py``            wiring, timers, and the process entry point (run_broker)
+- ``cli.py``               the command-line options every broker entry point shares
 """
