@@ -1,0 +1,130 @@
+"""`twinbench run` on the smoke workload against both architectures, real processes: the run
+log follows docs/result-format.md, every consumed message was verified, nothing is left
+running."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from harness import runlog
+from harness.driver import plan
+from harness.processes import pid_alive
+from harness.workload import load_workload
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TRIES = 1  # the smoke workload's every cell and scenario, once: the machine is shared
+
+
+def zookeeper_missing() -> str | None:
+    from harness.zookeeper import HOW_TO_GET_ZOOKEEPER, find_classpath, find_java
+
+    if find_java() is None or find_classpath() is None:
+        return "no java or ZooKeeper jars: " + HOW_TO_GET_ZOOKEEPER
+    return None
+
+
+def wait_for(predicate, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Poll (a readiness probe) until predicate() holds; fail if the process ends first."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert proc.poll() is None, f"twinbench run exited early ({proc.returncode})"
+        assert time.monotonic() < deadline, "timed out waiting for the run"
+        time.sleep(0.05)
+
+
+def run_cli(tmp_path: Path, arch: str) -> tuple[int, str, str, Path, list[int]]:
+    """Run to completion; also returns the PIDs of the cluster it started (seen mid-run)."""
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", arch, "--workload", "smoke",
+         "--tries", str(TRIES), "--out", str(out), "--seed", "42"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        # The manifest appears once the cluster is up and the first session starts.
+        wait_for(lambda: any(out.glob("*/manifest.json")), proc, 180)
+        started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        stdout, stderr = proc.communicate(timeout=280)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stdout, stderr, out, started
+
+
+@pytest.mark.parametrize("arch", ["zk", "dsbs"])
+def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
+    if arch == "zk" and (reason := zookeeper_missing()):
+        pytest.skip(reason)
+    code, stdout, stderr, out, started = run_cli(tmp_path, arch)
+    assert code == 0, stderr
+    (run_dir,) = out.iterdir()
+    # Quiet when stdout is not a terminal: just the run directory.
+    assert stdout.strip() == str(run_dir)
+    assert run_dir.name.startswith("20") and f"-{arch}-smoke-" in run_dir.name
+    # Brokers (and ZooKeeper) were running mid-run, and are all gone now.
+    assert len(started) >= 3
+    assert [pid for pid in started if pid_alive(pid)] == []
+
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert list(m) == list(runlog.MANIFEST_KEYS)
+    assert m["format_version"] == 1 and m["arch"] == arch and m["run_id"] == run_dir.name
+    assert m["incomplete"] is False and m["failed_cells"] == [] and m["finished_at"]
+    assert m["seed"] == 42 and m["workload"]["tries"] == TRIES
+    assert m["workload_text"] == load_workload("smoke").text
+    assert m["policies"] == {"offset_commit": "every_fetch", "metadata_check": "per_request",
+                             "flush": "os"}
+    assert (m["versions"]["zookeeper"] is None) == (arch == "dsbs")
+    if psutil.cpu_count() >= 2:
+        assert m["host"]["placement"]["client"] != m["host"]["placement"]["brokers"]
+
+    wl = load_workload("smoke").workload
+    cells = plan.cells(wl)
+    sessions = len(cells) * TRIES * len(wl.scenarios)
+    with open(run_dir / "records.csv", newline="") as f:
+        records = list(csv.DictReader(f))
+    assert list(records[0]) == list(runlog.RECORD_COLUMNS)
+    assert len(records) == 2 * sessions
+    for row in records:
+        assert row["status"] == "ok"
+        assert int(row["records"]) == wl.messages, row
+        assert float(row["rps"]) > 0 and float(row["wall_s"]) > 0
+        assert float(row["kbps"]) == pytest.approx(float(row["rps"]) * int(row["msg_size"]) / 1000)
+        assert int(row["payload_bytes"]) == int(row["records"]) * int(row["msg_size"])
+        assert int(row["clients"]) == 3
+        if row["role"] == "consumption":
+            assert (row["lost"], row["out_of_order"], row["duplicates"]) == ("0", "0", "0")
+            assert float(row["e2e_p50_us"]) > 0
+        else:
+            assert row["lost"] == ""
+
+    with open(run_dir / "coordination.csv", newline="") as f:
+        coordination = list(csv.DictReader(f))
+    assert len(coordination) == sessions
+    for row in coordination:
+        assert int(row["messages"]) == wl.messages
+        assert float(row["broker_cpu_s"]) > 0
+        if arch == "zk":
+            # per_request + every_fetch: at least one ZooKeeper request per produce request.
+            assert int(row["zk_requests"]) >= wl.messages // int(row["batch"])
+            assert int(row["coordination_ops"]) > 0 and row["gossip_packets"] == ""
+            assert float(row["zk_cpu_s"]) >= 0
+        else:
+            assert row["zk_requests"] == "" and row["zk_cpu_s"] == ""
+            assert int(row["gossip_packets"]) >= 0
+
+    entries = [json.loads(line) for line in (run_dir / "latency.jsonl").read_text().splitlines()]
+    assert {(e["role"], e["kind"]) for e in entries} == {
+        ("production", "request"), ("consumption", "request"), ("consumption", "e2e")}
+    for e in entries:
+        assert HdrHistogram.decode(e["histogram"]).get_total_count() == e["count"] > 0
