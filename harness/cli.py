@@ -57,6 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
                           help="progress bar and summary even when stdout is not a terminal")
     progress.add_argument("--quiet", dest="progress", action="store_false",
                           help="no progress bar or summary table")
+
+    analyze = sub.add_parser("analyze", help="run logs -> tables, figures and report (PySpark)")
+    analyze.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR",
+                         help="run directories or directories holding runs"
+                              " (default results/runs)")
+    analyze.add_argument("--out", type=Path, default=Path("results/report"),
+                         help="report directory (default results/report)")
+    analyze.add_argument("--master", default="local[*]", help="Spark master URL")
+    analyze.add_argument("--no-figures", action="store_true", help="tables and report only")
+    analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
+                         help="fail (exit 1) when a DSBS/ZK ratio leaves its baseline band")
+    analyze.add_argument("--write-baseline", type=Path, default=None, metavar="DIR",
+                         help="write the inputs' ratios and A/A noise floor as the baseline")
     return parser
 
 
@@ -114,7 +127,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "run": cmd_run}
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from spark_analysis.cli import analyze_command
+
+    return analyze_command(args)
+
+
+COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "run": cmd_run,
+            "analyze": cmd_analyze}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

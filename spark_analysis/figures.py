@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # files only; never needs a display (CI, notebooks over S
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from spark_analysis.tables import primary_group
 
@@ -122,10 +122,12 @@ def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list
         # one of them to nothing.
         ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(_human))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(x, labels)
     ax.set_xlabel("batch size (records per request), 32-byte messages" if axis == "batch"
                   else "message size (bytes), batch 20")
-    ax.set_ylabel(f"{ROLE_TITLE[spec.role].lower()} throughput ({UNITS[spec.metric]})")
+    scale = ", log scale" if ax.get_yscale() == "log" else ""
+    ax.set_ylabel(f"{ROLE_TITLE[spec.role].lower()} throughput\n({UNITS[spec.metric]}{scale})")
     what = "vs batch size" if axis == "batch" else "by message size"
     ax.set_title(f"Fig. {spec.number}: {ROLE_TITLE[spec.role]} {spec.metric} {what}, "
                  f"{spec.scenario}\n{_subtitle(workload, oc, mc)}", fontsize=10)
@@ -166,7 +168,7 @@ def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
             ax.errorbar(xs, ys, yerr=[los, his], fmt=markers[role], color=colors[scen],
                         capsize=3, label=f"{scen} {role}")
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    ax.text(len(policies) - 0.5, 1.0, " no difference", va="bottom", ha="right", fontsize=8)
+    ax.text(-0.45, 1.0, "no difference", va="bottom", ha="left", fontsize=8)
     ax.set_xticks(range(len(policies)), policies, fontsize=8)
     ax.set_xlabel("coordination policy (offset_commit / metadata_check)")
     ax.set_ylabel("throughput ratio DSBS / ZK (records/s)")
@@ -221,14 +223,14 @@ def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
             ax.set_yscale("log")
             ax.set_xticks([1 / (1 - t / 100) for t in ticks], [f"{t:g}%" for t in ticks])
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_title(f"{scen} · {role}", fontsize=9)
             ax.grid(alpha=0.3, which="both")
             if c == 0:
                 ax.set_ylabel("request latency (ms)")
             if r == 1:
                 ax.set_xlabel("percentile")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", fontsize=9, frameon=False)
+    axes[0][0].legend(loc="upper left", fontsize=8)
     first = cell.iloc[0]
     fig.suptitle(f"Fig. 14: request latency distribution, {first['cell_id']} (all tries merged)\n"
                  f"{_subtitle(first['workload'], first['offset_commit'], first['metadata_check'])}",

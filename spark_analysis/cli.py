@@ -1,0 +1,37 @@
+"""``twinbench analyze``: the body of the subcommand (harness/cli.py only parses arguments).
+
+Kept here so the harness does not import Spark at start-up: ``twinbench run`` should not pay for
+the PySpark import, and the analysis owns its own command line behaviour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from spark_analysis.job import DEFAULT_RUNS
+
+
+def analyze_command(args: argparse.Namespace) -> int:
+    from spark_analysis import regress
+    from spark_analysis.job import analyze
+    from spark_analysis.session import build_session
+
+    runs: list[Path] = list(args.runs) or [DEFAULT_RUNS]
+    started = time.perf_counter()
+    spark = build_session(args.master)
+    analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures)
+    elapsed = time.perf_counter() - started
+    print(f"analyzed {len(analysis.runs)} runs ({analysis.input_rows:,} rows) in {elapsed:.1f} s:"
+          f" {args.out / 'report.md'}")
+    if args.write_baseline is not None:
+        path = regress.write_baseline(analysis.comparison, analysis.noise,
+                                      [r.run_id for r in analysis.runs], args.write_baseline)
+        print(f"wrote {path}")
+    if args.check_baseline is not None:
+        ok, text = regress.run_check(analysis.comparison, args.check_baseline, args.out)
+        print(text)
+        if not ok:
+            return 1
+    return 0
