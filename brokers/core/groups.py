@@ -188,8 +188,6 @@ class GroupCoordinator:
                 raise MemberIdAssigned(member_id)
         elif member_id not in group.members and member_id not in group.pending_ids:
             raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")
-        group.pending_ids.discard(member_id)
-
         now = self._clock()
         member = group.members.get(member_id)
         if member is None:
@@ -197,10 +195,21 @@ class GroupCoordinator:
                 member_id, group_instance_id, client_id, client_host, session_timeout_ms,
                 rebalance_timeout_ms, protocol_type, protocols, now,
             )
-            await self._coordinator.register_member(
-                group_id, MemberRecord(member_id, client_id, client_host)
-            )
+            # In the group before the (possibly remote) registration, so that a tick() during
+            # the await neither drops the group as empty nor orphans this member.
             group.members[member_id] = member
+            group.pending_ids.discard(member_id)
+            try:
+                await self._coordinator.register_member(
+                    group_id, MemberRecord(member_id, client_id, client_host)
+                )
+            except KafkaError:
+                if group.members.get(member_id) is member:
+                    del group.members[member_id]
+                raise
+            if group.members.get(member_id) is not member:
+                raise UnknownMemberId(f"member {member_id!r} was removed while joining")
+            now = self._clock()
         else:
             member.protocols = protocols
             member.session_timeout_ms = session_timeout_ms

@@ -238,3 +238,30 @@ def test_leave_empties_the_group():
         assert registry.members["g"] == {}
 
     asyncio.run(scenario())
+
+
+def test_tick_during_a_slow_registration_neither_drops_the_group_nor_the_member():
+    """Regression: with ZooKeeper, register_member takes a round trip; a tick() in that window
+    once deleted the momentarily empty group and the join never completed."""
+
+    async def scenario():
+        groups, registry, clock = make(delay_ms=500)  # completion must come from a tick
+        gate = asyncio.Event()
+        fast = registry.register_member
+
+        async def slow_register(group_id, member):
+            await gate.wait()
+            await fast(group_id, member)
+
+        registry.register_member = slow_register  # type: ignore[method-assign]
+        with pytest.raises(MemberIdAssigned) as info:
+            await groups.join(**join_args(require_known_member_id=True))
+        join = asyncio.ensure_future(groups.join(**join_args(
+            info.value.member_id, require_known_member_id=True)))
+        await settle(groups, clock, 1.0)  # the tick runs while registration is in flight
+        gate.set()
+        await settle(groups, clock, 1.0)
+        result = await asyncio.wait_for(join, 1)
+        assert result.generation_id == 1 and result.member_id == info.value.member_id
+
+    asyncio.run(scenario())

@@ -11,6 +11,7 @@ from brokers.core.errors import (
     InvalidTopic,
     KafkaError,
     LeaderNotAvailable,
+    NotCoordinator,
     NotLeaderOrFollower,
     UnknownTopicOrPartition,
 )
@@ -66,6 +67,16 @@ class BrokerContext:
         if state is None:
             return UnknownTopicOrPartition(f"{topic}-{partition}")
         return self._leader_error(state)
+
+    def not_group_coordinator(self, group_id: str) -> KafkaError | None:
+        """None when this broker coordinates ``group_id``; else the error a client must see."""
+        try:
+            owner = self.coordinator.group_coordinator(group_id)
+        except KafkaError as exc:
+            return exc
+        if owner.node_id != self.config.node_id:
+            return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
+        return None
 
     def _leader_error(self, state: PartitionState) -> KafkaError | None:
         if state.leader == self.config.node_id:

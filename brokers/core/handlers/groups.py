@@ -6,7 +6,7 @@ broker coordinates the group, translate fields, and turn KafkaErrors into error 
 
 from __future__ import annotations
 
-from brokers.core.errors import CoordinatorNotAvailable, KafkaError, NotCoordinator
+from brokers.core.errors import CoordinatorNotAvailable, KafkaError
 from brokers.core.groups import MemberIdAssigned
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.messages.find_coordinator import (
@@ -39,22 +39,12 @@ def handle_find_coordinator(
         error_code=0, node_id=broker.node_id, host=broker.host, port=broker.port)
 
 
-def _not_here(ctx: BrokerContext, group_id: str) -> KafkaError | None:
-    try:
-        owner = ctx.coordinator.group_coordinator(group_id)
-    except KafkaError as exc:
-        return exc
-    if owner.node_id != ctx.node_id:
-        return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
-    return None
-
-
 async def handle_join_group(
     ctx: BrokerContext, call: Call, req: JoinGroupRequest
 ) -> JoinGroupResponse:
     failed = JoinGroupResponse(
         error_code=0, generation_id=-1, protocol_name="", leader="", member_id=req.member_id)
-    error = _not_here(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is not None:
         failed.error_code = error.code
         return failed
@@ -94,7 +84,7 @@ async def handle_join_group(
 async def handle_sync_group(
     ctx: BrokerContext, call: Call, req: SyncGroupRequest
 ) -> SyncGroupResponse:
-    error = _not_here(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is None:
         try:
             result = await ctx.groups.sync(
@@ -112,7 +102,7 @@ async def handle_sync_group(
 def handle_heartbeat(
     ctx: BrokerContext, call: Call, req: HeartbeatRequest
 ) -> HeartbeatResponse:
-    error = _not_here(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is None:
         try:
             ctx.groups.heartbeat(
@@ -125,7 +115,7 @@ def handle_heartbeat(
 def handle_leave_group(
     ctx: BrokerContext, call: Call, req: LeaveGroupRequest
 ) -> LeaveGroupResponse:
-    error = _not_here(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is None:
         try:
             ctx.groups.leave(group_id=req.group_id, member_id=req.member_id)

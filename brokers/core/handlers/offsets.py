@@ -13,7 +13,6 @@ from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
     InvalidRequest,
     KafkaError,
-    NotCoordinator,
     OffsetMetadataTooLarge,
     UnknownTopicOrPartition,
 )
@@ -81,16 +80,6 @@ def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> t
     return found if found is not None else (-1, -1)
 
 
-def _check_coordinator(ctx: BrokerContext, group_id: str) -> KafkaError | None:
-    try:
-        owner = ctx.coordinator.group_coordinator(group_id)
-    except KafkaError as exc:
-        return exc
-    if owner.node_id != ctx.node_id:
-        return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
-    return None
-
-
 async def handle_offset_commit(
     ctx: BrokerContext, call: Call, req: OffsetCommitRequest
 ) -> OffsetCommitResponse:
@@ -111,7 +100,7 @@ async def handle_offset_commit(
             else:
                 offsets[tp] = OffsetAndMetadata(
                     p.committed_offset, p.committed_metadata, p.committed_leader_epoch, now_ms)
-    error = _check_coordinator(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is None and offsets:
         try:
             await ctx.groups.commit(
@@ -142,7 +131,7 @@ async def handle_offset_commit(
 def handle_offset_fetch(
     ctx: BrokerContext, call: Call, req: OffsetFetchRequest
 ) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
-    error = _check_coordinator(ctx, req.group_id)
+    error = ctx.not_group_coordinator(req.group_id)
     if error is not None:
         return _offset_fetch_failed(req, error, call.api_version)
     return _offset_fetch(ctx, req, call.api_version)
