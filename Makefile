@@ -31,14 +31,25 @@ lint: setup
 perf: setup
 	@$(PY) -m harness.perf
 
+# The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
+# a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
+WORKLOAD ?= paper
+RUNS ?= results/runs
+BENCH_ARGS ?=
+
 bench-zk: setup
-	@echo "bench-zk: the workload driver (issue 5) has not landed yet" >&2; exit 1
+	@$(PY) -m harness.cli run --arch zk --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 
 bench-dsbs: setup
-	@echo "bench-dsbs: the workload driver (issue 5) has not landed yet" >&2; exit 1
+	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 
 bench: setup
-	@echo "bench: the workload driver (issue 5) has not landed yet; 'make perf' runs today" >&2; exit 1
+	@$(MAKE) --no-print-directory bench-zk bench-dsbs
+	@if $(PY) -m harness.cli analyze --help >/dev/null 2>&1; then \
+		$(PY) -m harness.cli analyze $(RUNS); \
+	else \
+		echo "bench: run logs are in $(RUNS); 'twinbench analyze' is not available yet" >&2; \
+	fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis results/runs results/report results/perf

@@ -81,12 +81,16 @@ def summary_table(title: str, records: list[dict[str, Any]],
         ops = row["zk_requests"] if row["zk_requests"] is not None else row["gossip_packets"]
         if ops is not None and row["messages"]:
             coord[(row["cell_id"], row["scenario"])].append(ops * 1000 / row["messages"])
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left",
+                  caption="rps mean ± sd over tries; kbps = rps x size / 1000 (payload KB/s); "
+                          "p99 = median over tries of the per-request p99; coord/1k = ZooKeeper "
+                          "requests (zk) or gossip packets (dsbs) per 1,000 messages",
+                  caption_justify="left")
     for col, justify in (("cell", "left"), ("scenario", "left"), ("role", "left"),
-                         ("tries", "right"), ("rps mean", "right"), ("± sd", "right"),
-                         ("kbps", "right"), ("p99 µs", "right"), ("coord/1k msg", "right"),
-                         ("status", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+                         ("n", "right"), ("rps", "right"), ("± sd", "right"),
+                         ("kbps", "right"), ("p99 µs", "right"), ("coord/1k", "right"),
+                         ("", "left")):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for (cell_id, scenario, role), rows in groups.items():
         rps = [r["rps"] for r in rows if r["rps"] is not None]
         kbps = [r["kbps"] for r in rows if r["kbps"] is not None]
@@ -94,12 +98,12 @@ def summary_table(title: str, records: list[dict[str, Any]],
         failed = any(r["status"] != "ok" for r in rows)
         c = coord.get((cell_id, scenario), [])
         table.add_row(
-            cell_id, scenario, role, str(len(rows)),
+            cell_id, scenario, "prod" if role == "production" else "cons", str(len(rows)),
             _fmt(statistics.fmean(rps)) if rps else "-",
             _fmt(statistics.stdev(rps)) if len(rps) > 1 else "-",
             f"{statistics.fmean(kbps):,.1f}" if kbps else "-",
             _fmt(statistics.median(p99)) if p99 else "-",
             f"{statistics.fmean(c):,.1f}" if c and role == "production" else "",
-            "[bold red]FAILED[/]" if failed else "ok",
+            "[bold red]FAILED[/]" if failed else "",
         )
     return table

@@ -112,6 +112,8 @@ class _Run:
         self.name_prefix = f"tb{self.rng.getrandbits(32):08x}"
         show = opts.progress if opts.progress is not None else sys.stdout.isatty()
         self.console = Console()
+        if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
+            self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
 
     # --- clusters --------------------------------------------------------------------------
@@ -246,6 +248,9 @@ class _Run:
             msg = (f"DATA LOSS in {s.cell.cell_id} {s.scenario} try {s.try_no}: lost={r.lost} "
                    f"out_of_order={r.out_of_order} corrupt_batches={r.corrupt_batches} "
                    f"(expected {r.expected}, delivered {r.records})")
+            if result.timed_out:
+                msg += (f"; a consumer gave up after consumer_timeout_s="
+                        f"{self.workload.consumer_timeout_s:g}")
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
