@@ -275,9 +275,11 @@ def run(opts: RunOptions) -> RunOutcome:
     """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
     state = _Run(opts)
     t0 = time.monotonic()
+    completed = False
     try:
         with state.progress:
             run_async(state.main())
+        completed = True
     except (KeyboardInterrupt, asyncio.CancelledError):
         state.outcome.interrupted = True
         print("twinbench: interrupted; stopping the cluster, partial results kept "
@@ -287,6 +289,10 @@ def run(opts: RunOptions) -> RunOutcome:
         state.outcome.errors.append(str(exc))
         print(f"twinbench: error: {exc}", file=sys.stderr)
     finally:
+        if not completed:
+            # Whatever ended the run early (including a bug or a UserError on its way to the
+            # CLI), the run logs must not claim to be complete.
+            state.outcome.incomplete = True
         # A second Ctrl-C during clean-up must not leave processes behind.
         with _sigint_ignored():
             state.stop_cluster()

@@ -211,3 +211,16 @@ def test_producer_counts_split_the_messages():
                                               ("interval_ms:100", ("interval_ms", 100))])
 def test_commit_policy_spelling(text, policy):
     assert plan.commit_policy(text) == policy
+
+
+def test_cli_refuses_a_bad_workload_before_starting_anything(tmp_path: Path, capsys):
+    from harness.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(with_(name="bad", tires=4)))
+    assert main(["run", "--arch", "zk", "--workload", str(path), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("twinbench: error: bad.yaml: tires: unknown key (did you mean 'tries'?); "
+                   "known: " + err.split("known: ", 1)[1])
+    assert err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == [path]  # no run directory
