@@ -54,3 +54,32 @@ bench: setup
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis results/runs results/report results/perf
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# --- analysis (issue 6) -----------------------------------------------------------------------
+.PHONY: analyze baseline analyze-scale
+RUNS ?= results/runs
+REPORT ?= results/report
+SPARK_MASTER ?= local[*]
+BASELINE ?= results/baseline
+# Under results/runs (git-ignored) but in a subdirectory, so `make analyze` does not mix them in.
+BASELINE_RUNS ?= results/runs/baseline-smoke
+
+# Tables, figures and report.md from every run under $(RUNS); SPARK_MASTER=spark://host:7077
+# runs the same job on a cluster.
+analyze: setup
+	@$(PY) -m harness.cli analyze $(RUNS) --out $(REPORT) --master '$(SPARK_MASTER)'
+
+# Deliberately refresh the ratio baseline CI compares against: the smoke workload on both
+# architectures plus an A/A pair (labels A, B) of each, whose spread sets the band.
+baseline: setup
+	@rm -rf $(BASELINE_RUNS) && mkdir -p $(BASELINE_RUNS)
+	@for label in "" A B; do for arch in zk dsbs; do \
+	  $(PY) -m harness.cli run --arch $$arch --workload smoke --out $(BASELINE_RUNS) --quiet \
+	    $${label:+--label $$label} || exit 1; \
+	done; done
+	@$(PY) -m spark_analysis.regress write --baseline $(BASELINE) --master '$(SPARK_MASTER)' \
+	  $(BASELINE_RUNS)
+
+# How long the analysis takes on 10 million synthetic records.csv rows (a benchmark, not a test).
+analyze-scale: setup
+	@$(PY) -m spark_analysis.scale_bench --master '$(SPARK_MASTER)'

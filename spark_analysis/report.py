@@ -135,9 +135,11 @@ METHOD = """\
 - DSBS/ZK ratio: ratio of the means; its 95% interval by **Fieller's theorem** (unequal
   variances, Welch-Satterthwaite degrees of freedom), not the delta method, because with 4 tries
   the ratio is skewed. An infinite bound means the ZK mean itself is not well determined.
-- Test: Welch's two-sided t-test on the tries. Benjamini-Hochberg q-values (per metric) account
-  for testing many cells at once. The paper never tested its numbers; its p-value is computed
-  here from the four tries it printed.
+- Test: Welch's two-sided t-test on the tries. 4 tries a side is low-powered: "not significant"
+  means the difference is below what the runs can resolve (`detectable_change` in
+  comparison.csv: the change a test would find with 80% power), not that there is none.
+  Benjamini-Hochberg q-values (per metric) account for testing many cells at once. The paper
+  never tested its numbers; its p-value is computed here from the four tries it printed.
 - "kbps" is the paper's name for payload kilobytes per second (rps x message size / 1000), not
   kilobits.
 - Latency percentiles per cell: the mean over tries of each try's percentile (the run log's

@@ -1,0 +1,231 @@
+"""The Spark job on the committed fixture runs (tests/fixtures/runs, written by
+spark_analysis.synth.write_fixtures), against tables computed by hand.
+
+One local[1] SparkSession and one analysis of the fixtures serve the whole module: starting Spark
+costs seconds, and every test here reads the same small result.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pyspark.sql import SparkSession
+
+from brokers.core.errors import UserError
+from harness.cli import main as twinbench
+from spark_analysis import job, regress, synth
+from spark_analysis.session import build_session
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+T975_3 = 3.182446305284263  # t(0.975, 3): four tries
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    session = build_session("local[1]", shuffle_partitions=1, app_name="twinbench-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: SparkSession) -> job.Analysis:
+    return job.compute(spark, [FIXTURES])
+
+
+def row(df: pd.DataFrame, **match: object) -> pd.Series:
+    sel = df
+    for k, v in match.items():
+        sel = sel[sel[k] == v]
+    assert len(sel) == 1, f"{match}: {len(sel)} rows"
+    return sel.iloc[0]
+
+
+def test_inputs_counted(analysis: job.Analysis) -> None:
+    assert len(analysis.runs) == 6
+    assert analysis.input_rows == 6 * 6 * 4 * 4  # runs x cells x scenario*role x tries
+    assert analysis.max_try == 4
+    assert analysis.notes == []
+
+
+def test_appendix_size_grid_zk_exactly(analysis: job.Analysis) -> None:
+    t = analysis.appendix["size_grid_zk"]
+    assert list(t.columns) == ["scenario", "role", "metric",
+                               *[f"8B try {k}" for k in range(1, 5)], "8B avg",
+                               *[f"16B try {k}" for k in range(1, 5)], "16B avg"]
+    assert list(zip(t["scenario"], t["role"], t["metric"], strict=True)) == [
+        (s, r, m) for s in ("split", "streaming") for r in ("production", "consumption")
+        for m in ("rps", "kbps")]
+    # By hand: split production ZK = 1000, 1100, 1200, 1300; consumption 80%; streaming half;
+    # kbps = rps x size / 1000.
+    expected = {
+        ("split", "production", "rps"): [1000, 1100, 1200, 1300, 1150],
+        ("split", "production", "kbps"): [8, 8.8, 9.6, 10.4, 9.2],
+        ("split", "consumption", "rps"): [800, 880, 960, 1040, 920],
+        ("streaming", "production", "rps"): [500, 550, 600, 650, 575],
+        ("streaming", "consumption", "kbps"): [3.2, 3.52, 3.84, 4.16, 3.68],
+    }
+    for (s, r, m), values in expected.items():
+        got = row(t, scenario=s, role=r, metric=m)
+        assert list(got[[f"8B try {k}" for k in range(1, 5)] + ["8B avg"]]) == \
+            pytest.approx(values, rel=1e-12)
+    got = row(t, scenario="split", role="production", metric="kbps")
+    assert got["16B avg"] == pytest.approx(18.4)
+
+
+def test_appendix_batch_sweep_dsbs(analysis: job.Analysis) -> None:
+    t = analysis.appendix["batch_sweep_dsbs"]
+    assert [c for c in t.columns if c.endswith("avg")] == ["b1 avg", "b20 avg"]
+    got = row(t, scenario="split", role="production", metric="rps")
+    assert list(got[["b1 try 1", "b1 try 4", "b1 avg", "b20 avg"]]) == \
+        pytest.approx([200, 260, 230, 2300])
+
+
+def test_comparison_cell_by_hand(analysis: job.Analysis) -> None:
+    c = row(analysis.comparison, cell_id="size_grid-8B-b20", scenario="split",
+            role="production", metric="rps")
+    sd_zk = math.sqrt(50000 / 3)
+    assert (c["zk_n"], c["zk_mean"], c["zk_sd"]) == (4, pytest.approx(1150), pytest.approx(sd_zk))
+    assert (c["dsbs_mean"], c["dsbs_sd"]) == (pytest.approx(2300), pytest.approx(2 * sd_zk))
+    half = T975_3 * sd_zk / 2
+    assert c["zk_ci_lo"] == pytest.approx(1150 - half)
+    assert c["zk_ci_hi"] == pytest.approx(1150 + half)
+    assert c["ratio"] == pytest.approx(2.0)
+    assert (c["ratio_ci_lo"], c["ratio_ci_hi"]) == (pytest.approx(1.6444, abs=1e-4),
+                                                    pytest.approx(2.4325, abs=1e-4))
+    assert c["p_welch"] < 0.01 and c["verdict"].startswith("DSBS faster")
+    assert c["paper_ratio"] == pytest.approx(178361 / 83751)  # the paper's 8 B split production
+    policy = row(analysis.comparison, cell_id="policy-32B-b20-none-cached", scenario="split",
+                 role="production", metric="rps")
+    assert policy["ratio"] == pytest.approx(1.25)
+    assert math.isnan(policy["paper_ratio"])  # the paper has no policy sweep
+    assert len(analysis.comparison) == 6 * 4 * 2  # cells x scenario*role x metrics
+
+
+def test_aa_calibration_and_noise_floor(analysis: job.Analysis) -> None:
+    aa = analysis.aa
+    assert set(aa["arch"]) == {"zk", "dsbs"}
+    prod = row(aa, arch="zk", cell_id="size_grid-8B-b20", scenario="split", role="production",
+               metric="rps")
+    assert prod["ratio"] == pytest.approx(1.02) and prod["p_welch"] > 0.5
+    assert prod["verdict"].startswith("not significant")
+    floor = analysis.noise.set_index("arch")
+    expected = math.sqrt((math.log(1.02) ** 2 + math.log(0.98) ** 2) / 2)
+    assert floor.loc["zk", "log_rms"] == pytest.approx(expected)
+    assert floor.loc["dsbs", "cells"] == 24 and floor.loc["dsbs", "significant"] == 0
+
+
+def test_latency_and_coordination_cost(analysis: job.Analysis) -> None:
+    lat = row(analysis.latency, cell_id="size_grid-8B-b20", scenario="split",
+              role="production", arch="zk")
+    # p50 of a try = 1e6 x batch / rps (the fixture's model), rounded to 4 decimals in the file.
+    p50 = [round(1e6 * 20 / r, 4) for r in (1000, 1100, 1200, 1300)]
+    assert lat["lat_p50_us"] == pytest.approx(sum(p50) / 4)
+    assert lat["lat_max_us"] == pytest.approx(1e6 * 20 / 1000 * 10)  # max of maxima: try 1
+    assert math.isnan(lat["e2e_p50_us"])  # production rows have no end-to-end latency
+    cost = analysis.coordination
+    zk = row(cost, cell_id="size_grid-8B-b20", scenario="split", arch="zk")
+    dsbs = row(cost, cell_id="size_grid-8B-b20", scenario="split", arch="dsbs")
+    assert (zk["zk_requests_per_1k"], zk["zk_cpu_s"], zk["broker_cpu_s"]) == (20.0, 0.25, 1.0)
+    assert math.isnan(zk["gossip_packets_per_1k"])
+    assert dsbs["gossip_packets_per_1k"] == 2.0 and math.isnan(dsbs["zk_requests_per_1k"])
+    dist = analysis.latency_distribution
+    curve = dist[(dist["cell_id"] == "size_grid-8B-b20") & (dist["arch"] == "zk")
+                 & (dist["scenario"] == "split") & (dist["role"] == "production")]
+    assert curve["count"].iloc[0] == 4 * 200  # four tries' histograms merged
+    assert curve["value_us"].is_monotonic_increasing
+
+
+def test_failed_rows_are_excluded(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    zk = next(p for p in root.iterdir() if p.name.endswith("-zk-tiny-000001"))
+    lines = (zk / "records.csv").read_text().splitlines()
+    # Try 4 of 8 B split production lost data: status failed, rps absurdly high.
+    for i, line in enumerate(lines):
+        if "size_grid-8B-b20,size_grid,split,production,8,20,4," in line:
+            lines[i] = line.replace(",1300,", ",999999,").rsplit(",", 1)[0] + ",failed"
+    (zk / "records.csv").write_text("\n".join(lines) + "\n")
+    a = job.compute(spark, [root])
+    c = row(a.comparison, cell_id="size_grid-8B-b20", scenario="split", role="production",
+            metric="rps")
+    assert (c["zk_n"], c["zk_mean"], c["zk_failed_rows"]) == (3, pytest.approx(1100), 1)
+
+
+def test_malformed_row_is_a_user_error(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    run = sorted(root.iterdir())[0]
+    with (run / "records.csv").open("a") as fh:
+        fh.write("x,zk,,size_grid-8B-b20,size_grid,split,production,eight,20,1"
+                 + ",0" * 17 + ",every_fetch,per_request,ok\n")
+    with pytest.raises(UserError, match="malformed row"):
+        job.compute(spark, [root])
+
+
+def test_header_only_runs(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    for run in root.iterdir():
+        records = run / "records.csv"
+        records.write_text(records.read_text().splitlines()[0] + "\n")
+    with pytest.raises(UserError, match="hold no measurements"):
+        job.compute(spark, [root])
+
+
+def test_cli_reports_one_line_errors(spark: SparkSession, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert twinbench(["analyze", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("twinbench: error: ") and "no run directories here" in err
+    assert "\n" not in err
+
+
+def test_cli_writes_report_and_checks_the_baseline(spark: SparkSession, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out, baseline = tmp_path / "report", tmp_path / "baseline"
+    assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures",
+                      "--write-baseline", str(baseline)]) == 0
+    report = (out / "report.md").read_text()
+    for heading in ("## Summary", "## The paper's appendix tables", "## ZooKeeper vs DSBS",
+                    "## Latency percentiles", "## Coordination cost", "## A/A calibration",
+                    "## Method"):
+        assert heading in report
+    assert "Fieller" in report and "low-powered" in report
+    for name in ("comparison", "appendix_size_grid_zk", "appendix_batch_sweep_dsbs",
+                 "latency", "coordination_cost", "aa_calibration", "noise_floor"):
+        assert (out / f"{name}.csv").is_file()
+    # The same runs are within their own band.
+    assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures",
+                      "--check-baseline", str(baseline)]) == 0
+    assert "all within band" in capsys.readouterr().out
+
+
+def test_regression_detects_a_moved_ratio(spark: SparkSession, tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline"
+    a = job.compute(spark, [FIXTURES])
+    regress.write_baseline(a.comparison, a.noise, [r.run_id for r in a.runs], baseline)
+    h = regress.load_baseline(baseline)["band"]["half_width_log"]  # ~0.107 for the fixtures
+
+    def rerun(dsbs_factor: float) -> tuple[bool, str]:
+        root = tmp_path / f"now-{dsbs_factor}"
+        for arch, index in (("zk", 1), ("dsbs", 2)):
+            def value(a_: str, lbl: str, cell: synth.Cell, s: str, r: str, t: int) -> float:
+                factor = dsbs_factor if a_ == "dsbs" and cell.cell_id == "size_grid-16B-b20" \
+                    else 1.0
+                return synth.fixture_value(a_, lbl, cell, s, r, t) * factor
+            synth.write_run(root, arch=arch, label="", workload="tiny", index=index,
+                            cells=synth.FIXTURE_CELLS, tries=4, value=value, latency_tries=0)
+        return regress.run_check(job.compute(spark, [root]).comparison, baseline)
+
+    ok, _ = rerun(math.exp(0.5 * h))
+    assert ok
+    ok, text = rerun(1.5)
+    assert not ok
+    assert text.count("REGRESSION") == 4  # the 16 B cell in both scenarios and roles
