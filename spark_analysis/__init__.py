@@ -1,1 +1,24 @@
-"""PySpark analysis: run logs -> the paper's tables and figures, with statistics (issue 6)."""
+"""PySpark analysis: run logs -> the paper's tables and figures, with statistics (issue 6).
+
+Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
+tables -> CSV, figures, report.md. Nothing here imports broker or client code.
+
+Layout (one concept per module):
+
+  schema.py       the run log format as explicit Spark schemas; cell keys; supported versions
+  session.py      the SparkSession (master URL, loopback, few shuffle partitions, quiet logs)
+  loader.py       find runs, validate manifests/headers (one-line UserErrors), read with schemas
+  aggregate.py    every Spark aggregation (cell mean/sd/n, per-try values, latency, coordination)
+  stats.py        t intervals, Welch's test, Fieller's ratio interval, detectable change
+  paper.py        the seed paper's appendix numbers (paper_appendix.csv), its ratios and p-values
+  tables.py       paper-layout appendix tables, ZK-vs-DSBS comparison, A/A noise floor, latency
+  figures.py      fig01-fig12 (the paper's figures) + fig13 ratio vs policy, fig14 latency
+                  distribution, fig15 coordination cost; PNG and SVG
+  report.py       report.md
+  job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
+  cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)
+  regress.py      CI ratio regression: baseline write/check, band from the A/A noise floor
+                  (`python -m spark_analysis.regress write|check RUN_DIR...`)
+  synth.py        synthetic run directories in the documented format (fixtures, scale bench)
+  scale_bench.py  `python -m spark_analysis.scale_bench`: analysis time on 10M records.csv rows
+"""
