@@ -6,7 +6,6 @@ ZooKeeper and DSBS clusters run exactly these tests.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -31,6 +30,7 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.records import build_batch, decode_records, iter_batches
 from harness.kafka_probe import KafkaProbe
+from tests.support.ops import create_everywhere, eventually, leaders
 
 pytestmark = pytest.mark.integration
 
@@ -57,40 +57,6 @@ def create_topic(client: KafkaProbe, name: str, partitions: int):
         timeout_ms=15_000,
     )
     return client.request(ApiKey.CREATE_TOPICS, 4, req).topics[0]
-
-
-def eventually(probe, timeout_s: float = 15.0):
-    """Poll ``probe`` until it returns something truthy (a readiness probe with a deadline)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = probe()
-        if result:
-            return result
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
-
-
-def metadata_with_leaders(broker, topic: str):
-    with connect(broker) as c:
-        md = metadata(c, [topic])
-    t = md.topics[0]
-    ok = t.error_code == 0 and t.partitions and all(p.leader_id >= 0 for p in t.partitions)
-    return md if ok else None
-
-
-def create_everywhere(cluster, name: str, partitions: int) -> None:
-    """Create a topic and wait until every broker's metadata shows it with leaders: the
-    architectures spread topic records by watches or gossip, so "soon", not "at once"."""
-    with connect(cluster.brokers[0]) as c:
-        assert create_topic(c, name, partitions).error_code == 0
-    for broker in cluster.brokers:
-        eventually(lambda b=broker: metadata_with_leaders(b, name))
-
-
-def leaders(cluster, topic: str) -> dict[int, int]:
-    with connect(cluster.brokers[0]) as c:
-        md = metadata(c, [topic])
-    return {p.partition_index: p.leader_id for p in md.topics[0].partitions}
 
 
 def broker_by_id(cluster, node_id: int):
@@ -132,14 +98,15 @@ def test_create_topic_on_any_broker_is_visible_from_every_broker(cluster):
             assert again.error_code == TopicAlreadyExists.code
         for other in cluster.brokers:
             # Other brokers learn of the topic through watches or gossip: soon, not at once.
-            md = eventually(lambda b=other, t=topic: metadata_with_leaders(b, t))
-            assert len(md.topics[0].partitions) == len(cluster.brokers)
+            got = eventually(lambda b=other, t=topic: (ls := leaders(b, t)) and
+                             all(v >= 0 for v in ls.values()) and ls)
+            assert len(got) == len(cluster.brokers)
 
 
 def test_produced_batches_come_back_byte_identical_from_the_leader(cluster):
     topic = fresh_topic()
-    create_everywhere(cluster, topic, len(cluster.brokers))
-    for partition, leader in leaders(cluster, topic).items():
+    create_everywhere(cluster.brokers, topic, len(cluster.brokers))
+    for partition, leader in leaders(cluster.brokers[0], topic).items():
         batches = [build_batch([(None, f"p{partition}-r{i}-{j}".encode()) for j in range(5)])
                    for i in range(3)]
         with connect(broker_by_id(cluster, leader)) as c:
@@ -161,8 +128,8 @@ def test_non_leader_answers_not_leader_or_follower(cluster):
     if len(cluster.brokers) < 2:
         pytest.skip("needs at least two brokers")
     topic = fresh_topic()
-    create_everywhere(cluster, topic, 1)
-    leader = leaders(cluster, topic)[0]
+    create_everywhere(cluster.brokers, topic, 1)
+    leader = leaders(cluster.brokers[0], topic)[0]
     other = next(b for b in cluster.brokers if b is not broker_by_id(cluster, leader))
     with connect(other) as c:
         assert produce(c, topic, 0, build_batch([(None, b"x")])).error_code == (
@@ -172,7 +139,7 @@ def test_non_leader_answers_not_leader_or_follower(cluster):
 
 def test_offsets_commit_on_the_group_coordinator_and_fetch_back(cluster):
     topic, group = fresh_topic(), f"g-{uuid.uuid4().hex[:8]}"
-    create_everywhere(cluster, topic, 1)
+    create_everywhere(cluster.brokers, topic, 1)
     with connect(cluster.brokers[0]) as c:
         found = c.request(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=group))
     assert found.error_code == 0

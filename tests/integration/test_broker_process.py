@@ -11,16 +11,16 @@ import pytest
 
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from brokers.core.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from brokers.core.protocol.messages.produce import (
     PartitionProduceData,
     ProduceRequest,
     TopicProduceData,
 )
-from brokers.core.protocol.records import build_batch, decode_records
+from brokers.core.protocol.records import build_batch
 from harness.kafka_probe import KafkaProbe
 from harness.processes import pid_alive
 from tests.support.brokers import start_single_broker
+from tests.support.ops import fetch_values
 
 pytestmark = pytest.mark.integration
 
@@ -39,22 +39,6 @@ def produce(client: KafkaProbe, topic: str, batch: bytes) -> int:
     return part.base_offset
 
 
-def fetch_all(client: KafkaProbe, topic: str) -> list[bytes]:
-    values: list[bytes] = []
-    offset = 0
-    while True:
-        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-                           topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
-                               partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
-        part = client.request(ApiKey.FETCH, 11, req).responses[0].partitions[0]
-        assert part.error_code == 0
-        records = [r for r in decode_records(part.records) if r.offset >= offset]
-        if not records:
-            return values
-        values.extend(r.value for r in records)
-        offset = records[-1].offset + 1
-
-
 def test_sigterm_flushes_and_exits_zero_and_data_survives_restart(tmp_path):
     data = tmp_path / "data"
     broker = start_single_broker(data, flush="interval_ms:60000")
@@ -64,8 +48,7 @@ def test_sigterm_flushes_and_exits_zero_and_data_survives_restart(tmp_path):
     assert broker.process.stop() == 0
     broker = start_single_broker(data)
     try:
-        with KafkaProbe(broker.host, broker.port) as c:
-            assert fetch_all(c, "kept") == [b"one", b"two"]
+        assert fetch_values(broker, "kept", 0) == [b"one", b"two"]
     finally:
         assert broker.process.stop() == 0
 
@@ -108,8 +91,7 @@ def test_sigkill_under_every_batch_keeps_every_acknowledged_record(tmp_path):
     snapshot = list(acked)
     broker = start_single_broker(data, flush="every_batch")
     try:
-        with KafkaProbe(broker.host, broker.port) as c:
-            stored = fetch_all(c, "crash")
+        stored = fetch_values(broker, "crash", 0)
     finally:
         broker.process.stop()
     # Everything acked is there, in order; at most the one unacknowledged in-flight batch more.

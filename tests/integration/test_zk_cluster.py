@@ -14,21 +14,20 @@ import pytest
 
 from brokers.core import errors
 from brokers.core.protocol.api import ApiKey
-from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from brokers.core.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from brokers.core.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from brokers.core.protocol.messages.produce import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
-from brokers.core.protocol.records import build_batch, decode_records
 from harness.cluster import Cluster, ClusterSpec
-from harness.kafka_probe import KafkaProbe
+from tests.support.ops import (
+    connect,
+    create_everywhere,
+    eventually,
+    fetch_values,
+    leaders,
+    produce_values,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
 
@@ -50,21 +49,6 @@ def cluster(tmp_path):
     c.stop()
 
 
-def eventually(probe, timeout_s: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except (OSError, ConnectionError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached in {timeout_s} s (last: {last!r})")
-
-
 def kazoo(cluster):
     from kazoo.client import KazooClient
 
@@ -73,62 +57,39 @@ def kazoo(cluster):
     return zk
 
 
-def probe(broker) -> KafkaProbe:
-    return KafkaProbe(broker.host, broker.port)
-
-
-def create_topic(cluster, name: str, partitions: int) -> dict[int, int]:
-    with probe(cluster.brokers[0]) as p:
-        res = p.request(ApiKey.CREATE_TOPICS, 4, CreateTopicsRequest(topics=[
-            CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)]))
-    assert res.topics[0].error_code == 0
-    return leaders(cluster, name)
-
-
-def leaders(cluster, topic: str, via: int = 0) -> dict[int, int]:
-    with probe(cluster.brokers[via]) as p:
-        md = p.metadata([topic])
-    return {x.partition_index: x.leader_id for x in md.topics[0].partitions}
+def probe(broker):
+    return connect(broker)
 
 
 def controller(cluster, via: int = 0) -> int:
-    with probe(cluster.brokers[via]) as p:
+    with connect(cluster.brokers[via]) as p:
         return p.metadata([]).controller_id
-
-
-def produce(broker, topic: str, partition: int, values: list[bytes]) -> int:
-    with probe(broker) as p:
-        res = p.request(ApiKey.PRODUCE, 8, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
-            TopicProduceData(name=topic, partition_data=[PartitionProduceData(
-                index=partition, records=build_batch([(None, v) for v in values]))])]))
-    return res.responses[0].partition_responses[0].error_code
-
-
-def fetch_values(broker, topic: str, partition: int) -> list[bytes]:
-    with probe(broker) as p:
-        res = p.request(ApiKey.FETCH, 11, FetchRequest(
-            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-            topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
-                partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])]))
-    part = res.responses[0].partitions[0]
-    assert part.error_code == 0, part.error_code
-    return [r.value for r in decode_records(part.records)]
 
 
 def test_confluent_group_across_three_brokers_commits_into_zookeeper_znodes(cluster):
     ck = pytest.importorskip("confluent_kafka")
     topic, group = f"zkg-{uuid.uuid4().hex[:8]}", f"grp-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster, topic, 3)
-    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
-    for i in range(90):
-        producer.produce(topic, f"m{i}".encode(), partition=i % 3)
-    assert producer.flush(30) == 0
+    create_everywhere(cluster.brokers, topic, 3)
     consumers = [ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
                               "auto.offset.reset": "earliest", "enable.auto.commit": False,
                               "session.timeout.ms": 10_000})
                  for _ in range(2)]
     for c in consumers:
         c.subscribe([topic])
+
+    def settled() -> bool:
+        # Both members hold partitions and together all three: the rebalance is over, so no
+        # partition changes hands (and is re-read) while the test consumes.
+        for c in consumers:
+            c.poll(0.1)
+        owned = [{tp.partition for tp in c.assignment()} for c in consumers]
+        return all(owned) and set().union(*owned) == {0, 1, 2} and not set.intersection(*owned)
+
+    eventually(settled, timeout_s=60, what="the group to settle")
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(90):
+        producer.produce(topic, f"m{i}".encode(), partition=i % 3)
+    assert producer.flush(30) == 0
     got: list[bytes] = []
     deadline = time.monotonic() + 60
     while len(got) < 90 and time.monotonic() < deadline:
@@ -166,21 +127,21 @@ def test_controller_death_elects_another_controller(cluster):
 
 def test_killed_broker_loses_leadership_then_restarts_with_all_acknowledged_data(cluster):
     topic = f"kill-{uuid.uuid4().hex[:8]}"
-    lead = create_topic(cluster, topic, 3)
+    lead = create_everywhere(cluster.brokers, topic, 3)
     victim = next(b for b in cluster.brokers if b.node_id == lead[0] and b.node_id != 0) \
         if lead[0] != 0 else next(b for b in cluster.brokers if b.node_id == lead[1])
     partition = next(p for p, n in lead.items() if n == victim.node_id)
     values = [f"v{i}".encode() for i in range(50)]
-    assert produce(victim, topic, partition, values) == 0
+    assert produce_values(victim, topic, partition, values) == 0
     zk = kazoo(cluster)
     try:
         cluster.kill_broker(victim.node_id)
         eventually(lambda: str(victim.node_id) not in zk.get_children("/brokers/ids"),
                    what="the killed broker's registration to expire")
-        eventually(lambda: leaders(cluster, topic)[partition] == -1,
+        eventually(lambda: leaders(cluster.brokers[0], topic)[partition] == -1,
                    what="its partition to lose its leader")
         cluster.restart_broker(victim.node_id)
-        eventually(lambda: leaders(cluster, topic)[partition] == victim.node_id,
+        eventually(lambda: leaders(cluster.brokers[0], topic)[partition] == victim.node_id,
                    what="the restarted broker to lead again")
         assert fetch_values(victim, topic, partition) == values
     finally:
@@ -189,7 +150,7 @@ def test_killed_broker_loses_leadership_then_restarts_with_all_acknowledged_data
 
 def test_zookeeper_outage_keeps_data_path_but_refuses_commits_retriably(cluster):
     topic = f"zkdown-{uuid.uuid4().hex[:8]}"
-    lead = create_topic(cluster, topic, 3)
+    lead = create_everywhere(cluster.brokers, topic, 3)
     broker = cluster.brokers[lead[0]]
     ensemble = cluster.zookeeper.ensemble
     assert ensemble is not None, "needs a ZooKeeper started by the harness"
@@ -213,7 +174,7 @@ def test_zookeeper_outage_keeps_data_path_but_refuses_commits_retriably(cluster)
     ensemble.stop()
     try:
         # Produce and fetch keep working for partitions this broker already leads.
-        assert produce(broker, topic, 0, [b"during-outage"]) == 0
+        assert produce_values(broker, topic, 0, [b"during-outage"]) == 0
         assert fetch_values(broker, topic, 0) == [b"during-outage"]
         code = eventually(lambda: (c := commit_code()) != 0 and c,
                           what="commits to be refused while ZooKeeper is down")
@@ -221,4 +182,4 @@ def test_zookeeper_outage_keeps_data_path_but_refuses_commits_retriably(cluster)
     finally:
         ensemble.start()
     eventually(lambda: commit_code() == 0, what="commits to work again after ZooKeeper returns")
-    assert produce(broker, topic, 0, [b"after"]) == 0
+    assert produce_values(broker, topic, 0, [b"after"]) == 0
