@@ -124,9 +124,8 @@ def test_produced_batches_come_back_byte_identical_from_the_leader(cluster):
             assert mine[8:12] + mine[16:] == sent[8:12] + sent[16:]
 
 
+@pytest.mark.multi_broker
 def test_non_leader_answers_not_leader_or_follower(cluster):
-    if len(cluster.brokers) < 2:
-        pytest.skip("needs at least two brokers")
     topic = fresh_topic()
     create_everywhere(cluster.brokers, topic, 1)
     leader = leaders(cluster.brokers[0], topic)[0]
