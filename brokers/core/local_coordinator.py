@@ -15,7 +15,6 @@ from types import MappingProxyType
 from brokers.core.coordinator import (
     BrokerInfo,
     ClusterView,
-    MemberRecord,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -27,6 +26,7 @@ from brokers.core.errors import (
     InvalidReplicationFactor,
     TopicAlreadyExists,
 )
+from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonDocument, JsonJournal
 
 # Producer ids are handed out in blocks; only the block's end is persisted, so a restart skips
@@ -34,8 +34,9 @@ from brokers.core.local_state import JsonDocument, JsonJournal
 PRODUCER_ID_BLOCK = 1000
 
 
-class LocalCoordinator:
+class LocalCoordinator(GroupRegistry):
     def __init__(self, node_id: int, state_dir: Path, *, fsync_offsets: bool = False) -> None:
+        super().__init__()
         self._node_id = node_id
         state_dir.mkdir(parents=True, exist_ok=True)
         self._topics_doc = JsonDocument(state_dir / "topics.json")
@@ -44,8 +45,6 @@ class LocalCoordinator:
         self._me: BrokerInfo | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        self._members: dict[str, dict[str, MemberRecord]] = {}
-        self._owners: dict[str, dict[TopicPartition, str]] = {}
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._next_pid = 0
         self._pid_block_end = 0
@@ -134,22 +133,6 @@ class LocalCoordinator:
         if self._me is None:
             raise CoordinatorNotAvailable("broker not started")
         return self._me
-
-    async def register_member(self, group_id: str, member: MemberRecord) -> None:
-        self._members.setdefault(group_id, {})[member.member_id] = member
-
-    async def unregister_member(self, group_id: str, member_id: str) -> None:
-        self._members.get(group_id, {}).pop(member_id, None)
-
-    async def record_owners(self, group_id: str, owners: Mapping[TopicPartition, str]) -> None:
-        self._owners[group_id] = dict(owners)
-
-    def members(self, group_id: str) -> dict[str, MemberRecord]:
-        """The membership registry (for tests and introspection)."""
-        return dict(self._members.get(group_id, {}))
-
-    def owners(self, group_id: str) -> dict[TopicPartition, str]:
-        return dict(self._owners.get(group_id, {}))
 
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]

@@ -32,7 +32,6 @@ from brokers.core.coordinator import (
     NO_LEADER,
     BrokerInfo,
     ClusterView,
-    MemberRecord,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -46,6 +45,7 @@ from brokers.core.errors import (
     InvalidTopic,
     TopicAlreadyExists,
 )
+from brokers.core.group_registry import GroupRegistry
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.offsets import OffsetLog
@@ -60,8 +60,9 @@ _LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 OFFSETS_FILE = "offsets.jsonl"
 
 
-class DsbsCoordinator:
+class DsbsCoordinator(GroupRegistry):
     def __init__(self, node_id: int, data_dir: Path, config: DsbsConfig | None = None) -> None:
+        super().__init__()
         self._node_id = node_id
         # Our own subdirectory: partition directories are "<topic>-<n>", never "dsbs".
         self._dir = Path(data_dir) / "dsbs"
@@ -82,8 +83,6 @@ class DsbsCoordinator:
         self._coord_cache_version = -1
         # The membership/ownership registries live with the group's coordinator, in memory:
         # they describe live connections and are rebuilt by the next rebalance after a restart.
-        self._group_members: dict[str, dict[str, MemberRecord]] = {}
-        self._group_owners: dict[str, dict[TopicPartition, str]] = {}
         self._background: set[asyncio.Task] = set()
         self._closed = False
 
@@ -303,23 +302,6 @@ class DsbsCoordinator:
             if len(self._coord_cache) < 100_000:
                 self._coord_cache[group_id] = info
         return info
-
-    async def register_member(self, group_id: str, member: MemberRecord) -> None:
-        self._group_members.setdefault(group_id, {})[member.member_id] = member
-
-    async def unregister_member(self, group_id: str, member_id: str) -> None:
-        self._group_members.get(group_id, {}).pop(member_id, None)
-
-    async def record_owners(
-        self, group_id: str, owners: Mapping[TopicPartition, str]
-    ) -> None:
-        self._group_owners[group_id] = dict(owners)
-
-    def members(self, group_id: str) -> dict[str, MemberRecord]:
-        return dict(self._group_members.get(group_id, {}))
-
-    def owners(self, group_id: str) -> dict[TopicPartition, str]:
-        return dict(self._group_owners.get(group_id, {}))
 
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
