@@ -17,6 +17,12 @@ PROG = "python -m brokers.dsbs_broker"
 PRESETS = {"lan": GossipConfig.LAN, "local": GossipConfig.LOCAL}
 
 
+def _gossip_endpoint(text: str) -> tuple[str, int]:
+    """``host:port`` where, unlike a seed address, port 0 (pick a free one) is allowed."""
+    host, _, port = text.rpartition(":")
+    return (host, 0) if port == "0" and host else parse_address(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     add_broker_arguments(parser)
@@ -28,8 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="gossip timers: lan (1 s period) or local (fast, one host)")
 
     def make(args, config):
-        host, port = parse_address(args.gossip) if not args.gossip.endswith(":0") else (
-            args.gossip.rpartition(":")[0], 0)
+        host, port = _gossip_endpoint(args.gossip)
         seeds = tuple(s.strip() for s in args.seeds.split(",") if s.strip())
         return DsbsCoordinator(config.node_id, config.data_dir, DsbsConfig(
             gossip_host=host, gossip_port=port, seeds=seeds,
