@@ -113,9 +113,9 @@ def headline(cmp: pd.DataFrame) -> str:
              f"({int((sig['ratio'] > 1).sum())} with DSBS faster, "
              f"{int((sig['ratio'] < 1).sum())} with ZK faster)."]
     for (scen, role), grp in rps.groupby(["scenario", "role"], sort=False):
-        lines.append(f"- {scen} {role}: DSBS/ZK ratio from {fmt(grp['ratio'].min())} to "
-                     f"{fmt(grp['ratio'].max())} (median {fmt(grp['ratio'].median())})"
-                     + (f"; the paper's median {fmt(grp['paper_ratio'].median())}"
+        lines.append(f"- {scen} {role}: DSBS/ZK ratio from {grp['ratio'].min():.2f} to "
+                     f"{grp['ratio'].max():.2f} (median {grp['ratio'].median():.2f})"
+                     + (f"; the paper's median {grp['paper_ratio'].median():.2f}"
                         if grp["paper_ratio"].notna().any() else ""))
     ns = rps[rps["p_welch"] >= stats.ALPHA]
     if not ns.empty:

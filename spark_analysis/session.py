@@ -14,6 +14,12 @@ import warnings
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+# PySpark-internal warnings about pandas 3 that say nothing about our data (tests filter the same).
+SPARK_PANDAS_WARNINGS = (
+    "PySpark does not yet fully support pandas",
+    "The copy keyword is deprecated",
+    "toPandas attempted Arrow optimization",
+)
 
 
 def build_session(master: str = DEFAULT_MASTER, *, shuffle_partitions: int = 4,
@@ -37,7 +43,8 @@ def build_session(master: str = DEFAULT_MASTER, *, shuffle_partitions: int = 4,
     )
     # PySpark 4.3 warns on every toPandas() that pandas 3 is "not yet fully supported"; the
     # analysis only moves plain numeric/string columns through Arrow, which the tests pin down.
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    for message in SPARK_PANDAS_WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     spark = builder.getOrCreate()

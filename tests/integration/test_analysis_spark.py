@@ -19,9 +19,10 @@ from pyspark.sql import SparkSession
 from brokers.core.errors import UserError
 from harness.cli import main as twinbench
 from spark_analysis import job, regress, synth
-from spark_analysis.session import build_session
+from spark_analysis.session import SPARK_PANDAS_WARNINGS, build_session
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              *(pytest.mark.filterwarnings(f"ignore:{m}") for m in SPARK_PANDAS_WARNINGS)]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T975_3 = 3.182446305284263  # t(0.975, 3): four tries
