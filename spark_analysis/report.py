@@ -119,7 +119,8 @@ def headline(cmp: pd.DataFrame) -> str:
                         if grp["paper_ratio"].notna().any() else ""))
     ns = rps[rps["p_welch"] >= stats.ALPHA]
     if not ns.empty:
-        lines.append(f"- {len(ns)} cells are **not significant**. With 4 tries per side the test "
+        n = int(min(ns["zk_n"].min(), ns["dsbs_n"].min()))
+        lines.append(f"- {len(ns)} cells are **not significant**. With {n} tries a side the test "
                      "is low-powered: \"not significant\" means the difference is smaller than "
                      "these runs can resolve (see each cell's detectable change in "
                      "comparison.csv), not that the architectures perform the same.")
