@@ -225,7 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="false-alarm rate of the whole check (write; default 0.01)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--out", type=Path, default=None, help="also write regression.csv here")
-    args = parser.parse_args(argv)
+    # Intermixed: `write --baseline DIR --master URL RUN_DIR...` must work in any order.
+    args = parser.parse_intermixed_args(argv)
     try:
         from spark_analysis.job import compute
         from spark_analysis.session import build_session
