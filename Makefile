@@ -43,13 +43,10 @@ bench-zk: setup
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 
+# The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 bench: setup
 	@$(MAKE) --no-print-directory bench-zk bench-dsbs
-	@if $(PY) -m harness.cli analyze --help >/dev/null 2>&1; then \
-		$(PY) -m harness.cli analyze $(RUNS); \
-	else \
-		echo "bench: run logs are in $(RUNS); 'twinbench analyze' is not available yet" >&2; \
-	fi
+	@$(MAKE) --no-print-directory analyze
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis results/runs results/report results/perf
