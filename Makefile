@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test lint bench bench-zk bench-dsbs perf clean
+.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs perf clean
 
 setup: system-deps $(STAMP)
 
@@ -23,6 +23,16 @@ $(STAMP): pyproject.toml
 test: setup
 	@$(PY) -m ruff check .
 	@$(PY) -m pytest
+	@$(MAKE) --no-print-directory regress
+
+# CI regression of throughput ratios: the smoke workload on both architectures, analysed and
+# compared with the committed baseline (results/baseline). Fails when a DSBS/ZK ratio leaves the
+# band that the measured A/A noise floor sets; `make baseline` refreshes it deliberately.
+regress: setup
+	@runs=$$(mktemp -d) && trap 'rm -rf "$$runs"' EXIT && \
+	  $(PY) -m harness.cli run --arch zk --workload smoke --out "$$runs" --quiet >/dev/null && \
+	  $(PY) -m harness.cli run --arch dsbs --workload smoke --out "$$runs" --quiet >/dev/null && \
+	  $(PY) -m spark_analysis.regress check --baseline $(BASELINE) "$$runs"
 
 lint: setup
 	@$(PY) -m ruff check .
