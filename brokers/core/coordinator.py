@@ -25,11 +25,24 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from brokers.core.errors import InvalidTopic
+
 NO_LEADER = -1
+
+# Kafka's topic-name rule: 1..249 of [a-zA-Z0-9._-], and not "." or "..". It is also what makes
+# a topic name safe as a directory name and as one znode path segment.
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopic unless ``name`` is a legal Kafka topic name."""
+    if name in (".", "..") or not _TOPIC_NAME.fullmatch(name):
+        raise InvalidTopic(f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
 
 
 class TopicPartition(NamedTuple):
@@ -70,6 +83,13 @@ class ClusterView:
     controller_id: int  # NO_LEADER while no controller is known
     topics: Mapping[str, TopicInfo]
     cluster_id: str = "twinbench"
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        """The state of one partition, or None when the topic or partition does not exist."""
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            return None
+        return info.partitions[partition]
 
     def broker(self, node_id: int) -> BrokerInfo | None:
         for b in self.brokers:

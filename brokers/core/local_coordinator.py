@@ -94,10 +94,7 @@ class LocalCoordinator(GroupRegistry):
     async def partition_state(
         self, topic: str, partition: int, *, fresh: bool
     ) -> PartitionState | None:
-        info = self._view.topics.get(topic)
-        if info is None or not 0 <= partition < len(info.partitions):
-            return None
-        return info.partitions[partition]
+        return self._view.partition(topic, partition)
 
     async def create_topic(
         self,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -36,13 +35,13 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_topic_name,
 )
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidConfig,
     InvalidPartitions,
     InvalidReplicationFactor,
-    InvalidTopic,
     TopicAlreadyExists,
 )
 from brokers.core.group_registry import GroupRegistry
@@ -56,7 +55,6 @@ from brokers.dsbs_broker.wire import HEADER_SIZE, TopicRecord, encode_update
 
 log = logging.getLogger("twinbench.dsbs")
 
-_LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 OFFSETS_FILE = "offsets.jsonl"
 
 
@@ -246,10 +244,7 @@ class DsbsCoordinator(GroupRegistry):
             if rec is None or not 0 <= partition < rec.num_partitions:
                 return None
             return self._partition(rec, partition)
-        info = self.cluster().topics.get(topic)
-        if info is None or not 0 <= partition < len(info.partitions):
-            return None
-        return info.partitions[partition]
+        return self.cluster().partition(topic, partition)
 
     async def create_topic(
         self,
@@ -259,8 +254,7 @@ class DsbsCoordinator(GroupRegistry):
         configs: Mapping[str, str] | None = None,
     ) -> TopicInfo:
         node = self.node
-        if not _LEGAL_TOPIC.fullmatch(name) or name in (".", ".."):
-            raise InvalidTopic(f"illegal topic name {name!r}")
+        validate_topic_name(name)
         if name in node.topics:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if num_partitions < 1:

@@ -59,10 +59,10 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_topic_name,
 )
 from brokers.core.errors import (
     CoordinatorNotAvailable,
-    InvalidTopic,
     KafkaError,
     NotController,
     RequestTimedOut,
@@ -647,8 +647,7 @@ class ZkCoordinator:
         replication_factor: int,
         configs: Mapping[str, str] | None = None,
     ) -> TopicInfo:
-        if not fmt.valid_topic_name(name):
-            raise InvalidTopic(f"topic name {name!r} is not 1-249 of [a-zA-Z0-9._-]")
+        validate_topic_name(name)
         if name in self._assignments:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if not self._connected:

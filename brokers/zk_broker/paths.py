@@ -41,7 +41,6 @@ from urllib.parse import quote, unquote
 from brokers.core.coordinator import BrokerInfo, MemberRecord, TopicPartition
 
 # Kafka's topic-name rule (kafka.common.Topic / org.apache.kafka.common.internals.Topic).
-TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # Broker registration version 4 is the first that carries "rack" and "endpoints" (Kafka 0.10).
 BROKER_ZNODE_VERSION = 4
 
@@ -57,10 +56,6 @@ def _loads(data: bytes) -> Any:
 
 def _now_ms() -> str:
     return str(int(time.time() * 1000))
-
-
-def valid_topic_name(name: str) -> bool:
-    return bool(TOPIC_NAME.fullmatch(name)) and name not in (".", "..")
 
 
 def _segment(free_form: str) -> str:

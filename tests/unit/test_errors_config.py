@@ -4,6 +4,7 @@ import pytest
 
 from brokers.core import errors
 from brokers.core.config import BrokerConfig, FlushMode, FlushPolicy, StorageConfig
+from brokers.core.coordinator import validate_topic_name
 
 
 def test_every_registered_code_maps_back_to_its_class():
@@ -49,3 +50,16 @@ def test_configs_reject_out_of_range_knobs(tmp_path):
     with pytest.raises(errors.UserError, match="metadata_check"):
         BrokerConfig(node_id=0, host="127.0.0.1", port=0, data_dir=tmp_path,
                      metadata_check="sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [("t", True), ("a.b-c_D9", True), ("x" * 249, True), ("x" * 250, False), ("", False),
+     (".", False), ("..", False), ("a/b", False), ("a b", False), ("ünï", False)],
+)
+def test_kafka_topic_name_rule(name: str, ok: bool) -> None:
+    if ok:
+        validate_topic_name(name)
+    else:
+        with pytest.raises(errors.InvalidTopic):
+            validate_topic_name(name)

@@ -95,24 +95,6 @@ def test_registry_payloads() -> None:
     assert fmt.decode_cluster_id(fmt.encode_cluster_id("abc")) == "abc"
 
 
-@pytest.mark.parametrize(
-    ("name", "ok"),
-    [
-        ("t", True),
-        ("a.b-c_D9", True),
-        ("x" * 249, True),
-        ("x" * 250, False),
-        ("", False),
-        (".", False),
-        ("..", False),
-        ("a/b", False),
-        ("a b", False),
-    ],
-)
-def test_topic_names(name: str, ok: bool) -> None:
-    assert fmt.valid_topic_name(name) is ok
-
-
 def test_round_robin_assignment() -> None:
     assert assign_replicas(6, 1, [3, 1, 2]) == {
         0: (1,),

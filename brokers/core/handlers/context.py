@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from brokers.core.config import BrokerConfig
 from brokers.core.coordinator import Coordinator, PartitionState
 from brokers.core.errors import (
-    InvalidTopic,
     KafkaError,
     LeaderNotAvailable,
     NotCoordinator,
@@ -19,19 +17,11 @@ from brokers.core.groups import GroupCoordinator
 from brokers.core.logs import LogStore
 from brokers.core.notify import AppendNotifier
 
-# Kafka's topic-name rule: 1..249 of [a-zA-Z0-9._-], and not "." or "..".
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-
 # Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
 # that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
 # serve; -1 ("unknown") keeps every client on plain offsets. The coordinator's own epochs still
 # fence leadership changes inside the cluster.
 CLIENT_LEADER_EPOCH = -1
-
-
-def validate_topic_name(name: str) -> None:
-    if name in (".", "..") or not _TOPIC_NAME.fullmatch(name):
-        raise InvalidTopic(f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
 
 
 @dataclass(slots=True)
@@ -53,10 +43,10 @@ class BrokerContext:
 
     def cached_leader_check(self, topic: str, partition: int) -> KafkaError | None:
         """None when this broker leads the partition according to the cache."""
-        info = self.coordinator.cluster().topics.get(topic)
-        if info is None or not 0 <= partition < len(info.partitions):
+        state = self.coordinator.cluster().partition(topic, partition)
+        if state is None:
             return UnknownTopicOrPartition(f"{topic}-{partition}")
-        return self._leader_error(info.partitions[partition])
+        return self._leader_error(state)
 
     async def fresh_leader_check(self, topic: str, partition: int) -> KafkaError | None:
         """The same question asked of the authoritative store (the per_request policy)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
-from brokers.core.coordinator import ClusterView
+from brokers.core.coordinator import ClusterView, validate_topic_name
 from brokers.core.errors import (
     InvalidPartitions,
     InvalidReplicationFactor,
@@ -20,12 +20,7 @@ from brokers.core.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from brokers.core.handlers.context import (
-    CLIENT_LEADER_EPOCH,
-    BrokerContext,
-    Call,
-    validate_topic_name,
-)
+from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.protocol.messages.create_topics import (
     CreatableTopicResult,
     CreateTopicsRequest,

@@ -10,24 +10,23 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
 from pathlib import Path
 
 from brokers.core.config import StorageConfig
+from brokers.core.coordinator import validate_topic_name
 from brokers.core.errors import InvalidTopic, KafkaStorageError, UnknownTopicOrPartition, UserError
 from brokers.core.storage.log import PartitionLog
 
 log = logging.getLogger("twinbench.storage")
 
 # Kafka's legal topic characters and length. Checked again here because the name becomes a path.
-_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _LOCK_NAME = ".storage.lock"
 
 
 def validate_topic(topic: str) -> None:
-    """Raise InvalidTopic unless ``topic`` is safe to use as a directory name component."""
-    if not _TOPIC_RE.fullmatch(topic) or topic in (".", ".."):
-        raise InvalidTopic(f"illegal topic name {topic!r}")
+    """Raise InvalidTopic unless ``topic`` is safe to use as a directory name component (the
+    Kafka topic-name rule guarantees it)."""
+    validate_topic_name(topic)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
