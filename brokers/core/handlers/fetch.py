@@ -36,10 +36,7 @@ def handle_fetch(
         for t in req.topics
         for p in t.partitions
     }
-    response, size = _read(ctx, req, errors)
-    if size >= req.min_bytes or req.max_wait_ms <= 0 or not _waitable(errors):
-        return response
-    return _long_poll(ctx, req, errors)
+    return _answer_or_wait(ctx, req, errors)
 
 
 async def _fetch_checked(ctx: BrokerContext, req: FetchRequest) -> FetchResponse:
@@ -47,16 +44,20 @@ async def _fetch_checked(ctx: BrokerContext, req: FetchRequest) -> FetchResponse
     for t in req.topics:
         for p in t.partitions:
             errors[(t.topic, p.partition)] = await ctx.fresh_leader_check(t.topic, p.partition)
+    result = _answer_or_wait(ctx, req, errors)
+    return result if isinstance(result, FetchResponse) else await result
+
+
+def _answer_or_wait(
+    ctx: BrokerContext, req: FetchRequest, errors: dict[tuple[str, int], KafkaError | None]
+) -> FetchResponse | Awaitable[FetchResponse]:
     response, size = _read(ctx, req, errors)
-    if size >= req.min_bytes or req.max_wait_ms <= 0 or not _waitable(errors):
-        return response
-    return await _long_poll(ctx, req, errors)
-
-
-def _waitable(errors: dict[tuple[str, int], KafkaError | None]) -> bool:
     # Waiting only makes sense when some partition could receive data; otherwise answer now so
     # the client sees its errors without a max_wait_ms delay.
-    return any(e is None for e in errors.values())
+    waitable = any(e is None for e in errors.values())
+    if size >= req.min_bytes or req.max_wait_ms <= 0 or not waitable:
+        return response
+    return _long_poll(ctx, req, errors)
 
 
 async def _long_poll(

@@ -7,7 +7,7 @@ writes the bytes, one wake-up of waiting fetches. No per-record work happens her
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from brokers.core.coordinator import TopicPartition
 from brokers.core.errors import CorruptMessage, InvalidRequiredAcks, KafkaError
@@ -27,25 +27,31 @@ def handle_produce(
         return _all_failed(req, InvalidRequiredAcks(f"acks={req.acks}"))
     if ctx.per_request:
         return _produce_checked(ctx, req)
-    responses = []
-    for topic in req.topic_data:
-        name = topic.name
-        parts = []
-        for pd in topic.partition_data:
-            error = ctx.cached_leader_check(name, pd.index)
-            parts.append(_append(ctx, name, pd.index, pd.records, error))
-        responses.append(TopicProduceResponse(name=name, partition_responses=parts))
-    return None if req.acks == 0 else ProduceResponse(responses=responses)
+    return _append_all(ctx, req, ctx.cached_leader_check)
 
 
 async def _produce_checked(ctx: BrokerContext, req: ProduceRequest) -> ProduceResponse | None:
+    # Ask the coordination store first (the per_request policy), then append exactly as the
+    # cached path does.
+    errors = {
+        (t.name, pd.index): await ctx.fresh_leader_check(t.name, pd.index)
+        for t in req.topic_data
+        for pd in t.partition_data
+    }
+    return _append_all(ctx, req, lambda topic, partition: errors[(topic, partition)])
+
+
+def _append_all(
+    ctx: BrokerContext, req: ProduceRequest,
+    leader_error: Callable[[str, int], KafkaError | None],
+) -> ProduceResponse | None:
     responses = []
     for topic in req.topic_data:
         name = topic.name
-        parts = []
-        for pd in topic.partition_data:
-            error = await ctx.fresh_leader_check(name, pd.index)
-            parts.append(_append(ctx, name, pd.index, pd.records, error))
+        parts = [
+            _append(ctx, name, pd.index, pd.records, leader_error(name, pd.index))
+            for pd in topic.partition_data
+        ]
         responses.append(TopicProduceResponse(name=name, partition_responses=parts))
     return None if req.acks == 0 else ProduceResponse(responses=responses)
 
