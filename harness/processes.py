@@ -95,6 +95,11 @@ class ManagedProcess:
     def poll(self) -> int | None:
         return None if self._proc is None else self._proc.poll()
 
+    def wait(self, timeout_s: float) -> int:
+        """Wait for the child to exit on its own; raises subprocess.TimeoutExpired."""
+        assert self._proc is not None, "not started"
+        return self._proc.wait(timeout=timeout_s)
+
     def signal(self, sig: int) -> None:
         if self._proc is not None and self._proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
