@@ -87,45 +87,39 @@ def test_too_large_prefix_rejected_before_allocating() -> None:
     assert [bytes(f) for f in FrameDecoder(11).feed(framed(b"x" * 11))] == [b"x" * 11]
 
 
+def assert_chunking_invisible(data: bytes, cuts: list[int], max_frame: int) -> None:
+    """Feeding ``data`` cut at ``cuts`` must give what feeding it whole gives."""
+
+    def run(chunks: list[bytes]) -> tuple[list[bytes], str | None]:
+        d = FrameDecoder(max_frame)
+        out: list[bytes] = []
+        try:
+            for c in chunks:
+                out += [bytes(f) for f in d.feed(c)]
+        except ProtocolViolation as exc:
+            # On error the connection is closed; frames decoded earlier in the failing feed
+            # are discarded, so only the error itself is compared.
+            return [], type(exc).__name__
+        return out, None
+
+    points = sorted({min(c, len(data)) for c in cuts})
+    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    assert run(chunks) == run([data])
+
+
 @settings(max_examples=200, deadline=None)
 @given(bodies=st.lists(st.binary(max_size=40), max_size=6),
        tail=st.binary(max_size=10), cuts=st.lists(st.integers(0, 400), max_size=10))
 def test_chunking_never_changes_the_frames(bodies: list[bytes], tail: bytes,
                                            cuts: list[int]) -> None:
     data = framed(*bodies) + tail
-    def run(chunks: list[bytes]) -> tuple[list[bytes], str | None]:
-        d = FrameDecoder(64)
-        out: list[bytes] = []
-        try:
-            for c in chunks:
-                out += [bytes(f) for f in d.feed(c)]
-        except ProtocolViolation as exc:
-            # On error the connection is closed; frames decoded earlier in the failing feed
-            # are discarded, so only the error itself is compared.
-            return [], type(exc).__name__
-        return out, None
-    points = sorted({min(c, len(data)) for c in cuts})
-    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-    assert run(chunks) == run([data])
+    assert_chunking_invisible(data, cuts, 64)
 
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=300), cuts=st.lists(st.integers(0, 300), max_size=8))
 def test_arbitrary_bytes_any_chunking(data: bytes, cuts: list[int]) -> None:
-    def run(chunks: list[bytes]) -> tuple[list[bytes], str | None]:
-        d = FrameDecoder(50)
-        out: list[bytes] = []
-        try:
-            for c in chunks:
-                out += [bytes(f) for f in d.feed(c)]
-        except ProtocolViolation as exc:
-            # On error the connection is closed; frames decoded earlier in the failing feed
-            # are discarded, so only the error itself is compared.
-            return [], type(exc).__name__
-        return out, None
-    points = sorted({min(c, len(data)) for c in cuts})
-    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-    assert run(chunks) == run([data])
+    assert_chunking_invisible(data, cuts, 50)
 
 
 def test_frame_prepends_length_without_joining() -> None:
