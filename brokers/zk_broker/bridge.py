@@ -118,11 +118,19 @@ class KazooBridge:
     async def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
         """``client.<op>_async(*args, **kwargs)`` awaited on the loop; kazoo's exceptions
         (NoNodeError, NodeExistsError, BadVersionError, ConnectionLoss...) propagate."""
+        self.count(op)
+        return await self._await(getattr(self.client, f"{op}_async")(*args, **kwargs))
+
+    def count(self, op: str, *, direct: bool = False) -> None:
+        """Count one request named like kazoo's method, also for those that do not go
+        through kazoo (``direct``: the data-path session of ``direct.py``), so that
+        ``zk_requests`` is every request this broker made whichever client carried it."""
         self.stats["zk_requests"] += 1
         self.stats[
             "zk_reads" if op in _READS else "zk_writes" if op in _WRITES else "zk_other"
         ] += 1
-        return await self._await(getattr(self.client, f"{op}_async")(*args, **kwargs))
+        if direct:
+            self.stats["zk_direct_requests"] += 1
 
     def transaction(self) -> TransactionRequest:
         return self.client.transaction()

@@ -47,7 +47,7 @@ from kazoo.exceptions import (
     SessionMovedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import WatchedEvent
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
 from kazoo.retry import KazooRetry
 
 from brokers.core.coordinator import (
@@ -73,6 +73,7 @@ from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.bridge import BridgeTimeout, KazooBridge
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.controller import CachedState, Controller, assign_replicas
+from brokers.zk_broker.direct import DirectSession
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,8 @@ class ZkCoordinator:
         self.paths = ZkPaths(config.chroot)
         self._client: KazooClient | None = None
         self._bridge: KazooBridge | None = None
+        # The data path's own session (config.data_path == "direct"); None = all via kazoo.
+        self._direct: DirectSession | None = None
         self._me: BrokerInfo | None = None
         self._session_id: int | None = None
         self._connected = False  # a usable session right now
@@ -189,6 +192,15 @@ class ZkCoordinator:
         self._session_id = self._client.client_id[0] if self._client.client_id else None
         self._bridge.add_state_listener(self._on_session_state)
         try:
+            if cfg.data_path == "direct":
+                self._direct = DirectSession(
+                    cfg.endpoints(),
+                    session_timeout_ms=cfg.session_timeout_ms,
+                    connect_timeout_s=cfg.connection_timeout_ms / 1000,
+                    request_timeout_s=cfg.request_timeout_ms / 1000,
+                    reconnect_max_delay_s=cfg.reconnect_max_delay_ms / 1000,
+                )
+                await self._direct.start()
             for root in (self.paths.root, *self.paths.roots):
                 await self.ensure_path(root)
             await self._load_cluster_id()
@@ -214,6 +226,9 @@ class ZkCoordinator:
             if not fut.done():
                 fut.cancel()
         self._waiters.clear()
+        direct, self._direct = self._direct, None
+        if direct is not None:
+            await direct.close()
         client, self._client = self._client, None
         if client is not None and self._bridge is not None:
             # stop() ends the session: ZooKeeper deletes our ephemerals at once, so the others
@@ -615,17 +630,38 @@ class ZkCoordinator:
             return None
         return info.partitions[partition]
 
+    # --- the data path: the direct session when it is up, kazoo otherwise ---------------------
+    async def _data_get(self, path: str) -> tuple[bytes, ZnodeStat]:
+        direct = self._direct
+        if direct is not None and direct.connected:
+            self.bridge.count("get", direct=True)
+            with contextlib.suppress(ConnectionLoss):  # dropped mid-flight: ask kazoo
+                data, stat = await direct.get(path)
+                return data, stat
+        data, stat = await self.bridge.call("get", path)
+        return data, stat
+
+    async def _data_set(self, path: str, data: bytes) -> ZnodeStat:
+        direct = self._direct
+        if direct is not None and direct.connected:
+            self.bridge.count("set", direct=True)
+            # Resending an unconditional setData of the same bytes is harmless.
+            with contextlib.suppress(ConnectionLoss):
+                stat: ZnodeStat = await direct.set(path, data)
+                return stat
+        stat = await self.bridge.call("set", path, data)
+        return stat
+
     async def _fresh_partition_state(self, tp: TopicPartition) -> PartitionState | None:
         """The ``per_request`` policy: one getData on the state znode per produce/fetch."""
-        b = self.bridge
         try:
-            data, stat = await b.call("get", self.paths.partition_state(tp.topic, tp.partition))
+            data, stat = await self._data_get(self.paths.partition_state(tp.topic, tp.partition))
         except NoNodeError:
             data, stat = None, None
         replicas = self._assignments.get(tp.topic, {}).get(tp.partition)
         if replicas is None:
             try:
-                adata, _ = await b.call("get", self.paths.topic(tp.topic))
+                adata, _ = await self._data_get(self.paths.topic(tp.topic))
             except NoNodeError:
                 return None
             replicas = fmt.decode_assignment(adata).get(tp.partition)
@@ -790,7 +826,7 @@ class ZkCoordinator:
         path = self.paths.offset(group_id, tp)
         data = fmt.encode_offset(om.offset, om.metadata, om.leader_epoch)
         try:
-            await b.call("set", path, data)
+            await self._data_set(path, data)
         except NoNodeError:
             await self.ensure_path(self.paths.offsets_topic(group_id, tp.topic))
             try:
@@ -825,7 +861,7 @@ class ZkCoordinator:
 
         async def one(tp: TopicPartition) -> tuple[TopicPartition, OffsetAndMetadata] | None:
             try:
-                data, _ = await b.call("get", self.paths.offset(group_id, tp))
+                data, _ = await self._data_get(self.paths.offset(group_id, tp))
             except NoNodeError:
                 return None
             offset, metadata, epoch = fmt.decode_offset(data)
@@ -886,6 +922,8 @@ class ZkCoordinator:
         out = dict(self._stats)
         if self._bridge is not None:
             out |= self._bridge.counters()
+        if self._direct is not None:
+            out |= {k: float(v) for k, v in self._direct.stats.items()}
         out.setdefault("zk_requests", 0.0)
         out["is_controller"] = 1.0 if self._controller is not None else 0.0
         return out

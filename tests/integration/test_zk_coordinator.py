@@ -67,15 +67,15 @@ def kz(zk: ZooKeeperHandle) -> Iterator[KazooClient]:
     client.close()
 
 
-def config(connect: str, chroot: str, **kw: int) -> ZkCoordinatorConfig:
-    base = {
+def config(connect: str, chroot: str, **kw: int | str) -> ZkCoordinatorConfig:
+    base: dict[str, int | str] = {
         "session_timeout_ms": TEST_SESSION_TIMEOUT_MS,
         "connection_timeout_ms": 5000,
         "request_timeout_ms": 5000,
         "create_topic_timeout_ms": 10_000,
         "reconnect_max_delay_ms": 200,
     }
-    return ZkCoordinatorConfig(connect, chroot=chroot, **(base | kw))
+    return ZkCoordinatorConfig(connect, chroot=chroot, **(base | kw))  # type: ignore[arg-type]
 
 
 def me(node_id: int) -> BrokerInfo:
@@ -183,20 +183,25 @@ def test_registration_election_and_create_topic_on_a_non_controller(
     run(scenario)
 
 
+@pytest.mark.parametrize("data_path", ["direct", "kazoo"])
 def test_partition_state_fresh_reads_zookeeper_cached_does_not(
-    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient, data_path: str
 ) -> None:
     async def scenario() -> None:
-        async with brokers(config(zk.connect_string, chroot), (1, 2)) as cs:
+        async with brokers(config(zk.connect_string, chroot, data_path=data_path), (1, 2)) as cs:
             c = cs[1]
             await c.create_topic("t", 2, 1)
             n0 = c.counters()["zk_requests"]
+            d0 = c.counters().get("zk_direct_requests", 0)
             cached = await c.partition_state("t", 1, fresh=False)
             assert cached is not None and cached.leader == 2
             assert c.counters()["zk_requests"] == n0
             fresh = await c.partition_state("t", 1, fresh=True)
             assert fresh == cached
             assert c.counters()["zk_requests"] == n0 + 1  # one getData per check
+            # ...carried by the client the configuration names.
+            direct = c.counters().get("zk_direct_requests", 0) - d0
+            assert direct == (1 if data_path == "direct" else 0)
             assert await c.partition_state("t", 7, fresh=True) is None
             assert await c.partition_state("nope", 0, fresh=False) is None
 
@@ -216,11 +221,12 @@ def test_partition_state_fresh_reads_zookeeper_cached_does_not(
     run(scenario)
 
 
+@pytest.mark.parametrize("data_path", ["direct", "kazoo"])
 def test_offsets_live_in_the_offset_registry(
-    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient, data_path: str
 ) -> None:
     async def scenario() -> None:
-        async with brokers(config(zk.connect_string, chroot), (1, 2)) as cs:
+        async with brokers(config(zk.connect_string, chroot, data_path=data_path), (1, 2)) as cs:
             a, b = cs[1], cs[2]
             tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
             await a.commit_offsets("g1", {tp0: OffsetAndMetadata(42), tp1: OffsetAndMetadata(7)})
@@ -229,6 +235,8 @@ def test_offsets_live_in_the_offset_registry(
             n0 = a.counters()["zk_requests"]
             await a.commit_offsets("g1", {tp0: OffsetAndMetadata(43)})
             assert a.counters()["zk_requests"] - n0 == 1  # steady state: one setData
+            if data_path == "direct":
+                assert a.counters()["zk_direct_requests"] >= 2  # this setData, and the first
             assert kz.get(f"{chroot}/consumers/g1/offsets/t/0")[0] == b"43"
             # Any broker reads the same registry.
             got = await b.fetch_offsets("g1", [tp0, TopicPartition("t", 5)])
@@ -449,6 +457,15 @@ def test_zookeeper_down_and_back(tmp_path: Path, chroot: str) -> None:
                 await async_wait_until(
                     lambda: all(c.connected for c in cs.values()), 3 * SESSION_S, "reconnection"
                 )
+                # The data path's own session comes back too, by itself.
+                await async_wait_until(
+                    lambda: a.counters()["zk_direct_connects"] >= 2,
+                    3 * SESSION_S,
+                    "the direct session to reconnect",
+                )
+                d0 = a.counters()["zk_direct_requests"]
+                assert await a.partition_state("t", 0, fresh=True) is not None
+                assert a.counters()["zk_direct_requests"] == d0 + 1
                 await async_wait_until(
                     lambda: sum(c.is_controller for c in cs.values()) == 1,
                     2 * SESSION_S,
