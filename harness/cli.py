@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
     cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
 
-    run = sub.add_parser("run", help="run a workload file against one architecture")
-    run.add_argument("--arch", choices=("zk", "dsbs"), required=True,
-                     help="coordination architecture")
+    run = sub.add_parser("run", help="run a workload file against one or both architectures")
+    run.add_argument("--arch", choices=("zk", "dsbs", "both"), required=True,
+                     help="coordination architecture; both = zk and dsbs interleaved session "
+                          "by session, one run log each")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -118,6 +119,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.tries is not None and args.tries < 1:
         raise UserError("--tries must be at least 1")
+    if args.zookeeper and args.arch == "dsbs":
+        raise UserError("--zookeeper only applies to --arch zk or both")
     workload = load_workload(args.workload)  # validated before anything starts
     outcome = run(RunOptions(
         arch=args.arch, workload=workload, out=args.out, tries=args.tries, seed=args.seed,

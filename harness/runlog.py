@@ -22,7 +22,7 @@ import platform
 import random
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -61,8 +61,8 @@ LATENCY_KEYS = (
 )
 MANIFEST_KEYS = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
-    "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "started_at",
-    "finished_at", "incomplete", "failed_cells",
+    "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
+    "started_at", "finished_at", "incomplete", "failed_cells",
 )
 
 
@@ -254,6 +254,7 @@ def base_manifest(
     placement: Mapping[str, Any] | None,
     seed: int,
     started_at: datetime,
+    run_arches: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -271,6 +272,9 @@ def base_manifest(
         "host": host_info(placement),
         "git": git_state(),
         "seed": seed,
+        # Every architecture measured by the same `twinbench run`, interleaved session by
+        # session (just this one's arch for a single-architecture run).
+        "run_arches": list(run_arches or [arch]),
         "started_at": utc_iso(started_at),
         "finished_at": None,
         "incomplete": True,

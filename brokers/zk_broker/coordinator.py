@@ -669,9 +669,15 @@ class ZkCoordinator:
                 return None
         if data is None or stat is None:
             return PartitionState(tp.topic, tp.partition, NO_LEADER, -1, replicas, ())
-        state = LeaderAndIsr.decode(data)
-        if tp.topic in self._assignments:
-            self.apply_state(tp, CachedState(state, stat.version, stat.mzxid))
+        cached = self._states.get(tp)
+        if cached is not None and cached.mzxid == stat.mzxid:
+            # The znode has not changed since we last decoded it (the usual case: one read per
+            # request, one leader change per failure); its zxid says so, the JSON need not.
+            state = cached.state
+        else:
+            state = LeaderAndIsr.decode(data)
+            if tp.topic in self._assignments:
+                self.apply_state(tp, CachedState(state, stat.version, stat.mzxid))
         return PartitionState(
             tp.topic, tp.partition, state.leader, state.leader_epoch, replicas, state.isr
         )

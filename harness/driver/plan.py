@@ -1,16 +1,21 @@
 """What a run consists of, decided before anything starts (pure functions, no I/O).
 
-* A **side** is one run log: one label and one combination of coordination policies. A plain
-  workload has one side; an A/A workload (``labels: [A, B]``) and a policy sweep have several.
+* A **side** is one run log: one architecture, one label and one combination of coordination
+  policies. A plain workload on one architecture has one side; an A/A workload
+  (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
 * A **cell** is one (table, message size, batch) point of a grid.
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
   consumers, verification, one set of rows.
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
+* An **epoch** runs one cluster per architecture among its sides, all up at once (an idle
+  cluster costs a heartbeat or a gossip packet now and then).
+
 Order inside an epoch: cell, then try, then scenario, then side, so the sides of a comparison
-(A and B, or two offset_commit policies) alternate A B A B instead of running A then B
-(design.md, "Measuring on a 2-core VM").
+(zk and dsbs, A and B, or two offset_commit policies) alternate instead of running A then B
+(design.md, "Measuring on a 2-core VM"); odd tries run the sides in order and even tries in
+reverse (A B B A), so neither side always goes first after the other.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ class Cell:
 class Side:
     # Position among the run's sides (stable across epochs).
     index: int
+    # zk | dsbs: whose cluster runs this side's sessions.
+    arch: str
     # The manifest's `label` (A/B for an A/A run; the policies for a sweep; else the user's).
     label: str
     # The coordination policies in force for every session of this side.
@@ -58,9 +65,14 @@ class Session:
 
 @dataclass(frozen=True)
 class Epoch:
-    # Broker setting of this cluster (fairness rule 2).
+    # Broker setting of this epoch's clusters (fairness rule 2).
     metadata_check: str
     sessions: tuple[Session, ...]
+
+    @property
+    def arches(self) -> tuple[str, ...]:
+        """The architectures whose clusters this epoch needs, in order of first use."""
+        return tuple(dict.fromkeys(s.side.arch for s in self.sessions))
 
 
 def cells(workload: Workload) -> list[Cell]:
@@ -72,8 +84,11 @@ def cells(workload: Workload) -> list[Cell]:
     ]
 
 
-def sides(workload: Workload, label: str | None = None) -> list[Side]:
-    """One side per label x policy combination. ``label`` (the CLI's) names a single side."""
+def sides(
+    workload: Workload, label: str | None = None, arches: tuple[str, ...] = ("zk",)
+) -> list[Side]:
+    """One side per architecture x label x policy combination. ``label`` (the CLI's) names a
+    single side; the architecture is not part of the label (each run log records its own)."""
     labels = list(workload.labels)
     if label is not None:
         labels = [f"{label}-{x}" for x in labels] if len(labels) > 1 else [label]
@@ -87,7 +102,8 @@ def sides(workload: Workload, label: str | None = None) -> list[Side]:
                 parts = [lab] if lab else []
                 if len(combos) > 1:
                     parts.append(f"{oc}+{mc}")
-                out.append(Side(len(out), " ".join(parts), oc, mc))
+                for arch in arches:
+                    out.append(Side(len(out), arch, " ".join(parts), oc, mc))
     return out
 
 
@@ -102,8 +118,9 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
         current: list[Session] = []
         for cell in grid:
             for try_no in range(1, workload.tries + 1):
+                order = group if try_no % 2 else group[::-1]
                 for scenario in workload.scenarios:
-                    current.extend(Session(side, cell, try_no, scenario) for side in group)
+                    current.extend(Session(side, cell, try_no, scenario) for side in order)
                 if workload.restart == "try":
                     epochs.append(Epoch(mc, tuple(current)))
                     current = []

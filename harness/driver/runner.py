@@ -1,10 +1,13 @@
 """``twinbench run``: start the cluster, run every session of a workload, write the run logs.
 
-Flow per epoch (sessions sharing one cluster, see plan.py): start ZooKeeper (zk) and the
-brokers through ``harness.cluster`` with the brokers pinned away from the client, open the
-clients once, then per session: create a fresh topic, read the coordination counters, run the
-scenario, read them again, write the rows. A cluster is restarted only when the workload needs
-it (another metadata_check, or ``restart: cell|try``).
+Flow per epoch (sessions sharing clusters, see plan.py): start ZooKeeper (zk) and the brokers
+through ``harness.cluster`` with the brokers pinned away from the client - one cluster per
+architecture, both up at once for ``--arch both`` - open each cluster's clients once, then per
+session: create a fresh topic, read the coordination counters, run the scenario, read them
+again, write the rows. ``--arch both`` alternates the architectures session by session (zk
+dsbs, then dsbs zk on the next try), so drift on a shared machine hits both alike. A cluster
+is restarted only when the workload needs it (another metadata_check, or
+``restart: cell|try``).
 
 Interruption: Ctrl-C (SIGINT) or SIGTERM cancels the session in progress; every cluster
 process is stopped by PID, every run log gets ``incomplete: true`` and an end time, rows
@@ -33,7 +36,7 @@ from typing import Any
 
 from rich.console import Console
 
-from brokers.core.errors import KafkaError
+from brokers.core.errors import KafkaError, UserError
 from harness import runlog
 from harness.cluster import Cluster, ClusterSpec
 from harness.driver import counters, placement, plan, rows
@@ -43,6 +46,7 @@ from harness.workload import LoadedWorkload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
+ARCH_CHOICES = ("zk", "dsbs", "both")
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
 EXIT_INTERRUPTED = 130
@@ -50,7 +54,7 @@ EXIT_INTERRUPTED = 130
 
 @dataclass(frozen=True)
 class RunOptions:
-    # zk | dsbs
+    # zk | dsbs | both (the two interleaved session by session, one run log each)
     arch: str
     # The validated workload file.
     workload: LoadedWorkload
@@ -99,13 +103,14 @@ class _Run:
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
         self.placement = placement.choose(wl.placement)
-        self.sides = plan.sides(wl, opts.label)
+        self.arches = arches_of(opts.arch)
+        self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.cluster: Cluster | None = None
+        self.clusters: dict[str, Cluster] = {}
         self.outcome = RunOutcome()
         self.session_no = 0
         # Topic and group names: seeded, and distinct from any earlier run on the same cluster.
@@ -117,28 +122,28 @@ class _Run:
         self.progress = RunProgress(self.total, show, self.console)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, metadata_check: str) -> ClusterSpec:
+    def spec(self, arch: str, metadata_check: str) -> ClusterSpec:
         wl = self.workload
         return ClusterSpec(
-            arch=self.opts.arch,  # type: ignore[arg-type]
+            arch=arch,  # type: ignore[arg-type]
             brokers=wl.brokers,
-            zookeeper=self.opts.zookeeper,
+            zookeeper=self.opts.zookeeper if arch == "zk" else None,
             zk_nodes=wl.zk_nodes,
             flush=wl.flush,
             metadata_check=metadata_check,
             gossip_preset=wl.gossip_preset,
         )
 
-    def start_cluster(self, metadata_check: str) -> Cluster:
+    def start_cluster(self, arch: str, metadata_check: str) -> Cluster:
         with placement.children_on(self.placement):
-            cluster = Cluster(self.spec(metadata_check))
-            self.cluster = cluster
+            cluster = Cluster(self.spec(arch, metadata_check))
+            self.clusters[arch] = cluster
             cluster.start()
         return cluster
 
-    def stop_cluster(self) -> None:
-        cluster, self.cluster = self.cluster, None
-        if cluster is not None:
+    def stop_clusters(self) -> None:
+        while self.clusters:
+            _, cluster = self.clusters.popitem()
             cluster.stop()
 
     # --- run logs --------------------------------------------------------------------------
@@ -147,21 +152,21 @@ class _Run:
         if log is not None:
             return log
         wl = self.workload
-        run_id = runlog.make_run_id(self.opts.arch, wl.name, self.started,
-                                    random.SystemRandom())
+        arch = side.arch
+        run_id = runlog.make_run_id(arch, wl.name, self.started, random.SystemRandom())
         cluster_info: dict[str, Any] = {
             "brokers": wl.brokers,
             "partitions": wl.partitions,
             "start_seconds": round(cluster.start_seconds, 3),
         }
-        if self.opts.arch == "zk":
+        if arch == "zk":
             cluster_info["zk_nodes"] = wl.zk_nodes
         else:
             cluster_info["gossip_preset"] = wl.gossip_preset
         zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
         manifest = runlog.base_manifest(
             run_id=run_id,
-            arch=self.opts.arch,
+            arch=arch,
             label=side.label,
             workload=wl.as_dict(),
             workload_text=self.opts.workload.text,
@@ -172,12 +177,13 @@ class _Run:
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
             started_at=self.started,
+            run_arches=self.arches,
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
         self.outcome.run_dirs.append(log.path)
-        self.progress.note(f"run log [bold]{log.path}[/]" + (f" ({side.label})"
-                                                            if side.label else ""))
+        what = " ".join(x for x in (arch if len(self.arches) > 1 else "", side.label) if x)
+        self.progress.note(f"run log [bold]{log.path}[/]" + (f" ({what})" if what else ""))
         return log
 
     # --- the loop --------------------------------------------------------------------------
@@ -193,24 +199,29 @@ class _Run:
             await self.run_epoch(epoch)
 
     async def run_epoch(self, epoch: plan.Epoch) -> None:
-        self.progress.current(f"starting {self.opts.arch} cluster "
-                              f"(metadata_check={epoch.metadata_check})")
-        cluster = self.start_cluster(epoch.metadata_check)
-        clients = None
+        clients: dict[str, Clients] = {}
         try:
-            clients = await Clients.open(cluster.bootstrap, self.workload)
+            for arch in epoch.arches:
+                self.progress.current(f"starting {arch} cluster "
+                                      f"(metadata_check={epoch.metadata_check})")
+                cluster = self.start_cluster(arch, epoch.metadata_check)
+                clients[arch] = await Clients.open(cluster.bootstrap, self.workload)
             for session in epoch.sessions:
-                await self.run_one(cluster, clients, session)
+                arch = session.side.arch
+                await self.run_one(self.clusters[arch], clients[arch], session)
         finally:
-            if clients is not None:
+            for c in clients.values():
                 with contextlib.suppress(Exception):
-                    await clients.close()
-            self.stop_cluster()
+                    await c.close()
+            self.stop_clusters()
 
     async def run_one(self, cluster: Cluster, clients: Clients, s: plan.Session) -> None:
         log = self.log_for(s.side, cluster)
         self.session_no += 1
-        side = f"[{s.side.label}] " if s.side.label else ""
+        arch = s.side.arch
+        tags = [arch] if len(self.arches) > 1 else []
+        tags += [s.side.label] if s.side.label else []
+        side = f"[{' '.join(tags)}] " if tags else ""
         self.progress.current(f"{side}{s.cell.cell_id} {s.scenario} try {s.try_no}")
         topic = f"{self.name_prefix}-{self.session_no}"
         try:
@@ -231,9 +242,9 @@ class _Run:
             self.progress.advance()
             return
         run_id = log.run_id
-        rec = rows.record_rows(run_id, self.opts.arch, s, result)
-        coord = rows.coordination_row(run_id, self.opts.arch, s, result,
-                                      counters.delta(self.opts.arch, before, after))
+        rec = rows.record_rows(run_id, arch, s, result)
+        coord = rows.coordination_row(run_id, arch, s, result,
+                                      counters.delta(arch, before, after))
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_latency(rows.latency_entries(run_id, s, result))
@@ -242,9 +253,11 @@ class _Run:
         if result.failed:
             r = result.report
             log.mark_failed(s.cell.cell_id)
-            self.outcome.failed_cells.setdefault(s.side.label, [])
-            if s.cell.cell_id not in self.outcome.failed_cells[s.side.label]:
-                self.outcome.failed_cells[s.side.label].append(s.cell.cell_id)
+            # Keyed like the progress line: the side's label, with its architecture first
+            # when the run covers both.
+            failed = self.outcome.failed_cells.setdefault(" ".join(tags), [])
+            if s.cell.cell_id not in failed:
+                failed.append(s.cell.cell_id)
             msg = (f"DATA LOSS in {s.cell.cell_id} {s.scenario} try {s.try_no}: lost={r.lost} "
                    f"out_of_order={r.out_of_order} corrupt_batches={r.corrupt_batches} "
                    f"(expected {r.expected}, delivered {r.records})")
@@ -261,7 +274,7 @@ class _Run:
         if self.progress.enabled:
             for side in self.sides:
                 if self.records[side.index]:
-                    title = f"{self.opts.arch} {self.workload.name}" + (
+                    title = f"{side.arch} {self.workload.name}" + (
                         f" [{side.label}]" if side.label else "")
                     self.console.print(summary_table(title, self.records[side.index],
                                                      self.coordination[side.index]))
@@ -269,6 +282,13 @@ class _Run:
 
 class ClusterDied(RuntimeError):
     """A cluster process exited during a run: nothing further can be measured."""
+
+
+def arches_of(arch: str) -> tuple[str, ...]:
+    """``--arch`` -> the architectures a run measures (``both``: zk and dsbs, interleaved)."""
+    if arch not in ARCH_CHOICES:
+        raise UserError(f"unknown architecture {arch!r}; choose zk, dsbs or both")
+    return ("zk", "dsbs") if arch == "both" else (arch,)
 
 
 def run(opts: RunOptions) -> RunOutcome:
@@ -295,7 +315,7 @@ def run(opts: RunOptions) -> RunOutcome:
             state.outcome.incomplete = True
         # A second Ctrl-C during clean-up must not leave processes behind.
         with _sigint_ignored():
-            state.stop_cluster()
+            state.stop_clusters()
             state.finish()
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:

@@ -128,3 +128,55 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
         ("production", "request"), ("consumption", "request"), ("consumption", "e2e")}
     for e in entries:
         assert HdrHistogram.decode(e["histogram"]).get_total_count() == e["count"] > 0
+
+
+BOTH_WORKLOAD = """\
+name: both
+messages: 3000
+tries: 2
+scenarios: [split, streaming]
+policies:
+  offset_commit: every_fetch
+  metadata_check: per_request
+cells:
+  - table: size_grid
+    msg_sizes: [32]
+    batches: [20]
+"""
+
+
+def test_both_architectures_interleaved_in_one_run(tmp_path):
+    """`--arch both` (what `make bench` runs): one run log per architecture, sessions
+    alternating zk/dsbs (ABBA by try), both clusters stopped at the end."""
+    if reason := zookeeper_missing():
+        pytest.skip(reason)
+    workload = tmp_path / "both.yaml"
+    workload.write_text(BOTH_WORKLOAD)
+    out = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
+         str(workload), "--out", str(out), "--seed", "7"],
+        capture_output=True, text=True, timeout=280,
+    )
+    assert proc.returncode == 0, proc.stderr
+    dirs = sorted(out.iterdir())
+    assert sorted(d.name.split("-")[1] for d in dirs) == ["dsbs", "zk"]
+    assert sorted(proc.stdout.split()) == sorted(str(d) for d in dirs)
+    spans: dict[str, list[tuple[int, str, str, str]]] = {}
+    for d in dirs:
+        m = json.loads((d / "manifest.json").read_text())
+        assert m["run_arches"] == ["zk", "dsbs"] and m["incomplete"] is False
+        assert (m["versions"]["zookeeper"] is None) == (m["arch"] == "dsbs")
+        with open(d / "records.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 2 * 2 * 2  # tries x scenarios x roles
+        assert {r["arch"] for r in rows} == {m["arch"]}
+        assert all(r["status"] == "ok" and r["lost"] in ("", "0") for r in rows)
+        with open(d / "coordination.csv", newline="") as f:
+            coordination = list(csv.DictReader(f))
+        for row in coordination:
+            # Each session's counters come from its own architecture's cluster.
+            assert (row["zk_requests"] != "") == (m["arch"] == "zk")
+        spans[m["arch"]] = [(int(r["try"]), r["scenario"], r["role"], r["wall_s"]) for r in rows]
+    # The same sessions ran on both.
+    assert [s[:3] for s in spans["zk"]] == [s[:3] for s in spans["dsbs"]]

@@ -14,7 +14,9 @@ from harness.driver.session import RoleResult, SessionResult
 from workloads.latency import LatencyRecorder
 from workloads.verify import Verifier
 
-SESSION = Session(Side(0, "", "every_fetch", "per_request"), Cell("size_grid", 32, 20), 1, "split")
+SESSION = Session(
+    Side(0, "zk", "", "every_fetch", "per_request"), Cell("size_grid", 32, 20), 1, "split"
+)
 
 
 def session_result(verifier: Verifier, records: int) -> SessionResult:

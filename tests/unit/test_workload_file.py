@@ -147,9 +147,10 @@ def test_aa_has_two_sides_interleaved_try_by_try():
     sides = plan.sides(wl)
     assert [s.label for s in sides] == ["A", "B"]
     (epoch,) = plan.schedule(wl, sides)
-    first = epoch.sessions[:4]
+    first = epoch.sessions[:8]
     assert [(s.side.label, s.try_no, s.scenario) for s in first] == [
-        ("A", 1, "split"), ("B", 1, "split"), ("A", 1, "streaming"), ("B", 1, "streaming")]
+        ("A", 1, "split"), ("B", 1, "split"), ("A", 1, "streaming"), ("B", 1, "streaming"),
+        ("B", 2, "split"), ("A", 2, "split"), ("B", 2, "streaming"), ("A", 2, "streaming")]
 
 
 def test_policy_sweep_has_one_side_per_combination_and_restarts_per_metadata_check():
@@ -170,6 +171,31 @@ def test_restart_per_try_makes_one_epoch_per_cell_and_try():
     epochs = plan.schedule(wl, plan.sides(wl))
     assert len(epochs) == 3
     assert all(len(e.sessions) == 2 for e in epochs)
+
+
+def test_both_architectures_alternate_session_by_session_abba():
+    wl = parse_workload(with_(tries=3, scenarios=["split", "streaming"]))
+    sides = plan.sides(wl, arches=("zk", "dsbs"))
+    assert [(s.arch, s.label) for s in sides] == [("zk", ""), ("dsbs", "")]
+    (epoch,) = plan.schedule(wl, sides)
+    assert epoch.arches == ("zk", "dsbs")
+    order = [(s.try_no, s.scenario, s.side.arch) for s in epoch.sessions]
+    assert order == [
+        (1, "split", "zk"), (1, "split", "dsbs"), (1, "streaming", "zk"),
+        (1, "streaming", "dsbs"),
+        (2, "split", "dsbs"), (2, "split", "zk"), (2, "streaming", "dsbs"),
+        (2, "streaming", "zk"),
+        (3, "split", "zk"), (3, "split", "dsbs"), (3, "streaming", "zk"),
+        (3, "streaming", "dsbs"),
+    ]
+
+
+def test_both_architectures_times_an_aa_workload_gives_four_run_logs():
+    wl = load_workload("aa").workload
+    sides = plan.sides(wl, arches=("zk", "dsbs"))
+    assert [(s.arch, s.label) for s in sides] == [
+        ("zk", "A"), ("dsbs", "A"), ("zk", "B"), ("dsbs", "B")]
+    assert [s.index for s in sides] == [0, 1, 2, 3]
 
 
 def test_cli_label_names_the_single_side():
