@@ -16,6 +16,8 @@ Layout (sans-IO core first, I/O at the edges):
                     deterministic leader epoch, rendezvous hashing for group coordinators.
 * ``offsets.py``    the committed-offsets table (last-writer-wins merge, lazy replication
                     bookkeeping) and its append-only JSON-lines file.
+* ``offset_writer.py`` ``OffsetWriter``: the offsets file's one writer thread; commits queued
+                    while it writes share its next write and fsync (group commit).
 * ``state.py``      persisted incarnation and producer-id blocks.
 * ``swim.py``       ``SwimNode``: the tick-driven gossip state machine (probe, indirect probe,
                     suspect, dead, refute; piggybacked dissemination; anti-entropy; offset

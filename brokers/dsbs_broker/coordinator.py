@@ -47,6 +47,7 @@ from brokers.core.errors import (
 from brokers.core.group_registry import GroupRegistry
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
+from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
@@ -71,7 +72,8 @@ class DsbsCoordinator(GroupRegistry):
         self._state = NodeState(node_id)
         self._pid_counter = 0
         self._offset_log = OffsetLog(self._dir / OFFSETS_FILE)
-        self._io_lock = asyncio.Lock()
+        self._writer: OffsetWriter | None = None  # owns the open offsets file
+        self._io_lock = asyncio.Lock()  # the state file (incarnation, producer-id blocks)
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._view: ClusterView | None = None
         self._view_key: tuple[int, int] = (-1, -1)
@@ -113,6 +115,7 @@ class DsbsCoordinator(GroupRegistry):
         self._persisted_incarnation = state.incarnation
         self._pid_counter = state.producer_id_next  # the rest of the last block is abandoned
         entries = await asyncio.to_thread(self._offset_log.open)
+        self._writer = OffsetWriter(self._offset_log, asyncio.get_running_loop())
 
         stream = await bind(cfg.gossip_host, cfg.gossip_port)
         port = stream.sockname[1]
@@ -158,8 +161,11 @@ class DsbsCoordinator(GroupRegistry):
             await asyncio.gather(t, return_exceptions=True)
         async with self._io_lock:
             if self._node is not None:
-                await self._persist_pending(fsync=True)
-            await asyncio.to_thread(self._offset_log.close)
+                await self._persist_incarnation()
+        if self._writer is not None:
+            if self._node is not None:
+                self._submit_offsets(fsync=False)
+            await self._writer.close()  # drains and fsyncs everything handed over
 
     # --- change propagation -----------------------------------------------------------------
     def _after_io(self) -> None:
@@ -174,8 +180,12 @@ class DsbsCoordinator(GroupRegistry):
                 view = self.cluster()
                 for listener in self._listeners:
                     asyncio.get_running_loop().call_soon(listener, view)
-        if node.incarnation != self._persisted_incarnation or node.offsets.unpersisted:
+        if node.incarnation != self._persisted_incarnation:
             self._spawn(self._persist_background())
+        if node.offsets.unpersisted:
+            # Replicated copies: handed to the writer without fsync (the coordinator holding
+            # them has them durably) and without waiting.
+            self._submit_offsets(fsync=False)
 
     def _spawn(self, coro) -> None:
         t = asyncio.get_running_loop().create_task(coro)
@@ -184,25 +194,30 @@ class DsbsCoordinator(GroupRegistry):
 
     async def _persist_background(self) -> None:
         async with self._io_lock:
-            if not self._offset_log.is_open:
+            if self._closed:
                 return
-            await self._persist_pending(fsync=False)
+            await self._persist_incarnation()
 
-    async def _persist_pending(self, *, fsync: bool) -> None:
-        """Write accepted offsets and a changed incarnation; caller holds the I/O lock."""
+    async def _persist_incarnation(self) -> None:
+        """Store a changed incarnation; caller holds the I/O lock."""
         node = self.node
         if node.incarnation != self._persisted_incarnation:
             self._state.incarnation = node.incarnation
             await asyncio.to_thread(self._state_file.store, self._state)
             self._persisted_incarnation = node.incarnation
-        pending, node.offsets.unpersisted = node.offsets.unpersisted, []
-        if pending and self._offset_log.is_open:
-            live = list(node.offsets.entries.values())
-            await asyncio.to_thread(self._write_offsets, pending, fsync, live)
 
-    def _write_offsets(self, pending, fsync, live) -> None:
-        self._offset_log.append(pending, fsync=fsync, live=len(live))
-        self._offset_log.maybe_compact(live)
+    def _submit_offsets(self, *, fsync: bool, wait: bool = False) -> asyncio.Future[None] | None:
+        """Hand every accepted, unwritten entry to the writer (None: nothing to wait for)."""
+        writer = self._writer
+        node = self.node
+        if writer is None or writer.closed:
+            # Closed (or never started): as before, entries accepted after close stay in memory.
+            node.offsets.unpersisted = []
+            return None
+        pending, node.offsets.unpersisted = node.offsets.unpersisted, []
+        if not pending and not wait:
+            return None
+        return writer.submit(pending, fsync=fsync, live=node.offsets.entries, wait=wait)
 
     # --- metadata ---------------------------------------------------------------------------
     def _lookup(self, node_id: int) -> tuple[int, bool] | None:
@@ -304,8 +319,12 @@ class DsbsCoordinator(GroupRegistry):
         entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
         node.offsets.mark_dirty([(e.group, e.topic, e.partition) for e in entries],
                                 node.replica_peers(group_id))
-        async with self._io_lock:
-            await self._persist_pending(fsync=self.config.offsets_fsync)
+        # Our entries are in this job (nothing awaits between commit() and here), so waiting for
+        # it means they are written, and fsynced when offsets_fsync is on. Other commits queued
+        # while the writer is busy share its next write and fsync.
+        done = self._submit_offsets(fsync=self.config.offsets_fsync, wait=True)
+        if done is not None:
+            await done
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None

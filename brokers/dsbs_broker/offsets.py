@@ -18,6 +18,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
@@ -150,6 +151,18 @@ def entry_to_json(e: OffsetEntry) -> dict:
             "ts": e.commit_timestamp_ms, "m": e.metadata, "s": e.stamp, "n": e.origin}
 
 
+def encode_lines(entries: Iterable[OffsetEntry]) -> str:
+    """The log lines of ``entries``: exactly ``json.dumps(entry_to_json(e)) + "\\n"`` each, built
+    without the intermediate dict and encoder call (every commit encodes on the event loop)."""
+    q = encode_basestring_ascii  # the C quoting json.dumps uses with ensure_ascii=True
+    return "".join(
+        f'{{"g": {q(e.group)}, "t": {q(e.topic)}, "p": {e.partition:d}, "o": {e.offset:d}, '
+        f'"e": {e.leader_epoch:d}, "ts": {e.commit_timestamp_ms:d}, '
+        f'"m": {"null" if e.metadata is None else q(e.metadata)}, "s": {e.stamp:d}, '
+        f'"n": {e.origin:d}}}\n'
+        for e in entries)
+
+
 def entry_from_json(d: dict) -> OffsetEntry:
     return OffsetEntry(str(d["g"]), str(d["t"]), int(d["p"]), int(d["o"]), int(d["e"]),
                        int(d["ts"]), None if d["m"] is None else str(d["m"]), int(d["s"]),
@@ -161,6 +174,11 @@ class OffsetLog:
 
     COMPACT_FACTOR = 4  # rewrite once the file holds this many lines per live entry (+ slack)
 
+    @classmethod
+    def compaction_due(cls, lines: int, live: int) -> bool:
+        """Whether a file of ``lines`` lines holding ``live`` distinct keys should be rewritten."""
+        return lines > cls.COMPACT_FACTOR * live + 1000
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lines = 0
@@ -170,6 +188,10 @@ class OffsetLog:
     @property
     def is_open(self) -> bool:
         return self._f is not None
+
+    @property
+    def lines(self) -> int:
+        return self._lines
 
     def open(self) -> list[OffsetEntry]:
         latest: dict[Key, OffsetEntry] = {}
@@ -190,25 +212,34 @@ class OffsetLog:
         return entries
 
     def append(self, entries: list[OffsetEntry], *, fsync: bool, live: int) -> None:
-        if self._f is None:
-            raise RuntimeError("OffsetLog is not open")
-        self._f.write("".join(json.dumps(entry_to_json(e)) + "\n" for e in entries))
-        self._f.flush()
-        if fsync:
-            os.fsync(self._f.fileno())
-        self._lines += len(entries)
+        self.append_encoded(encode_lines(entries), len(entries), fsync=fsync)
         self._live = live
 
+    def append_encoded(self, data: str, lines: int, *, fsync: bool) -> None:
+        """Append ``lines`` lines already built by ``encode_lines`` (possibly several commits')."""
+        if self._f is None:
+            raise RuntimeError("OffsetLog is not open")
+        if data:
+            self._f.write(data)
+            self._f.flush()
+        if fsync:
+            os.fsync(self._f.fileno())
+        self._lines += lines
+
     def maybe_compact(self, entries: list[OffsetEntry]) -> None:
-        if self._lines > self.COMPACT_FACTOR * len(entries) + 1000:
+        if self.compaction_due(self._lines, len(entries)):
             self._rewrite(entries)
+
+    def compact(self, entries: list[OffsetEntry]) -> None:
+        """Rewrite the file to ``entries`` (the newest entry of every key) and fsync it."""
+        self._rewrite(entries)
 
     def _rewrite(self, entries: list[OffsetEntry]) -> None:
         if self._f is not None:
             self._f.close()
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write("".join(json.dumps(entry_to_json(e)) + "\n" for e in entries))
+            f.write(encode_lines(entries))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
