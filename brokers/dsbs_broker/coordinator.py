@@ -81,6 +81,10 @@ class DsbsCoordinator(GroupRegistry):
         self._persisted_incarnation = 0
         self._coord_cache: dict[str, BrokerInfo] = {}
         self._coord_cache_version = -1
+        # partition_state(fresh=True) answers: a pure function of the member table and the topic
+        # records, so kept until either version moves (the per_request check runs per request).
+        self._part_cache: dict[tuple[str, int], PartitionState] = {}
+        self._part_cache_key: tuple[int, int] = (-1, -1)
         # The membership/ownership registries live with the group's coordinator, in memory:
         # they describe live connections and are rebuilt by the next rebalance after a restart.
         self._background: set[asyncio.Task] = set()
@@ -254,11 +258,23 @@ class DsbsCoordinator(GroupRegistry):
         self, topic: str, partition: int, *, fresh: bool
     ) -> PartitionState | None:
         if fresh:
-            # The authoritative store is this broker's own tables: recompute, no network.
-            rec = self.node.topics.get(topic)
-            if rec is None or not 0 <= partition < rec.num_partitions:
-                return None
-            return self._partition(rec, partition)
+            # The authoritative store is this broker's own tables, in memory: no network. The
+            # answer is a pure function of (member table, topic records), so it is recomputed
+            # only when either has changed since (both versions move on every accepted change).
+            node = self.node
+            key = (node.members.version, node.topics.version)
+            if key != self._part_cache_key:
+                self._part_cache.clear()
+                self._part_cache_key = key
+            state = self._part_cache.get((topic, partition))
+            if state is None:
+                rec = node.topics.get(topic)
+                if rec is None or not 0 <= partition < rec.num_partitions:
+                    return None
+                state = self._partition(rec, partition)
+                if len(self._part_cache) < 100_000:
+                    self._part_cache[(topic, partition)] = state
+            return state
         return self.cluster().partition(topic, partition)
 
     async def create_topic(

@@ -141,6 +141,10 @@ class SwimNode:
         self._member_cursor = 0
         self._digest_cursor = 0
         self._repl_members_version = -1
+        # Rendezvous orders per key (a blake2b per live member each): asked on every offset
+        # commit, they change only with the member table, so kept until its version moves.
+        self._orders: dict[str, list[int]] = {}
+        self._orders_version = -1
 
     # --- public API -------------------------------------------------------------------------
     def take_outbox(self) -> list[tuple[Addr, bytes]]:
@@ -179,8 +183,17 @@ class SwimNode:
             self._send(m.gossip_addr, encode_message(Gossip()), [me.encoded], piggyback=False)
 
     def live_order(self, key: str) -> list[int]:
-        """Live members by rendezvous rank for ``key`` (group coordinator first)."""
-        return placement.rendezvous_order(key, self.members.live_ids())
+        """Live members by rendezvous rank for ``key`` (group coordinator first); the returned
+        list is shared and must not be modified."""
+        if self._orders_version != self.members.version:
+            self._orders.clear()
+            self._orders_version = self.members.version
+        order = self._orders.get(key)
+        if order is None:
+            order = placement.rendezvous_order(key, self.members.live_ids())
+            if len(self._orders) < 100_000:  # bounded: group ids come from clients
+                self._orders[key] = order
+        return order
 
     def tick(self, now: float) -> None:
         cfg = self.cfg

@@ -177,6 +177,8 @@ def test_killed_broker_declared_dead_then_rejoins(tmp_path, record_property):
         assert parts
         old_epoch = cl.coords[0].cluster().topics["t"].partitions[parts[0]].leader_epoch
         old_inc = cl.coords[victim].node.incarnation
+        for c in cl.live():  # fills the per-request answers' cache, which must not go stale
+            assert (await c.partition_state("t", parts[0], fresh=True)).leader == victim
 
         await cl.coords[victim].abort()  # no goodbye, as after SIGKILL
         took = await _until(
@@ -197,6 +199,8 @@ def test_killed_broker_declared_dead_then_rejoins(tmp_path, record_property):
             3, "partitions served again")
         new = [c.cluster().topics["t"].partitions[parts[0]] for c in cl.live()]
         assert all(p.leader_epoch == new[0].leader_epoch > old_epoch for p in new)
+        for c, p in zip(cl.live(), new, strict=True):
+            assert await c.partition_state("t", parts[0], fresh=True) == p
         # The restarted broker learned the topic by anti-entropy from its seeds.
         assert "t" in restarted.cluster().topics
 
