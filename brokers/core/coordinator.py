@@ -122,6 +122,14 @@ class Coordinator(Protocol):
     @property
     def node_id(self) -> int: ...
 
+    @property
+    def view_is_store(self) -> bool:
+        """True when ``cluster()`` reads the authoritative store itself rather than a copy
+        that can lag it (DSBS's own tables, the single node's): a ``per_request`` check is
+        then answered from the view, synchronously, with the same answer
+        ``partition_state(fresh=True)`` would give. False for ZooKeeper, whose view is a
+        watch-fed copy."""
+
     async def start(self, me: BrokerInfo) -> None:
         """Join the cluster as ``me`` and fill the cache; return once ``cluster()`` is usable."""
 

@@ -61,6 +61,10 @@ class LocalCoordinator(GroupRegistry):
     def node_id(self) -> int:
         return self._node_id
 
+    @property
+    def view_is_store(self) -> bool:
+        return True  # one node: the view is the only copy there is
+
     async def start(self, me: BrokerInfo) -> None:
         self._me = me
         for name, spec in self._topics_doc.load({}).items():

@@ -96,6 +96,12 @@ class DsbsCoordinator(GroupRegistry):
         return self._node_id
 
     @property
+    def view_is_store(self) -> bool:
+        # The member table and topic records are the coordination store, and cluster() is
+        # computed from them whenever either changes: the paper's point.
+        return True
+
+    @property
     def node(self) -> SwimNode:
         if self._node is None:
             raise CoordinatorNotAvailable("DSBS coordinator not started")

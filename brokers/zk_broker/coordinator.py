@@ -152,6 +152,10 @@ class ZkCoordinator:
         return self._node_id
 
     @property
+    def view_is_store(self) -> bool:
+        return False  # the view is fed by watches; ZooKeeper is the store
+
+    @property
     def is_controller(self) -> bool:
         return self._controller is not None
 

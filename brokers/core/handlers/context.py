@@ -38,8 +38,11 @@ class BrokerContext:
 
     @property
     def per_request(self) -> bool:
-        """Fairness rule 2: ask the coordination store on every produce/fetch."""
-        return self.config.metadata_check == "per_request"
+        """Fairness rule 2: ask the coordination store on every produce/fetch - over the
+        network (the async path) unless the coordinator's view *is* the store, in which case
+        the synchronous cached check already reads it (``Coordinator.view_is_store``)."""
+        return (self.config.metadata_check == "per_request"
+                and not self.coordinator.view_is_store)
 
     def cached_leader_check(self, topic: str, partition: int) -> KafkaError | None:
         """None when this broker leads the partition according to the cache."""
