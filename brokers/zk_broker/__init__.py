@@ -1,14 +1,18 @@
-"""The ZooKeeper-coordinated broker: a Coordinator backed by a real ZooKeeper through kazoo.
+"""The ZooKeeper-coordinated broker: a Coordinator backed by a real ZooKeeper, through kazoo and,
+for the data path's reads and writes, an asyncio-native session.
 
 Layout::
 
     config.py       ZkCoordinatorConfig: connect string, chroot, session/connection/request
-                    timeouts, producer-id block size (frozen, a comment per knob)
+                    timeouts, producer-id block size, data path client (frozen, a comment per
+                    knob)
     paths.py        the znode layout (Kafka 0.8-era) and every payload format, JSON like Kafka's;
                     pure, unit-tested
     bridge.py       KazooBridge: the ONLY module where kazoo's threads meet the event loop
                     (async results -> futures, watches and session states -> call_soon_threadsafe)
                     and where ZooKeeper requests are counted
+    direct.py       the data path's own session: ZkWire (sans-IO, kazoo's jute records) and
+                    DirectSession (asyncio: handshake, pings, reconnect); no threads, no watches
     controller.py   the controller's duties (round-robin assignment, leader per partition,
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
     coordinator.py  ZkCoordinator: registration, election, the watch-fed metadata cache,
