@@ -113,6 +113,8 @@ class _Run:
         self.clusters: dict[str, Cluster] = {}
         self.outcome = RunOutcome()
         self.session_no = 0
+        # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
+        self.timed_s = 0.0
         # Topic and group names: seeded, and distinct from any earlier run on the same cluster.
         self.name_prefix = f"tb{self.rng.getrandbits(32):08x}"
         show = opts.progress if opts.progress is not None else sys.stdout.isatty()
@@ -241,6 +243,7 @@ class _Run:
                 raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
             self.progress.advance()
             return
+        self.timed_s += result.timed_s(s.scenario)
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
         coord = rows.coordination_row(run_id, arch, s, result,
@@ -321,7 +324,9 @@ def run(opts: RunOptions) -> RunOutcome:
     for path in state.outcome.run_dirs:
         print(path)
     if state.progress.enabled:
-        state.console.print(f"{state.total} sessions planned, {elapsed:.1f} s")
+        state.console.print(
+            f"{state.total} sessions planned, {elapsed:.1f} s: {state.timed_s:.1f} s measured, "
+            f"{elapsed - state.timed_s:.1f} s harness overhead")
     if any(state.outcome.failed_cells.values()):
         cells = "; ".join(f"{label or opts.arch}: {', '.join(c)}"
                           for label, c in state.outcome.failed_cells.items())

@@ -85,6 +85,12 @@ class SessionResult:
     # A consumer gave up at its deadline.
     timed_out: bool
 
+    def timed_s(self, scenario: str) -> float:
+        """Wall seconds inside the measured phases: both phases one after the other (split),
+        or the longer of the two running together (streaming, approximately)."""
+        p, c = self.production.wall_s, self.consumption.wall_s
+        return p + c if scenario == "split" else max(p, c)
+
     @property
     def failed(self) -> bool:
         """Data lost, reordered or corrupted: the cell's numbers cannot be trusted."""
