@@ -43,6 +43,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     OperationTimeoutError,
     SessionExpiredError,
+    ZookeeperError,
 )
 from kazoo.protocol.serialization import (
     Close,
@@ -159,7 +160,11 @@ def decode_reply(req: JuteRequest, reply: Reply) -> Any:
     if reply.err:
         if reply.err == -101 and isinstance(req, Exists):  # NONODE: exists() says None
             return None
-        raise EXCEPTIONS[reply.err]()
+        try:
+            error = EXCEPTIONS[reply.err]
+        except RuntimeError:  # kazoo's table raises for codes it does not know
+            raise ZookeeperError(f"ZooKeeper answered unknown error code {reply.err}") from None
+        raise error()
     return req.deserialize(reply.body, 0)
 
 

@@ -12,7 +12,7 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError, ZookeeperError
 from kazoo.protocol.serialization import Exists, GetData, SetData
 from kazoo.protocol.states import ZnodeStat
 
@@ -84,6 +84,10 @@ def test_error_codes_raise_kazoos_exceptions() -> None:
         decode_reply(SetData("/a", b"", 3), bad_version)
     # exists() answers None for a missing node instead of raising, like kazoo.
     assert decode_reply(Exists("/a", None), no_node) is None
+    # A code newer than kazoo's table is still a ZooKeeper error, named by its number.
+    (unknown,) = wire.receive(reply(3, -999))
+    with pytest.raises(ZookeeperError, match="-999"):
+        decode_reply(GetData("/a", None), unknown)
 
 
 def test_pings_pongs_and_stray_notifications() -> None:
