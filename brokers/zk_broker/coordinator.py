@@ -47,7 +47,7 @@ from kazoo.exceptions import (
     SessionMovedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import WatchedEvent, ZnodeStat
+from kazoo.protocol.states import WatchedEvent
 from kazoo.retry import KazooRetry
 
 from brokers.core.coordinator import (
@@ -635,37 +635,27 @@ class ZkCoordinator:
         return info.partitions[partition]
 
     # --- the data path: the direct session when it is up, kazoo otherwise ---------------------
-    async def _data_get(self, path: str) -> tuple[bytes, ZnodeStat]:
+    async def _data(self, op: str, path: str, *args: bytes) -> Any:
+        """A data-path ``get`` or ``set``: through the direct session when it is up, else
+        kazoo. One the direct session loses mid-flight is asked again through kazoo; both are
+        idempotent (a read, an unconditional setData of the same bytes)."""
         direct = self._direct
         if direct is not None and direct.connected:
-            self.bridge.count("get", direct=True)
-            with contextlib.suppress(ConnectionLoss):  # dropped mid-flight: ask kazoo
-                data, stat = await direct.get(path)
-                return data, stat
-        data, stat = await self.bridge.call("get", path)
-        return data, stat
-
-    async def _data_set(self, path: str, data: bytes) -> ZnodeStat:
-        direct = self._direct
-        if direct is not None and direct.connected:
-            self.bridge.count("set", direct=True)
-            # Resending an unconditional setData of the same bytes is harmless.
+            self.bridge.count(op, direct=True)
             with contextlib.suppress(ConnectionLoss):
-                stat: ZnodeStat = await direct.set(path, data)
-                return stat
-        stat = await self.bridge.call("set", path, data)
-        return stat
+                return await getattr(direct, op)(path, *args)
+        return await self.bridge.call(op, path, *args)
 
     async def _fresh_partition_state(self, tp: TopicPartition) -> PartitionState | None:
         """The ``per_request`` policy: one getData on the state znode per produce/fetch."""
         try:
-            data, stat = await self._data_get(self.paths.partition_state(tp.topic, tp.partition))
+            data, stat = await self._data("get", self.paths.partition_state(tp.topic, tp.partition))
         except NoNodeError:
             data, stat = None, None
         replicas = self._assignments.get(tp.topic, {}).get(tp.partition)
         if replicas is None:
             try:
-                adata, _ = await self._data_get(self.paths.topic(tp.topic))
+                adata, _ = await self._data("get", self.paths.topic(tp.topic))
             except NoNodeError:
                 return None
             replicas = fmt.decode_assignment(adata).get(tp.partition)
@@ -836,7 +826,7 @@ class ZkCoordinator:
         path = self.paths.offset(group_id, tp)
         data = fmt.encode_offset(om.offset, om.metadata, om.leader_epoch)
         try:
-            await self._data_set(path, data)
+            await self._data("set", path, data)
         except NoNodeError:
             await self.ensure_path(self.paths.offsets_topic(group_id, tp.topic))
             try:
@@ -871,7 +861,7 @@ class ZkCoordinator:
 
         async def one(tp: TopicPartition) -> tuple[TopicPartition, OffsetAndMetadata] | None:
             try:
-                data, _ = await self._data_get(self.paths.offset(group_id, tp))
+                data, _ = await self._data("get", self.paths.offset(group_id, tp))
             except NoNodeError:
                 return None
             offset, metadata, epoch = fmt.decode_offset(data)
