@@ -20,7 +20,11 @@ Conventions every implementation follows:
   client must see (``TopicAlreadyExists``, ``CoordinatorNotAvailable``, ...); the handler puts
   the code on the wire.
 * ``create_topic`` returns only once this broker's own ``cluster()`` view shows the topic with a
-  leader for every partition, so a Metadata request right after a CreateTopics sees it.
+  leader for every partition, so a Metadata request right after a CreateTopics sees it. A
+  topic, once created, is never replaced by a concurrent creation of the same name elsewhere:
+  the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
+* Replication factors other than 1 are refused (``validate_replication_factor``) until
+  replication exists, so no client is told its data is replicated when it is not.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from brokers.core.errors import InvalidTopic
+from brokers.core.errors import InvalidReplicationFactor, InvalidTopic
 
 NO_LEADER = -1
 
@@ -43,6 +47,19 @@ def validate_topic_name(name: str) -> None:
     """Raise InvalidTopic unless ``name`` is a legal Kafka topic name."""
     if name in (".", "..") or not _TOPIC_NAME.fullmatch(name):
         raise InvalidTopic(f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
+
+
+# Shown to clients (CreateTopics error_message) whenever a replication factor is refused.
+REPLICATION_NOT_IMPLEMENTED = "replication is not implemented; replication factor must be 1"
+
+
+def validate_replication_factor(replication_factor: int) -> int:
+    """The replication factor a new topic gets: -1 (the broker default) means 1, and anything
+    but 1 raises InvalidReplicationFactor saying why, until replication exists."""
+    if replication_factor in (-1, 1):
+        return 1
+    raise InvalidReplicationFactor(
+        f"replication factor {replication_factor} refused: {REPLICATION_NOT_IMPLEMENTED}")
 
 
 class TopicPartition(NamedTuple):
@@ -151,8 +168,13 @@ class Coordinator(Protocol):
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str] | None = None,
+        *,
+        auto: bool = False,
     ) -> TopicInfo:
-        """Create a topic; raises TopicAlreadyExists, InvalidPartitions, ..."""
+        """Create a topic; raises TopicAlreadyExists, InvalidPartitions, ...
+
+        ``auto``: an auto-creation by a Metadata request rather than a CreateTopics. Callers
+        treat TopicAlreadyExists as success then; DSBS ranks explicit creations above it."""
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""

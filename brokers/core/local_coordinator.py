@@ -19,11 +19,11 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_replication_factor,
 )
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
-    InvalidReplicationFactor,
     TopicAlreadyExists,
 )
 from brokers.core.group_registry import GroupRegistry
@@ -106,15 +106,14 @@ class LocalCoordinator(GroupRegistry):
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str] | None = None,
+        *,
+        auto: bool = False,
     ) -> TopicInfo:
         if name in self._topics:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
-        if replication_factor != 1:
-            raise InvalidReplicationFactor(
-                f"replication factor {replication_factor} > 1 live broker"
-            )
+        validate_replication_factor(replication_factor)
         self._topics[name] = self._topic_info(name, num_partitions, configs or {})
         self._counters["coordination_writes"] += 1
         self._topics_doc.store(

@@ -59,6 +59,7 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_replication_factor,
     validate_topic_name,
 )
 from brokers.core.errors import (
@@ -682,8 +683,11 @@ class ZkCoordinator:
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str] | None = None,
+        *,
+        auto: bool = False,
     ) -> TopicInfo:
         validate_topic_name(name)
+        replication_factor = validate_replication_factor(replication_factor)
         if name in self._assignments:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if not self._connected:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
-from brokers.core.coordinator import ClusterView, validate_topic_name
+from brokers.core.coordinator import (
+    ClusterView,
+    validate_replication_factor,
+    validate_topic_name,
+)
 from brokers.core.errors import (
     InvalidPartitions,
-    InvalidReplicationFactor,
     InvalidRequest,
     KafkaError,
     LeaderNotAvailable,
@@ -65,7 +68,7 @@ async def _auto_create(
     for name in missing:
         try:
             await asyncio.wait_for(
-                ctx.coordinator.create_topic(name, ctx.config.default_partitions, 1),
+                ctx.coordinator.create_topic(name, ctx.config.default_partitions, 1, auto=True),
                 AUTO_CREATE_TIMEOUT_S,
             )
         except TopicAlreadyExists:
@@ -129,11 +132,9 @@ async def handle_create_topics(
                 raise InvalidRequest("manual replica assignments are not supported")
             partitions = ctx.config.default_partitions if topic.num_partitions == -1 else (
                 topic.num_partitions)
-            replication = 1 if topic.replication_factor == -1 else topic.replication_factor
+            replication = validate_replication_factor(topic.replication_factor)
             if partitions < 1:
                 raise InvalidPartitions(f"{partitions} partitions requested")
-            if replication < 1:
-                raise InvalidReplicationFactor(f"replication factor {replication}")
             if topic.name in ctx.coordinator.cluster().topics:
                 raise TopicAlreadyExists(f"topic {topic.name!r} already exists")
             if not req.validate_only:
