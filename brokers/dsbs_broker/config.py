@@ -48,6 +48,17 @@ class GossipConfig:
     # Upper bound on the packets a member sends back to a joining member (full member table and
     # missing topic records); the rest arrives by gossip and anti-entropy.
     join_reply_packets: int = 8
+    # Topic creation (creation.py): a CREATE to the arbiter or a PROPOSE to a member that has
+    # not answered is sent again after this long (datagrams get lost; answers are idempotent).
+    create_retry_s: float = 0.2
+    # How long an arbiter's proposal waits for every live member's vote before it gives up and
+    # lets the requests retry. A member's promise to a proposer lasts 3x this, so it outlives
+    # any proposal that counted it (a member that is down but not yet declared dead stalls a
+    # proposal; the retry after this long asks the members live by then).
+    create_propose_s: float = 1.0
+    # A requester gives up on a creation after this long (REQUEST_TIMED_OUT): long enough for
+    # a dead arbiter to be detected and its names to move to the next rank.
+    create_timeout_s: float = 30.0
     # The UDP adapter wakes at least this often to run timers (sans-IO core is tick-driven).
     tick_s: float = 0.05
     # Largest datagram we send or accept; larger ones are dropped unread.
@@ -73,6 +84,9 @@ class GossipConfig:
             raise UserError("gossip sync_interval_s must be positive")
         if self.join_reply_packets < 1:
             raise UserError("gossip join_reply_packets must be >= 1")
+        if not 0 < self.create_retry_s < self.create_propose_s < self.create_timeout_s:
+            raise UserError("gossip needs 0 < create_retry_s < create_propose_s < "
+                            "create_timeout_s")
         if self.tick_s <= 0:
             raise UserError("gossip tick_s must be positive")
         if not 512 <= self.max_packet_bytes <= 65_000:
@@ -100,6 +114,9 @@ GossipConfig.LOCAL = GossipConfig(
     gossip_interval_s=0.05,
     sync_interval_s=1.0,
     join_reply_packets=8,
+    create_retry_s=0.05,
+    create_propose_s=0.25,
+    create_timeout_s=10.0,
     tick_s=0.01,
 )
 

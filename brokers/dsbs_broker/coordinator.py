@@ -1,9 +1,11 @@
 """``DsbsCoordinator``: the Coordinator seam backed by the broker's own tables and UDP gossip.
 
-Nothing here waits on another broker: metadata answers come from the local topic records and
-member table (``partition_state(fresh=True)`` recomputes from them on every call, which is the
-paper's point: the "coordination store" is in the broker), offsets are committed to the local
-table and file, and everything spreads to peers in the background through ``SwimNode``.
+Metadata answers come from the local topic records and member table
+(``partition_state(fresh=True)`` recomputes from them on every call, which is the paper's point:
+the "coordination store" is in the broker), offsets are committed to the local table and file,
+and everything spreads to peers in the background through ``SwimNode``. Topic creation is the
+one thing that waits on other brokers (``creation.py``): the name's arbiter commits a record
+only once every live member has voted for it, so a name never has two records at once.
 
 Behaviour worth knowing:
 
@@ -11,8 +13,13 @@ Behaviour worth knowing:
   the group is checked by the request handlers (``group_coordinator``), as for every twin.
 * The controller id reported in Metadata is the lowest live node id (DSBS has no controller; any
   broker accepts CreateTopics, but admin clients want a controller to send it to).
-* Concurrent creation of one name on two brokers: both succeed locally; the record of the lower
-  creator id wins everywhere (see ``metadata.py``).
+* Concurrent creation of one name on two brokers: the arbiter takes them one at a time; the
+  first wins, the other gets TOPIC_ALREADY_EXISTS (an auto-creation gets the topic). Only
+  arbiters that each count the other as dead (a partition) can both create it; the residual
+  race and its resolution are in ``creation.py`` and ``docs/dsbs-metadata.md``.
+* Topic records are appended to ``dsbs/topics.jsonl`` as they are taken (without fsync: the
+  other members hold them too) and loaded at start, so a restarted broker, or a whole cluster
+  restarted, keeps its topics and their replica rings.
 * A restarted coordinator serves what its file holds until the successor's newer copies arrive
   (at most one ``offset_replication_interval_s`` after it is seen alive): consumers may re-read a
   few records (at-least-once), never skip any.
@@ -35,28 +42,35 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_replication_factor,
     validate_topic_name,
 )
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidConfig,
     InvalidPartitions,
-    InvalidReplicationFactor,
+    KafkaError,
     TopicAlreadyExists,
+    UnknownServerError,
+    error_for_code,
 )
 from brokers.core.group_registry import GroupRegistry
+from brokers.core.local_state import JsonJournal
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
+from brokers.dsbs_broker.creation import CreateOutcome
+from brokers.dsbs_broker.metadata import record_from_json, record_to_json
 from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
 from brokers.dsbs_broker.udp import GossipDriver, bind
-from brokers.dsbs_broker.wire import HEADER_SIZE, TopicRecord, encode_update
+from brokers.dsbs_broker.wire import TopicRecord, encode_update, record_room
 
 log = logging.getLogger("twinbench.dsbs")
 
 OFFSETS_FILE = "offsets.jsonl"
+TOPICS_FILE = "topics.jsonl"
 
 
 class DsbsCoordinator(GroupRegistry):
@@ -73,6 +87,7 @@ class DsbsCoordinator(GroupRegistry):
         self._pid_counter = 0
         self._offset_log = OffsetLog(self._dir / OFFSETS_FILE)
         self._writer: OffsetWriter | None = None  # owns the open offsets file
+        self._topics_file: JsonJournal | None = None
         self._io_lock = asyncio.Lock()  # the state file (incarnation, producer-id blocks)
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._view: ClusterView | None = None
@@ -88,6 +103,8 @@ class DsbsCoordinator(GroupRegistry):
         # The membership/ownership registries live with the group's coordinator, in memory:
         # they describe live connections and are rebuilt by the next rebalance after a restart.
         self._background: set[asyncio.Task] = set()
+        # Creations this broker asked for, by request id, until their outcome arrives.
+        self._creates: dict[int, asyncio.Future[CreateOutcome]] = {}
         self._closed = False
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -138,6 +155,13 @@ class DsbsCoordinator(GroupRegistry):
             offset_replication_interval_s=cfg.offset_replication_interval_s,
         )
         node.offsets.load(entries)
+        self._topics_file = await asyncio.to_thread(JsonJournal, self._dir / TOPICS_FILE)
+        for entry in self._topics_file.entries:
+            try:
+                node.topics.apply(record_from_json(entry))
+            except ValueError as exc:
+                log.warning("%s: skipping %s", self._topics_file.path, exc)
+        node.topics.unpersisted = []
         self._node = node
         self._driver = GossipDriver(node, stream, on_activity=self._after_io)
         self._driver.start()
@@ -176,6 +200,11 @@ class DsbsCoordinator(GroupRegistry):
             if self._node is not None:
                 self._submit_offsets(fsync=False)
             await self._writer.close()  # drains and fsyncs everything handed over
+        if self._topics_file is not None:
+            if self._node is not None:
+                self._persist_topics()  # records taken since the last I/O event
+            self._topics_file.close()
+            self._topics_file = None
 
     # --- change propagation -----------------------------------------------------------------
     def _after_io(self) -> None:
@@ -196,6 +225,22 @@ class DsbsCoordinator(GroupRegistry):
             # Replicated copies: handed to the writer without fsync (the coordinator holding
             # them has them durably) and without waiting.
             self._submit_offsets(fsync=False)
+        if node.topics.unpersisted:
+            self._persist_topics()
+        done = node.creations.completed
+        if done:
+            for rid, outcome in list(done.items()):
+                del done[rid]
+                fut = self._creates.pop(rid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(outcome)
+
+    def _persist_topics(self) -> None:
+        # A few hundred bytes per new topic, rarely: appended in place, not on a thread.
+        node = self.node
+        recs, node.topics.unpersisted = node.topics.unpersisted, []
+        if self._topics_file is not None and recs:
+            self._topics_file.append([record_to_json(r) for r in recs])
 
     def _spawn(self, coro) -> None:
         t = asyncio.get_running_loop().create_task(coro)
@@ -289,30 +334,44 @@ class DsbsCoordinator(GroupRegistry):
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str] | None = None,
+        *,
+        auto: bool = False,
     ) -> TopicInfo:
+        """Ask the name's arbiter (perhaps ourselves) to create the topic and wait for its
+        answer; the record is in our table by the time this returns or raises
+        TopicAlreadyExists. Invalid definitions are refused here, without a round trip."""
         node = self.node
         validate_topic_name(name)
         if name in node.topics:
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
-        rf = 1 if replication_factor == -1 else replication_factor
-        live = node.members.live_ids()
-        if rf < 1 or rf > len(live):
-            raise InvalidReplicationFactor(
-                f"replication factor {replication_factor} with {len(live)} live brokers")
-        ring = placement.assign_ring(name, live, num_partitions, rf)
-        rec = TopicRecord(name, 1, self._node_id, num_partitions, rf, ring,
-                          tuple(sorted((configs or {}).items())))
-        room = node.cfg.max_packet_bytes - HEADER_SIZE - 1 - 2
-        if len(encode_update(rec)) > room:
+        rf = validate_replication_factor(replication_factor)
+        items = tuple(sorted((configs or {}).items()))
+        # The arbiter builds the ring over its live members; ours are the best estimate of its
+        # length (it checks the size again and answers INVALID_CONFIG if it does not fit).
+        ring_len = min(num_partitions + rf - 1, max(node.members.live_count(), 1))
+        probe = TopicRecord(name, 1, self._node_id, num_partitions, rf, (0,) * ring_len, items,
+                            True, 0)
+        if len(encode_update(probe)) > record_room(node.cfg.max_packet_bytes):
             raise InvalidConfig(f"topic {name!r}: definition exceeds one gossip packet")
-        node.add_topic(rec, self._now())
+        fut: asyncio.Future[CreateOutcome] = asyncio.get_running_loop().create_future()
+        rid = node.creations.request(name, num_partitions, rf, items, explicit=not auto,
+                                     now=self._now())
+        self._creates[rid] = fut
         if self._driver is not None:
-            node.tick(self._now())  # start spreading it now rather than at the next timer
-            self._driver.flush()
+            self._driver.flush()  # the CREATE or PROPOSE leaves now, not at the next timer
         self._after_io()
-        return self.cluster().topics[name]
+        try:
+            outcome = await fut
+        finally:
+            if self._creates.pop(rid, None) is not None:
+                node.creations.cancel(rid)  # the caller gave up (timeout, cancellation)
+                self._after_io()
+        if outcome.code == 0:
+            return self.cluster().topics[name]
+        cls: type[KafkaError] = error_for_code(outcome.code) or UnknownServerError
+        raise cls(outcome.message)
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)

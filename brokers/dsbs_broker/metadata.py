@@ -1,9 +1,18 @@
 """Topic records: the topic -> partition -> broker table every DSBS broker keeps (sans-IO).
 
-A record is versioned; a broker keeps, per topic name, the record with the highest
-(version, -creator). Creation writes version 1, so two brokers creating the same name at once
-both succeed locally and the cluster settles on the lower creator id's record (documented race:
-the losing creator's clients see the winner's assignment after one metadata refresh).
+Records enter the table only once committed by the name's arbiter (``creation.py``): the
+arbiter has asked every live member and none held a record of that name or had promised it to
+another arbiter. So a name normally has exactly one record, cluster-wide, from its creation on.
+
+Two records of one name ("competing records") can still exist after a network partition or
+after two arbiters each declared the other dead (the residual race, ``docs/dsbs-metadata.md``).
+Every broker then keeps the record of highest rank, (version, explicit, -creator): an explicit
+CreateTopics outranks an auto-creation, and between two of a kind the lower arbiter id wins.
+The merge is deterministic, so the cluster converges on one record once the records meet.
+
+Records are durable: every record taken into the table is appended to ``unpersisted``, which the
+coordinator writes to the broker's topics file (``record_to_json`` / ``record_from_json``) and
+loads back at start, so a restarted broker still holds the records it held.
 
 Dissemination is gossip (piggybacked broadcast) plus anti-entropy: digests of
 (name hash, version, creator) over a contiguous range of name hashes, exchanged with a random
@@ -15,14 +24,16 @@ packets.
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 from brokers.dsbs_broker.wire import DigestEntry, TopicRecord, encode_update, name_hash
 
 MAX_HASH = (1 << 64) - 1
 
 
-def _rank(r: TopicRecord | DigestEntry) -> tuple[int, int]:
-    return (r.version, -r.creator)
+def rank(r: TopicRecord | DigestEntry) -> tuple[int, bool, int]:
+    """Which of two records of one name wins: the higher rank."""
+    return (r.version, r.explicit, -r.creator)
 
 
 class TopicStore:
@@ -32,6 +43,7 @@ class TopicStore:
         self._by_hash: dict[int, str] = {}
         self._hashes: list[int] = []  # sorted, for range digests
         self.version = 0  # bumped on every accepted change
+        self.unpersisted: list[TopicRecord] = []  # taken, not yet handed to the topics file
 
     def __contains__(self, name: str) -> bool:
         return name in self.records
@@ -45,7 +57,7 @@ class TopicStore:
     def apply(self, rec: TopicRecord) -> bool:
         """Merge a record; True if it was new or newer than ours."""
         cur = self.records.get(rec.name)
-        if cur is not None and _rank(rec) <= _rank(cur):
+        if cur is not None and rank(rec) <= rank(cur):
             return False
         if cur is None:
             h = name_hash(rec.name)
@@ -57,6 +69,7 @@ class TopicStore:
         self.records[rec.name] = rec
         self.encoded[rec.name] = encode_update(rec)
         self.version += 1
+        self.unpersisted.append(rec)
         return True
 
     def digest(self, start: int, max_entries: int) -> tuple[int, int, list[DigestEntry], int]:
@@ -70,7 +83,7 @@ class TopicStore:
         entries = []
         for h in chosen:
             r = self.records[self._by_hash[h]]
-            entries.append(DigestEntry(h, r.version, r.creator))
+            entries.append(DigestEntry(h, r.version, r.creator, r.explicit))
         if i + max_entries >= len(self._hashes):
             return start, MAX_HASH, entries, 0
         hi = chosen[-1] if chosen else start
@@ -85,6 +98,29 @@ class TopicStore:
         for h in self._hashes[i:j]:
             name = self._by_hash[h]
             d = theirs.get(h)
-            if d is None or _rank(d) < _rank(self.records[name]):
+            if d is None or rank(d) < rank(self.records[name]):
                 out.append(name)
         return out
+
+
+def record_to_json(rec: TopicRecord) -> dict[str, Any]:
+    """One line of the topics file."""
+    return {"name": rec.name, "version": rec.version, "creator": rec.creator,
+            "partitions": rec.num_partitions, "replication_factor": rec.replication_factor,
+            "ring": list(rec.ring), "configs": [list(c) for c in rec.configs],
+            "explicit": rec.explicit, "token": rec.token}
+
+
+def record_from_json(d: Any) -> TopicRecord:
+    """A topics-file line back to a record; ValueError if it is not one."""
+    try:
+        rec = TopicRecord(
+            str(d["name"]), int(d["version"]), int(d["creator"]), int(d["partitions"]),
+            int(d["replication_factor"]), tuple(int(n) for n in d["ring"]),
+            tuple((str(k), str(v)) for k, v in d["configs"]), bool(d["explicit"]),
+            int(d["token"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"not a topic record: {d!r}") from e
+    if not rec.name or rec.num_partitions < 1 or not rec.ring:
+        raise ValueError(f"not a topic record: {d!r}")
+    return rec

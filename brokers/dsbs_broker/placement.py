@@ -5,10 +5,11 @@ the same answers as every other broker; no broker decides for the others.
 
 * Replica assignment is fixed when a topic is created: round robin over the members live at
   creation, sorted by id and rotated by a hash of the topic name (so many one-partition topics do
-  not all land on the lowest id). The creating broker computes the ring and gossips it inside the
-  topic record. Without replication, data lives where it was first assigned, so assignment must
-  never be recomputed from the current members (plain modulo over live members would move every
-  partition's leader away from its data when one broker leaves).
+  not all land on the lowest id). The name's arbiter computes the ring over the members live in
+  its view and commits it inside the topic record (``creation.py``). Without replication, data
+  lives where it was first assigned, so assignment must never be recomputed from the current
+  members (plain modulo over live members would move every partition's leader away from its
+  data when one broker leaves).
 * The leader of a partition is its first live replica; with replication factor 1 that is the
   assigned broker while it is live, else ``NO_LEADER``.
 * Leader epoch: ``sum over replicas r of (2 * incarnation(r) + (0 if r is live else 1))``.
@@ -21,6 +22,9 @@ the same answers as every other broker; no broker decides for the others.
 * Group coordinators: rendezvous (highest random weight) hashing of the group id over live
   members. When a member leaves, only the groups it coordinated move, and they move to the next
   rank, which is where their offsets were replicated.
+* Topic arbiters: the same rendezvous hashing of the topic name over live members picks the one
+  broker that decides the creation of that name (``creation.py``); every other broker forwards
+  creations of the name to it. Members that agree on who is live agree on the arbiter.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Time advances in fixed steps; a datagram sent during one step is delivered during the next
 (one step of latency), or lost with probability ``loss``. Nodes that are "killed" neither send
-nor receive, as after a SIGKILL. Everything is seeded, so a run is reproducible.
+nor receive, as after a SIGKILL. ``partition`` splits the nodes into sides that cannot reach
+each other (every datagram across is dropped) until ``heal``. Everything is seeded, so a run is
+reproducible.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class SimStats:
     packets: int = 0
     bytes: int = 0
     lost: int = 0
+    cut: int = 0  # dropped by a partition
     max_packet: int = 0
     per_node: dict[int, int] = field(default_factory=dict)
 
@@ -47,6 +50,7 @@ class SimNet:
         self.down: set[int] = set()
         self._incarnations: dict[int, int] = {}
         self._inflight: list[tuple[Addr, Addr, bytes]] = []
+        self._side: dict[int, int] = {}  # node id -> side while partitioned; empty when whole
         self.stats = SimStats()
         self.offset_replicas = offset_replicas
 
@@ -84,6 +88,23 @@ class SimNet:
     def kill(self, node_id: int) -> None:
         self.down.add(node_id)
 
+    def partition(self, *sides: set[int] | frozenset[int] | tuple[int, ...]) -> None:
+        """Cut the network between ``sides`` (node ids; nodes named nowhere form one more
+        side together). Datagrams already in flight across the cut are lost too."""
+        self._side = {n: i for i, side in enumerate(sides) for n in side}
+        self._inflight = [f for f in self._inflight if self._reachable(f[0], f[1])]
+
+    def heal(self) -> None:
+        self._side = {}
+
+    def _reachable(self, src: Addr, dst: Addr) -> bool:
+        if not self._side:
+            return True
+        a, b = self.by_addr.get(src), self.by_addr.get(dst)
+        if a is None or b is None:
+            return True
+        return self._side.get(a.node_id, -1) == self._side.get(b.node_id, -1)
+
     def step(self) -> None:
         self.now += self.step_s
         inflight, self._inflight = self._inflight, []
@@ -110,6 +131,9 @@ class SimNet:
             st.per_node[node.node_id] = st.per_node.get(node.node_id, 0) + 1
             if self.loss and self.rng.random() < self.loss:
                 st.lost += 1
+                continue
+            if self._side and not self._reachable(node.addr, dst):
+                st.cut += 1
                 continue
             self._inflight.append((node.addr, dst, data))
 

@@ -1,4 +1,4 @@
-"""The DSBS gossip state machine: SWIM membership, topic dissemination, offset replication.
+"""The DSBS gossip state machine: SWIM membership, topic dissemination and creation, offsets.
 
 Sans-IO and tick-driven: no sockets, no sleeps, no clocks. The caller passes the time in
 (``now``, seconds on any monotonic scale), feeds datagrams to ``receive``, calls ``tick``
@@ -22,6 +22,8 @@ Protocol, per member and per period (``GossipConfig.period_s``):
   SYNC to their seeds and get a bounded full-table reply.
 * Offsets committed on a group's coordinator are pushed lazily to the group's next rendezvous
   ranks in OFFSETS batches, retried until acknowledged.
+* Topic creation (``creation.py``, owned here as ``creations``): CREATE to the name's arbiter,
+  PROPOSE/VOTE among the live members, the committed record pushed to all and gossiped.
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
 number, or comes from ourselves is counted under ``dropped_<reason>`` and otherwise ignored.
@@ -35,12 +37,15 @@ from dataclasses import dataclass
 
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import GossipConfig
+from brokers.dsbs_broker.creation import Creations
 from brokers.dsbs_broker.membership import Member, MemberTable
 from brokers.dsbs_broker.metadata import TopicStore
 from brokers.dsbs_broker.offsets import OffsetTable
 from brokers.dsbs_broker.wire import (
     HEADER_SIZE,
     Ack,
+    Create,
+    CreateResult,
     Gossip,
     Header,
     MemberUpdate,
@@ -48,9 +53,11 @@ from brokers.dsbs_broker.wire import (
     OffsetsAck,
     Ping,
     PingReq,
+    Propose,
     Status,
     Sync,
     TopicRecord,
+    Vote,
     WireError,
     assemble,
     chunk_offset_entries,
@@ -114,13 +121,17 @@ class SwimNode:
         self.members = MemberTable(self._my_update(Status.ALIVE), now)
         self.topics = TopicStore()
         self.offsets = OffsetTable(node_id)
+        self.counters: defaultdict[str, int] = defaultdict(int)
+        self.creations = Creations(self)
         self.offset_replicas = offset_replicas
         self._repl_interval = offset_replication_interval_s
         self.outbox: list[tuple[Addr, bytes]] = []
-        self.counters: defaultdict[str, int] = defaultdict(int)
         self.seeds = tuple(s for s in seeds if s != gossip_addr)
         self.leaving = False
-        self.heard_from_peer = False  # any valid packet from another member yet (join done)
+        self.heard_from_peer = False  # any valid packet from another member yet
+        # A SYNC answer (member table and the topic records we lacked) has arrived: the join
+        # through a seed, or a later anti-entropy round, is complete.
+        self.synced = False
 
         # Broadcast queue: buckets[i] holds updates sent i times (key -> encoded update).
         # OrderedDicts: a plain dict emptied from the front leaves holes iteration must skip.
@@ -161,14 +172,43 @@ class SwimNode:
             d = min(d, min(dl for dl, _ in self._suspects.values()))
         if self.seeds and not self.members.live_peers():
             d = min(d, self._next_join)
+        if self.creations.busy():
+            d = min(d, self.creations.next_deadline())
         return d
 
     def add_topic(self, rec: TopicRecord, now: float) -> bool:
-        """A locally created (or changed) topic record: store it and start gossiping it."""
+        """Store a topic record as committed and start gossiping it (tests, tools; brokers
+        create topics through ``creations``)."""
+        return self.store_topic(rec)
+
+    # --- what creation.py needs (CreationHost) ------------------------------------------------
+    @property
+    def joined(self) -> bool:
+        """Has no seeds to join through (a cluster of one), or has had a SYNC answer and knows
+        a live peer."""
+        return not self.seeds or (self.synced and bool(self.members.live_peers()))
+
+    def topic_arbiter(self, name: str) -> int | None:
+        """The live member that decides the creation of ``name``, by this member's view."""
+        order = self.live_order(name)
+        return order[0] if order else None
+
+    def send_message(self, addr: Addr, message: bytes) -> None:
+        self._send(addr, message)
+
+    def store_topic(self, rec: TopicRecord) -> bool:
+        """Merge a committed record into the table; if taken, gossip it and tell creations."""
         if not self.topics.apply(rec):
             return False
         self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
+        self.creations.on_record(rec)
         return True
+
+    def push_topic(self, rec: TopicRecord) -> None:
+        enc = self.topics.encoded[rec.name]
+        gossip = encode_message(Gossip())
+        for m in self.members.live_peers():
+            self._send(m.gossip_addr, gossip, [enc], piggyback=False)
 
     def set_kafka_addr(self, addr: Addr, now: float) -> None:
         self.kafka_addr = addr
@@ -239,6 +279,7 @@ class SwimNode:
         if now >= self._next_repl:
             self._next_repl = now + self._repl_interval
             self._replicate_offsets(now)
+        self.creations.tick(now)
 
     def receive(self, data: bytes, addr: Addr, now: float) -> None:
         self.counters["packets_in"] += 1
@@ -265,8 +306,7 @@ class SwimNode:
             if isinstance(u, MemberUpdate):
                 self._apply_member(u, now)
             else:
-                if self.topics.apply(u):
-                    self._enqueue(("t", u.name), self.topics.encoded[u.name])
+                self.store_topic(u)
         msg = pkt.message
         if isinstance(msg, Ping):
             if msg.target != self.node_id:
@@ -288,12 +328,21 @@ class SwimNode:
         elif isinstance(msg, Sync):
             if not msg.reply:
                 self.counters["sync_replies_in"] += 1
+                self.synced = True
             self._on_sync(msg, addr)
         elif isinstance(msg, Offsets):
             self.offsets.merge(msg.entries)
             self._send(addr, encode_message(OffsetsAck(msg.batch)), piggyback=False)
         elif isinstance(msg, OffsetsAck):
             self.offsets.acked(h.sender, msg.batch)
+        elif isinstance(msg, Create):
+            self.creations.on_create(msg, h.sender, addr, now)
+        elif isinstance(msg, CreateResult):
+            self.creations.on_result(msg)
+        elif isinstance(msg, Propose):
+            self.creations.on_propose(msg, h.sender, addr, now)
+        elif isinstance(msg, Vote):
+            self.creations.on_vote(msg, h.sender, now)
 
     # --- membership -------------------------------------------------------------------------
     def _my_update(self, status: Status) -> MemberUpdate:

@@ -7,6 +7,12 @@ Layout of every datagram (big-endian)::
     message  type u8 | type-specific body
     updates  count u16 | count x (tag u8 | body)      -- piggybacked gossip
 
+Version 2 added the topic-creation messages (CREATE, CREATE_RESULT, PROPOSE, VOTE: see
+``creation.py``) and, in every topic record and digest entry, whether the record comes from an
+explicit CreateTopics (ranked above an auto-creation) and the creating request's token. A
+version-1 broker and a version-2 broker drop each other's datagrams as ``bad_version``, so a
+mixed cluster shows up as two clusters instead of misreading records.
+
 ``flags`` must be 0 today. Bit 0 is reserved for authenticated gossip (a later issue): the packet
 will then end in an HMAC over everything before it, verified before ``decode`` parses anything.
 
@@ -28,7 +34,7 @@ from enum import IntEnum
 from brokers.dsbs_broker.config import MAX_PACKET_BYTES
 
 MAGIC = 0xD5B5
-VERSION = 1
+VERSION = 2
 FLAG_HMAC = 0x01  # reserved: set once authenticated gossip exists; rejected until then
 
 _HEADER = struct.Struct(">HBBIIII")
@@ -41,8 +47,14 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PING = struct.Struct(">II")
 _MEMBER_FIXED = struct.Struct(">IIB")
-_TOPIC_FIXED = struct.Struct(">IIIH")
-_DIGEST_ENTRY = struct.Struct(">QII")
+_TOPIC_FIXED = struct.Struct(">IIIHBQ")  # version, creator, partitions, rf, flags, token
+_DIGEST_ENTRY = struct.Struct(">QIIB")  # name hash, version, creator, flags
+_CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions, rf
+_RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
+_VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
+TOPIC_EXPLICIT = 0x01  # topic record / digest / CREATE flag: an explicit CreateTopics
+RESULT_RETRY = 0x01  # CREATE_RESULT flag: not decided here (not the arbiter, or busy): retry
+_HAS_RECORD = 0x02  # CREATE_RESULT flag: a topic record follows
 _SYNC_FIXED = struct.Struct(">BQQ")
 _OFFSET_FIXED = struct.Struct(">IqiqQI")
 
@@ -65,6 +77,16 @@ class MsgType(IntEnum):
     SYNC = 5  # anti-entropy: member chunk in updates + a topic digest over a hash range
     OFFSETS = 6  # lazy replication of committed offsets to a group's successors
     OFFSETS_ACK = 7  # the successor stored an OFFSETS batch
+    CREATE = 8  # "create this topic": a broker to the name's arbiter (creation.py)
+    CREATE_RESULT = 9  # the arbiter's answer: the record, an error code, or "retry"
+    PROPOSE = 10  # the arbiter asks every live member to accept a new record before commit
+    VOTE = 11  # a member's answer to PROPOSE: OK, HAVE (with its record), or REFUSE
+
+
+class Verdict(IntEnum):
+    OK = 0  # no record of that name here; promised to this proposer for a while
+    HAVE = 1  # a record of that name exists here (attached): the proposal must yield to it
+    REFUSE = 2  # the proposer is not this member's arbiter for the name, or it is promised
 
 
 class Status(IntEnum):
@@ -98,7 +120,10 @@ class MemberUpdate:
 @dataclass(frozen=True, slots=True)
 class TopicRecord:
     """A topic definition as gossiped. ``ring`` fixes the replica assignment at creation:
-    partition p's replicas are ring[(p + r) % len(ring)] for r < replication_factor."""
+    partition p's replicas are ring[(p + r) % len(ring)] for r < replication_factor.
+    ``creator`` is the arbiter that committed it; ``explicit`` says it answers a CreateTopics
+    (not an auto-creation); ``token`` is the creating request's random id, so that request
+    recognises its own record however the answer reaches it."""
 
     name: str
     version: int
@@ -107,6 +132,8 @@ class TopicRecord:
     replication_factor: int
     ring: tuple[int, ...]
     configs: tuple[tuple[str, str], ...] = ()
+    explicit: bool = False
+    token: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +181,7 @@ class DigestEntry:
     name_hash: int
     version: int
     creator: int
+    explicit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +204,46 @@ class OffsetsAck:
     batch: int
 
 
-Message = Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck
+@dataclass(frozen=True, slots=True)
+class Create:
+    """A creation forwarded to the name's arbiter. ``rid`` is the requester's id for it (the
+    answer names it); ``token`` goes into the record, so a retried request recognises it."""
+
+    rid: int
+    token: int
+    explicit: bool
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    """The arbiter's answer to CREATE: ``retry`` (not decided; ask again), or an error code
+    (0 or TOPIC_ALREADY_EXISTS with the record of that name; INVALID_* without one)."""
+
+    rid: int
+    retry: bool
+    code: int
+    record: TopicRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Propose:
+    pid: int
+    record: TopicRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    pid: int
+    verdict: Verdict
+    record: TopicRecord | None = None  # with HAVE: the record this member holds
+
+
+Message = (Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck | Create | CreateResult
+           | Propose | Vote)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +289,14 @@ def _str16(s: str | None) -> bytes:
     return _U16.pack(len(b)) + b
 
 
+def _configs(configs: tuple[tuple[str, str], ...]) -> list[bytes]:
+    parts = [_U16.pack(len(configs))]
+    for k, v in configs:
+        parts.append(_str8(k))
+        parts.append(_str16(v))
+    return parts
+
+
 def encode_update(u: Update) -> bytes:
     """One piggyback entry, tag included; callers cache it (a broadcast is encoded once)."""
     if isinstance(u, MemberUpdate):
@@ -231,16 +306,23 @@ def encode_update(u: Update) -> bytes:
             _str8(u.gossip_host), _U16.pack(u.gossip_port),
             _str8(u.kafka_host), _U16.pack(u.kafka_port),
         ))
-    parts = [
+    return b"".join((
         _U8.pack(UpdateTag.TOPIC), _str8(u.name),
-        _TOPIC_FIXED.pack(u.version, u.creator, u.num_partitions, u.replication_factor),
+        _TOPIC_FIXED.pack(u.version, u.creator, u.num_partitions, u.replication_factor,
+                          TOPIC_EXPLICIT if u.explicit else 0, u.token),
         _U16.pack(len(u.ring)), *(_U32.pack(n) for n in u.ring),
-        _U16.pack(len(u.configs)),
-    ]
-    for k, v in u.configs:
-        parts.append(_str8(k))
-        parts.append(_str16(v))
-    return b"".join(parts)
+        *_configs(u.configs),
+    ))
+
+
+# Bytes a CREATE_RESULT or VOTE adds around the record it carries (type, fixed fields).
+_RECORD_MESSAGE_OVERHEAD = 1 + max(_RESULT_FIXED.size, _VOTE_FIXED.size)
+
+
+def record_room(limit: int) -> int:
+    """The largest encoded topic record (``encode_update``) that still fits one datagram of
+    ``limit`` bytes inside any message that carries one; creation refuses larger topics."""
+    return limit - HEADER_SIZE - _RECORD_MESSAGE_OVERHEAD - 2
 
 
 def encode_offset_entry(e: OffsetEntry) -> bytes:
@@ -273,7 +355,8 @@ def encode_message(m: Message) -> bytes:
         return b"".join((
             _U8.pack(MsgType.SYNC), _SYNC_FIXED.pack(flags, m.lo, m.hi),
             _U16.pack(len(m.digest)),
-            *(_DIGEST_ENTRY.pack(d.name_hash, d.version, d.creator) for d in m.digest),
+            *(_DIGEST_ENTRY.pack(d.name_hash, d.version, d.creator,
+                                 TOPIC_EXPLICIT if d.explicit else 0) for d in m.digest),
         ))
     if isinstance(m, Offsets):
         return b"".join((
@@ -282,6 +365,24 @@ def encode_message(m: Message) -> bytes:
         ))
     if isinstance(m, OffsetsAck):
         return _U8.pack(MsgType.OFFSETS_ACK) + _U32.pack(m.batch)
+    if isinstance(m, Create):
+        return b"".join((
+            _U8.pack(MsgType.CREATE),
+            _CREATE_FIXED.pack(m.rid, m.token, TOPIC_EXPLICIT if m.explicit else 0,
+                               m.num_partitions, m.replication_factor),
+            _str8(m.name), *_configs(m.configs),
+        ))
+    if isinstance(m, CreateResult):
+        flags = (RESULT_RETRY if m.retry else 0) | (_HAS_RECORD if m.record else 0)
+        return b"".join((_U8.pack(MsgType.CREATE_RESULT), _RESULT_FIXED.pack(m.rid, flags, m.code),
+                         encode_update(m.record) if m.record else b""))
+    if isinstance(m, Propose):
+        return _U8.pack(MsgType.PROPOSE) + _U32.pack(m.pid) + encode_update(m.record)
+    if isinstance(m, Vote):
+        if (m.record is not None) != (m.verdict == Verdict.HAVE):
+            raise ValueError("a vote carries a record exactly when it says HAVE")
+        return b"".join((_U8.pack(MsgType.VOTE), _VOTE_FIXED.pack(m.pid, m.verdict),
+                         encode_update(m.record) if m.record else b""))
     raise TypeError(f"not a gossip message: {m!r}")
 
 
@@ -435,19 +536,34 @@ def _decode_update(r: _Reader) -> Update:
         return _decode_member_fast(r)
     if tag == UpdateTag.TOPIC:
         name = r.str8()
-        version, creator, nparts, rf = r.unpack(_TOPIC_FIXED)
+        version, creator, nparts, rf, flags, token = r.unpack(_TOPIC_FIXED)
         ring = tuple(r.u32() for _ in range(r.count(4)))
         if not name or nparts < 1 or rf < 1 or not ring:
             raise WireError("malformed", "empty topic record")
-        configs = []
-        for _ in range(r.count(3)):
-            k = r.str8()
-            v = r.str16()
-            if v is None:
-                raise WireError("malformed", "null topic config")
-            configs.append((k, v))
-        return TopicRecord(name, version, creator, nparts, rf, ring, tuple(configs))
+        if flags & ~TOPIC_EXPLICIT:
+            raise WireError("malformed", f"topic flags {flags}")
+        return TopicRecord(name, version, creator, nparts, rf, ring, _decode_configs(r),
+                           bool(flags), token)
     raise WireError("malformed", f"update tag {tag}")
+
+
+def _decode_configs(r: _Reader) -> tuple[tuple[str, str], ...]:
+    configs = []
+    for _ in range(r.count(3)):
+        k = r.str8()
+        v = r.str16()
+        if v is None:
+            raise WireError("malformed", "null topic config")
+        configs.append((k, v))
+    return tuple(configs)
+
+
+def _decode_record(r: _Reader) -> TopicRecord:
+    """A topic record carried inside a message (tag included, as encode_update wrote it)."""
+    rec = _decode_update(r)
+    if not isinstance(rec, TopicRecord):
+        raise WireError("malformed", "expected a topic record")
+    return rec
 
 
 def _decode_offset_entry(r: _Reader) -> OffsetEntry:
@@ -474,14 +590,37 @@ def _decode_message(r: _Reader) -> Message:
         flags, lo, hi = r.unpack(_SYNC_FIXED)
         if flags & ~3 or lo > hi:
             raise WireError("malformed", "sync flags or range")
-        digest = tuple(DigestEntry(*r.unpack(_DIGEST_ENTRY))
-                       for _ in range(r.count(_DIGEST_ENTRY.size)))
-        return Sync(bool(flags & 1), bool(flags & 2), lo, hi, digest)
+        digest = []
+        for _ in range(r.count(_DIGEST_ENTRY.size)):
+            h, version, creator, dflags = r.unpack(_DIGEST_ENTRY)
+            if dflags & ~TOPIC_EXPLICIT:
+                raise WireError("malformed", f"digest flags {dflags}")
+            digest.append(DigestEntry(h, version, creator, bool(dflags)))
+        return Sync(bool(flags & 1), bool(flags & 2), lo, hi, tuple(digest))
     if t == MsgType.OFFSETS:
         batch = r.u32()
         return Offsets(batch, tuple(_decode_offset_entry(r) for _ in range(r.count(8))))
     if t == MsgType.OFFSETS_ACK:
         return OffsetsAck(r.u32())
+    if t == MsgType.CREATE:
+        rid, token, flags, nparts, rf = r.unpack(_CREATE_FIXED)
+        if flags & ~TOPIC_EXPLICIT:
+            raise WireError("malformed", f"create flags {flags}")
+        return Create(rid, token, bool(flags), r.str8(), nparts, rf, _decode_configs(r))
+    if t == MsgType.CREATE_RESULT:
+        rid, flags, code = r.unpack(_RESULT_FIXED)
+        if flags & ~(RESULT_RETRY | _HAS_RECORD):
+            raise WireError("malformed", f"create result flags {flags}")
+        rec = _decode_record(r) if flags & _HAS_RECORD else None
+        return CreateResult(rid, bool(flags & RESULT_RETRY), code, rec)
+    if t == MsgType.PROPOSE:
+        return Propose(r.u32(), _decode_record(r))
+    if t == MsgType.VOTE:
+        pid, verdict = r.unpack(_VOTE_FIXED)
+        if verdict > max(Verdict):
+            raise WireError("malformed", f"verdict {verdict}")
+        vote_rec = _decode_record(r) if verdict == Verdict.HAVE else None
+        return Vote(pid, Verdict(verdict), vote_rec)
     raise WireError("malformed", f"message type {t}")
 
 

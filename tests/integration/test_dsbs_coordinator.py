@@ -201,8 +201,32 @@ def test_killed_broker_declared_dead_then_rejoins(tmp_path, record_property):
         assert all(p.leader_epoch == new[0].leader_epoch > old_epoch for p in new)
         for c, p in zip(cl.live(), new, strict=True):
             assert await c.partition_state("t", parts[0], fresh=True) == p
-        # The restarted broker learned the topic by anti-entropy from its seeds.
-        assert "t" in restarted.cluster().topics
+        # The restarted broker kept the topic (its topics file) and agrees with the others.
+        assert restarted.cluster().topics["t"] == cl.coords[0].cluster().topics["t"]
+
+    _run(tmp_path, scenario)
+
+
+def test_topic_records_survive_a_whole_cluster_restart(tmp_path):
+    async def scenario(cl: Cluster) -> None:
+        await cl.start_all()
+        await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
+        await cl.coords[1].create_topic("kept", 3, 1, {"retention.ms": "1000"})
+        await _until(lambda: all("kept" in c.cluster().topics for c in cl.live()), 3, "topic")
+        rec = cl.coords[0].node.topics.get("kept")
+        await cl.close()
+        cl.coords = {}
+        await cl.start_all()
+        await _until(lambda: cl.converged({0, 1, 2}), 5, "membership again")
+        for c in cl.live():
+            # The same record (replica ring, configs, creator), so every partition is led by
+            # the broker holding its data, as before the restart.
+            assert c.node.topics.get("kept") == rec
+            info = c.cluster().topics["kept"]
+            assert [p.leader for p in info.partitions] == [p.replicas[0] for p in info.partitions]
+            assert info.configs == {"retention.ms": "1000"}
+        with pytest.raises(TopicAlreadyExists):
+            await cl.coords[2].create_topic("kept", 1, 1)
 
     _run(tmp_path, scenario)
 

@@ -196,14 +196,24 @@ def test_late_joiner_gets_topics_by_anti_entropy_after_gossip_stops():
     assert t is not None
 
 
-def test_newer_topic_record_version_wins_everywhere():
+@pytest.mark.parametrize(("a", "b", "winner"), [
+    # Competing records exist only after the residual race (docs/dsbs-metadata.md); every
+    # member settles on the one of higher rank: version, then explicit, then lower creator.
+    (TopicRecord("x", 1, 4, 2, 1, (4, 5)), TopicRecord("x", 1, 2, 2, 1, (2, 3)), "b"),
+    (TopicRecord("x", 1, 4, 2, 1, (4, 5), explicit=True),
+     TopicRecord("x", 1, 2, 1, 1, (2,)), "a"),
+    (TopicRecord("x", 1, 4, 2, 1, (4, 5), explicit=True),
+     TopicRecord("x", 1, 2, 3, 1, (2, 3, 4), explicit=True), "b"),
+    (TopicRecord("x", 2, 4, 2, 1, (4, 5)), TopicRecord("x", 1, 2, 3, 1, (2,), explicit=True),
+     "a"),
+])
+def test_competing_topic_records_settle_on_the_higher_rank_everywhere(a, b, winner):
     net = SimNet(GossipConfig.LOCAL, seed=8)
     net.add_converged(6)
-    a = TopicRecord("x", 1, 4, 2, 1, (4, 5))
-    b = TopicRecord("x", 1, 2, 2, 1, (2, 3))  # same version, lower creator: wins
     net.nodes[4].add_topic(a, net.now)
     net.nodes[1].add_topic(b, net.now)
-    assert net.run_until(lambda: all(nd.topics.get("x") == b for nd in net.nodes.values()),
+    want = a if winner == "a" else b
+    assert net.run_until(lambda: all(nd.topics.get("x") == want for nd in net.nodes.values()),
                          timeout_s=10) is not None
 
 
