@@ -19,7 +19,9 @@ Protocol, per member and per period (``GossipConfig.period_s``):
   With ``gossip_fanout`` > 0 queued updates are also pushed to random peers.
 * Anti-entropy every ``sync_interval_s`` with one random peer: a rotating chunk of the member
   table plus a topic digest over a hash range, answered symmetrically; joiners send the same
-  SYNC to their seeds and get a bounded full-table reply.
+  SYNC to their seeds and get a bounded full-table reply. At the same interval a member sends a
+  joiner's SYNC to one random seed that is not a live member, so after a partition the sides,
+  which each declared the other dead and stopped probing it, find each other again.
 * Offsets committed on a group's coordinator are pushed lazily to the group's next rendezvous
   ranks in OFFSETS batches, retried until acknowledged.
 * Topic creation (``creation.py``, owned here as ``creations``): CREATE to the name's arbiter,
@@ -271,6 +273,7 @@ class SwimNode:
             peers = self.members.live_peers()
             if peers:
                 self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=False)
+                self._reconnect(peers)
         if self.seeds and now >= self._next_join and not self.members.live_peers():
             # Joining, or every peer we knew is gone: (re)join through the seeds.
             self._next_join = now + cfg.sync_interval_s
@@ -544,6 +547,19 @@ class SwimNode:
         room = self.cfg.max_packet_bytes - HEADER_SIZE - len(msg) - 2
         chunk = self._member_chunk(room)[0]
         self._send(addr, msg, chunk, piggyback=False)
+
+    def _reconnect(self, peers: list[Member]) -> None:
+        """Send a joiner's SYNC to a random seed that is not a live member. Its full member
+        table tells us if it declared us dead (we refute, and our next SYNC carries the higher
+        incarnation), our SYNC shows it we are alive, and the topic digests exchange records.
+        One datagram per sync interval while some seed is down or cut off."""
+        if not self.seeds:
+            return
+        seed = self.rng.choice(self.seeds)
+        if any(m.gossip_addr == seed for m in peers):
+            return
+        self.counters["reconnect_syncs"] += 1
+        self._send_sync(seed, reply=True, join=True)
 
     def _on_sync(self, msg: Sync, addr: Addr) -> None:
         gossip = encode_message(Gossip())

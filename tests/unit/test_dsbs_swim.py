@@ -156,6 +156,26 @@ def test_suspicion_is_refuted_with_a_higher_incarnation():
     assert victim.incarnation > inc and victim.counters["refutations"] >= 1
 
 
+@pytest.mark.parametrize("sides", [({0, 1}, {2, 3}), ({0, 1, 2}, {3, 4, 5})])
+def test_a_partition_heals_once_the_network_does(sides):
+    # Each side declares the other dead and stops probing it; only the SYNCs members send to
+    # seeds that are not live members bring the sides back together.
+    n = len(sides[0]) + len(sides[1])
+    net = SimNet(GossipConfig.LOCAL, seed=4)
+    for i in range(n):
+        net.add(i, seeds=tuple(range(n)))
+    assert net.run_until(lambda: _all_alive(net, set(range(n))), timeout_s=10) is not None
+    net.partition(*sides)
+    a, b = min(sides[0]), min(sides[1])
+    assert net.run_until(lambda: net.nodes[a].members.get(b).status == Status.DEAD
+                         and net.nodes[b].members.get(a).status == Status.DEAD,
+                         timeout_s=10) is not None
+    net.run_for(2 * net.cfg.sync_interval_s)
+    net.heal()
+    took = net.run_until(lambda: _all_alive(net, set(range(n))), timeout_s=20)
+    assert took is not None and took <= 5 * net.cfg.sync_interval_s
+
+
 def test_killed_member_rejoins_with_higher_incarnation():
     net = SimNet(GossipConfig.LOCAL, seed=4)
     net.add_converged(5)
