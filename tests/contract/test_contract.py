@@ -6,11 +6,17 @@ ZooKeeper and DSBS clusters run exactly these tests.
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
 
-from brokers.core.errors import NotCoordinator, NotLeaderOrFollower, TopicAlreadyExists
+from brokers.core.errors import (
+    InvalidReplicationFactor,
+    NotCoordinator,
+    NotLeaderOrFollower,
+    TopicAlreadyExists,
+)
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from brokers.core.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
@@ -30,7 +36,13 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.records import build_batch, decode_records, iter_batches
 from harness.kafka_probe import KafkaProbe
-from tests.support.ops import create_everywhere, eventually, leaders
+from tests.support.ops import (
+    create_everywhere,
+    eventually,
+    fetch_values,
+    leaders,
+    produce_values,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,17 +55,18 @@ def connect(broker) -> KafkaProbe:
     return KafkaProbe(broker.host, broker.port)
 
 
-def metadata(client: KafkaProbe, topics: list[str] | None):
+def metadata(client: KafkaProbe, topics: list[str] | None, *, auto_create: bool = False):
     req = MetadataRequest(
         topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
-        allow_auto_topic_creation=False,
+        allow_auto_topic_creation=auto_create,
     )
     return client.request(ApiKey.METADATA, 8, req)
 
 
-def create_topic(client: KafkaProbe, name: str, partitions: int):
+def create_topic(client: KafkaProbe, name: str, partitions: int, replication_factor: int = 1):
     req = CreateTopicsRequest(
-        topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+        topics=[CreatableTopic(name=name, num_partitions=partitions,
+                               replication_factor=replication_factor)],
         timeout_ms=15_000,
     )
     return client.request(ApiKey.CREATE_TOPICS, 4, req).topics[0]
@@ -101,6 +114,206 @@ def test_create_topic_on_any_broker_is_visible_from_every_broker(cluster):
             got = eventually(lambda b=other, t=topic: (ls := leaders(b, t)) and
                              all(v >= 0 for v in ls.values()) and ls)
             assert len(got) == len(cluster.brokers)
+
+
+# --- topic creation racing auto-creation ------------------------------------------------------
+RACE_ROUNDS = 20
+RACE_PARTITIONS = 3  # what CreateTopics asks for; an auto-create gets the broker default, 1
+
+
+def _partition_count(md) -> int | None:
+    """Partitions a one-topic Metadata answer shows; None when the broker does not know it."""
+    t = md.topics[0]
+    return len(t.partitions) if t.error_code == 0 and t.partitions else None
+
+
+def _in_threads(*bodies, timeout_s: float = 60.0) -> list[BaseException]:
+    """Run each body in its own thread; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def guard(body):
+        try:
+            body()
+        except BaseException as exc:  # reported to the test, which fails on it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guard, args=(b,), daemon=True) for b in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s)
+        if t.is_alive():
+            errors.append(TimeoutError(f"{t.name} still running after {timeout_s} s"))
+    return errors
+
+
+def _settled(brokers, topic: str) -> dict[int, int] | None:
+    """partition -> leader once every broker shows the topic with a live leader for each
+    partition and all show the same leaders; None before."""
+    views = [leaders(b, topic) for b in brokers]
+    ok = all(v and all(x >= 0 for x in v.values()) and v == views[0] for v in views)
+    return views[0] if ok else None
+
+
+def _read_back(cluster, topic: str, partition: int, leader: int) -> list[bytes] | str:
+    try:
+        return fetch_values(broker_by_id(cluster, leader), topic, partition)
+    except AssertionError as exc:  # fetch_values asserts on an error code
+        return f"fetch of partition {partition} from its leader {leader} failed: {exc}"
+
+
+def _race_round(cluster, rnd: int) -> list[str]:
+    """CreateTopics on one broker against an auto-creating Metadata on another, at once, with a
+    sampler reading every broker's Metadata meanwhile and until the cluster converges. Returns
+    what went wrong (nothing, when the round passed)."""
+    brokers = cluster.brokers
+    topic = fresh_topic()
+    creator, auto = brokers[rnd % len(brokers)], brokers[(rnd + 1) % len(brokers)]
+    got: dict[str, object] = {}
+    samples: list[tuple[int, int]] = []  # (broker port, partitions it reported)
+    gate = threading.Barrier(3, timeout=30)
+    converged = threading.Event()
+
+    def create():
+        with connect(creator) as c:
+            gate.wait()
+            got["create"] = create_topic(c, topic, RACE_PARTITIONS)
+
+    def auto_create():
+        with connect(auto) as c:
+            gate.wait()
+            got["auto"] = _partition_count(metadata(c, [topic], auto_create=True))
+
+    def sample():
+        probes = [connect(b) for b in brokers]
+        try:
+            gate.wait()
+            while not converged.is_set():
+                for b, p in zip(brokers, probes, strict=True):
+                    n = _partition_count(metadata(p, [topic]))
+                    if n is not None:
+                        samples.append((b.port, n))
+        finally:
+            for p in probes:
+                p.close()
+
+    def race_then_settle():
+        errors = _in_threads(create, auto_create)
+        try:
+            if errors:
+                raise errors[0]
+            got["final"] = eventually(lambda: _settled(brokers, topic),
+                                      what=f"{topic} to converge")
+        finally:
+            converged.set()
+
+    errors = _in_threads(race_then_settle, sample)
+    if errors:
+        return [f"{type(e).__name__}: {e}" for e in errors]
+    problems = []
+    code = got["create"].error_code  # type: ignore[attr-defined]
+    final: dict[int, int] = got["final"]  # type: ignore[assignment]
+    if code not in (0, TopicAlreadyExists.code):
+        problems.append(f"CreateTopics answered error {code}")
+    if code == 0 and len(final) != RACE_PARTITIONS:
+        problems.append(f"CreateTopics succeeded, yet the cluster settled on {len(final)} "
+                        "partitions (its record was replaced)")
+    expected = RACE_PARTITIONS if code == 0 else len(final)
+    if got["auto"] not in (None, expected):
+        problems.append(f"the auto-creating Metadata showed {got['auto']} partitions, "
+                        f"not {expected}")
+    wrong = sorted({s for s in samples if s[1] != expected})
+    if wrong:
+        problems.append(f"(broker port, partitions) seen while converging, not {expected}: "
+                        f"{wrong}")
+    for partition, leader in final.items():
+        values = [f"{topic}/{partition}/{i}".encode() for i in range(20)]
+        b = broker_by_id(cluster, leader)
+        code = produce_values(b, topic, partition, values)
+        if code != 0:
+            problems.append(f"produce to partition {partition} on its leader: error {code}")
+        elif (back := _read_back(cluster, topic, partition, leader)) != values:
+            problems.append(back if isinstance(back, str) else
+                            f"acknowledged records of partition {partition} not read back")
+    return problems
+
+
+def test_create_topics_racing_an_auto_create_leaves_one_record_everywhere(cluster):
+    """Kafka's rule: whichever creation reaches the store first wins and the other gets
+    TOPIC_ALREADY_EXISTS (an auto-create just gets the topic). Never two records at once:
+    a CreateTopics that succeeded is never replaced, no broker ever shows another partition
+    count, and records acknowledged afterwards are all there."""
+    failed = {}
+    for rnd in range(RACE_ROUNDS):
+        problems = _race_round(cluster, rnd)
+        if problems:
+            failed[rnd] = problems
+    assert not failed, f"{len(failed)} of {RACE_ROUNDS} rounds failed: {failed}"
+
+
+@pytest.mark.parametrize("replication_factor", [2, 3])
+def test_replication_factor_above_one_is_refused_with_the_reason(cluster, replication_factor):
+    topic = fresh_topic()
+    with connect(cluster.brokers[0]) as c:
+        res = create_topic(c, topic, 1, replication_factor=replication_factor)
+        assert res.error_code == InvalidReplicationFactor.code
+        assert "replication is not implemented" in (res.error_message or "")
+        assert _partition_count(metadata(c, [topic])) is None
+        # -1 asks for the broker default, which is 1.
+        assert create_topic(c, topic, 1, replication_factor=-1).error_code == 0
+
+
+@pytest.mark.interop
+@pytest.mark.multi_broker
+def test_confluent_admin_create_then_immediate_produce_to_every_partition(cluster):
+    """AdminClient creates 3 partitions and the moment it returns a producer sends 3,000
+    records to partitions 0..2: no produce() may raise, no delivery may fail, and every
+    acknowledged record is on its partition's leader."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    failed = {}
+    for rnd in range(10):
+        topic = fresh_topic()
+        admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)],
+                            request_timeout=30)[topic].result(30)
+        producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+        acked: dict[int, set[bytes]] = {0: set(), 1: set(), 2: set()}
+        errors: list[str] = []
+        raised: list[str] = []
+
+        def delivered(err, msg, acked=acked, errors=errors):
+            if err is not None:
+                errors.append(err.name())
+            else:
+                acked[msg.partition()].add(msg.value())
+
+        for i in range(3000):
+            try:
+                producer.produce(topic, str(i).encode(), partition=i % 3, on_delivery=delivered)
+            except (ck.KafkaException, BufferError) as exc:
+                raised.append(str(exc))
+        left = producer.flush(60)
+        problems = []
+        if raised:
+            problems.append(f"produce() raised {len(raised)} times, first: {raised[0]}")
+        if errors or left:
+            problems.append(f"{len(errors)} failed deliveries ({sorted(set(errors))}), "
+                            f"{left} undelivered")
+        lead = eventually(lambda t=topic: _settled(cluster.brokers, t), what=f"{topic} settled")
+        for partition, leader in lead.items():
+            back = _read_back(cluster, topic, partition, leader)
+            if isinstance(back, str):
+                problems.append(back)
+            elif not acked.get(partition, set()) <= set(back):
+                problems.append(f"partition {partition}: {len(acked[partition] - set(back))} "
+                                "acknowledged records missing")
+        if len(lead) != 3:
+            problems.append(f"the topic settled on {len(lead)} partitions, not 3")
+        if problems:
+            failed[rnd] = problems
+    assert not failed, f"{len(failed)} of 10 rounds failed: {failed}"
 
 
 def test_produced_batches_come_back_byte_identical_from_the_leader(cluster):
