@@ -9,6 +9,7 @@ Layout:
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead
+- ``create_latency.py`` benchmark: CreateTopics latency (DSBS: at the arbiter / forwarded)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
 - ``setup_system.sh`` Debian packages the project needs (java, zookeeper, kcat)
 """
