@@ -444,13 +444,15 @@ class Cluster:
         return pids
 
     def cpu_seconds(self) -> dict[str, float]:
-        """User+system CPU seconds so far of every broker (and ZooKeeper server)."""
+        """User+system CPU seconds so far of every broker (and ZooKeeper server), keyed by name
+        and PID: a restarted process is a new key, so a difference across a restart is never
+        taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}"] = _cpu(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = _cpu(b.process.pid)
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}"] = _cpu(pid)
+                out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
         return out
 
 
