@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -356,12 +357,14 @@ class Cluster:
                 gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in hosts]
             else:
                 gossip = [f"127.0.0.1:{p}" for p in free_ports(spec.brokers)]
+            key = write_gossip_key(self.root)
             for i, port in enumerate(ports):
                 argvs.append([*prefixes[i], sys.executable, "-m", "brokers.dsbs_broker",
                               "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
                               "--data-dir", str(self.root / f"broker-{i}"),
                               "--gossip", gossip[i], "--seeds", ",".join(gossip),
-                              "--gossip-preset", spec.gossip_preset, *common])
+                              "--gossip-preset", spec.gossip_preset,
+                              "--gossip-key-file", str(key), *common])
         return argvs
 
     def _wait_for_membership(self, deadline: float) -> None:
@@ -454,6 +457,24 @@ class Cluster:
             for i, pid in enumerate(self.zookeeper.pids):
                 out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
         return out
+
+
+GOSSIP_KEY_FILE = "gossip.key"
+
+
+def write_gossip_key(root: Path) -> Path:
+    """A fresh random cluster key (256 bits, hex) in ``root``, mode 0600 from creation on;
+    every dsbs broker of the cluster authenticates its gossip with it."""
+    path = root / GOSSIP_KEY_FILE
+    tmp = root / f".{GOSSIP_KEY_FILE}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file left by a crash
+        os.write(fd, secrets.token_hex(32).encode() + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
 
 
 def _cpu(pid: int) -> float:
