@@ -7,8 +7,10 @@ cannot serve, persist, or send on:
 
 * node ids (members, topic creators, replicas, offset origins) are Kafka broker ids, int32 >= 0:
   Metadata encodes them as INT32, and one larger id would break every Metadata response;
-* an incarnation must be below the u32 maximum, so the refutation (incarnation + 1) still fits
-  the wire and the state file; topic versions likewise;
+* a claim that a member is suspect, dead or gone must carry an incarnation below the u32
+  maximum: its subject refutes at (incarnation + 1), which must fit the wire and the state file.
+  ALIVE at the maximum is accepted: it is the subject's own last refutation. Topic versions stay
+  below the maximum as well (a later version is written as version + 1);
 * gossip hosts are IP address literals, never names: the gossip socket sends to them on every
   probe, and a name would need a DNS lookup per packet (uvloop refuses outright). Multicast,
   broadcast and unspecified addresses are refused: a member is one host. A Kafka host may also
@@ -30,7 +32,7 @@ import re
 from brokers.core.coordinator import validate_topic_name
 from brokers.core.errors import InvalidTopic
 from brokers.dsbs_broker.config import GossipLimits
-from brokers.dsbs_broker.wire import MemberUpdate, OffsetEntry, TopicRecord
+from brokers.dsbs_broker.wire import MemberUpdate, OffsetEntry, Status, TopicRecord
 
 U32_MAX = 0xFFFF_FFFF
 INT32_MAX = 0x7FFF_FFFF
@@ -74,7 +76,7 @@ def _topic_name_ok(name: str) -> bool:
 def member_problem(u: MemberUpdate) -> str | None:
     if u.node_id > INT32_MAX:
         return "node_id"
-    if u.incarnation >= MAX_INCARNATION:
+    if u.incarnation >= MAX_INCARNATION and u.status != Status.ALIVE:
         return "incarnation"
     if u.gossip_port == 0 or address_literal_problem(u.gossip_host) is not None:
         return "gossip_address"
