@@ -26,6 +26,7 @@ counts drops under ``dropped_invalid_<reason>``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -49,6 +50,7 @@ _HOST_NAME = re.compile(
     r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?")
 
 
+@functools.lru_cache(maxsize=4096)  # members repeat the same few addresses; ipaddress is slow
 def address_literal_problem(host: str) -> str | None:
     """None if ``host`` is a unicast IP address literal, else why not."""
     try:

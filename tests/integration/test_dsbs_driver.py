@@ -204,7 +204,7 @@ def test_an_exhausted_incarnation_still_starts(tmp_path: Path):
         finally:
             await c.close()
         StateFile(tmp_path / "dsbs").store(NodeState(0, MAX_INCARNATION + 5))
-        with pytest.raises(UserError, match="outside 0..4294967295"):
+        with pytest.raises(UserError, match=r"outside 0\.\.4294967295"):
             await DsbsCoordinator(0, tmp_path, DsbsConfig(gossip_key=KEY)).start(
                 BrokerInfo(0, "127.0.0.1", 9092))
 
