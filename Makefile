@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs perf perf-zk clean
+.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs perf perf-zk perf-gossip clean
 
 setup: system-deps $(STAMP)
 
@@ -43,6 +43,10 @@ perf: setup
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 perf-zk: setup
 	@$(PY) -m harness.zkclient
+
+# What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
+perf-gossip: setup
+	@$(PY) -m harness.perf_gossip
 
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.

@@ -707,17 +707,17 @@ class SwimNode:
         try:
             if self._auth is None:
                 return decode(data, limit=limit)
-            # The cheap header checks first (junk is counted by kind and never hashed whatever
-            # its size); a packet without the tag flag is unauthenticated, not malformed.
-            try:
-                decode_header(data, limit=limit, flags=FLAG_HMAC)
-            except WireError as e:
-                if e.reason != "bad_flags":
-                    raise
-                self._drop("unauthenticated")
-                return None
+            if len(data) > limit:
+                raise WireError("oversized")  # never hashed, whatever its size
             body = self._auth.verify(data)
             if body is None:
+                # Junk is counted by kind (a valid packet does not pay for this check twice);
+                # a well-formed header without a valid tag is unauthenticated.
+                try:
+                    decode_header(data, limit=limit, flags=FLAG_HMAC)
+                except WireError as e:
+                    if e.reason != "bad_flags":
+                        raise
                 self._drop("unauthenticated")
                 return None
             return decode(body, limit=limit - self._overhead, flags=FLAG_HMAC)
