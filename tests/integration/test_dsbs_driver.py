@@ -230,3 +230,33 @@ def test_topic_creation_obeys_the_gossip_limits(tmp_path: Path):
             await c.close()
 
     _run(scenario())
+
+
+def _broker_cli(tmp_path: Path, *extra: str, timeout_s: float = 30.0):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "brokers.dsbs_broker", "--listen", "127.0.0.1:0",
+         "--data-dir", str(tmp_path / "data"), *extra],
+        capture_output=True, text=True, timeout=timeout_s, check=False,
+        cwd=Path(__file__).resolve().parents[2])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ((), "one of the arguments --gossip-key-file --gossip-insecure is required"),
+    (("--gossip-key-file", "{loose}"), "is open to other users (mode 0644); chmod 600 it"),
+    (("--gossip-key-file", "{missing}"), "No such file or directory"),
+    (("--gossip-insecure", "--seeds", "no-such-host.invalid:7946"), "does not resolve"),
+    (("--gossip-insecure", "--gossip", "0.0.0.0:0"), "peers cannot send to"),
+])
+def test_cli_refuses_bad_gossip_setups_in_one_line(tmp_path: Path, extra, message):
+    loose = tmp_path / "loose.key"
+    loose.write_text("x" * 64)
+    loose.chmod(0o644)
+    args = [a.format(loose=loose, missing=tmp_path / "missing.key") for a in extra]
+    res = _broker_cli(tmp_path, *args)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m brokers.dsbs_broker: error: ")
+    assert message in lines[0]
