@@ -216,30 +216,42 @@ def _read_csv(spark: SparkSession, files: list[Path], schema: Any) -> DataFrame:
     )
 
 
-def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
-    """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
+@dataclass
+class RunFiles:
+    """What validate_runs found: the files Spark will read (header-only fault files left out)
+    and notes on the inputs."""
+
+    runs: list[RunInfo]
+    records: list[Path] = field(default_factory=list)
+    coordination: list[Path] = field(default_factory=list)
+    latency: list[Path] = field(default_factory=list)
+    faults: dict[str, list[Path]] = field(
+        default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
+    notes: list[str] = field(default_factory=list)
+
+
+def validate_runs(paths: Sequence[Path]) -> RunFiles:
+    """Find and check every run named by ``paths`` in plain Python: manifests, the files each
+    format version must have, and every header. Raises a one-line UserError on the first
+    problem; reads no data row beyond the first of each fault file."""
     run_dirs = discover_runs(paths)
-    runs = read_manifests(run_dirs)
-    notes: list[str] = []
-    record_files: list[Path] = []
-    coord_files: list[Path] = []
-    latency_files: list[Path] = []
-    fault_files: dict[str, list[Path]] = {name: [] for name, _ in FAULT_FILES}
-    for run in runs:
+    found = RunFiles(runs=read_manifests(run_dirs))
+    notes = found.notes
+    for run in found.runs:
         records = run.path / RECORDS
         if not records.is_file():
             raise UserError(f"{records}: missing (every run directory has one)")
         check_header(records, RECORDS_COLUMNS)
-        record_files.append(records)
+        found.records.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
             check_header(coord, COORDINATION_COLUMNS)
-            coord_files.append(coord)
+            found.coordination.append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
         if latency.is_file() and latency.stat().st_size > 0:
-            latency_files.append(latency)
+            found.latency.append(latency)
         if run.format_version >= FAULT_FILES_SINCE:
             for name, columns in FAULT_FILES:
                 path = run.path / name
@@ -249,13 +261,20 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                                     "when the workload injects no faults)")
                 check_header(path, columns)
                 if has_rows(path):
-                    fault_files[name].append(path)
+                    found.faults[name].append(path)
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
         if run.failed_cells:
             notes.append(f"run {run.run_id}: verification failed in {', '.join(run.failed_cells)};"
                          " those rows are excluded from the statistics")
+    return found
+
+
+def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
+    """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
+    found = validate_runs(paths)
+    runs = found.runs
 
     runs_df = spark.createDataFrame(
         [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
@@ -273,17 +292,19 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                         .otherwise(F.lit("*")))
         )
 
-    records_df = read(record_files, RECORDS_SCHEMA)
-    assert records_df is not None  # every run has a records.csv (checked above)
-    coord_df = read(coord_files, COORDINATION_SCHEMA)
+    records_df = read(found.records, RECORDS_SCHEMA)
+    assert records_df is not None  # every run has a records.csv (validate_runs checked)
     latency_df = None
-    if latency_files:
+    if found.latency:
         latency_df = (spark.read.option("mode", "FAILFAST").schema(LATENCY_SCHEMA)
-                      .json([str(f) for f in latency_files]))
-    return RunLogs(runs=runs, records=records_df, coordination=coord_df, latency=latency_df,
-                   notes=notes, faults=read(fault_files[FAULTS], FAULTS_SCHEMA),
-                   fault_events=read(fault_files[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
-                   timeline=read(fault_files[TIMELINE], TIMELINE_SCHEMA))
+                      .json([str(f) for f in found.latency]))
+    faults = found.faults
+    return RunLogs(runs=runs, records=records_df,
+                   coordination=read(found.coordination, COORDINATION_SCHEMA),
+                   latency=latency_df, notes=found.notes,
+                   faults=read(faults[FAULTS], FAULTS_SCHEMA),
+                   fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
+                   timeline=read(faults[TIMELINE], TIMELINE_SCHEMA))
 
 
 @contextmanager
