@@ -12,7 +12,7 @@ import pytest
 
 from spark_analysis import fault_figures, fault_tables, report
 from spark_analysis.job import FaultTables
-from spark_analysis.schema import FAULT_COUNTS, FAULT_KEY, FAULT_METRICS
+from spark_analysis.schema import FAULT_COUNTS, FAULT_METRICS
 
 T975_2 = 4.302652729749464  # t(0.975, 2): three tries
 KEY = {"workload": "faults", "cell_id": "faults-32B-b20", "offset_commit": "every_fetch",

@@ -120,8 +120,8 @@ def test_fault_file_with_a_wrong_header(tmp_path: Path) -> None:
     lines = (run / "faults.csv").read_text().splitlines()
     lines[0] = lines[0].replace("detection_s", "detect_s")
     (run / "faults.csv").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match="faults.csv: header does not match.*missing detection_s"
-                                        "; unexpected detect_s"):
+    with pytest.raises(UserError, match=r"faults\.csv: header does not match.*missing "
+                                        r"detection_s; unexpected detect_s"):
         validate_runs([tmp_path])
 
 
