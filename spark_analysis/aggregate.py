@@ -137,6 +137,8 @@ def latency_histograms(latency: DataFrame, records: DataFrame) -> pd.DataFrame:
 # --- fault sessions (format 2) -----------------------------------------------------------------
 
 FAULT_GROUP = [*FAULT_KEY, "arch", "side"]
+# What identifies one session in every fault file.
+SESSION_KEY = ["run_id", "arch", "cell_id", "case", "try"]
 # The per-session columns the fault tables and figures read (faults.csv minus bookkeeping).
 SESSION_COLUMNS = (
     "run_id", "try", "target_node", "target_role", "was_controller", "was_coordinator",
@@ -174,28 +176,17 @@ def fault_stats(faults: DataFrame) -> pd.DataFrame:
     return faults.groupBy(*FAULT_GROUP).agg(*aggs).toPandas()
 
 
-def _with_policies(df: DataFrame, faults: DataFrame) -> DataFrame:
-    """timeline.csv and fault_events.csv do not repeat the policies; take them from faults.csv
-    (one row per session) so both carry the full FAULT_KEY."""
-    sessions = ["run_id", "cell_id", "case", "try"]
-    policies = faults.select(*sessions, "offset_commit", "metadata_check").distinct()
-    return df.join(F.broadcast(policies), sessions, "left")
-
-
-def fault_timeline(timeline: DataFrame, faults: DataFrame | None) -> pd.DataFrame:
+def fault_timeline(timeline: DataFrame) -> pd.DataFrame:
     """Per session and bucket: records acknowledged, consumed and committed (the figures turn
-    them into rates). One row per bucket of a session, which is small next to records.csv."""
-    df = (_with_policies(timeline, faults) if faults is not None else
-          timeline.withColumn("offset_commit", F.lit(None).cast("string"))
-          .withColumn("metadata_check", F.lit(None).cast("string")))
-    return df.select(*FAULT_GROUP, "run_id", "try", "t_s", "bucket_s", "produced", "consumed",
-                     "commits").toPandas()
+    them into rates). One row per bucket of a session, which is small next to records.csv.
+    timeline.csv does not repeat the policies: fault_tables.with_policies adds them from the
+    sessions (a pandas merge: a Spark join here would read faults.csv once more)."""
+    return timeline.select(*SESSION_KEY, "side", "workload", "t_s", "bucket_s", "produced",
+                           "consumed", "commits").toPandas()
 
 
-def fault_events(events: DataFrame, faults: DataFrame | None) -> pd.DataFrame:
-    """Every injected action with its session's keys (the figures' markers)."""
-    df = (_with_policies(events, faults) if faults is not None else
-          events.withColumn("offset_commit", F.lit(None).cast("string"))
-          .withColumn("metadata_check", F.lit(None).cast("string")))
-    return df.select(*FAULT_GROUP, "run_id", "try", "step", "action", "target", "node_id",
-                     "planned_s", "at_s", "took_s", "result").toPandas()
+def fault_events(events: DataFrame) -> pd.DataFrame:
+    """Every injected action with its session's keys (the figures' markers); policies as for
+    fault_timeline."""
+    return events.select(*SESSION_KEY, "side", "workload", "step", "action", "target",
+                         "node_id", "planned_s", "at_s", "took_s", "result").toPandas()

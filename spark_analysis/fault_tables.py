@@ -51,6 +51,16 @@ def with_keys(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**{k: df[k].fillna("").astype(str) for k in FAULT_KEY if k in df})
 
 
+def with_policies(df: pd.DataFrame, sessions: pd.DataFrame) -> pd.DataFrame:
+    """timeline / events rows with their session's policies (from faults.csv), so they carry
+    the full FAULT_KEY. A row whose session has no faults.csv row keeps empty policies."""
+    if df.empty:
+        return df
+    key = ["run_id", "arch", "cell_id", "case", "try"]
+    policies = sessions[[*key, "offset_commit", "metadata_check"]].drop_duplicates(key)
+    return with_keys(df.merge(policies, on=key, how="left"))
+
+
 def _main_side(wide: pd.DataFrame) -> pd.DataFrame:
     if wide.empty:
         return wide

@@ -78,9 +78,9 @@ def compute_faults(logs: RunLogs, notes: list[str]) -> FaultTables:
         return FaultTables()
     wide = aggregate.fault_stats(logs.faults)
     sessions = fault_tables.with_keys(aggregate.fault_sessions(logs.faults))
-    timeline = (fault_tables.with_keys(aggregate.fault_timeline(logs.timeline, logs.faults))
+    timeline = (fault_tables.with_policies(aggregate.fault_timeline(logs.timeline), sessions)
                 if logs.timeline is not None else pd.DataFrame())
-    events = (fault_tables.with_keys(aggregate.fault_events(logs.fault_events, logs.faults))
+    events = (fault_tables.with_policies(aggregate.fault_events(logs.fault_events), sessions)
               if logs.fault_events is not None else pd.DataFrame())
     aa = int(sessions["side"].isin(AA_LABELS).sum())
     if aa:
@@ -110,12 +110,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     try:
         with spark_input_errors():
             t1 = time.perf_counter()
-            faults = compute_faults(logs, notes)
-            timings["aggregate_faults_s"] = time.perf_counter() - t1
-            t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
-            if cell_stats.empty and faults.empty:
+            if cell_stats.empty and logs.faults is None:
                 raise UserError("the runs hold no measurements (every records.csv is header-only"
                                 " and no run injected faults)")
             t1 = time.perf_counter()
@@ -129,6 +126,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             hists = (aggregate.latency_histograms(aggregate.paper_only(logs.latency), records)
                      if logs.latency is not None else pd.DataFrame())
             timings["aggregate_rest_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            faults = compute_faults(logs, notes)
+            timings["aggregate_faults_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
