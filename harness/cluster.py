@@ -270,11 +270,9 @@ class Cluster:
         self._ensemble("stop-zookeeper").stop()
 
     def start_zookeeper(self) -> None:
-        """Start every stopped ZooKeeper server again (same ports, data intact)."""
-        ensemble = self._ensemble("start-zookeeper")
-        for i in range(len(ensemble.endpoints)):
-            if not ensemble.member_running(i):
-                ensemble.start_member(i)
+        """Start every stopped ZooKeeper server again (same ports, data intact). All at once:
+        one member of an ensemble cannot serve until a quorum is back."""
+        self._ensemble("start-zookeeper").start()
 
     def kill_zookeeper_server(self, index: int) -> None:
         """SIGKILL one server of the ensemble (a crashed ZooKeeper host)."""
@@ -444,13 +442,15 @@ class Cluster:
         return pids
 
     def cpu_seconds(self) -> dict[str, float]:
-        """User+system CPU seconds so far of every broker (and ZooKeeper server)."""
+        """User+system CPU seconds so far of every broker (and ZooKeeper server), keyed by name
+        and PID: a restarted process is a new key, so a difference across a restart is never
+        taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}"] = _cpu(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = _cpu(b.process.pid)
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}"] = _cpu(pid)
+                out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
         return out
 
 
