@@ -44,6 +44,8 @@ OPENER_COLOR = "#C44E52"
 CLOSER_COLOR = "#55A868"
 SUMMARY_METRICS = ("detection_s", "produce_gap_s", "group_recovery_s")
 SERIES = (("produced", "acknowledged (produced)"), ("consumed", "consumed"))
+# A row's axis stops at this multiple of the target rate when a burst would exceed it.
+OFF_SCALE = 3.0
 TRY_KEY = ["run_id", "try"]
 
 
@@ -115,16 +117,43 @@ def _draw_markers(ax: plt.Axes, marks: pd.DataFrame, label: bool) -> None:
                 else str(m.action)
             if m.failed:
                 text += f" (failed in {int(m.failed)} tries)"
-            # At the foot of the panel: throughput rarely reaches zero, so the text stays
-            # clear of the curves it annotates.
-            ax.text(m.at_mean, 0.03, f"{text} ", transform=trans, rotation=90, va="bottom",
-                    ha="right", fontsize=7, color=color)
+            # Inside the outage, where throughput is low and the top of the panel is empty:
+            # an opener's label to the right of its line, a closer's to the left (and a little
+            # lower, so a short outage does not stack them).
+            opener = m.action in OPENERS
+            ax.text(m.at_mean, 0.97 if opener else 0.86, f" {text} ", transform=trans,
+                    ha="left" if opener else "right", va="top", fontsize=7, color=color,
+                    bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 1.0})
+
+
+def _cap_row(axes: list[plt.Axes], peaks: list[tuple[float, float] | None],
+             rate: float | None) -> None:
+    """Keep a row's scale on the steady state: when a burst (the backlog a closer releases)
+    exceeds OFF_SCALE x the target rate, the axis stops there and the panel says where the
+    mean peaked, instead of flattening the dip the figure is about."""
+    top = max((p[0] for p in peaks if p is not None), default=0.0)
+    if rate is None or not rate > 0 or top <= OFF_SCALE * rate:
+        for ax in axes:
+            ax.set_ylim(bottom=0)
+        return
+    cap = OFF_SCALE * rate
+    for ax, peak in zip(axes, peaks, strict=True):
+        ax.set_ylim(0, cap)
+        if peak is not None and peak[0] > cap:
+            ax.text(0.99, 0.03, f"mean off scale: peak {peak[0]:,.0f}/s at {peak[1]:.1f} s",
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
+                    color="#333333",
+                    bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 1.0})
 
 
 def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: str,
-                    caption: str, name: str, out: Path) -> list[Path]:
-    """fig16 for one case: 2 x 2 panels (produced / consumed x ZooKeeper / DSBS)."""
+                    caption: str, name: str, out: Path, rate: float | None = None
+                    ) -> list[Path]:
+    """fig16 for one case: 2 x 2 panels (produced / consumed x ZooKeeper / DSBS); ``rate`` is
+    the sessions' target rate (records/s), drawn as a reference line."""
     fig, axes = plt.subplots(2, 2, figsize=(10.5, 6.0), sharex=True, sharey="row")
+    # Per row, per architecture: the mean's peak (value, time) for _cap_row.
+    peaks: list[list[tuple[float, float] | None]] = [[None] * len(ARCHS) for _ in SERIES]
     for c, arch in enumerate(ARCHS):
         arch_rates = case_rates[case_rates["arch"] == arch]
         tries = arch_rates.groupby(TRY_KEY).ngroups if not arch_rates.empty else 0
@@ -147,17 +176,24 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
                 ax.plot(one["t_s"], one[col], color=COLORS[arch], linewidth=0.7, alpha=0.35)
             mean = arch_rates.groupby("k").agg(t_s=("t_s", "mean"), v=(col, "mean"))
             ax.plot(mean["t_s"], mean["v"], color=COLORS[arch], linewidth=2.2)
+            if not mean.empty:
+                i = int(np.argmax(mean["v"].to_numpy(float)))
+                peaks[r][c] = (float(mean["v"].iloc[i]), float(mean["t_s"].iloc[i]))
+            if rate is not None and rate > 0:
+                ax.axhline(rate, color="#777777", linewidth=0.8, linestyle=":", zorder=1)
             _draw_markers(ax, case_marks[case_marks["arch"] == arch], label=(r == 0))
+    for r in range(len(SERIES)):
+        _cap_row(list(axes[r]), peaks[r], rate)
     for ax in axes.flat:
-        ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(human))
     key = [plt.Line2D([], [], color="#777777", linewidth=0.7, alpha=0.6),
            plt.Line2D([], [], color="#777777", linewidth=2.2),
+           plt.Line2D([], [], color="#777777", linewidth=0.8, linestyle=":"),
            plt.Line2D([], [], color=OPENER_COLOR, linestyle="--", linewidth=1.0),
            plt.Line2D([], [], color=CLOSER_COLOR, linestyle="--", linewidth=1.0)]
-    fig.legend(key, ["each try", "mean over tries", "fault injected (mean over tries)",
-                     "fault undone (mean over tries)"],
-               loc="lower center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0))
+    fig.legend(key, ["each try", "mean over tries", "target rate",
+                     "fault injected (mean over tries)", "fault undone (mean over tries)"],
+               loc="lower center", ncol=5, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0))
     fig.suptitle(f"{title}\n{caption}", fontsize=10)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return save(fig, out, name)
@@ -165,19 +201,25 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
 
 def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
                    name: str = "fig17-fault-summary") -> list[Path]:
-    """fig17: detection, unavailability and group recovery per case, ZK vs DSBS, 95% CIs."""
+    """fig17: detection, unavailability and group recovery per case, ZK vs DSBS, 95% CIs.
+
+    One row per measure (sharing the case axis). The y axis follows the tries and the means,
+    not the intervals: with 2-3 tries a t interval can be ten times the spread of the data,
+    and would squash everything else; an interval that leaves the panel ends in a caret."""
     if stats_long.empty:
         return []
     names, setting = case_labels(stats_long)
     keys = list(names)
     x = np.arange(len(keys))
     width = 0.38
-    fig, axes = plt.subplots(1, len(SUMMARY_METRICS),
-                             figsize=(max(9.5, 1.4 * len(keys) * len(SUMMARY_METRICS)), 4.2))
+    fig, axes = plt.subplots(len(SUMMARY_METRICS), 1, sharex=True,
+                             figsize=(max(7.5, 1.0 * len(keys) + 3.5),
+                                      2.3 * len(SUMMARY_METRICS) + 1.2))
     for ax, metric in zip(np.atleast_1d(axes), SUMMARY_METRICS, strict=True):
         sub = stats_long[stats_long["metric"] == metric]
         index = {(*(r[k] for k in FAULT_KEY), r["arch"]): r for _, r in sub.iterrows()}
         top = 0.0
+        his: list[tuple[float, float]] = []  # (x, upper end of the interval)
         for i, arch in enumerate(ARCHS):
             pos = x + (i - 0.5) * width
             for p, key in zip(pos, keys, strict=True):
@@ -192,7 +234,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
                 if int(r["n"]) > 1 and math.isfinite(r["ci_lo"]):
                     # Durations are never negative: clip the interval's lower end at 0.
                     err = [[mean - max(0.0, float(r["ci_lo"]))], [float(r["ci_hi"]) - mean]]
-                    top = max(top, float(r["ci_hi"]))
+                    his.append((p, float(r["ci_hi"])))
                 ax.bar(p, mean, width, color=COLORS[arch], yerr=err, capsize=4,
                        error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
                 top = max(top, mean)
@@ -206,23 +248,31 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
                         ax.scatter(p + np.asarray(jitter), vals, s=12, color="black",
                                    zorder=5, linewidth=0)
                         top = max(top, float(vals.max()))
-        ax.set_xticks(x, [names[k] for k in keys], rotation=20, ha="right", fontsize=8)
-        ax.set_xlim(-0.6, len(keys) - 0.4)  # room for the outer bars' "n/a" labels
+        ceiling = top * 1.3 if top > 0 else 1.0
+        ax.set_ylim(0, ceiling)
+        for p, hi in his:
+            if hi > ceiling:
+                ax.plot(p, ceiling, marker="^", color="#333333", markersize=5, clip_on=False,
+                        zorder=6)
         ax.set_title(METRIC_TITLES[metric], fontsize=9)
         ax.set_ylabel("seconds")
-        ax.set_ylim(0, top * 1.12 if top > 0 else 1.0)
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
+    last = np.atleast_1d(axes)[-1]
+    last.set_xticks(x, [names[k] for k in keys], rotation=20, ha="right", fontsize=8)
+    last.set_xlim(-0.6, len(keys) - 0.4)  # room for the outer bars' "n/a" labels
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[a]) for a in ARCHS]
-    handles.append(plt.Line2D([], [], marker="o", linestyle="", color="black", markersize=4))
-    np.atleast_1d(axes)[-1].legend(handles, [*(f"{NAMES[a]} (mean ± 95% CI)" for a in ARCHS),
-                                             "one try"],
-                                   fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                                   frameon=False)
+    handles += [plt.Line2D([], [], marker="o", linestyle="", color="black", markersize=4),
+                plt.Line2D([], [], marker="^", linestyle="", color="#333333", markersize=5)]
+    np.atleast_1d(axes)[0].legend(
+        handles, [*(f"{NAMES[a]} (mean ± 95% CI)" for a in ARCHS), "one try",
+                  "interval continues above"],
+        fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     sub = (subtitle(setting["workload"], setting["offset_commit"], setting["metadata_check"])
            if setting is not None else "several workloads / settings")
     fig.suptitle("Fig. 17: detection, unavailability and consumer-group recovery per fault "
-                 f"case\n{sub} · n/a: case not run on that architecture", fontsize=10)
+                 f"case\n{sub}\nn/a: case not run on that architecture · none: no try yielded"
+                 " a value", fontsize=10)
     fig.tight_layout()
     return save(fig, out, name)
 
@@ -261,8 +311,11 @@ def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.D
         k = dict(zip(FAULT_KEY, key, strict=True))
         caption = (f"{subtitle(k['workload'], k['offset_commit'], k['metadata_check'])}"
                    f" · records per {SMOOTH_S:g} s moving window")
+        case_sessions = pick(sessions)
+        rate = (float(case_sessions["rate"].mean())
+                if not case_sessions.empty and case_sessions["rate"].notna().any() else None)
         paths += timeline_figure(case_rates, pick(all_marks),
                                  f"Fig. 16 ({label}): throughput through the fault",
-                                 caption, fname, out)
+                                 caption, fname, out, rate=rate)
     paths += summary_figure(stats_long, sessions, out)
     return paths

@@ -178,8 +178,10 @@ several tries per case. Durations in seconds, one value per try (session); mean 
 duration was observed). `n/a`: the case does not apply to that architecture (it was not run on
 it); `none`: it ran but no try yielded that duration (not applicable, e.g. detection when the
 fault hit no broker, or not observed: the run log does not tell these apart); `n=1: no
-interval`: a single try has no spread. DSBS/ZK is the ratio of the means (Fieller 95% interval
-beside it).
+interval`: a single try has no spread. The interval is the symmetric t interval of the mean; with
+2-3 tries it is wide and may reach below 0, which a duration cannot: read such a bound as "not
+resolved by these tries". DSBS/ZK is the ratio of the means (Fieller 95% interval beside it;
+unbounded when the ZK mean is not itself clearly above 0).
 
 - detection: from the fault until every surviving broker's Metadata no longer lists the target
 - rejoin: from the closer (restart, resume, heal, start) until every broker lists every broker
@@ -272,7 +274,9 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
     parts = [
         "# twinbench analysis: ZooKeeper vs DSBS\n",
         f"Generated {now} from {len(analysis.runs)} runs ({analysis.input_rows:,} measurement "
-        "rows). Every table below is also a CSV in this directory.\n",
+        "rows" + (f", {len(analysis.faults.sessions):,} fault sessions"
+                  if not analysis.faults.empty else "")
+        + "). Every table below is also a CSV in this directory.\n",
         "## Summary\n", headline(analysis.comparison) + fault_headline(analysis),
     ]
     if analysis.notes:

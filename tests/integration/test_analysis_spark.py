@@ -326,7 +326,7 @@ def test_faults_only_runs_analyze_and_draw(spark: SparkSession, tmp_path: Path,
     for arch, index in (("zk", 1), ("dsbs", 2)):
         synth.write_fault_run(runs, arch=arch, index=index, tries=2)
     assert twinbench(["analyze", str(runs), "--out", str(out)]) == 0
-    assert "analyzed 2 runs" in capsys.readouterr().out
+    assert "analyzed 2 runs (0 rows, 10 fault sessions)" in capsys.readouterr().out
     text = (out / "report.md").read_text()
     assert "## Faults" in text and "No cell was measured on both architectures" in text
     assert "| stop-zookeeper | rejoin | 0.5 ± 0 (2) | [0.5, 0.5] | n/a | n/a | - | - |" in text
