@@ -88,6 +88,18 @@ def rates(timeline: pd.DataFrame, smooth_s: float = SMOOTH_S) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[cols]
 
 
+def mean_over_tries(session_rates: pd.DataFrame, col: str) -> pd.DataFrame:
+    """The mean over tries of one series, bucket by bucket (columns t_s and v).
+
+    A try whose timeline has ended contributes 0, not nothing: its session was over (every
+    record consumed), so averaging only the tries still running would make the tail of the
+    mean jump each time one ends."""
+    wide = session_rates.pivot_table(index="k", columns=TRY_KEY, values=col, aggfunc="sum")
+    bucket = float(session_rates["bucket_s"].iloc[0])
+    return pd.DataFrame({"t_s": wide.index.to_numpy(float) * bucket,
+                         "v": wide.fillna(0.0).mean(axis=1).to_numpy(float)})
+
+
 def markers(events: pd.DataFrame) -> pd.DataFrame:
     """One marker per case x arch x schedule step: mean, earliest and latest ``at_s`` over the
     tries, and how many tries could not carry the action out."""
@@ -113,8 +125,9 @@ def _draw_markers(ax: plt.Axes, marks: pd.DataFrame, label: bool) -> None:
             ax.axvspan(m.at_min, m.at_max, color=color, alpha=0.12, linewidth=0)
         ax.axvline(m.at_mean, color=color, linewidth=1.0, linestyle="--", zorder=1)
         if label:
-            text = f"{m.action} {m.target}" if isinstance(m.target, str) and m.target \
-                else str(m.action)
+            # "stop-zookeeper zookeeper" says it twice; a broker or server target is news.
+            named = isinstance(m.target, str) and m.target and m.target != "zookeeper"
+            text = f"{m.action} {m.target}" if named else str(m.action)
             if m.failed:
                 text += f" (failed in {int(m.failed)} tries)"
             # Inside the outage, where throughput is low and the top of the panel is empty:
@@ -174,7 +187,7 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
                 continue
             for _k, one in arch_rates.groupby(TRY_KEY):
                 ax.plot(one["t_s"], one[col], color=COLORS[arch], linewidth=0.7, alpha=0.35)
-            mean = arch_rates.groupby("k").agg(t_s=("t_s", "mean"), v=(col, "mean"))
+            mean = mean_over_tries(arch_rates, col)
             ax.plot(mean["t_s"], mean["v"], color=COLORS[arch], linewidth=2.2)
             if not mean.empty:
                 i = int(np.argmax(mean["v"].to_numpy(float)))

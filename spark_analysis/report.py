@@ -210,6 +210,10 @@ def faults_md(analysis: Analysis) -> str:
             "case": names[tuple(r[k] for k in FAULT_KEY)], "arch": r["arch"],
             "sessions": int(r["sessions"]), "failed": int(r["failed_sessions"]),
             **{c: r[c] for c in FAULT_COUNTS},
+            # Timings split on these (a killed coordinator upsets the group; a killed
+            # controller moves leadership), so say how often the target held each role.
+            "target was controller": f"{int(r['hit_controller'])}/{int(r['sessions'])}",
+            "target was coordinator": f"{int(r['hit_coordinator'])}/{int(r['sessions'])}",
             "status": "**FAILED** (lost > 0)" if status != "ok" and (r["lost"] or 0) > 0
             else ("**FAILED**" if status != "ok" else "ok"),
         })

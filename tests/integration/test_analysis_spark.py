@@ -315,7 +315,8 @@ def test_a_lost_record_fails_the_case_visibly(spark: SparkSession, tmp_path: Pat
     assert (got["failed_sessions"], got["lost"], got["status"]) == (1, 7, "failed")
     text = (out / "report.md").read_text()
     assert "**1 FAILED** (7 acknowledged records lost; kill-leader on dsbs)" in text
-    assert "| kill-leader | dsbs | 2 | 1 | 7 | 0 | 0 | 0 | **FAILED** (lost > 0) |" in text
+    assert ("| kill-leader | dsbs | 2 | 1 | 7 | 0 | 0 | 0 | 0/2 | 2/2 | **FAILED** (lost > 0) |"
+            in text)
 
 
 def test_faults_only_runs_analyze_and_draw(spark: SparkSession, tmp_path: Path,

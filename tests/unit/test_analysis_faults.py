@@ -126,7 +126,8 @@ def test_report_section_says_what_is_missing_and_what_failed(wide: pd.DataFrame)
     assert row("stop-zookeeper", "unavailability (longest produce gap)")[2:8] == [
         "0.2 (n=1)", "n=1: no interval", "n/a", "n/a", "-", "-"]
     assert row("stop-zookeeper", "detection")[2:4] == ["none", "-"]
-    assert "| kill-leader | dsbs | 3 | 1 | 12 | 0 | 0 | 0 | **FAILED** (lost > 0) |" in text
+    assert ("| kill-leader | dsbs | 3 | 1 | 12 | 0 | 0 | 0 | 0/3 | 0/3 | **FAILED** (lost > 0) |"
+            in text)
     assert "All fault sessions: workload `faults`" in text
     head = report.fault_headline(analysis)  # type: ignore[arg-type]
     assert "**1 FAILED** (12 acknowledged records lost; kill-leader on dsbs)" in head
@@ -155,6 +156,15 @@ def test_rates_fill_gaps_and_smooth() -> None:
     assert list(one_try["produced"]) == pytest.approx([100, 200 / 3, 200 / 3, 200 / 3, 100])
     assert list(one_try["t_s"]) == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
     assert list(r[r["try"] == 2]["consumed"]) == pytest.approx([200] * 5)
+
+
+def test_mean_over_tries_counts_an_ended_try_as_zero() -> None:
+    # Try 2's session ended after bucket 1 (everything consumed): beyond it, it adds 0.
+    df = pd.DataFrame(timeline_rows(1, {0: 10, 1: 10, 2: 10, 3: 10})
+                      + timeline_rows(2, {0: 30, 1: 30}))
+    mean = fault_figures.mean_over_tries(fault_figures.rates(df, smooth_s=0.1), "produced")
+    assert list(mean["t_s"]) == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert list(mean["v"]) == pytest.approx([200, 200, 50, 50])
 
 
 def test_markers_mean_and_spread_over_tries() -> None:
