@@ -143,7 +143,11 @@ def case_labels(df: pd.DataFrame) -> tuple[dict[tuple[str, ...], str], pd.Series
     session ran under one workload / cell / policy setting (returned second, to say once),
     otherwise qualified by that setting."""
     keys = df[list(FAULT_KEY)].drop_duplicates()
-    settings = keys[[k for k in FAULT_KEY if k != "case"]].drop_duplicates()
+    # A fault session's cell_id is named after its case (kill-leader-32B-b20): compare the
+    # cells without that prefix, or every case would look like a setting of its own.
+    bare = keys.assign(cell_id=[c.removeprefix(f"{k}-") for c, k in
+                                zip(keys["cell_id"], keys["case"], strict=True)])
+    settings = bare[[k for k in FAULT_KEY if k != "case"]].drop_duplicates()
     one = len(settings) == 1
     names: dict[tuple[str, ...], str] = {}
     for row in keys.itertuples(index=False):
