@@ -6,7 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs perf perf-zk perf-gossip clean
+.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
+        perf-gossip clean
 
 setup: system-deps $(STAMP)
 
@@ -59,6 +60,12 @@ bench-zk: setup
 
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
+
+# Fault injection on both architectures, interleaved (README, "Faults"; needs root for the
+# network namespaces of the partition case), then the analysis.
+bench-faults: setup
+	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 # Both architectures in one run, interleaved session by session (design.md: A B A B, not A

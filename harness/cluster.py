@@ -271,11 +271,9 @@ class Cluster:
         self._ensemble("stop-zookeeper").stop()
 
     def start_zookeeper(self) -> None:
-        """Start every stopped ZooKeeper server again (same ports, data intact)."""
-        ensemble = self._ensemble("start-zookeeper")
-        for i in range(len(ensemble.endpoints)):
-            if not ensemble.member_running(i):
-                ensemble.start_member(i)
+        """Start every stopped ZooKeeper server again (same ports, data intact). All at once:
+        one member of an ensemble cannot serve until a quorum is back."""
+        self._ensemble("start-zookeeper").start()
 
     def kill_zookeeper_server(self, index: int) -> None:
         """SIGKILL one server of the ensemble (a crashed ZooKeeper host)."""

@@ -403,7 +403,6 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
     recovery = unstable = None
     if fault_at is not None:
         recovery, unstable = group_recovery(stable, fault_at, closer_at, t0, t_prod_end)
-    generations = {g for h in histories for _, ok, g in h if ok}
     # A partition without a leader at the end (a broker that never came back) holds records
     # nobody can read: those are "unreachable", not lost.
     last = {}
@@ -433,7 +432,9 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
         "commit_gap_s": rel(commit_gap.seconds) if commit_gap else None,
         "group_recovery_s": rel(recovery),
         "group_unstable_s": rel(unstable),
-        "group_rebalances": max(0, len(generations) - 1),
+        # Settled stretches after the first: each began with a completed rebalance. (Counting
+        # generations would miss a coordinator move, after which numbering can start again.)
+        "group_rebalances": max(0, len(stable) - 1),
         "rate": fp.rate,
         "duration_s": fp.duration_s,
         "sent": result.messages,

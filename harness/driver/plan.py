@@ -125,7 +125,10 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
                 order = group if try_no % 2 else group[::-1]
                 if workload.faults is not None:
                     for case in workload.faults.cases:
-                        current.extend(Session(side, cell, try_no, "faults", case)
+                        # Named after the case, so no two cases' rows share a key anywhere
+                        # in the run log (records.csv has no case column).
+                        case_cell = Cell(case.name, cell.msg_size, cell.batch)
+                        current.extend(Session(side, case_cell, try_no, "faults", case)
                                        for side in order
                                        if side.arch == "zk" or not case.zk_only)
                     continue
