@@ -1,7 +1,7 @@
 """The thin UDP adapter: drives a sans-IO ``SwimNode`` with an asyncio datagram socket and the
 loop's clock.
 
-``GossipSocket`` is the socket's protocol: received datagrams wait in a queue capped at
+``GossipSocket`` is an asyncio-dgram ``DatagramServer`` whose protocol caps the receive queue at
 ``GossipLimits.receive_queue_packets`` (a flood beyond it is dropped and counted, never
 buffered without end). ``GossipDriver`` runs two tasks: one feeds queued datagrams to
 ``node.receive`` and sends what it produced; the other sleeps until the node's next deadline
@@ -26,8 +26,10 @@ import asyncio
 import logging
 import socket
 import time
-from collections import deque
 from collections.abc import Callable
+
+import asyncio_dgram
+import asyncio_dgram.aio
 
 from brokers.core.errors import UserError
 from brokers.dsbs_broker.swim import Addr, SwimNode
@@ -52,73 +54,94 @@ async def resolve(host: str, port: int, *, family: int = 0, what: str) -> Addr:
     return str(infos[0][4][0]), port
 
 
-class GossipSocket(asyncio.DatagramProtocol):
-    """The bound gossip socket: a bounded receive queue and a non-blocking send."""
+class _CappedProtocol(asyncio_dgram.aio.Protocol):
+    """asyncio-dgram's datagram protocol with a cap on its receive queue: a flood beyond
+    ``max_queued`` datagrams is dropped and counted, never buffered without end. Socket errors
+    (an ICMP port unreachable from a dead peer) are counted rather than queued: asyncio-dgram
+    would raise them from the next ``recv`` and a dead peer is routine for gossip."""
 
-    def __init__(self, max_queued: int) -> None:
-        self.queue: deque[tuple[bytes, Addr]] = deque()
+    def __init__(self, recvq: asyncio.Queue, excq: asyncio.Queue, drained: asyncio.Event,
+                 max_queued: int) -> None:
+        super().__init__(recvq, excq, drained)
         self.max_queued = max_queued
-        self.dropped = 0  # datagrams refused because the queue was full
-        self.errors = 0  # errors the socket reported (ICMP unreachable and such)
-        self.closed = False
-        self.transport: asyncio.DatagramTransport | None = None
-        self._waiter: asyncio.Future[None] | None = None
-
-    # --- asyncio.DatagramProtocol -----------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.dropped = 0
+        self.errors = 0
 
     def datagram_received(self, data: bytes, addr: tuple) -> None:
-        if len(self.queue) >= self.max_queued:
+        if self._recvq.qsize() >= self.max_queued:
             self.dropped += 1
             return
-        self.queue.append((data, (addr[0], addr[1])))
-        self._wake()
+        super().datagram_received(data, addr)
 
     def error_received(self, exc: Exception) -> None:
         self.errors += 1
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._wake()
 
-    # --- for the driver ---------------------------------------------------------------------
+class GossipSocket:
+    """The bound gossip socket: an asyncio-dgram ``DatagramServer`` over the capped protocol."""
+
+    def __init__(self, stream: asyncio_dgram.aio.DatagramServer, proto: _CappedProtocol,
+                 recvq: asyncio.Queue) -> None:
+        self._stream = stream
+        self._proto = proto
+        self._recvq = recvq
+        self.closed = False
+
+    @property
+    def dropped(self) -> int:
+        """Datagrams refused because the queue was full."""
+        return self._proto.dropped
+
+    @property
+    def errors(self) -> int:
+        """Errors the socket reported (ICMP unreachable and such)."""
+        return self._proto.errors
+
+    @property
+    def queued(self) -> int:
+        return self._recvq.qsize()
+
     @property
     def sockname(self) -> tuple:
-        assert self.transport is not None
-        return self.transport.get_extra_info("sockname")
+        return self._stream.sockname
 
-    def _wake(self) -> None:
-        w = self._waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def readable(self) -> None:
-        """Return once a datagram is queued or the socket is closed."""
-        if self.queue or self.closed:
-            return
-        self._waiter = asyncio.get_running_loop().create_future()
+    async def receive(self, limit: int) -> list[tuple[bytes, Addr]]:
+        """Wait for a datagram, then take up to ``limit`` queued ones; [] once closed."""
         try:
-            await self._waiter
-        finally:
-            self._waiter = None
+            data, addr = await self._stream.recv()
+        except asyncio_dgram.TransportClosed:
+            self.closed = True
+            return []
+        out = [(data, (addr[0], addr[1]))]
+        while len(out) < limit and not self._recvq.empty():
+            data, addr = self._recvq.get_nowait()
+            if data is None:  # asyncio-dgram's end-of-stream marker
+                self._recvq.put_nowait((None, None))
+                break
+            out.append((data, (addr[0], addr[1])))
+        return out
 
     def sendto(self, data: bytes, addr: Addr) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.sendto(data, addr)
+        # asyncio-dgram's send is a coroutine only to wait for a drained buffer; datagrams
+        # are never buffered by the kernel-side transport, so send on the transport directly.
+        transport = self._stream._transport
+        if not self.closed and not transport.is_closing():
+            transport.sendto(data, addr)
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
         self.closed = True
-        self._wake()
+        self._stream.close()
 
 
 async def bind(host: str, port: int, *, max_queued: int = 1024) -> GossipSocket:
     loop = asyncio.get_running_loop()
-    _, proto = await loop.create_datagram_endpoint(lambda: GossipSocket(max_queued),
-                                                   local_addr=(host, port))
-    return proto
+    recvq: asyncio.Queue = asyncio.Queue()
+    excq: asyncio.Queue = asyncio.Queue()
+    drained = asyncio.Event()
+    transport, proto = await loop.create_datagram_endpoint(
+        lambda: _CappedProtocol(recvq, excq, drained, max_queued), local_addr=(host, port))
+    stream = asyncio_dgram.aio.DatagramServer(transport, recvq, excq, drained)
+    return GossipSocket(stream, proto, recvq)
 
 
 class GossipDriver:
@@ -179,11 +202,7 @@ class GossipDriver:
     async def _recv_loop(self) -> None:
         node, sock = self.node, self._sock
         while not sock.closed:
-            await sock.readable()
-            n = 0
-            while sock.queue and n < _SLICE:
-                data, addr = sock.queue.popleft()
-                n += 1
+            for data, addr in await sock.receive(_SLICE):
                 try:
                     node.receive(data, addr, self._loop.time())
                 except Exception:
@@ -191,7 +210,7 @@ class GossipDriver:
             self._after()
             if self._deadline() < self._wake_at:
                 self._wake_timer()
-            if sock.queue:
+            if sock.queued:
                 await asyncio.sleep(0)  # let Kafka requests in between slices of a burst
 
     def _deadline(self) -> float:

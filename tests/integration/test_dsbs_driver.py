@@ -130,10 +130,10 @@ def test_receive_queue_is_capped_while_the_loop_is_busy():
             for _ in range(500):
                 s.sendto(b"\xd5\xb5flood", ("127.0.0.1", d.node.addr[1]))
             # Give the loop one iteration to read the socket while the driver's task cannot run.
-            d._sock.datagram_received(b"x", ("127.0.0.1", 1))
-            for _ in range(100):
-                d._sock.datagram_received(b"x", ("127.0.0.1", 1))
-            assert len(d._sock.queue) <= 50 and d._sock.dropped > 0
+            proto = d._sock._proto  # the protocol callback, as the loop would call it
+            for _ in range(101):
+                proto.datagram_received(b"x", ("127.0.0.1", 1))
+            assert d._sock.queued <= 50 and d._sock.dropped > 0
             await _until(lambda: d.node.counters["dropped_queue_full"] > 0, 5, "drops counted")
         finally:
             s.close()
