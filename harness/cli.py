@@ -175,11 +175,14 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_fault(args: argparse.Namespace) -> int:
     from harness.control import default_state, load_state, request
 
+    target = ACTIONS[args.action].target
+    if target == "broker" and args.broker is None:
+        raise UserError(f"{args.action} needs --broker N")
+    if target == "server" and args.server is None:
+        raise UserError(f"{args.action} needs --server I")
     path = args.state or default_state()
     state = load_state(path)
-    if ACTIONS[args.action].target == "broker":
-        if args.broker is None:
-            raise UserError(f"{args.action} needs --broker N")
+    if target == "broker":
         ids = [b["node_id"] for b in state.get("brokers", [])]
         if args.broker not in ids:
             raise UserError(f"no broker {args.broker} in the cluster of {path} (brokers: "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sys
 import tempfile
 import time
@@ -270,11 +271,9 @@ class Cluster:
         self._ensemble("stop-zookeeper").stop()
 
     def start_zookeeper(self) -> None:
-        """Start every stopped ZooKeeper server again (same ports, data intact)."""
-        ensemble = self._ensemble("start-zookeeper")
-        for i in range(len(ensemble.endpoints)):
-            if not ensemble.member_running(i):
-                ensemble.start_member(i)
+        """Start every stopped ZooKeeper server again (same ports, data intact). All at once:
+        one member of an ensemble cannot serve until a quorum is back."""
+        self._ensemble("start-zookeeper").start()
 
     def kill_zookeeper_server(self, index: int) -> None:
         """SIGKILL one server of the ensemble (a crashed ZooKeeper host)."""
@@ -356,12 +355,14 @@ class Cluster:
                 gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in hosts]
             else:
                 gossip = [f"127.0.0.1:{p}" for p in free_ports(spec.brokers)]
+            key = write_gossip_key(self.root)
             for i, port in enumerate(ports):
                 argvs.append([*prefixes[i], sys.executable, "-m", "brokers.dsbs_broker",
                               "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
                               "--data-dir", str(self.root / f"broker-{i}"),
                               "--gossip", gossip[i], "--seeds", ",".join(gossip),
-                              "--gossip-preset", spec.gossip_preset, *common])
+                              "--gossip-preset", spec.gossip_preset,
+                              "--gossip-key-file", str(key), *common])
         return argvs
 
     def _wait_for_membership(self, deadline: float) -> None:
@@ -444,14 +445,34 @@ class Cluster:
         return pids
 
     def cpu_seconds(self) -> dict[str, float]:
-        """User+system CPU seconds so far of every broker (and ZooKeeper server)."""
+        """User+system CPU seconds so far of every broker (and ZooKeeper server), keyed by name
+        and PID: a restarted process is a new key, so a difference across a restart is never
+        taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}"] = _cpu(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = _cpu(b.process.pid)
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}"] = _cpu(pid)
+                out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
         return out
+
+
+GOSSIP_KEY_FILE = "gossip.key"
+
+
+def write_gossip_key(root: Path) -> Path:
+    """A fresh random cluster key (256 bits, hex) in ``root``, mode 0600 from creation on;
+    every dsbs broker of the cluster authenticates its gossip with it."""
+    path = root / GOSSIP_KEY_FILE
+    tmp = root / f".{GOSSIP_KEY_FILE}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file left by a crash
+        os.write(fd, secrets.token_hex(32).encode() + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
 
 
 def _cpu(pid: int) -> float:

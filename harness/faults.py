@@ -24,10 +24,12 @@ stop/start-zookeeper, kill/start-zookeeper) that workload validation and ``repai
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brokers.core.errors import UserError
-from harness.cluster import Cluster
+
+if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts nothing
+    from harness.cluster import Cluster
 
 
 @dataclass(frozen=True)

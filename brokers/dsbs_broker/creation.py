@@ -57,13 +57,15 @@ from brokers.core.coordinator import validate_replication_factor, validate_topic
 from brokers.core.errors import (
     InvalidConfig,
     InvalidPartitions,
+    InvalidReplicationFactor,
+    InvalidTopic,
     KafkaError,
     RequestTimedOut,
     TopicAlreadyExists,
     error_for_code,
 )
 from brokers.dsbs_broker import placement
-from brokers.dsbs_broker.config import GossipConfig
+from brokers.dsbs_broker.config import GossipConfig, GossipLimits
 from brokers.dsbs_broker.membership import MemberTable
 from brokers.dsbs_broker.metadata import TopicStore
 from brokers.dsbs_broker.wire import (
@@ -75,7 +77,6 @@ from brokers.dsbs_broker.wire import (
     Vote,
     encode_message,
     encode_update,
-    record_room,
 )
 
 Addr = tuple[str, int]
@@ -100,11 +101,28 @@ class CreateOutcome:
     message: str = ""
 
 
+def refusal(name: str, problem: str, limits: GossipLimits) -> KafkaError:
+    """The CreateTopics error for a record ``SwimNode.topic_problem`` refuses."""
+    if problem == "topic_name":
+        return InvalidTopic(f"illegal topic name {name!r}")
+    if problem in ("ring", "replication_factor"):
+        return InvalidReplicationFactor(f"topic {name!r}: bad replica assignment ({problem})")
+    if problem == "topics_full":
+        return InvalidPartitions(f"topic {name!r}: this broker keeps at most {limits.max_topics} "
+                                 "topics (max_topics)")
+    if problem == "partitions_full":
+        return InvalidPartitions(f"topic {name!r}: the cluster would exceed "
+                                 f"{limits.max_total_partitions} partitions in all "
+                                 "(max_total_partitions)")
+    return InvalidPartitions(f"topic {name!r}: refused ({problem})")
+
+
 class CreationHost(Protocol):
     """What the creation protocol needs from the gossip node (``SwimNode``)."""
 
     node_id: int
     cfg: GossipConfig
+    limits: GossipLimits
     members: MemberTable
     topics: TopicStore
     rng: random.Random
@@ -118,11 +136,24 @@ class CreationHost(Protocol):
 
     def topic_arbiter(self, name: str) -> int | None: ...
 
-    def send_message(self, addr: Addr, message: bytes) -> None: ...
+    def topic_problem(self, rec: TopicRecord) -> str | None:
+        """Why the record may not be stored (``validation.py`` rules, table limits), or None."""
+        ...
+
+    def record_room(self) -> int:
+        """The largest encoded record a CREATE_RESULT, PROPOSE or VOTE can carry."""
+        ...
+
+    def send_message(self, addr: Addr, message: bytes, *, reply: bool = False,
+                     pad: bool = False) -> None:
+        """``reply``: an answer to the datagram being handled (reply caps apply); ``pad``: a
+        request whose answer may carry a record."""
+        ...
 
     def store_topic(self, rec: TopicRecord) -> bool:
-        """Merge a committed record into the table (and gossip it); True if it was taken. The
-        host calls ``Creations.on_record`` for every record taken, whoever sent it."""
+        """Check a committed record like gossip and merge it into the table (and gossip it);
+        True if it was taken. The host calls ``Creations.on_record`` for every record taken,
+        whoever sent it."""
         ...
 
     def push_topic(self, rec: TopicRecord) -> None:
@@ -237,7 +268,7 @@ class Creations:
         m = host.members.get(arbiter) if arbiter is not None else None
         if m is not None:
             host.counters["creates_forwarded"] += 1
-            host.send_message(m.gossip_addr, encode_message(req.msg))
+            host.send_message(m.gossip_addr, encode_message(req.msg), pad=True)
 
     def on_result(self, msg: CreateResult) -> None:
         req = self._requests.get(msg.rid)
@@ -266,7 +297,7 @@ class Creations:
         if prop is not None:
             del self._pids[prop.pid]
             for w in prop.waiters:
-                self._answer(w, self.host.topics.get(name) or rec)
+                self._answer(w, self.host.topics.get(name) or rec, reply=False)
         for rid in list(self._by_name.get(name, ())):
             req = self._requests.get(rid)
             if req is not None:
@@ -276,15 +307,17 @@ class Creations:
     def on_create(self, msg: Create, sender: int, addr: Addr, now: float) -> None:
         self._arbitrate(_Waiter(sender, addr, msg.rid, msg.token), msg, now)
 
-    def _reply(self, w: _Waiter, result: CreateResult) -> None:
+    def _reply(self, w: _Waiter, result: CreateResult, *, reply: bool = True) -> None:
+        """Answer a waiter: ``reply`` when answering the datagram being handled (its CREATE);
+        answers to waiters queued earlier go out uncapped."""
         if w.addr is None:
             self.on_result(result)
         else:
-            self.host.send_message(w.addr, encode_message(result))
+            self.host.send_message(w.addr, encode_message(result), reply=reply)
 
-    def _answer(self, w: _Waiter, rec: TopicRecord) -> None:
+    def _answer(self, w: _Waiter, rec: TopicRecord, *, reply: bool = True) -> None:
         code = 0 if rec.token == w.token else TopicAlreadyExists.code
-        self._reply(w, CreateResult(w.rid, False, code, rec))
+        self._reply(w, CreateResult(w.rid, False, code, rec), reply=reply)
 
     def _arbitrate(self, w: _Waiter, msg: Create, now: float) -> None:
         host = self.host
@@ -320,7 +353,11 @@ class Creations:
         ring = placement.assign_ring(name, host.members.live_ids(), msg.num_partitions, rf)
         rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
                           msg.explicit, msg.token)
-        if len(encode_update(rec)) > record_room(host.cfg.max_packet_bytes):
+        problem = host.topic_problem(rec)
+        if problem is not None:
+            self._reply(w, CreateResult(w.rid, False, refusal(name, problem, host.limits).code))
+            return
+        if len(encode_update(rec)) > host.record_room():
             self._reply(w, CreateResult(w.rid, False, InvalidConfig.code))
             return
         self._pid = (self._pid + 1) & 0xFFFFFFFF
@@ -346,7 +383,7 @@ class Creations:
             prop.next_send = now + self.host.cfg.create_retry_s
             data = encode_message(Propose(prop.pid, prop.record))
             for n in prop.needed:
-                self.host.send_message(members.members[n].gossip_addr, data)
+                self.host.send_message(members.members[n].gossip_addr, data, pad=True)
 
     def _commit(self, prop: _Proposal) -> None:
         host = self.host
@@ -360,7 +397,7 @@ class Creations:
         rec = host.topics.get(prop.record.name)
         if rec is not None:
             for w in prop.waiters:
-                self._answer(w, rec)
+                self._answer(w, rec, reply=False)
 
     def _abandon(self, prop: _Proposal) -> None:
         """Drop a proposal; its waiters retry on their own timers (remote ones resend CREATE,
@@ -415,7 +452,7 @@ class Creations:
                 vote = Vote(msg.pid, Verdict.OK)
         if vote.verdict == Verdict.REFUSE:
             host.counters["votes_refused"] += 1
-        host.send_message(addr, encode_message(vote))
+        host.send_message(addr, encode_message(vote), reply=True)
 
     def _purge(self, now: float) -> bool:
         """Forget expired promises; True if any was."""
