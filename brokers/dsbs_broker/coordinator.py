@@ -100,6 +100,8 @@ class DsbsCoordinator(GroupRegistry):
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._view: ClusterView | None = None
         self._view_key: tuple[int, int] = (-1, -1)
+        self._infos: dict[str, tuple[TopicRecord, TopicInfo]] = {}  # cluster()'s, per record
+        self._infos_version = -1
         self._seen_key: tuple[int, int] = (-1, -1)
         self._persisted_incarnation = 0
         self._coord_cache: dict[str, BrokerInfo] = {}
@@ -334,7 +336,18 @@ class DsbsCoordinator(GroupRegistry):
             for nid in node.members.live_ids():
                 s = node.members.members[nid].state
                 brokers.append(BrokerInfo(nid, s.kafka_host, s.kafka_port))
-            topics = {name: self._topic_info(rec) for name, rec in node.topics.records.items()}
+            if self._infos_version != node.members.version:
+                self._infos.clear()  # leaders and epochs follow the member table
+                self._infos_version = node.members.version
+            # A new topic changes one entry: the others' TopicInfo (one PartitionState per
+            # partition) are reused while their record and the member table are unchanged.
+            infos = self._infos
+            topics = {}
+            for name, rec in node.topics.records.items():
+                cached = infos.get(name)
+                if cached is None or cached[0] is not rec:
+                    cached = infos[name] = (rec, self._topic_info(rec))
+                topics[name] = cached[1]
             controller = brokers[0].node_id if brokers else NO_LEADER
             self._view = ClusterView(tuple(brokers), controller, MappingProxyType(topics),
                                      cluster_id=self.config.cluster_name)

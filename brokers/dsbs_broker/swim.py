@@ -209,7 +209,7 @@ class SwimNode:
                                     else self.cfg.ack_timeout_s))
         if self._suspects:
             d = min(d, min(dl for dl, _ in self._suspects.values()))
-        if self.seeds and not self.members.live_peers():
+        if self.seeds and (not self.synced or not self.members.live_peers()):
             d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
@@ -350,11 +350,19 @@ class SwimNode:
             if peers:
                 self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=False)
                 self._reconnect(peers)
-        if self.seeds and now >= self._next_join and not self.members.live_peers():
-            # Joining, or every peer we knew is gone: (re)join through the seeds.
-            self._next_join = now + cfg.sync_interval_s
-            for s in self.seeds:
-                self._send_sync(s, reply=True, join=True)
+        if self.seeds and now >= self._next_join:
+            peers = self.members.live_peers()
+            if not peers:
+                # Joining, or every peer we knew is gone: (re)join through the seeds.
+                self._next_join = now + cfg.sync_interval_s
+                for s in self.seeds:
+                    self._send_sync(s, reply=True, join=True)
+            elif not self.synced:
+                # Peers found us before any seed answered (we started first): ask one for the
+                # member table now rather than at the next anti-entropy round; until then we
+                # arbitrate no topic creation (``joined``).
+                self._next_join = now + cfg.period_s
+                self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=True)
         if now >= self._next_repl:
             self._next_repl = now + self._repl_interval
             self._replicate_offsets(now)
