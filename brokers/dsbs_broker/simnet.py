@@ -93,6 +93,16 @@ class SimNet:
     def kill(self, node_id: int) -> None:
         self.down.add(node_id)
 
+    def restart(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
+        """Start a killed member again with the topic records it held, as the broker's topics
+        file gives them back (``add`` alone starts with an empty table)."""
+        old = self.nodes[node_id]
+        node = self.add(node_id, seeds)
+        for rec in old.topics.records.values():
+            node.topics.apply(rec)
+        node.topics.unpersisted = []
+        return node
+
     def partition(self, *sides: set[int] | frozenset[int] | tuple[int, ...]) -> None:
         """Cut the network between ``sides`` (node ids; nodes named nowhere form one more
         side together). Datagrams already in flight across the cut are lost too."""
