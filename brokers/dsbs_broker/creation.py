@@ -36,7 +36,8 @@ the other's OK, and a member never answers OK while it has a proposal of its own
 or holds a record of it, so the later of the two proposals meets a REFUSE or a HAVE. If only
 one counts the other as live (the other declared it dead after voting for it), the vote's
 promise keeps the voter from proposing until the proposal it voted for has ended, by which time
-the committed record has been pushed to it.
+the committed record has been pushed to it (only losing every copy of it for
+``2 * create_propose_s`` defeats this).
 
 What remains (``docs/dsbs-metadata.md``): two arbiters that each count the other as dead (a
 network partition, or mutual false suspicion that ran its course) can each commit a record of
@@ -280,8 +281,11 @@ class Creations:
                 self.host.counters["dropped_create_mismatch"] += 1
                 return
             self.host.store_topic(rec)  # settles req through on_record when it is taken
-            if msg.rid in self._requests:
-                self._settle(req)
+            if msg.rid in self._requests and not self._settle(req):
+                # This broker refuses the record (its own limits): say so rather than retry.
+                exc = refusal(rec.name, self.host.topic_problem(rec) or "refused",
+                              self.host.limits)
+                self._finish(req, CreateOutcome(exc.code, None, exc.message))
         elif msg.code != 0:
             cls = error_for_code(msg.code)
             name = cls.wire_name if cls is not None else str(msg.code)
