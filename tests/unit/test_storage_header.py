@@ -66,11 +66,11 @@ def test_bad_batches_raise_the_right_kafka_error(mutate, error):
         validate_batches(memoryview(mutate(good)), MAX)
 
 
-def test_count_that_cannot_fit_uncompressed_payload_is_invalid():
+def test_count_that_cannot_fit_uncompressed_payload_is_corrupt():
     b = build_batch([b"v"])
     b = _tamper(b, 23, ">i", 99, False)
     b = _tamper(b, 57, ">i", 100, True)
-    with pytest.raises(InvalidRecord, match="cannot fit"):
+    with pytest.raises(CorruptMessage, match="cannot fit"):
         validate_batches(memoryview(b), MAX)
 
 
