@@ -370,7 +370,7 @@ def test_write_failure_truncates_partial_append(tmp_path, monkeypatch):
     assert os.path.getsize(log._segments[-1].path()) == size
     assert log.log_end_offset == 2
     # Not retried: the log is offline until the broker restarts on a healthy disk.
-    with pytest.raises(KafkaStorageError, match="offline: append .* No space left"):
+    with pytest.raises(KafkaStorageError, match=r"offline: append .* No space left"):
         log.append(batch_of(1))
     with pytest.raises(KafkaStorageError, match="offline"):
         log.read(0, 1 << 20)
