@@ -187,13 +187,19 @@ class Broker:
         await self.server.stop()
         self.notifier.wake_all()
         await self.groups.close()
-        await self.coordinator.close()
+        # A KafkaStorageError while the broker halts is the failure already reported (the data
+        # directory went offline): closing goes on, and run_broker says why it stopped.
         try:
-            self.store.close()
+            await self.coordinator.close()
         except KafkaStorageError:
             if self.failure is None:
                 raise
-            # Already reported: the directory went offline and this is the halt it caused.
+        finally:
+            try:
+                self.store.close()
+            except KafkaStorageError:
+                if self.failure is None:
+                    raise
 
 
 def install_event_loop_policy() -> str:

@@ -33,12 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gossip-preset", choices=sorted(PRESETS), default="lan",
                         help="gossip timers: lan (1 s period) or local (fast, one host)")
 
-    def make(args, config, _datadir):
+    def make(args, config, datadir):
         host, port = _gossip_endpoint(args.gossip)
         seeds = tuple(s.strip() for s in args.seeds.split(",") if s.strip())
         return DsbsCoordinator(config.node_id, config.data_dir, DsbsConfig(
             gossip_host=host, gossip_port=port, seeds=seeds,
-            gossip=PRESETS[args.gossip_preset]))
+            gossip=PRESETS[args.gossip_preset]), datadir=datadir)
 
     return run_main(PROG, parser, argv, make)
 

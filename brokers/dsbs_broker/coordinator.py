@@ -37,6 +37,7 @@ from brokers.core.coordinator import (
     TopicPartition,
     validate_topic_name,
 )
+from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidConfig,
@@ -60,11 +61,17 @@ OFFSETS_FILE = "offsets.jsonl"
 
 
 class DsbsCoordinator(GroupRegistry):
-    def __init__(self, node_id: int, data_dir: Path, config: DsbsConfig | None = None) -> None:
+    def __init__(
+        self, node_id: int, data_dir: Path, config: DsbsConfig | None = None,
+        datadir: DataDir | None = None,
+    ) -> None:
         super().__init__()
         self._node_id = node_id
         # Our own subdirectory: partition directories are "<topic>-<n>", never "dsbs".
         self._dir = Path(data_dir) / "dsbs"
+        # Where a failed write of our durable state is reported (the broker halts on it);
+        # alone (tests), a private one.
+        self._datadir = datadir if datadir is not None else DataDir(self._dir)
         self.config = config or DsbsConfig()
         self._node: SwimNode | None = None
         self._driver: GossipDriver | None = None
@@ -175,7 +182,10 @@ class DsbsCoordinator(GroupRegistry):
         if self._writer is not None:
             if self._node is not None:
                 self._submit_offsets(fsync=False)
-            await self._writer.close()  # drains and fsyncs everything handed over
+            try:
+                await self._writer.close()  # drains and fsyncs everything handed over
+            except OSError as exc:
+                raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
 
     # --- change propagation -----------------------------------------------------------------
     def _after_io(self) -> None:
@@ -337,6 +347,7 @@ class DsbsCoordinator(GroupRegistry):
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
+        self._datadir.check()  # a failed write is not retried: the broker is halting
         node = self.node
         entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
         node.offsets.mark_dirty([(e.group, e.topic, e.partition) for e in entries],
@@ -346,7 +357,10 @@ class DsbsCoordinator(GroupRegistry):
         # while the writer is busy share its next write and fsync.
         done = self._submit_offsets(fsync=self.config.offsets_fsync, wait=True)
         if done is not None:
-            await done
+            try:
+                await done
+            except OSError as exc:
+                raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
