@@ -375,3 +375,23 @@ def test_topics_beyond_max_topics_are_a_policy_violation(arch, tmp_path):
         assert served(b)
     finally:
         c.stop()
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_the_record_count_bound_accepts_what_real_producers_compress(broker, codec):
+    """The other side of the bound: librdkafka batches of many tiny, near-identical records
+    (the most compressible batches a producer makes) are all accepted and read back."""
+    ck = pytest.importorskip("confluent_kafka")
+    topic = fresh(f"codec-{codec}")
+    assert create_topic(broker, topic, 1).error_code == 0
+    producer = ck.Producer({"bootstrap.servers": f"{broker.host}:{broker.port}",
+                            "compression.type": codec, "linger.ms": 200,
+                            "batch.num.messages": 10_000, "batch.size": 1 << 20})
+    failed: list[object] = []
+    for _ in range(20_000):
+        producer.produce(topic, b"", partition=0,
+                         on_delivery=lambda err, _m: err is not None and failed.append(err))
+    assert producer.flush(60) == 0 and failed == []
+    end = fetch(broker, topic, 0).high_watermark
+    assert end == 20_000
