@@ -6,7 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs perf perf-zk clean
+.PHONY: setup system-deps test regress lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
+        perf-gossip clean
 
 setup: system-deps $(STAMP)
 
@@ -44,6 +45,10 @@ perf: setup
 perf-zk: setup
 	@$(PY) -m harness.zkclient
 
+# What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
+perf-gossip: setup
+	@$(PY) -m harness.perf_gossip
+
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
 WORKLOAD ?= paper
@@ -55,6 +60,12 @@ bench-zk: setup
 
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
+
+# Fault injection on both architectures, interleaved (README, "Faults"; needs root for the
+# network namespaces of the partition case), then the analysis.
+bench-faults: setup
+	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 # Both architectures in one run, interleaved session by session (design.md: A B A B, not A

@@ -7,6 +7,7 @@ Layout:
 - ``zookeeper.py``    find or start a real ZooKeeper (user address, jars, testcontainers)
 - ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
+- ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)

@@ -8,12 +8,14 @@ traceback means a bug in twinbench.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
+from harness.faults import ACTIONS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +39,29 @@ def build_parser() -> argparse.ArgumentParser:
                          help="servers in the ZooKeeper ensemble started for the cluster")
     cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
     cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
+    cluster.add_argument("--gossip-preset", choices=("lan", "local"), default="lan",
+                         help="dsbs: gossip timing (lan: 1 s period, detection in seconds; "
+                              "local: fast timers for one host)")
+    cluster.add_argument("--zk-session-timeout-ms", type=int, default=None, metavar="MS",
+                         help="zk: the brokers' ZooKeeper session timeout, i.e. how long a "
+                              "dead broker stays registered (default 18000)")
+    cluster.add_argument("--network", choices=("loopback", "netns"), default="loopback",
+                         help="netns: each broker in its own network namespace (root), so "
+                              "`twinbench fault partition` can cut one off")
+    cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
+                         help="also write the cluster state file here (default: "
+                              "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
+
+    fault = sub.add_parser("fault", help="inject a fault into a running `twinbench cluster`")
+    fault.add_argument("action", choices=tuple(ACTIONS),
+                       help="kill|pause|resume|restart|partition|heal --broker N; "
+                            "stop-zookeeper; start-zookeeper [--server I]; "
+                            "kill-zookeeper --server I")
+    fault.add_argument("--broker", type=int, default=None, metavar="N", help="broker node id")
+    fault.add_argument("--server", type=int, default=None, metavar="I",
+                       help="ZooKeeper server index (0-based) in the cluster's ensemble")
+    fault.add_argument("--state", type=Path, default=None, metavar="FILE",
+                       help="the cluster's state file (default: the newest cluster's)")
 
     run = sub.add_parser("run", help="run a workload file against one or both architectures")
     run.add_argument("--arch", choices=("zk", "dsbs", "both"), required=True,
@@ -85,32 +110,91 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    """Start a cluster, print where it is, then watch it until SIGINT/SIGTERM: a broker that
+    exits is reported as ``exited=<id> code=<status>`` and the others keep serving; faults
+    arrive from ``twinbench fault`` over the control socket (harness/control.py)."""
+    import contextlib
     import os
     import signal
     import threading
 
     from brokers.core.config import FlushPolicy
+    from harness import faults
     from harness.cluster import Cluster, ClusterSpec
+    from harness.control import ControlServer, default_state, socket_path
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
     spec = ClusterSpec(
         arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,
         zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
         zk_nodes=args.zk_nodes, flush=args.flush, metadata_check=args.metadata_check,
+        gossip_preset=args.gossip_preset, zk_session_timeout_ms=args.zk_session_timeout_ms,
+        network=args.network,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    lock = threading.Lock()  # the watch loop and the control thread share the cluster
     with Cluster(spec) as cluster:
-        if cluster.zookeeper_connect:
-            print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
-        print(f"bootstrap={cluster.bootstrap}", flush=True)
-        while not stop.wait(0.5):
-            dead = [b for b in cluster.brokers if b.process.poll() is not None]
-            if dead:
-                names = ", ".join(b.process.name for b in dead)
-                print(f"twinbench: error: {names} exited; stopping the cluster", file=sys.stderr)
-                return 1
+        own_state = cluster.root / "cluster.json"
+        shared_state = args.state or default_state()
+        control = socket_path(cluster.root)
+
+        def publish() -> None:
+            for path in (own_state, shared_state):
+                cluster.write_state(path, pid=os.getpid(), control=str(control),
+                                    state_file=str(own_state))
+
+        def on_request(message: dict) -> str:
+            with lock:
+                line = faults.handle(cluster, message)
+                publish()
+            print(line, flush=True)
+            return line
+
+        server = ControlServer(control, on_request).start()
+        try:
+            publish()
+            if cluster.zookeeper_connect:
+                print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
+            print(f"bootstrap={cluster.bootstrap}", flush=True)
+            print(f"state={own_state}", flush=True)
+            while not stop.wait(0.2):
+                with lock:
+                    exits = cluster.poll_exits()
+                    if exits:
+                        publish()
+                for node, code in exits:
+                    print(f"exited={node} code={code}", flush=True)
+        finally:
+            server.close()
+            # The shared copy points at the newest cluster: remove it only if it is ours.
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(shared_state.read_text("utf-8")).get("pid") == os.getpid():
+                    shared_state.unlink()
+    return 0
+
+
+def cmd_fault(args: argparse.Namespace) -> int:
+    from harness.control import default_state, load_state, request
+
+    target = ACTIONS[args.action].target
+    if target == "broker" and args.broker is None:
+        raise UserError(f"{args.action} needs --broker N")
+    if target == "server" and args.server is None:
+        raise UserError(f"{args.action} needs --server I")
+    path = args.state or default_state()
+    state = load_state(path)
+    if target == "broker":
+        ids = [b["node_id"] for b in state.get("brokers", [])]
+        if args.broker not in ids:
+            raise UserError(f"no broker {args.broker} in the cluster of {path} (brokers: "
+                            f"{', '.join(map(str, ids))})")
+    answer = request(state, {"action": args.action, "broker": args.broker,
+                             "server": args.server})
+    if not answer.get("ok"):
+        raise UserError(str(answer.get("error", "the cluster refused the fault")))
+    print(answer.get("line", ""))
     return 0
 
 
@@ -139,8 +223,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return analyze_command(args)
 
 
-COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "run": cmd_run,
-            "analyze": cmd_analyze}
+COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "fault": cmd_fault,
+            "run": cmd_run, "analyze": cmd_analyze}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

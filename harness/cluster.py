@@ -4,17 +4,27 @@
 exactly the cluster a user can start by hand. Readiness is observed, never assumed: every
 broker prints ``listening=HOST:PORT``, then every broker must answer Metadata listing all N
 brokers before the cluster counts as up. Everything started is stopped by PID, brokers first.
+
+A cluster outlives its members: a broker that exits is reported (``poll_exits``) and the rest
+keep serving. The fault operations (kill, pause, resume, restart, partition, heal; for zk, stop
+and start ZooKeeper or one server of an ensemble) are methods here, so ``twinbench fault``, the
+fault workloads and the tests act on a cluster the same way; ``repair()`` undoes them all.
+With ``network="netns"`` every broker runs in its own network namespace (harness/netns.py), the
+only way a partition can be made on one machine; the default is loopback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import secrets
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import psutil
 
@@ -24,6 +34,11 @@ from harness.processes import ManagedProcess, ProcessError
 
 Arch = Literal["zk", "dsbs"]
 ARCHITECTURES: tuple[Arch, ...] = ("zk", "dsbs")
+NETWORKS = ("loopback", "netns")
+# In a namespace every broker has an address of its own, so all can use the usual ports.
+NETNS_KAFKA_PORT = 9092
+NETNS_GOSSIP_PORT = 7946
+STATE_KIND = "twinbench.cluster"
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,12 @@ class ClusterSpec:
     # dsbs only: gossip timing preset: lan (1 s protocol period, realistic) or local (fast
     # failure detection for tests on one host).
     gossip_preset: str = "lan"
+    # zk only: the brokers' ZooKeeper session timeout (zookeeper.session.timeout.ms), which is
+    # how long a dead broker stays registered; None = the broker's default (18000, Kafka's).
+    zk_session_timeout_ms: int | None = None
+    # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace on
+    # a private bridge (needs root), so one can be partitioned away (harness/netns.py).
+    network: str = "loopback"
     # How long the whole cluster may take to come up before start() gives up.
     ready_timeout_s: float = 90.0
     # Extra arguments appended to every broker's command line.
@@ -63,6 +84,14 @@ class ClusterSpec:
             raise UserError("--zk-nodes must be 1 or 3")
         if self.zookeeper and self.arch != "zk":
             raise UserError("--zookeeper only applies to --arch zk")
+        if self.network not in NETWORKS:
+            raise UserError(f"unknown network {self.network!r}; choose loopback or netns")
+        if self.network == "netns" and self.zookeeper:
+            raise UserError("--network netns starts its own ZooKeeper on the namespaces' bridge; "
+                            "drop --zookeeper")
+        if self.zk_session_timeout_ms is not None and not (
+                1000 <= self.zk_session_timeout_ms <= 600_000):
+            raise UserError("--zk-session-timeout-ms must be between 1000 and 600000")
 
 
 @dataclass
@@ -71,10 +100,23 @@ class BrokerProcess:
     process: ManagedProcess
     host: str = ""
     port: int = 0
+    data_dir: Path = field(default_factory=Path)
+    # The namespace the broker runs in (network netns), else None.
+    namespace: str | None = None
+    # Fault state the cluster put it in (SIGSTOP, link down); an exit shows in process.poll().
+    paused: bool = False
+    isolated: bool = False
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def state(self) -> str:
+        """running | exited | paused | isolated (paused wins: it is the stronger fault)."""
+        if self.process.poll() is not None:
+            return "exited"
+        return "paused" if self.paused else "isolated" if self.isolated else "running"
 
 
 class Cluster:
@@ -89,6 +131,9 @@ class Cluster:
         self.started_at = 0.0
         self.start_seconds = 0.0
         self._argvs: list[list[str]] = []
+        self.network = None  # harness.netns.NetnsNetwork when spec.network == "netns"
+        # Exits already reported by poll_exits(), per broker incarnation (pid).
+        self._reported: set[int] = set()
 
     # --- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -107,9 +152,15 @@ class Cluster:
             self.root = self.spec.data_dir
             self.root.mkdir(parents=True, exist_ok=True)
         try:
+            if self.spec.network == "netns":
+                from harness.netns import NetnsNetwork
+
+                self.network = NetnsNetwork().create(self.spec.brokers)
             self._argvs = self._broker_argvs()
             for node_id in range(len(self._argvs)):
-                self.brokers.append(BrokerProcess(node_id, self._launch(node_id)))
+                self.brokers.append(BrokerProcess(
+                    node_id, self._launch(node_id), data_dir=self.root / f"broker-{node_id}",
+                    namespace=self.network.hosts[node_id].namespace if self.network else None))
             deadline = time.monotonic() + self.spec.ready_timeout_s
             for b in self.brokers:
                 self._await_listening(b, deadline)
@@ -130,16 +181,42 @@ class Cluster:
         b.host, _, port = line.split("=", 1)[1].rpartition(":")
         b.port = int(port)
 
+    # --- faults ---------------------------------------------------------------------------
+    def broker(self, node_id: int) -> BrokerProcess:
+        """The broker with ``node_id``; UserError naming the ones that exist otherwise."""
+        for b in self.brokers:
+            if b.node_id == node_id:
+                return b
+        ids = ", ".join(str(b.node_id) for b in self.brokers)
+        raise UserError(f"no broker {node_id} in this cluster (brokers: {ids})")
+
     def kill_broker(self, node_id: int) -> None:
         """SIGKILL one broker, as a crash would (failure scenarios and their tests)."""
-        self.brokers[node_id].process.kill()
+        b = self.broker(node_id)
+        b.process.kill()
+        b.paused = False
+
+    def pause_broker(self, node_id: int) -> None:
+        """SIGSTOP: alive to the kernel (its sockets stay open) but silent, like a long GC
+        pause or a frozen VM; its peers must tell that apart from a crash by timeouts alone."""
+        b = self._running(node_id, "pause")
+        b.process.pause()
+        b.paused = True
+
+    def resume_broker(self, node_id: int) -> None:
+        b = self.broker(node_id)
+        if not b.paused:
+            raise UserError(f"broker {node_id} is not paused")
+        b.process.resume()
+        b.paused = False
 
     def restart_broker(self, node_id: int, timeout_s: float = 60.0) -> BrokerProcess:
-        """Start a stopped or killed broker again with its original command line (same id,
-        same data directory, same port when one was fixed)."""
-        b = self.brokers[node_id]
+        """Start a broker again with its original command line (same id, data directory and
+        address); a running broker is stopped first (SIGTERM), a killed one just started."""
+        b = self.broker(node_id)
         b.process.stop()
-        if not self.spec.port:
+        b.paused = False
+        if not self.spec.port and self.network is None:
             # Keep the address clients and peers already know, as a restarted host would.
             argv = self._argvs[node_id]
             argv[argv.index("--listen") + 1] = b.address
@@ -147,37 +224,150 @@ class Cluster:
         self._await_listening(b, time.monotonic() + timeout_s)
         return b
 
+    def isolate_broker(self, node_id: int) -> None:
+        """Partition one broker away from every other process (brokers, ZooKeeper, clients)."""
+        b = self.broker(node_id)
+        if self.network is None:
+            raise UserError("a network partition needs the cluster started with --network "
+                            "netns (each broker in its own network namespace)")
+        self.network.isolate(node_id)
+        b.isolated = True
+
+    def heal_broker(self, node_id: int) -> None:
+        b = self.broker(node_id)
+        if self.network is None or not b.isolated:
+            raise UserError(f"broker {node_id} is not partitioned away")
+        self.network.heal(node_id)
+        b.isolated = False
+
+    def _running(self, node_id: int, what: str) -> BrokerProcess:
+        b = self.broker(node_id)
+        if b.process.poll() is not None:
+            raise UserError(f"cannot {what} broker {node_id}: it is not running "
+                            f"(exited with code {b.process.poll()})")
+        return b
+
+    def _ensemble(self, what: str):  # -> harness.zookeeper.ZooKeeperEnsemble
+        if self.spec.arch != "zk":
+            raise UserError(f"{what} applies to zk clusters only; this one is {self.spec.arch}")
+        zk = self.zookeeper
+        if zk is None or zk.ensemble is None:
+            raise UserError(f"{what}: this cluster uses a ZooKeeper it did not start")
+        return zk.ensemble
+
+    def zookeeper_servers(self) -> int:
+        zk = self.zookeeper
+        return 0 if zk is None or zk.ensemble is None else len(zk.ensemble.endpoints)
+
+    def _server(self, index: int, what: str):
+        ensemble = self._ensemble(what)
+        n = len(ensemble.endpoints)
+        if not 0 <= index < n:
+            raise UserError(f"no ZooKeeper server {index} (servers: 0..{n - 1})")
+        return ensemble
+
+    def stop_zookeeper(self) -> None:
+        """Stop every ZooKeeper server (SIGTERM); the brokers lose their sessions' server."""
+        self._ensemble("stop-zookeeper").stop()
+
+    def start_zookeeper(self) -> None:
+        """Start every stopped ZooKeeper server again (same ports, data intact). All at once:
+        one member of an ensemble cannot serve until a quorum is back."""
+        self._ensemble("start-zookeeper").start()
+
+    def kill_zookeeper_server(self, index: int) -> None:
+        """SIGKILL one server of the ensemble (a crashed ZooKeeper host)."""
+        self._server(index, "kill-zookeeper").kill_member(index)
+
+    def start_zookeeper_server(self, index: int) -> None:
+        ensemble = self._server(index, "start-zookeeper")
+        if not ensemble.member_running(index):
+            ensemble.start_member(index)
+
+    def zookeeper_running(self) -> list[bool]:
+        zk = self.zookeeper
+        if zk is None or zk.ensemble is None:
+            return []
+        return [zk.ensemble.member_running(i) for i in range(len(zk.ensemble.endpoints))]
+
+    def repair(self, timeout_s: float = 90.0) -> list[str]:
+        """Undo every fault: ZooKeeper up, links up, paused brokers resumed, exited brokers
+        restarted; then wait until every broker sees all of them. Returns what it did."""
+        done = []
+        if not all(self.zookeeper_running()):
+            self.start_zookeeper()
+            done.append("started zookeeper")
+        for b in self.brokers:
+            if b.isolated:
+                self.heal_broker(b.node_id)
+                done.append(f"healed {b.node_id}")
+            if b.paused:
+                self.resume_broker(b.node_id)
+                done.append(f"resumed {b.node_id}")
+            if b.process.poll() is not None:
+                self.restart_broker(b.node_id)
+                done.append(f"restarted {b.node_id}")
+        self._wait_for_membership(time.monotonic() + timeout_s)
+        return done
+
+    def poll_exits(self) -> list[tuple[int, int]]:
+        """(node id, exit status) of brokers that exited since the last call; each exit of
+        each process once (a restarted broker's new process is watched afresh)."""
+        out = []
+        for b in self.brokers:
+            code = b.process.poll()
+            if code is not None and b.process.pid not in self._reported:
+                self._reported.add(b.process.pid)
+                out.append((b.node_id, code))
+        return out
+
     def _broker_argvs(self) -> list[list[str]]:
         spec = self.spec
         common = ["--flush", spec.flush, "--metadata-check", spec.metadata_check,
                   "--log-level", "INFO", *spec.broker_args]
-        ports = [spec.port + i if spec.port else 0 for i in range(spec.brokers)]
+        if self.network is not None:
+            hosts = [h.address for h in self.network.hosts]
+            ports = [NETNS_KAFKA_PORT] * spec.brokers
+            prefixes = [h.exec_prefix() for h in self.network.hosts]
+        else:
+            hosts = ["127.0.0.1"] * spec.brokers
+            ports = [spec.port + i if spec.port else 0 for i in range(spec.brokers)]
+            prefixes = [[] for _ in range(spec.brokers)]
         argvs = []
         if spec.arch == "zk":
-            from harness.zookeeper import provision
+            from harness.zookeeper import ZooKeeperConfig, provision
 
-            self.zookeeper = provision(spec.zookeeper, spec.zk_nodes, self.root / "zookeeper")
+            cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
+            self.zookeeper = provision(spec.zookeeper, spec.zk_nodes, self.root / "zookeeper",
+                                       cfg)
             connect = f"{self.zookeeper.connect_string}/twinbench"
+            session = ([] if spec.zk_session_timeout_ms is None else
+                       ["--zk-session-timeout-ms", str(spec.zk_session_timeout_ms)])
             for i, port in enumerate(ports):
-                argvs.append([sys.executable, "-m", "brokers.zk_broker", "--node-id", str(i),
-                              "--listen", f"127.0.0.1:{port}",
+                argvs.append([*prefixes[i], sys.executable, "-m", "brokers.zk_broker",
+                              "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
                               "--data-dir", str(self.root / f"broker-{i}"),
-                              "--zookeeper", connect, *common])
+                              "--zookeeper", connect, *session, *common])
         else:
             from harness.zookeeper import free_ports
 
-            gossip = [f"127.0.0.1:{p}" for p in free_ports(spec.brokers)]
+            if self.network is not None:
+                gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in hosts]
+            else:
+                gossip = [f"127.0.0.1:{p}" for p in free_ports(spec.brokers)]
+            key = write_gossip_key(self.root)
             for i, port in enumerate(ports):
-                argvs.append([sys.executable, "-m", "brokers.dsbs_broker", "--node-id", str(i),
-                              "--listen", f"127.0.0.1:{port}",
+                argvs.append([*prefixes[i], sys.executable, "-m", "brokers.dsbs_broker",
+                              "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
                               "--data-dir", str(self.root / f"broker-{i}"),
                               "--gossip", gossip[i], "--seeds", ",".join(gossip),
-                              "--gossip-preset", spec.gossip_preset, *common])
+                              "--gossip-preset", spec.gossip_preset,
+                              "--gossip-key-file", str(key), *common])
         return argvs
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""
-        want = {b.port for b in self.brokers}
+        want = {b.address for b in self.brokers}
         pending = list(self.brokers)
         last_error = ""
         while pending:
@@ -186,7 +376,7 @@ class Cluster:
                 raise ProcessError(f"{b.process.name} exited with code {b.process.poll()}")
             try:
                 with KafkaProbe(b.host, b.port, timeout_s=5) as probe:
-                    seen = {x.port for x in probe.metadata([]).brokers}
+                    seen = {f"{x.host}:{x.port}" for x in probe.metadata([]).brokers}
                 if seen >= want:
                     pending.pop(0)
                     continue
@@ -204,6 +394,9 @@ class Cluster:
         if self.zookeeper is not None:
             self.zookeeper.stop()
             self.zookeeper = None
+        if self.network is not None:
+            self.network.destroy()
+            self.network = None
         if self._tmp is not None:
             with contextlib.suppress(OSError):
                 self._tmp.cleanup()
@@ -218,6 +411,33 @@ class Cluster:
     def zookeeper_connect(self) -> str | None:
         return None if self.zookeeper is None else self.zookeeper.connect_string
 
+    def state(self, **extra: Any) -> dict[str, Any]:
+        """What ``twinbench fault`` and a user need to find and act on this cluster."""
+        zk = self.zookeeper
+        return {
+            "kind": STATE_KIND,
+            "version": 1,
+            "arch": self.spec.arch,
+            "network": self.spec.network,
+            "root": str(self.root),
+            "bootstrap": self.bootstrap,
+            "zookeeper": None if zk is None else {
+                "connect": zk.connect_string, "kind": zk.kind, "pids": list(zk.pids),
+                "running": self.zookeeper_running()},
+            "brokers": [{
+                "node_id": b.node_id, "pid": b.process.pid, "host": b.host, "port": b.port,
+                "data_dir": str(b.data_dir), "namespace": b.namespace, "state": b.state,
+            } for b in self.brokers],
+            **extra,
+        }
+
+    def write_state(self, path: Path, **extra: Any) -> None:
+        """Atomically replace ``path`` with ``state()``."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.state(**extra), indent=2) + "\n", "utf-8")
+        os.replace(tmp, path)
+
     def pids(self) -> list[int]:
         pids = [b.process.pid for b in self.brokers]
         if self.zookeeper is not None:
@@ -225,14 +445,34 @@ class Cluster:
         return pids
 
     def cpu_seconds(self) -> dict[str, float]:
-        """User+system CPU seconds so far of every broker (and ZooKeeper server)."""
+        """User+system CPU seconds so far of every broker (and ZooKeeper server), keyed by name
+        and PID: a restarted process is a new key, so a difference across a restart is never
+        taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}"] = _cpu(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = _cpu(b.process.pid)
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}"] = _cpu(pid)
+                out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
         return out
+
+
+GOSSIP_KEY_FILE = "gossip.key"
+
+
+def write_gossip_key(root: Path) -> Path:
+    """A fresh random cluster key (256 bits, hex) in ``root``, mode 0600 from creation on;
+    every dsbs broker of the cluster authenticates its gossip with it."""
+    path = root / GOSSIP_KEY_FILE
+    tmp = root / f".{GOSSIP_KEY_FILE}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file left by a crash
+        os.write(fd, secrets.token_hex(32).encode() + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
 
 
 def _cpu(pid: int) -> float:

@@ -112,6 +112,8 @@ class ManagedProcess:
             return None
         if proc.poll() is None:
             self.signal(signal.SIGTERM)
+            # A paused (SIGSTOPped) child would sit on the SIGTERM until the grace period ends.
+            self.signal(signal.SIGCONT)
             try:
                 proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
@@ -121,6 +123,13 @@ class ManagedProcess:
         if proc.stdout is not None:
             proc.stdout.close()
         return proc.returncode
+
+    def pause(self) -> None:
+        """SIGSTOP: the process stays alive but does nothing (a GC pause, a frozen VM)."""
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would (tests of recovery)."""

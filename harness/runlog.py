@@ -1,9 +1,11 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 1) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 2) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
-incomplete), and appends to ``records.csv``, ``coordination.csv`` and ``latency.jsonl`` as each
-session ends, flushing every time: rows already written stay valid whatever happens next.
+incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl`` and the
+fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``; header only unless the
+workload injects faults) as each session ends, flushing every time: rows already written stay
+valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (temp file + rename).
 
@@ -30,9 +32,12 @@ from typing import Any
 
 __all__ = [
     "COORDINATION_COLUMNS",
+    "FAULT_COLUMNS",
+    "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
     "LATENCY_KEYS",
     "RECORD_COLUMNS",
+    "TIMELINE_COLUMNS",
     "RunLog",
     "cpu_model",
     "git_state",
@@ -41,7 +46,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,6 +61,21 @@ COORDINATION_COLUMNS = (
     "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
 )
+# Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
+_SESSION_KEYS = ("run_id", "arch", "label", "cell_id", "case", "try")
+FAULT_COLUMNS = (
+    *_SESSION_KEYS, "target_node", "target_role", "was_controller", "was_coordinator",
+    "fault_at_s", "closer_at_s", "detection_s", "rejoin_s", "produce_gap_s",
+    "produce_gap_partition", "consume_gap_s", "commit_gap_s", "group_recovery_s",
+    "group_unstable_s", "group_rebalances", "rate", "duration_s", "sent", "acked", "consumed",
+    "lost", "duplicates", "unreachable", "produce_errors", "offset_commit", "metadata_check",
+    "status",
+)
+FAULT_EVENT_COLUMNS = (
+    *_SESSION_KEYS, "step", "action", "target", "node_id", "planned_s", "at_s", "took_s",
+    "result",
+)
+TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
 LATENCY_KEYS = (
     "run_id", "cell_id", "scenario", "role", "try", "kind", "unit", "count", "histogram",
 )
@@ -181,6 +201,15 @@ class RunLog:
         self._coord = csv.DictWriter(self._coordination, COORDINATION_COLUMNS, lineterminator="\n")
         self._rec.writeheader()
         self._coord.writeheader()
+        # name -> (file, writer, columns) of the CSV files beyond records and coordination.
+        self._tables: dict[str, tuple[Any, csv.DictWriter, tuple[str, ...]]] = {}
+        for name, columns in (("faults.csv", FAULT_COLUMNS),
+                              ("fault_events.csv", FAULT_EVENT_COLUMNS),
+                              ("timeline.csv", TIMELINE_COLUMNS)):
+            f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
+            w = csv.DictWriter(f, columns, lineterminator="\n")
+            w.writeheader()
+            self._tables[name] = (f, w, columns)
         self._flush()
         self.closed = False
 
@@ -193,8 +222,12 @@ class RunLog:
         tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=False) + "\n", "utf-8")
         os.replace(tmp, self.dir / "manifest.json")
 
+    def _files(self) -> list[Any]:
+        return [self._records, self._coordination, self._latency,
+                *(f for f, _, _ in self._tables.values())]
+
     def _flush(self) -> None:
-        for f in (self._records, self._coordination, self._latency):
+        for f in self._files():
             f.flush()
 
     def add_records(self, rows: list[Mapping[str, Any]]) -> None:
@@ -215,6 +248,15 @@ class RunLog:
             self._latency.write(json.dumps(obj, separators=(",", ":")) + "\n")
         self._flush()
 
+    def add_rows(self, name: str, rows: list[Mapping[str, Any]]) -> None:
+        """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
+        ``timeline.csv``)."""
+        _, writer, columns = self._tables[name]
+        for row in rows:
+            self._check(row, columns)
+            writer.writerow({k: _cell(row.get(k)) for k in columns})
+        self._flush()
+
     @staticmethod
     def _check(row: Mapping[str, Any], columns: tuple[str, ...]) -> None:
         unknown = set(row) - set(columns)
@@ -233,7 +275,7 @@ class RunLog:
         if self.closed:
             return
         self.closed = True
-        for f in (self._records, self._coordination, self._latency):
+        for f in self._files():
             f.close()
         self.manifest["finished_at"] = utc_iso()
         self.manifest["incomplete"] = bool(incomplete)

@@ -32,6 +32,18 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     consumer_timeout_s: 600      # safety net: a consumer still short of records this long after
                                  # it started stops, and what it never saw counts as lost
     fetch_max_wait_ms: 100       # Fetch long-poll
+    network: loopback            # loopback | netns (each broker in a network namespace; root)
+    zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
+    faults:                      # makes every session a fault session (scenario "faults")
+      rate: 3000                 # records/s, all producers together, paced
+      duration_s: 30             # production phase; faults are scheduled inside it
+      drain_s: 60                # then consumers get this long to read what was acknowledged
+      probe_ms: 50               # how often every broker's Metadata is polled
+      cases:                     # each case is run on every cell and try
+        - name: kill-leader
+          schedule:              # at_s within [0, duration_s), in order
+            - {at_s: 5, action: kill, broker: "leader:0"}   # or controller, coordinator, N
+            - {at_s: 15, action: restart, broker: "leader:0"}
     cells:
       - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
         msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"
@@ -53,6 +65,7 @@ import yaml
 
 from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
+from harness.faults import ACTIONS
 from workloads.payload import MIN_MSG_SIZE
 
 __all__ = [
@@ -79,6 +92,9 @@ SIZE_UNITS = {None: 1, "B": 1, "KB": 1024, "KiB": 1024, "MB": 1024**2, "MiB": 10
 MAX_MSG_SIZE = 1024**2
 
 
+FAULT_TARGET_RE = re.compile(r"leader:(\d+)|controller|coordinator|(\d+)")
+
+
 class WorkloadError(UserError):
     """A workload file is malformed; the message is one line: ``<file>: <key>: <problem>``."""
 
@@ -91,6 +107,56 @@ class CellGroup:
     msg_sizes: tuple[int, ...]
     # Records per produce request (and per fetch).
     batches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    # Seconds after the production phase starts.
+    at_s: float
+    # A harness.faults action name (kill, pause, resume, restart, partition, heal,
+    # stop-zookeeper, start-zookeeper, kill-zookeeper).
+    action: str
+    # Broker actions: "leader:P" (P's leader when the step runs), "controller",
+    # "coordinator" (of the session's probe group, harness/driver/faults.py) or a node id;
+    # resolved once per session
+    # and remembered, so a later step naming the same target means the same broker.
+    broker: str | None = None
+    # kill-zookeeper / start-zookeeper: the server's index in the ensemble.
+    server: int | None = None
+
+    @property
+    def target(self) -> str:
+        if self.broker is not None:
+            return self.broker
+        return "zookeeper" if self.server is None else f"zookeeper:{self.server}"
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    # [a-z0-9_-]+; names the case in faults.csv and the figures.
+    name: str
+    steps: tuple[FaultStep, ...]
+
+    @property
+    def zk_only(self) -> bool:
+        """A case that acts on ZooKeeper has no counterpart on dsbs (it is not run there)."""
+        return any(ACTIONS[s.action].zk_only for s in self.steps)
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    # Target production rate, records/s, all producers together (paced, so a fault shows as
+    # a dip against a flat line, and the machine keeps CPU for timers and detection).
+    rate: float
+    # Length of the production phase, in which the schedule runs.
+    duration_s: float
+    # After production, how long consumers may take to read what was acknowledged.
+    drain_s: float
+    # Every broker's Metadata is polled this often (detection and rejoin resolution).
+    probe_ms: int
+    # Width of the timeline's buckets.
+    bucket_ms: int
+    cases: tuple[FaultCase, ...]
 
 
 @dataclass(frozen=True)
@@ -147,6 +213,15 @@ class Workload:
     consumer_timeout_s: float = 600.0
     # Fetch long-poll: how long a broker may hold a fetch with no data.
     fetch_max_wait_ms: int = 100
+    # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace
+    # on a bridge (harness/netns.py; needs root), which partition faults require.
+    network: str = "loopback"
+    # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
+    # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
+    zk_session_timeout_ms: int | None = None
+    # Fault injection: every session runs the cases' schedules under paced streaming load
+    # (scenario "faults") instead of the paper's split/streaming sessions.
+    faults: FaultPlan | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (tuples become lists) for the manifest."""
@@ -166,8 +241,11 @@ _TOP_KEYS = {
     "name", "description", "brokers", "partitions", "producers", "consumers", "producer_mode",
     "window", "producer_partitions", "messages", "tries", "scenarios", "policies", "flush",
     "labels", "restart", "placement", "zk_nodes", "gossip_preset", "consumer_timeout_s",
-    "fetch_max_wait_ms", "cells",
+    "fetch_max_wait_ms", "cells", "network", "zk_session_timeout_ms", "faults",
 }
+_FAULT_KEYS = {"rate", "duration_s", "drain_s", "probe_ms", "bucket_ms", "cases"}
+_CASE_KEYS = {"name", "schedule"}
+_STEP_KEYS = {"at_s", "action", "broker", "server"}
 _POLICY_KEYS = {"offset_commit", "metadata_check"}
 _CELL_KEYS = {"table", "msg_sizes", "batches"}
 
@@ -300,6 +378,109 @@ def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(commits), tuple(checks)
 
 
+def _fault_step(ctx: _Ctx, where: str, raw: Any, duration_s: float, brokers: int,
+                partitions: int, zk_nodes: int, network: str) -> FaultStep:
+    if not isinstance(raw, dict):
+        raise ctx.fail(where, f"must be a mapping with at_s and action, got {raw!r}")
+    ctx.check_keys(raw, _STEP_KEYS, where)
+    for key in ("at_s", "action"):
+        if key not in raw:
+            raise ctx.fail(f"{where}.{key}", "is missing")
+    at = raw["at_s"]
+    if isinstance(at, bool) or not isinstance(at, int | float) or not 0 <= at < duration_s:
+        raise ctx.fail(f"{where}.at_s", f"must be a time within [0, {duration_s:g}) s (the "
+                       f"production phase), got {at!r}")
+    action = raw["action"]
+    if action not in ACTIONS:
+        raise ctx.fail(f"{where}.action", f"unknown fault {action!r}; choose one of "
+                       f"{', '.join(ACTIONS)}")
+    a = ACTIONS[action]
+    broker, server = raw.get("broker"), raw.get("server")
+    if a.target == "broker":
+        if broker is None:
+            raise ctx.fail(f"{where}.broker", f"{action} needs a broker: leader:P, controller, "
+                           "coordinator or a node id")
+        text = str(broker)
+        m = FAULT_TARGET_RE.fullmatch(text)
+        if isinstance(broker, bool) or m is None:
+            raise ctx.fail(f"{where}.broker", f"must be leader:P, controller, coordinator or "
+                           f"a node id, got {broker!r}")
+        if m.group(1) is not None and int(m.group(1)) >= partitions:
+            raise ctx.fail(f"{where}.broker", f"{text}: the topic has partitions 0.."
+                           f"{partitions - 1}")
+        if m.group(2) is not None and int(m.group(2)) >= brokers:
+            raise ctx.fail(f"{where}.broker", f"no broker {text} (brokers 0..{brokers - 1})")
+        if server is not None:
+            raise ctx.fail(f"{where}.server", f"{action} takes a broker, not a server")
+        if a.needs_netns and network != "netns":
+            raise ctx.fail(f"{where}.action", f"{action} needs network: netns (brokers in "
+                           "network namespaces)")
+        return FaultStep(float(at), action, broker=text)
+    if broker is not None:
+        raise ctx.fail(f"{where}.broker", f"{action} acts on ZooKeeper, not on a broker")
+    if action == "kill-zookeeper" and server is None:
+        raise ctx.fail(f"{where}.server", "kill-zookeeper needs the server index")
+    if server is not None:
+        ctx.integer(f"{where}.server", server, 0, zk_nodes - 1)
+    return FaultStep(float(at), action, server=server)
+
+
+def _fault_case(ctx: _Ctx, where: str, raw: Any, **limits: Any) -> FaultCase:
+    if not isinstance(raw, dict):
+        raise ctx.fail(where, f"must be a mapping with name and schedule, got {raw!r}")
+    ctx.check_keys(raw, _CASE_KEYS, where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ctx.fail(f"{where}.name", f"must match [a-z0-9][a-z0-9_-]*, got {name!r}")
+    schedule = raw.get("schedule")
+    if not isinstance(schedule, list) or not schedule:
+        raise ctx.fail(f"{where}.schedule", "must be a non-empty list of steps")
+    steps = [_fault_step(ctx, f"{where}.schedule[{i}]", s, **limits)
+             for i, s in enumerate(schedule)]
+    if [s.at_s for s in steps] != sorted(s.at_s for s in steps):
+        raise ctx.fail(f"{where}.schedule", "steps must be in time order")
+    # Every undoing step needs its fault first (resume what was paused, heal what was cut off).
+    open_faults: dict[str, str] = {}
+    for i, s in enumerate(steps):
+        a = ACTIONS[s.action]
+        key = "zookeeper" if a.target != "broker" else s.target
+        if a.undo is not None:
+            open_faults[key] = s.action
+        elif s.action != "restart" or key in open_faults:
+            opener = open_faults.pop(key, None)
+            if opener is None or ACTIONS[opener].undo != s.action:
+                raise ctx.fail(f"{where}.schedule[{i}]", f"{s.action} of {s.target} without "
+                               "the fault it undoes before it")
+    if not any(ACTIONS[s.action].undo or s.action == "restart" for s in steps):
+        raise ctx.fail(f"{where}.schedule", "injects no fault (kill, pause, partition, "
+                       "restart, stop-zookeeper or kill-zookeeper)")
+    return FaultCase(name, tuple(steps))
+
+
+def _faults(ctx: _Ctx, raw: Any, **limits: Any) -> FaultPlan:
+    if not isinstance(raw, dict):
+        raise ctx.fail("faults", "must be a mapping with rate, duration_s and cases")
+    ctx.check_keys(raw, _FAULT_KEYS, "faults")
+    for key in ("rate", "duration_s", "cases"):
+        if key not in raw:
+            raise ctx.fail(f"faults.{key}", "is missing")
+    rate = ctx.number("faults.rate", raw["rate"])
+    duration = ctx.number("faults.duration_s", raw["duration_s"])
+    drain = ctx.number("faults.drain_s", raw.get("drain_s", 60))
+    probe = ctx.integer("faults.probe_ms", raw.get("probe_ms", 50), 5, 10_000)
+    bucket = ctx.integer("faults.bucket_ms", raw.get("bucket_ms", 100), 10, 10_000)
+    cases = raw["cases"]
+    if not isinstance(cases, list) or not cases:
+        raise ctx.fail("faults.cases", "must be a non-empty list of {name, schedule}")
+    parsed = [_fault_case(ctx, f"faults.cases[{i}]", c, duration_s=duration, **limits)
+              for i, c in enumerate(cases)]
+    names = [c.name for c in parsed]
+    for n in names:
+        if names.count(n) > 1:
+            raise ctx.fail("faults.cases", f"case {n!r} is listed twice")
+    return FaultPlan(rate, duration, drain, probe, bucket, tuple(parsed))
+
+
 def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     """Validate a parsed YAML document and fill in defaults."""
     ctx = _Ctx(source)
@@ -335,10 +516,17 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     if messages < producers:
         raise ctx.fail("messages", f"{messages} messages cannot feed {producers} producers")
     tries = ctx.integer("tries", data.get("tries", 4), 1, 1000)
-    scenarios = tuple(
-        ctx.choice("scenarios", s, SCENARIOS)
-        for s in ctx.string_list("scenarios", data.get("scenarios", list(SCENARIOS)))
-    )
+    has_faults = data.get("faults") is not None
+    if has_faults:
+        if data.get("scenarios", ["faults"]) not in ("faults", ["faults"]):
+            raise ctx.fail("scenarios", "a workload with faults runs fault sessions only "
+                           "(scenarios: [faults], or leave it out)")
+        scenarios: tuple[str, ...] = ("faults",)
+    else:
+        scenarios = tuple(
+            ctx.choice("scenarios", s, SCENARIOS)
+            for s in ctx.string_list("scenarios", data.get("scenarios", list(SCENARIOS)))
+        )
     offset_commit, metadata_check = _policies(ctx, data.get("policies"))
     flush = data.get("flush", "os")
     try:
@@ -359,6 +547,12 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
         raise ctx.fail("gossip_preset", f"must be a preset name (lan, local), got {preset!r}")
     timeout = ctx.number("consumer_timeout_s", data.get("consumer_timeout_s", 600))
     max_wait = ctx.integer("fetch_max_wait_ms", data.get("fetch_max_wait_ms", 100), 0, 30_000)
+    network = ctx.choice("network", data.get("network", "loopback"), ("loopback", "netns"))
+    session = data.get("zk_session_timeout_ms")
+    if session is not None:
+        session = ctx.integer("zk_session_timeout_ms", session, 1000, 600_000)
+    faults = (_faults(ctx, data["faults"], brokers=brokers, partitions=partitions,
+                      zk_nodes=zk_nodes, network=network) if has_faults else None)
     return Workload(
         name=name,
         cells=_cells(ctx, data["cells"]),
@@ -383,6 +577,9 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
         gossip_preset=preset,
         consumer_timeout_s=timeout,
         fetch_max_wait_ms=max_wait,
+        network=network,
+        zk_session_timeout_ms=session,
+        faults=faults,
     )
 
 

@@ -254,6 +254,9 @@ class ZooKeeperConfig:
     max_client_cnxns: int = 0
     # Fsync the transaction log on every write (ZooKeeper's default, and what durability costs).
     force_sync: bool = True
+    # Address clients connect to (clientPortAddress). Loopback, unless brokers run in network
+    # namespaces (harness/netns.py): then the bridge address, the one they can all reach.
+    host: str = LOOPBACK
 
     def __post_init__(self) -> None:
         if self.tick_time_ms < 1:
@@ -287,7 +290,7 @@ def render_config(
         f"syncLimit={cfg.sync_limit}",
         f"dataDir={data_dir}",
         f"clientPort={member.client_port}",
-        f"clientPortAddress={LOOPBACK}",
+        f"clientPortAddress={cfg.host}",
         f"maxClientCnxns={cfg.max_client_cnxns}",
         # The admin server is a Jetty HTTP server on port 8080 by default: it would collide
         # between ensemble members and with anything else on the machine.
@@ -414,6 +417,14 @@ class _Process:
         if self.proc is not None:
             _stop_process(self.proc, self.cfg.stop_timeout_s)
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would; reaps the process."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
 
 def _wait_ready(procs: list[_Process], timeout_s: float, what: str) -> dict[int, str]:
     """Poll every member until it serves (and an ensemble has exactly one leader)."""
@@ -428,7 +439,7 @@ def _wait_ready(procs: list[_Process], timeout_s: float, what: str) -> dict[int,
                     f"{what}: ZooKeeper (port {p.port}) exited with code {code} before it was "
                     f"ready; last lines of {p.log_path}:\n{log_tail(p.log_path)}"
                 )
-            mode = server_mode(LOOPBACK, p.port)
+            mode = server_mode(p.cfg.host, p.port)
             if mode is None:
                 modes.pop(p.port, None)
             else:
@@ -470,7 +481,7 @@ class ZooKeeperEnsemble:
         self.java = java
         self.classpath = classpath
         n = self.cfg.nodes
-        ports = free_ports(n if n == 1 else 3 * n)
+        ports = free_ports(n if n == 1 else 3 * n, self.cfg.host)
         members = [
             _Member(sid, ports[i], *((ports[n + 2 * i], ports[n + 2 * i + 1]) if n > 1 else (0, 0)))
             for i, sid in enumerate(range(1, n + 1))
@@ -484,7 +495,7 @@ class ZooKeeperEnsemble:
     # --- the handle API --------------------------------------------------------------------
     @property
     def endpoints(self) -> tuple[tuple[str, int], ...]:
-        return tuple((LOOPBACK, p.port) for p in self._procs)
+        return tuple((self.cfg.host, p.port) for p in self._procs)
 
     @property
     def connect_string(self) -> str:
@@ -501,7 +512,7 @@ class ZooKeeperEnsemble:
 
     def modes(self) -> dict[int, str | None]:
         """Client port -> current mode (None when not serving)."""
-        return {p.port: server_mode(LOOPBACK, p.port) for p in self._procs}
+        return {p.port: server_mode(self.cfg.host, p.port) for p in self._procs}
 
     def start(self) -> ZooKeeperEnsemble:
         """Start every member and return once all serve; raises ZooKeeperStartError."""
@@ -529,6 +540,13 @@ class ZooKeeperEnsemble:
     def stop_member(self, index: int) -> None:
         """Stop one member (ensemble failure tests)."""
         self._procs[index].stop()
+
+    def kill_member(self, index: int) -> None:
+        """SIGKILL one member (a crashed server)."""
+        self._procs[index].kill()
+
+    def member_running(self, index: int) -> bool:
+        return self._procs[index].pid is not None
 
     def start_member(self, index: int) -> None:
         """Restart one stopped member and wait until it serves again."""

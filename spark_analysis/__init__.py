@@ -1,19 +1,28 @@
-"""PySpark analysis: run logs -> the paper's tables and figures, with statistics (issue 6).
+"""PySpark analysis: run logs -> the paper's tables and figures, with statistics (issue 6), and
+the fault sessions' tables and figures (issue 10).
 
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
 
 Layout (one concept per module):
 
-  schema.py       the run log format as explicit Spark schemas; cell keys; supported versions
+  schema.py       the run log format (1 and 2) as explicit Spark schemas; cell and fault-case
+                  keys; supported versions; the paper's scenarios
   session.py      the SparkSession (master URL, loopback, few shuffle partitions, quiet logs)
-  loader.py       find runs, validate manifests/headers (one-line UserErrors), read with schemas
-  aggregate.py    every Spark aggregation (cell mean/sd/n, per-try values, latency, coordination)
+  loader.py       find runs, validate manifests/headers (one-line UserErrors), read with schemas;
+                  header-only fault files are never handed to Spark
+  aggregate.py    every Spark aggregation (cell mean/sd/n, per-try values, latency, coordination;
+                  paper_only keeps the `faults` scenario out of them; fault sessions, timeline,
+                  events)
   stats.py        t intervals, Welch's test, Fieller's ratio interval, detectable change
   paper.py        the seed paper's appendix numbers (paper_appendix.csv), its ratios and p-values
   tables.py       paper-layout appendix tables, ZK-vs-DSBS comparison, A/A noise floor, latency
+  fault_tables.py fault sessions: per case x arch mean/sd/n/95% CI of the durations, outcomes
+                  (lost, duplicates, ...), ZK beside DSBS with the ratio
   figures.py      fig01-fig12 (the paper's figures) + fig13 ratio vs policy, fig14 latency
                   distribution, fig15 coordination cost; PNG and SVG
+  fault_figures.py fig16 throughput through each fault case (ZK | DSBS, fault markers), fig17
+                  detection / unavailability / group recovery with CIs
   report.py       report.md
   job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)

@@ -23,8 +23,10 @@ def analyze_command(args: argparse.Namespace) -> int:
     spark = build_session(args.master)
     analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures)
     elapsed = time.perf_counter() - started
-    print(f"analyzed {len(analysis.runs)} runs ({analysis.input_rows:,} rows) in {elapsed:.1f} s:"
-          f" {args.out / 'report.md'}")
+    sessions = (f", {len(analysis.faults.sessions):,} fault sessions"
+                if not analysis.faults.empty else "")
+    print(f"analyzed {len(analysis.runs)} runs ({analysis.input_rows:,} rows{sessions}) in"
+          f" {elapsed:.1f} s: {args.out / 'report.md'}")
     if args.write_baseline is not None:
         path = regress.write_baseline(analysis.comparison, analysis.noise,
                                       [r.run_id for r in analysis.runs], args.write_baseline)

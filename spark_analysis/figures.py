@@ -4,6 +4,8 @@ fig01-fig12 are the seed paper's twelve figures (ZK vs DSBS, one panel each), wi
 from the tries (95% confidence interval of the mean) and the paper's printed averages drawn as
 markers beside our bars. fig13 shows how the DSBS/ZK ratio moves with the coordination policy,
 fig14 the latency distributions (merged HDR histograms), fig15 the coordination cost.
+fig16/fig17 (fault sessions) are drawn by fault_figures.py in the same style (colours, number
+format, file pair), which is why ``human``, ``save`` and ``subtitle`` are public here.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ PAPER_FIGURES: tuple[PaperFigure, ...] = (
 )
 
 
-def _human(v: float, _pos: object = None) -> str:
+def human(v: float, _pos: object = None) -> str:
     if v >= 1e6:
         return f"{v / 1e6:g}M"
     if v >= 1e3:
@@ -70,7 +72,7 @@ def _human(v: float, _pos: object = None) -> str:
     return f"{v:g}"
 
 
-def _save(fig: plt.Figure, out: Path, slug: str) -> list[Path]:
+def save(fig: plt.Figure, out: Path, slug: str) -> list[Path]:
     paths = [out / f"{slug}.png", out / f"{slug}.svg"]
     fig.savefig(paths[0], dpi=130, bbox_inches="tight")
     fig.savefig(paths[1], bbox_inches="tight")
@@ -78,7 +80,7 @@ def _save(fig: plt.Figure, out: Path, slug: str) -> list[Path]:
     return paths
 
 
-def _subtitle(workload: str, oc: str, mc: str) -> str:
+def subtitle(workload: str, oc: str, mc: str) -> str:
     return f"workload {workload} · offset_commit={oc} · metadata_check={mc}"
 
 
@@ -125,7 +127,7 @@ def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_formatter(FuncFormatter(_human))
+    ax.yaxis.set_major_formatter(FuncFormatter(human))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks(x, labels)
     ax.set_xlabel("batch size (records per request), 32-byte messages" if axis == "batch"
@@ -134,11 +136,11 @@ def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list
     ax.set_ylabel(f"{ROLE_TITLE[spec.role].lower()} throughput\n({UNITS[spec.metric]}{scale})")
     what = "vs batch size" if axis == "batch" else "by message size"
     ax.set_title(f"Fig. {spec.number}: {ROLE_TITLE[spec.role]} {spec.metric} {what}, "
-                 f"{spec.scenario}\n{_subtitle(workload, oc, mc)}", fontsize=10)
+                 f"{spec.scenario}\n{subtitle(workload, oc, mc)}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _save(fig, out, spec.slug)
+    return save(fig, out, spec.slug)
 
 
 def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
@@ -180,7 +182,7 @@ def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
                  "(points: ratio of means; bars: Fieller 95% CI)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _save(fig, out, "fig13-ratio-vs-policy")
+    return save(fig, out, "fig13-ratio-vs-policy")
 
 
 def _pick_latency_cell(dist: pd.DataFrame) -> pd.DataFrame:
@@ -237,10 +239,10 @@ def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
     axes[0][0].legend(loc="upper left", fontsize=8)
     first = cell.iloc[0]
     fig.suptitle(f"Fig. 14: request latency distribution, {first['cell_id']} (all tries merged)\n"
-                 f"{_subtitle(first['workload'], first['offset_commit'], first['metadata_check'])}",
+                 f"{subtitle(first['workload'], first['offset_commit'], first['metadata_check'])}",
                  fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "fig14-latency-distribution")
+    return save(fig, out, "fig14-latency-distribution")
 
 
 def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
@@ -272,9 +274,9 @@ def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
         ax.set_axisbelow(True)
     axes[0].set_ylabel("coordination messages per 1,000 records")
     axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(f"Fig. 15: coordination cost\n{_subtitle(workload, oc, mc)}", fontsize=10)
+    fig.suptitle(f"Fig. 15: coordination cost\n{subtitle(workload, oc, mc)}", fontsize=10)
     fig.tight_layout()
-    return _save(fig, out, "fig15-coordination-cost")
+    return save(fig, out, "fig15-coordination-cost")
 
 
 def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
@@ -292,8 +294,12 @@ def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
 
 
 def draw_all(analysis: Analysis, out: Path) -> list[Path]:
-    return draw_tables(analysis.comparison, analysis.latency_distribution,
-                       analysis.coordination, out)
+    from spark_analysis.fault_figures import draw_faults  # it imports this module's style
+
+    f = analysis.faults
+    return (draw_tables(analysis.comparison, analysis.latency_distribution,
+                        analysis.coordination, out)
+            + draw_faults(f.stats, f.sessions, f.timeline, f.events, out))
 
 
 def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:
@@ -308,4 +314,8 @@ def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:
             return pd.DataFrame()
 
     return {"comparison": read("comparison"), "latency_distribution": read("latency_distribution"),
-            "coordination": read("coordination_cost")}
+            "coordination": read("coordination_cost"),
+            # Fault sessions (absent unless the runs injected faults): fault_figures.draw_faults
+            # takes these four.
+            "fault_stats": read("fault_stats"), "fault_sessions": read("fault_sessions"),
+            "fault_timeline": read("fault_timeline"), "fault_events": read("fault_events")}

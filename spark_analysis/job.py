@@ -17,12 +17,36 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from brokers.core.errors import UserError
-from spark_analysis import aggregate, paper, tables
-from spark_analysis.loader import RunInfo, load_runs, spark_input_errors
-from spark_analysis.schema import ARCHS
+from spark_analysis import aggregate, fault_tables, paper, tables
+from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
+from spark_analysis.schema import AA_LABELS, ARCHS
 
 DEFAULT_RUNS = Path("results/runs")
 DEFAULT_OUT = Path("results/report")
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame()
+
+
+@dataclass
+class FaultTables:
+    """The fault sessions' tables (format 2); all empty when the runs injected no faults.
+
+    ``sessions``, ``timeline`` and ``events`` are per session / bucket / action (the figures'
+    input, also written as CSV so the figures can be redrawn without Spark); ``stats``,
+    ``outcomes`` and ``comparison`` are fault_tables' summaries."""
+
+    sessions: pd.DataFrame = field(default_factory=_empty)
+    stats: pd.DataFrame = field(default_factory=_empty)
+    outcomes: pd.DataFrame = field(default_factory=_empty)
+    comparison: pd.DataFrame = field(default_factory=_empty)
+    timeline: pd.DataFrame = field(default_factory=_empty)
+    events: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.sessions.empty
 
 
 @dataclass
@@ -42,6 +66,36 @@ class Analysis:
     max_try: int
     input_rows: int
     timings: dict[str, float] = field(default_factory=dict)
+    faults: FaultTables = field(default_factory=FaultTables)
+
+
+def compute_faults(logs: RunLogs, notes: list[str]) -> FaultTables:
+    """The fault tables; no Spark job at all when no run has a fault session."""
+    if logs.faults is None:
+        if logs.timeline is not None or logs.fault_events is not None:
+            notes.append("timeline.csv or fault_events.csv has rows but no faults.csv does; "
+                         "without sessions there is nothing to summarise")
+        return FaultTables()
+    wide = aggregate.fault_stats(logs.faults)
+    sessions = fault_tables.with_keys(aggregate.fault_sessions(logs.faults))
+    timeline = (fault_tables.with_policies(aggregate.fault_timeline(logs.timeline), sessions)
+                if logs.timeline is not None else pd.DataFrame())
+    events = (fault_tables.with_policies(aggregate.fault_events(logs.fault_events), sessions)
+              if logs.fault_events is not None else pd.DataFrame())
+    aa = int(sessions["side"].isin(AA_LABELS).sum())
+    if aa:
+        notes.append(f"{aa} fault sessions of A/A calibration runs (labels A/B) are left out of "
+                     "the fault tables")
+    stats_long = fault_tables.fault_stats(fault_tables.with_keys(wide))
+    return FaultTables(
+        sessions=sessions[sessions["side"] == "*"].drop(columns=["side"]),
+        stats=stats_long, outcomes=fault_tables.fault_outcomes(fault_tables.with_keys(wide)),
+        comparison=fault_tables.fault_comparison(stats_long),
+        timeline=timeline[timeline["side"] == "*"].drop(columns=["side"])
+        if not timeline.empty else timeline,
+        events=events[events["side"] == "*"].drop(columns=["side"])
+        if not events.empty else events,
+    )
 
 
 def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
@@ -49,22 +103,32 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     t0 = time.perf_counter()
     logs = load_runs(spark, paths)
     timings = {"validate_s": time.perf_counter() - t0}
-    records = logs.records.persist(StorageLevel.MEMORY_AND_DISK)
+    # The paper's tables, figures, comparison, calibration and regression are about the split
+    # and streaming scenarios only: fault sessions (scenario `faults`) never reach them.
+    records = aggregate.paper_only(logs.records).persist(StorageLevel.MEMORY_AND_DISK)
+    notes = list(logs.notes)
     try:
         with spark_input_errors():
             t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
-            if cell_stats.empty:
-                raise UserError("the runs hold no measurements (every records.csv is header-only)")
+            if cell_stats.empty and logs.faults is None:
+                raise UserError("the runs hold no measurements (every records.csv is header-only"
+                                " and no run injected faults)")
             t1 = time.perf_counter()
             tries = aggregate.per_try(records)
-            max_try = int(cell_stats.loc[cell_stats["metric"] == "rps", "n"].max())
-            cost = (aggregate.coordination_cost(logs.coordination, records)
-                    if logs.coordination is not None else pd.DataFrame())
-            hists = (aggregate.latency_histograms(logs.latency, records)
+            rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
+            max_try = int(rps_n.max()) if not rps_n.empty else 0
+            coordination = (aggregate.paper_only(logs.coordination)
+                            if logs.coordination is not None else None)
+            cost = (aggregate.coordination_cost(coordination, records)
+                    if coordination is not None else pd.DataFrame())
+            hists = (aggregate.latency_histograms(aggregate.paper_only(logs.latency), records)
                      if logs.latency is not None else pd.DataFrame())
             timings["aggregate_rest_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            faults = compute_faults(logs, notes)
+            timings["aggregate_faults_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -78,13 +142,13 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
                 appendix[f"{table}_{arch}"] = t
     aa = tables.aa_calibration(cell_stats)
     analysis = Analysis(
-        runs=logs.runs, notes=logs.notes, cell_stats=cell_stats, tries=tries,
+        runs=logs.runs, notes=notes, cell_stats=cell_stats, tries=tries,
         comparison=tables.comparison(cell_stats, ratios), appendix=appendix, aa=aa,
         noise=tables.noise_floor(aa), latency=tables.latency(cell_latency),
         latency_distribution=tables.latency_distribution(hists),
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
-        timings=timings,
+        timings=timings, faults=faults,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -120,6 +184,13 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         "noise_floor": analysis.noise,
         **{f"appendix_{name}": t for name, t in analysis.appendix.items()},
     }
+    if not analysis.faults.empty:
+        # Only when there were fault sessions: a run without faults gets the same files as
+        # before format 2.
+        f = analysis.faults
+        frames.update({"fault_sessions": f.sessions, "fault_stats": f.stats,
+                       "fault_outcomes": f.outcomes, "fault_comparison": f.comparison,
+                       "fault_timeline": f.timeline, "fault_events": f.events})
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.csv"

@@ -23,17 +23,30 @@ from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
     COORDINATION_SCHEMA,
+    FAULT_EVENTS_COLUMNS,
+    FAULT_EVENTS_SCHEMA,
+    FAULT_FILES_SINCE,
+    FAULTS_COLUMNS,
+    FAULTS_SCHEMA,
     LATENCY_SCHEMA,
     MANIFEST_KIND,
     RECORDS_COLUMNS,
     RECORDS_SCHEMA,
     SUPPORTED_FORMAT_VERSIONS,
+    TIMELINE_COLUMNS,
+    TIMELINE_SCHEMA,
 )
 
 MANIFEST = "manifest.json"
 RECORDS = "records.csv"
 COORDINATION = "coordination.csv"
 LATENCY = "latency.jsonl"
+FAULTS = "faults.csv"
+FAULT_EVENTS = "fault_events.csv"
+TIMELINE = "timeline.csv"
+# The fault files (format 2) with the columns their header must have.
+FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -54,13 +67,18 @@ class RunInfo:
 @dataclass
 class RunLogs:
     """The loaded logs. ``records`` carries two derived columns: ``workload`` (from the manifest)
-    and ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else)."""
+    and ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else); so do
+    ``coordination`` and the three fault frames. A fault frame is None when no run has a row
+    of it (format 1, or header-only files): then the analysis starts no Spark job for it."""
 
     runs: list[RunInfo]
     records: DataFrame
     coordination: DataFrame | None
     latency: DataFrame | None
     notes: list[str] = field(default_factory=list)
+    faults: DataFrame | None = None
+    fault_events: DataFrame | None = None
+    timeline: DataFrame | None = None
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -119,7 +137,9 @@ def _versions() -> str:
 
 
 def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
-    """Every manifest, refusing a mixture of format versions by name."""
+    """Every manifest; a mixture of versions is fine when this analysis reads them all (format 1
+    and 2 runs together: the format-1 runs simply have no fault rows), and refused by name
+    otherwise."""
     # Look at the raw versions first so that a mixture is reported as a mixture (which runs have
     # which version) rather than as whichever bad run happens to sort first.
     versions: dict[Any, list[str]] = {}
@@ -130,7 +150,7 @@ def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue  # read_manifest below reports it properly
         versions.setdefault(version, []).append(run_dir.name)
-    if len(versions) > 1:
+    if len(versions) > 1 and not set(versions) <= SUPPORTED_FORMAT_VERSIONS:
         parts = "; ".join(f"format_version {v}: {', '.join(sorted(names)[:3])}"
                           + (" ..." if len(names) > 3 else "")
                           for v, names in sorted(versions.items(), key=lambda kv: str(kv[0])))
@@ -172,6 +192,19 @@ def check_header(path: Path, expected: Sequence[str]) -> bool:
     return True
 
 
+def has_rows(path: Path) -> bool:
+    """True when a CSV whose header check_header accepted has a data row after the header.
+
+    Reads at most the first non-blank line after the header: deciding "header only" must not
+    scan a large file, and must not cost a Spark job."""
+    try:
+        with path.open("r", encoding="utf-8", newline="") as fh:
+            fh.readline()
+            return any(line.strip() for line in fh)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: unreadable ({exc})") from None
+
+
 def _read_csv(spark: SparkSession, files: list[Path], schema: Any) -> DataFrame:
     return (
         spark.read.option("header", "true")
@@ -183,62 +216,95 @@ def _read_csv(spark: SparkSession, files: list[Path], schema: Any) -> DataFrame:
     )
 
 
-def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
-    """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
+@dataclass
+class RunFiles:
+    """What validate_runs found: the files Spark will read (header-only fault files left out)
+    and notes on the inputs."""
+
+    runs: list[RunInfo]
+    records: list[Path] = field(default_factory=list)
+    coordination: list[Path] = field(default_factory=list)
+    latency: list[Path] = field(default_factory=list)
+    faults: dict[str, list[Path]] = field(
+        default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
+    notes: list[str] = field(default_factory=list)
+
+
+def validate_runs(paths: Sequence[Path]) -> RunFiles:
+    """Find and check every run named by ``paths`` in plain Python: manifests, the files each
+    format version must have, and every header. Raises a one-line UserError on the first
+    problem; reads no data row beyond the first of each fault file."""
     run_dirs = discover_runs(paths)
-    runs = read_manifests(run_dirs)
-    notes: list[str] = []
-    record_files: list[Path] = []
-    coord_files: list[Path] = []
-    latency_files: list[Path] = []
-    for run in runs:
+    found = RunFiles(runs=read_manifests(run_dirs))
+    notes = found.notes
+    for run in found.runs:
         records = run.path / RECORDS
         if not records.is_file():
             raise UserError(f"{records}: missing (every run directory has one)")
         check_header(records, RECORDS_COLUMNS)
-        record_files.append(records)
+        found.records.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
             check_header(coord, COORDINATION_COLUMNS)
-            coord_files.append(coord)
+            found.coordination.append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
         if latency.is_file() and latency.stat().st_size > 0:
-            latency_files.append(latency)
+            found.latency.append(latency)
+        if run.format_version >= FAULT_FILES_SINCE:
+            for name, columns in FAULT_FILES:
+                path = run.path / name
+                if not path.is_file():
+                    raise UserError(f"{path}: missing (every format_version "
+                                    f"{run.format_version} run directory has one, header-only "
+                                    "when the workload injects no faults)")
+                check_header(path, columns)
+                if has_rows(path):
+                    found.faults[name].append(path)
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
         if run.failed_cells:
             notes.append(f"run {run.run_id}: verification failed in {', '.join(run.failed_cells)};"
                          " those rows are excluded from the statistics")
+    return found
+
+
+def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
+    """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
+    found = validate_runs(paths)
+    runs = found.runs
 
     runs_df = spark.createDataFrame(
         [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
-    records_df = (
-        _read_csv(spark, record_files, RECORDS_SCHEMA)
-        .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
-        .join(F.broadcast(runs_df), "run_id", "left")
-        .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
-        .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
-                    .otherwise(F.lit("*")))
-    )
-    coord_df = None
-    if coord_files:
-        coord_df = (
-            _read_csv(spark, coord_files, COORDINATION_SCHEMA)
+
+    def read(files: list[Path], schema: Any) -> DataFrame | None:
+        """The files with the derived columns ``workload`` and ``side``; None without files."""
+        if not files:
+            return None
+        return (
+            _read_csv(spark, files, schema)
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
             .join(F.broadcast(runs_df), "run_id", "left")
             .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
             .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
                         .otherwise(F.lit("*")))
         )
+
+    records_df = read(found.records, RECORDS_SCHEMA)
+    assert records_df is not None  # every run has a records.csv (validate_runs checked)
     latency_df = None
-    if latency_files:
+    if found.latency:
         latency_df = (spark.read.option("mode", "FAILFAST").schema(LATENCY_SCHEMA)
-                      .json([str(f) for f in latency_files]))
-    return RunLogs(runs=runs, records=records_df, coordination=coord_df, latency=latency_df,
-                   notes=notes)
+                      .json([str(f) for f in found.latency]))
+    faults = found.faults
+    return RunLogs(runs=runs, records=records_df,
+                   coordination=read(found.coordination, COORDINATION_SCHEMA),
+                   latency=latency_df, notes=found.notes,
+                   faults=read(faults[FAULTS], FAULTS_SCHEMA),
+                   fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
+                   timeline=read(faults[TIMELINE], TIMELINE_SCHEMA))
 
 
 @contextmanager

@@ -39,7 +39,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from brokers.core.errors import UserError
-from spark_analysis.schema import CELL_KEY
+from spark_analysis.schema import CELL_KEY, PAPER_SCENARIOS
 
 BASELINE_FILE = "baseline.json"
 DEFAULT_BASELINE = Path("results/baseline")
@@ -96,6 +96,14 @@ def derive_band(noise: pd.DataFrame, workload: str, cells: int,
     return Band(sigma_log=sigma, k=k, df=df, alpha=alpha, cells=cells), detail
 
 
+def _paper(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The ratios the regression is about: the paper's scenarios. job.compute already keeps
+    fault sessions out of the comparison; this guards a comparison.csv read from elsewhere."""
+    if comparison.empty:
+        return comparison
+    return comparison[comparison["scenario"].isin(PAPER_SCENARIOS)]
+
+
 def _pick_workload(comparison: pd.DataFrame, workload: str | None) -> str:
     names = sorted(comparison["workload"].unique()) if not comparison.empty else []
     if workload:
@@ -112,6 +120,7 @@ def _pick_workload(comparison: pd.DataFrame, workload: str | None) -> str:
 
 def build_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Sequence[str],
                    workload: str | None = None, alpha: float = DEFAULT_ALPHA) -> dict[str, object]:
+    comparison = _paper(comparison)
     name = _pick_workload(comparison, workload)
     cells = comparison[(comparison["workload"] == name) & (comparison["metric"] == METRIC)]
     cells = cells[cells["ratio"].map(lambda r: math.isfinite(r) and r > 0)]
@@ -157,6 +166,7 @@ def load_baseline(directory: Path) -> dict[str, object]:
 def check(comparison: pd.DataFrame, baseline: dict[str, object]) -> pd.DataFrame:
     """One row per baseline cell: the ratio now, the band, and ok / REGRESSION / MISSING."""
     workload = str(baseline["workload"])
+    comparison = _paper(comparison)
     now = comparison[(comparison["workload"] == workload)
                      & (comparison["metric"] == baseline["metric"])] \
         if not comparison.empty else comparison

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from spark_analysis import aggregate, stats
+from spark_analysis.fault_tables import METRIC_TITLES, case_labels
+from spark_analysis.schema import FAULT_COUNTS, FAULT_KEY
 
 if TYPE_CHECKING:
     from spark_analysis.job import Analysis
@@ -127,6 +129,121 @@ def headline(cmp: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _side_text(sessions: int, n: int, mean: float, sd: float) -> str:
+    """mean ± sd (n), or why there is none: ``n/a`` = the case was not run on this architecture
+    (it does not apply to it), ``none`` = it ran but no try yielded this duration."""
+    if sessions == 0:
+        return "n/a"
+    if n == 0:
+        return "none"
+    if n == 1:
+        return f"{fmt(mean)} (n=1)"
+    return f"{fmt(mean)} ± {fmt(sd)} ({n})"
+
+
+def _ci_text(sessions: int, n: int, lo: float, hi: float) -> str:
+    if sessions == 0:
+        return "n/a"
+    if n == 0:
+        return "-"
+    if n == 1:
+        return "n=1: no interval"
+    return _interval(lo, hi)
+
+
+def fault_headline(analysis: Analysis) -> str:
+    f = analysis.faults
+    if f.empty:
+        return ""
+    out = f.outcomes
+    per_arch = ", ".join(f"{a}: {int(out.loc[out['arch'] == a, 'sessions'].sum())}"
+                         for a in out["arch"].unique())
+    cases = out["case"].nunique()
+    failed = out[out["status"] != "ok"]
+    if failed.empty:
+        verdict = "none lost an acknowledged record whose broker came back"
+    else:
+        lost = int(failed["lost"].fillna(0).sum())
+        where = ", ".join(f"{r['case']} on {r['arch']}" for _, r in failed.iterrows())
+        verdict = (f"**{int(failed['failed_sessions'].sum())} FAILED** ({lost:,} acknowledged "
+                   f"records lost; {where})")
+    return (f"- Faults: {int(out['sessions'].sum())} fault sessions of {cases} cases "
+            f"({per_arch}); {verdict}. See \"Faults\".\n")
+
+
+FAULTS_INTRO = """\
+Streaming load at a fixed rate while a schedule injects faults, both architectures interleaved,
+several tries per case. Durations in seconds, one value per try (session); mean ± sd (n) and the
+95% confidence interval of the mean over tries (t distribution; n counts the tries where the
+duration was observed). `n/a`: the case does not apply to that architecture (it was not run on
+it); `none`: it ran but no try yielded that duration (not applicable, e.g. detection when the
+fault hit no broker, or not observed: the run log does not tell these apart); `n=1: no
+interval`: a single try has no spread. The interval is the symmetric t interval of the mean; with
+2-3 tries it is wide and may reach below 0, which a duration cannot: read such a bound as "not
+resolved by these tries". DSBS/ZK is the ratio of the means (Fieller 95% interval beside it;
+unbounded when the ZK mean is not itself clearly above 0).
+
+- detection: from the fault until every surviving broker's Metadata no longer lists the target
+- rejoin: from the closer (restart, resume, heal, start) until every broker lists every broker
+  and every partition has a leader
+- unavailability: the longest gap between two acknowledged produce requests on one partition
+- consume / commit gap: the same for consumed records / successful offset commits
+- group recovery: from the fault until the probe consumer group is stable again (0 when the
+  fault never unsettled it)
+"""
+
+
+def faults_md(analysis: Analysis) -> str:
+    f = analysis.faults
+    if f.empty:
+        return "_No fault sessions among the inputs (`twinbench run --workload faults`)._\n"
+    names, setting = case_labels(f.outcomes)
+    parts = [FAULTS_INTRO]
+    if setting is not None:
+        parts.append(f"All fault sessions: workload `{setting['workload']}`, cell "
+                     f"`{setting['cell_id']}`, offset_commit={setting['offset_commit']}, "
+                     f"metadata_check={setting['metadata_check']}.\n")
+    rows = []
+    for _, r in f.outcomes.iterrows():
+        status = r["status"]
+        rows.append({
+            "case": names[tuple(r[k] for k in FAULT_KEY)], "arch": r["arch"],
+            "sessions": int(r["sessions"]), "failed": int(r["failed_sessions"]),
+            **{c: r[c] for c in FAULT_COUNTS},
+            # Timings split on these (a killed coordinator upsets the group; a killed
+            # controller moves leadership), so say how often the target held each role.
+            "target was controller": f"{int(r['hit_controller'])}/{int(r['sessions'])}",
+            "target was coordinator": f"{int(r['hit_coordinator'])}/{int(r['sessions'])}",
+            "status": "**FAILED** (lost > 0)" if status != "ok" and (r["lost"] or 0) > 0
+            else ("**FAILED**" if status != "ok" else "ok"),
+        })
+    parts += ["**Outcomes** (sums over tries; `lost` must be 0: acknowledged on a partition "
+              "whose broker came back and never consumed; `unreachable`: acknowledged on a "
+              "partition whose broker never came back)\n", md_table(pd.DataFrame(rows))]
+    rows = []
+    for _, r in f.comparison.iterrows():
+        rows.append({
+            "case": names.get(tuple(r[k] for k in FAULT_KEY), r["case"]),
+            "measure": METRIC_TITLES.get(r["metric"], r["metric"]),
+            "ZK mean ± sd (n)": _side_text(r["zk_sessions"], r["zk_n"], r["zk_mean"],
+                                           r["zk_sd"]),
+            "ZK 95% CI": _ci_text(r["zk_sessions"], r["zk_n"], r["zk_ci_lo"], r["zk_ci_hi"]),
+            "DSBS mean ± sd (n)": _side_text(r["dsbs_sessions"], r["dsbs_n"], r["dsbs_mean"],
+                                             r["dsbs_sd"]),
+            "DSBS 95% CI": _ci_text(r["dsbs_sessions"], r["dsbs_n"], r["dsbs_ci_lo"],
+                                    r["dsbs_ci_hi"]),
+            "DSBS/ZK": fmt(r["ratio"]),
+            "ratio 95% CI": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"])
+            if pd.notna(r["ratio_ci_lo"]) else "-",
+        })
+    parts += ["\n**Timings (seconds)**\n", md_table(pd.DataFrame(rows)),
+              "\nEvery try: `fault_sessions.csv`; long form with every interval: "
+              "`fault_stats.csv`; these tables: `fault_comparison.csv`, `fault_outcomes.csv`. "
+              "Figures: `fig16-fault-*` (throughput through each fault), `fig17-fault-summary`."
+              "\n"]
+    return "\n".join(parts)
+
+
 METHOD = """\
 - Replicate unit: one try of one run (a records.csv row). Several runs of one architecture pool
   their tries; A/A runs (labels `A`/`B`) are kept apart and only feed the calibration.
@@ -147,6 +264,10 @@ METHOD = """\
   columns) and the largest maximum; fig14 merges the HDR histograms of all tries instead.
 - Coordination cost: requests (ZooKeeper) or gossip datagrams (DSBS) per 1,000 produced
   messages, summed over the tries; CPU seconds are means per try.
+- Fault sessions (scenario `faults`) are kept out of every table above and of fig01-fig15: paced
+  load through a fault measures something else. Their replicate unit is one session (a try of
+  one case); failed sessions (lost > 0) stay in the timing statistics, because their timings are
+  as real as any other's, and are flagged in the outcomes instead.
 """
 
 
@@ -157,8 +278,10 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
     parts = [
         "# twinbench analysis: ZooKeeper vs DSBS\n",
         f"Generated {now} from {len(analysis.runs)} runs ({analysis.input_rows:,} measurement "
-        "rows). Every table below is also a CSV in this directory.\n",
-        "## Summary\n", headline(analysis.comparison),
+        "rows" + (f", {len(analysis.faults.sessions):,} fault sessions"
+                  if not analysis.faults.empty else "")
+        + "). Every table below is also a CSV in this directory.\n",
+        "## Summary\n", headline(analysis.comparison) + fault_headline(analysis),
     ]
     if analysis.notes:
         parts += ["**Notes on the inputs**\n", "\n".join(f"- {n}" for n in analysis.notes) + "\n"]
@@ -190,6 +313,7 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
               "servers).\n",
               md_table(analysis.coordination, coord_cols) if not analysis.coordination.empty
               else "_(no coordination.csv among the inputs)_\n"]
+    parts += ["## Faults\n", faults_md(analysis)]
     parts += ["## A/A calibration (the noise floor)\n", aa_md(analysis)]
     pngs = [p for p in figures if p.suffix == ".png"]
     parts.append("## Figures\n")

@@ -4,12 +4,15 @@
 
 It writes synthetic run directories in the documented format (spark_analysis.synth) - 20 runs,
 10 per architecture, each with the paper's size grid and batch sweep, the KiB grid and the
-policy sweep, both scenarios and roles, and thousands of tries - and then runs the very job
+policy sweep, both scenarios and roles, and thousands of tries; format 2, so each also carries
+the three header-only fault files of a workload without faults - and then runs the very job
 ``twinbench analyze`` runs (loading with explicit schemas, validation, every Spark aggregation,
 tables, figures, report) and reports the time of each stage. records.csv is what the job's
 aggregations scan, so that is what is scaled; coordination.csv grows with it (one row per try x
 cell x scenario, half as many); latency.jsonl holds histograms for the first 4 tries only (HDR
-histograms are per cell, not per request, so they do not grow with traffic).
+histograms are per cell, not per request, so they do not grow with traffic). ``--fault-tries
+N`` adds a ZooKeeper and a DSBS run of a fault workload (synth.write_fault_run, N tries of each
+case) to time the fault tables and figures as well.
 
 The job takes a Spark master URL, so on a cluster: ``--master spark://host:7077`` with the data
 directory on storage every executor can read (``--keep /shared/dir``).
@@ -29,7 +32,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from spark_analysis.synth import KB_CELLS, PAPER_CELLS, POLICY_CELLS, Cell, write_run
+from spark_analysis.synth import (
+    KB_CELLS,
+    PAPER_CELLS,
+    POLICY_CELLS,
+    Cell,
+    write_fault_run,
+    write_run,
+)
 
 CELLS: tuple[Cell, ...] = (*PAPER_CELLS, *KB_CELLS, *POLICY_CELLS)
 ROWS_PER_TRY = len(CELLS) * 4  # x 2 scenarios x 2 roles
@@ -61,16 +71,21 @@ def _write_one(args: tuple[str, str, int, int]) -> str:
     root, arch, index, tries = args
     path = write_run(Path(root), arch=arch, label="", workload=WORKLOAD, index=index,
                      cells=CELLS, tries=tries, value=NoisyValue(index), hour=index % 24,
-                     latency_tries=4)
+                     latency_tries=4, format_version=2)
     return str(path)
 
 
-def generate(root: Path, rows: int, runs: int, workers: int) -> tuple[int, int]:
-    """Write ``runs`` run directories holding at least ``rows`` records.csv rows in total."""
+def generate(root: Path, rows: int, runs: int, workers: int,
+             fault_tries: int = 0) -> tuple[int, int]:
+    """Write ``runs`` run directories holding at least ``rows`` records.csv rows in total (and
+    a fault run per architecture with ``fault_tries`` tries, if any)."""
     tries = math.ceil(rows / runs / ROWS_PER_TRY)
     jobs = [(str(root), "zk" if i % 2 == 0 else "dsbs", i + 1, tries) for i in range(runs)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         list(pool.map(_write_one, jobs))
+    if fault_tries > 0:
+        for i, arch in enumerate(("zk", "dsbs")):
+            write_fault_run(root, arch=arch, index=runs + 1 + i, tries=fault_tries)
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
     return tries * ROWS_PER_TRY * runs, size
 
@@ -87,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="generate into (or reuse) this directory and keep it")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes writing the synthetic runs")
+    parser.add_argument("--fault-tries", type=int, default=0,
+                        help="also write a fault workload's run per architecture with this many"
+                             " tries of each case (default 0: none)")
     args = parser.parse_args(argv)
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="twinbench-scale-"))
@@ -103,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             data.mkdir(parents=True, exist_ok=True)
             print(f"writing ~{args.rows:,} records.csv rows into {data} ...", flush=True)
             t = time.perf_counter()
-            rows, size = generate(data, args.rows, args.runs, args.workers)
+            rows, size = generate(data, args.rows, args.runs, args.workers, args.fault_tries)
             result["generate_s"] = round(time.perf_counter() - t, 1)
         result.update(rows=rows, input_bytes=size)
         print(f"{rows:,} rows, {size / 1e9:.2f} GB on disk", flush=True)

@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_version 1) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 and 2) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -8,6 +8,7 @@ the documented order; the loader checks each file's header against it before Spa
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    BooleanType,
     DoubleType,
     IntegerType,
     LongType,
@@ -17,7 +18,9 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2})
+# From this version on every run directory holds the three fault files (possibly header-only).
+FAULT_FILES_SINCE = 2
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -83,8 +86,73 @@ LATENCY_SCHEMA = StructType([
     StructField("histogram", StringType(), True),
 ])
 
+# Format 2: fault sessions. The first six columns identify a session (a try of one fault case).
+_SESSION_FIELDS = [
+    StructField("run_id", StringType(), False),
+    StructField("arch", StringType(), False),
+    StructField("label", StringType(), True),
+    StructField("cell_id", StringType(), False),
+    StructField("case", StringType(), False),
+    StructField("try", IntegerType(), False),
+]
+
+FAULTS_SCHEMA = StructType([
+    *_SESSION_FIELDS,
+    StructField("target_node", IntegerType(), True),
+    StructField("target_role", StringType(), True),
+    StructField("was_controller", BooleanType(), True),
+    StructField("was_coordinator", BooleanType(), True),
+    StructField("fault_at_s", DoubleType(), True),
+    StructField("closer_at_s", DoubleType(), True),
+    StructField("detection_s", DoubleType(), True),
+    StructField("rejoin_s", DoubleType(), True),
+    StructField("produce_gap_s", DoubleType(), True),
+    StructField("produce_gap_partition", IntegerType(), True),
+    StructField("consume_gap_s", DoubleType(), True),
+    StructField("commit_gap_s", DoubleType(), True),
+    StructField("group_recovery_s", DoubleType(), True),
+    StructField("group_unstable_s", DoubleType(), True),
+    StructField("group_rebalances", LongType(), True),
+    StructField("rate", DoubleType(), True),
+    StructField("duration_s", DoubleType(), True),
+    StructField("sent", LongType(), True),
+    StructField("acked", LongType(), True),
+    StructField("consumed", LongType(), True),
+    StructField("lost", LongType(), True),
+    StructField("duplicates", LongType(), True),
+    StructField("unreachable", LongType(), True),
+    StructField("produce_errors", LongType(), True),
+    StructField("offset_commit", StringType(), True),
+    StructField("metadata_check", StringType(), True),
+    StructField("status", StringType(), True),
+])
+
+FAULT_EVENTS_SCHEMA = StructType([
+    *_SESSION_FIELDS,
+    StructField("step", IntegerType(), False),
+    StructField("action", StringType(), False),
+    StructField("target", StringType(), True),
+    StructField("node_id", IntegerType(), True),
+    StructField("planned_s", DoubleType(), True),
+    StructField("at_s", DoubleType(), True),
+    StructField("took_s", DoubleType(), True),
+    StructField("result", StringType(), True),
+])
+
+TIMELINE_SCHEMA = StructType([
+    *_SESSION_FIELDS,
+    StructField("t_s", DoubleType(), False),
+    StructField("bucket_s", DoubleType(), False),
+    StructField("produced", LongType(), True),
+    StructField("consumed", LongType(), True),
+    StructField("commits", LongType(), True),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
+FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
+FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
+TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)
 
 # What identifies a measured cell across runs. The workload name comes from the manifest (two
 # workloads may reuse a cell_id with different message counts) and the policies from the row
@@ -95,6 +163,24 @@ CELL_KEY: tuple[str, ...] = (
 )
 # The same without the role: coordination.csv measures a try of a cell, both roles together.
 COORD_KEY: tuple[str, ...] = tuple(k for k in CELL_KEY if k != "role")
+
+# The paper's scenarios: the only ones the appendix tables, the comparison, fig01-fig15, the A/A
+# calibration and the ratio regression are about. Format 2 adds ``faults`` (paced load while
+# faults are injected), whose throughput says nothing about the paper's question; every
+# consumer of records.csv / coordination.csv / latency.jsonl keeps to these.
+PAPER_SCENARIOS: tuple[str, ...] = ("split", "streaming")
+
+# A fault session's identity in the fault tables: the workload (from the manifest), the cell and
+# the case, under the policies in force; arch beside it. Several runs of one architecture pool
+# their tries, as for records.csv.
+FAULT_KEY: tuple[str, ...] = ("workload", "cell_id", "case", "offset_commit", "metadata_check")
+# The durations the fault tables summarise (mean, sd, n, 95% CI over tries), in report order.
+FAULT_METRICS: tuple[str, ...] = (
+    "detection_s", "rejoin_s", "produce_gap_s", "consume_gap_s", "commit_gap_s",
+    "group_recovery_s",
+)
+# The counters they sum (lost must be 0 wherever the broker came back).
+FAULT_COUNTS: tuple[str, ...] = ("lost", "duplicates", "unreachable", "produce_errors")
 
 METRICS: tuple[str, ...] = ("rps", "kbps")
 LATENCY_COLUMNS: tuple[str, ...] = (

@@ -71,10 +71,17 @@ def fieller(a: float, sa: float, na: int, b: float, sb: float, nb: int,
     va, vb = sa * sa / na, sb * sb / nb
     rho = a / b
     num = va + rho * rho * vb
-    den = (va * va / (na - 1) if va else 0.0) + (rho ** 4 * vb * vb / (nb - 1) if vb else 0.0)
+    if num == 0 and vb == 0:
+        return (rho, rho)  # neither mean varies: the ratio is exact
     if num == 0:
-        return (rho, rho)
-    df = num * num / den
+        # a is exactly 0 and constant (a fault that never unsettled anything): at the point
+        # estimate only b's spread is left, so its degrees of freedom are b's own. Returning
+        # (0, 0) here would claim certainty that b, which may be noise, does not support.
+        df = float(nb - 1)
+    else:
+        den = ((va * va / (na - 1) if va else 0.0)
+               + (rho ** 4 * vb * vb / (nb - 1) if vb else 0.0))
+        df = num * num / den
     t = sps.t.ppf(0.5 + level / 2, df)
     q = b * b - t * t * vb
     if q <= 0:

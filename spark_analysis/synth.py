@@ -1,9 +1,14 @@
-"""Synthetic run directories in the documented format (docs/result-format.md, version 1).
+"""Synthetic run directories in the documented format (docs/result-format.md, versions 1, 2).
 
 Three users: the committed test fixtures (exact, hand-computable values), the scale benchmark
 (millions of noisy rows), and regression tests (perturbed ratios). Writing them through one
 module keeps every synthetic run honest to the contract: if the format changes, this is the one
 writer to update, and the loader's header checks catch a mismatch.
+
+``write_run`` writes format 1 (the committed fixtures) or format 2 (then with header-only fault
+files, as a workload without faults leaves them); ``write_fault_run`` writes a format-2 fault
+workload's run: records.csv rows of scenario ``faults`` and the three fault files, from
+``FaultCase`` schedules and a value function (``fault_fixture_value`` gives round numbers).
 """
 
 from __future__ import annotations
@@ -18,7 +23,13 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-from spark_analysis.schema import COORDINATION_COLUMNS, RECORDS_COLUMNS
+from spark_analysis.schema import (
+    COORDINATION_COLUMNS,
+    FAULT_EVENTS_COLUMNS,
+    FAULTS_COLUMNS,
+    RECORDS_COLUMNS,
+    TIMELINE_COLUMNS,
+)
 
 SCENARIOS = ("split", "streaming")
 ROLES = ("production", "consumption")
@@ -61,9 +72,11 @@ def run_id_for(arch: str, workload: str, index: int, hour: int = 9) -> str:
 
 
 def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1,
-             incomplete: bool = False, failed_cells: Iterable[str] = ()) -> dict[str, object]:
-    return {
-        "format_version": 1, "kind": "twinbench.run", "run_id": run_id, "arch": arch,
+             incomplete: bool = False, failed_cells: Iterable[str] = (),
+             format_version: int = 1) -> dict[str, object]:
+    data: dict[str, object] = {
+        "format_version": format_version, "kind": "twinbench.run", "run_id": run_id,
+        "arch": arch,
         "label": label, "workload_name": workload, "workload": {"name": workload},
         "workload_text": f"name: {workload}\n",
         "policies": {"offset_commit": "every_fetch", "metadata_check": "per_request",
@@ -78,6 +91,12 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
         "seed": seed, "started_at": "2026-11-21T09:00:00Z", "finished_at": "2026-11-21T09:10:00Z",
         "incomplete": incomplete, "failed_cells": list(failed_cells),
     }
+    if format_version >= 2:
+        cluster = data["cluster"]
+        assert isinstance(cluster, dict)
+        cluster.update(network="loopback", zk_session_timeout_ms=None)
+        data["run_arches"] = [arch]
+    return data
 
 
 def _fmt(v: float) -> str:
@@ -131,18 +150,34 @@ def latency_histogram(median_us: float, n: int = 200, seed: int = 0) -> str:
     return hist.encode().decode("ascii")
 
 
+FAULT_FILES = (("faults.csv", FAULTS_COLUMNS), ("fault_events.csv", FAULT_EVENTS_COLUMNS),
+               ("timeline.csv", TIMELINE_COLUMNS))
+
+
+def _write_fault_files(run_dir: Path, rows: dict[str, list[str]] | None = None) -> None:
+    """The three format-2 fault files: a header, then ``rows[name]`` (header-only without)."""
+    for name, columns in FAULT_FILES:
+        lines = [",".join(columns), *(rows or {}).get(name, [])]
+        (run_dir / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
               cells: Iterable[Cell], tries: int, value: ValueFn, hour: int = 9,
               latency_tries: int | None = None, messages: int = 30_000,
-              coordination_per_1000: Callable[[str, Cell, str], float] | None = None) -> Path:
-    """Write one complete run directory and return its path."""
+              coordination_per_1000: Callable[[str, Cell, str], float] | None = None,
+              format_version: int = 1) -> Path:
+    """Write one complete run directory and return its path (format 2: header-only fault
+    files, as a run of a workload without faults)."""
     cells = tuple(cells)
     run_id = run_id_for(arch, workload, index, hour)
     run_dir = root / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, label, workload, seed=index), indent=2) + "\n",
+        json.dumps(manifest(run_id, arch, label, workload, seed=index,
+                            format_version=format_version), indent=2) + "\n",
         encoding="utf-8")
+    if format_version >= 2:
+        _write_fault_files(run_dir)
     per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == "zk" else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
@@ -182,6 +217,178 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                                "count": 200,
                                "histogram": latency_histogram(1e6 * cell.batch / rps, seed=seed)}
                         lat.write(json.dumps(obj) + "\n")
+    return run_dir
+
+
+# --- fault sessions (format 2) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    """A fault workload's case: one opener and its closer, on one target."""
+
+    name: str
+    opener: str          # kill, pause, partition, stop-zookeeper
+    closer: str          # restart, resume, heal, start-zookeeper
+    target: str          # as the schedule writes it: leader:0, broker:1, zookeeper
+    opener_s: float = 3.0
+    closer_s: float = 6.0
+    zk_only: bool = False
+
+    @property
+    def broker(self) -> bool:
+        return not self.opener.endswith("zookeeper")
+
+
+FAULT_CASES: tuple[FaultCase, ...] = (
+    FaultCase("kill-leader", "kill", "restart", "leader:0"),
+    FaultCase("pause-broker", "pause", "resume", "broker:1"),
+    FaultCase("stop-zookeeper", "stop-zookeeper", "start-zookeeper", "zookeeper", zk_only=True),
+)
+FAULT_CELL = Cell("faults", 32, 20)
+# Sessions: production phase length (s), target rate (records/s), timeline bucket width (s).
+FAULT_DURATION_S = 10.0
+FAULT_RATE = 1000.0
+FAULT_BUCKET_S = 0.1
+FAULT_PARTITIONS = 3
+
+# (arch, case, try) -> faults.csv values that vary (durations, counters); None = empty field.
+FaultValueFn = Callable[[str, FaultCase, int], dict[str, float | int | None]]
+
+
+def fault_fixture_value(arch: str, case: FaultCase, try_: int) -> dict[str, float | int | None]:
+    """Round numbers a test can check by hand. Broker faults: ZK detects in 1.0, 1.5, 2.0 s
+    (mean 1.5, sd 0.5) and DSBS in twice that; rejoin 0.5 s + 0.1 s per try on both;
+    unavailability = the outage (closer - opener = 3 s) plus detection on the partition the
+    target led; group recovery 0 for a pause (the probe group never noticed) and 4 s for a kill.
+    ZooKeeper faults: no detection (no broker was hit), unavailability 0.2 s, no group upset.
+    Nothing lost, no duplicates."""
+    k = try_ - 1
+    if not case.broker:
+        return {"detection_s": None, "rejoin_s": 0.5, "produce_gap_s": 0.2,
+                "consume_gap_s": 0.25, "commit_gap_s": 0.3, "group_recovery_s": 0.0,
+                "lost": 0, "duplicates": 0, "unreachable": 0, "produce_errors": 0}
+    detection = (1.0 + 0.5 * k) * (2 if arch == "dsbs" else 1)
+    outage = case.closer_s - case.opener_s
+    return {"detection_s": detection, "rejoin_s": 0.5 + 0.1 * k,
+            "produce_gap_s": outage + detection, "consume_gap_s": outage + detection + 0.1,
+            "commit_gap_s": outage + 0.2, "group_recovery_s": 0.0 if case.opener == "pause"
+            else 4.0, "lost": 0, "duplicates": 0, "unreachable": 0, "produce_errors": 0}
+
+
+def _field(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "True" if v else "False"  # what the run log writer's csv module writes
+    if isinstance(v, float):
+        return _fmt(v)
+    return str(v)
+
+
+def fault_session_rows(run_id: str, arch: str, label: str, case: FaultCase, try_: int,
+                       values: dict[str, float | int | None]) -> dict[str, list[str]]:
+    """One session's lines for faults.csv, fault_events.csv and timeline.csv.
+
+    The timeline is what such a session looks like: FAULT_RATE records/s spread over
+    FAULT_PARTITIONS partitions; a broker fault silences the target's partition from the fault
+    until the closer plus rejoin (no replication), consumption follows one bucket later; one
+    commit per bucket except while the group recovers."""
+    cell = FAULT_CELL
+    jitter = 0.01 * try_  # the injector is never exactly on time
+    opener_at = case.opener_s + jitter
+    closer_at = case.closer_s + 2 * jitter
+    session = [run_id, arch, label, cell.cell_id, case.name, str(try_)]
+    target_node = 0 if case.broker else None
+    sent = int(FAULT_RATE * FAULT_DURATION_S)
+    buckets = round(FAULT_DURATION_S / FAULT_BUCKET_S)
+    per_bucket = FAULT_RATE * FAULT_BUCKET_S
+    back_at = closer_at + float(values.get("rejoin_s") or 0.0)
+    recovery = float(values.get("group_recovery_s") or 0.0)
+    produced: list[int] = []
+    for b in range(buckets):
+        t = b * FAULT_BUCKET_S
+        silent = case.broker and opener_at <= t < back_at
+        produced.append(round(per_bucket * (FAULT_PARTITIONS - 1) / FAULT_PARTITIONS)
+                        if silent else round(per_bucket))
+    acked = sum(produced)
+    lost = int(values.get("lost") or 0)
+    dup = int(values.get("duplicates") or 0)
+    consumed = acked - lost + dup
+    timeline = []
+    for b in range(buckets):
+        t = b * FAULT_BUCKET_S
+        cons = produced[b - 1] if b else 0
+        if b == buckets - 1:
+            cons += produced[b] - lost + dup  # the consumers catch up at the end
+        commits = 0 if opener_at <= t < opener_at + recovery else 1
+        timeline.append(",".join([*session, _fmt(t), _fmt(FAULT_BUCKET_S), str(produced[b]),
+                                  str(cons), str(commits)]))
+    row: dict[str, object] = {
+        "target_node": target_node, "target_role": case.target if case.broker else "zookeeper",
+        "was_controller": False if case.broker else None,
+        "was_coordinator": (case.opener == "kill") if case.broker else None,
+        "fault_at_s": opener_at, "closer_at_s": closer_at,
+        "produce_gap_partition": 0 if case.broker else 1,
+        "group_unstable_s": values.get("group_recovery_s"),
+        "group_rebalances": 1 if float(values.get("group_recovery_s") or 0) > 0 else 0,
+        "rate": FAULT_RATE, "duration_s": FAULT_DURATION_S, "sent": sent, "acked": acked,
+        "consumed": consumed, "offset_commit": cell.offset_commit,
+        "metadata_check": cell.metadata_check, "status": "failed" if lost else "ok",
+        **values,
+    }
+    faults_line = ",".join([*session, *(_field(row.get(c)) for c in FAULTS_COLUMNS[6:])])
+    events = []
+    for step, (action, planned, at) in enumerate(((case.opener, case.opener_s, opener_at),
+                                                  (case.closer, case.closer_s, closer_at))):
+        node = _field(target_node)
+        took = 0.4 if action == "restart" else 0.001
+        events.append(",".join([*session, str(step), action, case.target, node, _fmt(planned),
+                                _fmt(at), _fmt(took), "ok"]))
+    return {"faults.csv": [faults_line], "fault_events.csv": events, "timeline.csv": timeline}
+
+
+def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: int,
+                    tries: int, cases: Iterable[FaultCase] = FAULT_CASES,
+                    value: FaultValueFn = fault_fixture_value, label: str = "",
+                    hour: int = 9) -> Path:
+    """A format-2 run of a fault workload: per try and case one session (cases marked zk_only
+    are skipped on DSBS, as the driver skips them), its faults-scenario records.csv rows, a
+    coordination.csv row and request-latency histograms, and the three fault files."""
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, label, workload, seed=index, format_version=2),
+                   indent=2) + "\n", encoding="utf-8")
+    cell = FAULT_CELL
+    files: dict[str, list[str]] = {name: [] for name, _ in FAULT_FILES}
+    records, coord, latency = [], [], []
+    for try_ in range(1, tries + 1):
+        for case in cases:
+            if case.zk_only and arch != "zk":
+                continue
+            session = fault_session_rows(run_id, arch, label, case, try_,
+                                         value(arch, case, try_))
+            for name, lines in session.items():
+                files[name] += lines
+            acked = int(session["faults.csv"][0].split(",")[FAULTS_COLUMNS.index("acked")])
+            rps = acked / FAULT_DURATION_S
+            for role in ROLES:
+                records.append(records_line(run_id, arch, label, cell, "faults", role, try_,
+                                            rps, messages=acked))
+                latency.append(json.dumps({
+                    "run_id": run_id, "cell_id": cell.cell_id, "scenario": "faults",
+                    "role": role, "try": try_, "kind": "request", "unit": "us", "count": 200,
+                    "histogram": latency_histogram(5000.0, seed=try_)}))
+            coord.append(coordination_line(run_id, arch, label, cell, "faults", try_,
+                                           messages=acked))
+    (run_dir / "records.csv").write_text(
+        "\n".join([",".join(RECORDS_COLUMNS), *records]) + "\n", encoding="utf-8")
+    (run_dir / "coordination.csv").write_text(
+        "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
+    (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
+    _write_fault_files(run_dir, files)
     return run_dir
 
 

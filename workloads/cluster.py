@@ -322,3 +322,8 @@ class Cluster:
 
     def forget_coordinator(self, group: str) -> None:
         self._coordinators.pop(group, None)
+
+    async def coordinator_id(self, group: str) -> int:
+        """Node id of ``group``'s coordinator, asked afresh (FindCoordinator)."""
+        await self.coordinator(group, refresh=True)
+        return self._coordinators[group]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -203,6 +204,23 @@ class Consumer:
         self._last_record_t = 0.0
         self._committed: dict[int, int] = {}
         self._high_watermarks: dict[int, int] = {}
+        self._expected: int | None = None
+        # follow: being caught up does not end the run until finish() (fault sessions, where
+        # producers run for a time, and a retried request can be stored twice, so no count
+        # of records says when everything has been read).
+        self._follow = False
+        # Bumped by finish(): only a fetch sent after it can show the final catch-up.
+        self._finish_epoch = 0
+        # Called with (partition, records) per fetched partition with records, and with no
+        # arguments per successful offset commit (fault timelines).
+        self.on_records: Callable[[int, int], None] | None = None
+        self.on_commit: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        """End a ``follow`` run as soon as every partition is caught up with its high watermark,
+        judged by fetches sent from now on."""
+        self._follow = False
+        self._finish_epoch += 1
 
     # -- offsets ------------------------------------------------------------------------------
     async def _committed_offsets(self) -> dict[int, int]:
@@ -320,16 +338,21 @@ class Consumer:
 
         await self.cluster.retrying(attempt)
         self._committed.update(offsets)
+        if self.on_commit is not None:
+            self.on_commit()
 
     def _count_error(self, code: int) -> None:
         self._errors[code] = self._errors.get(code, 0) + 1
 
     # -- the run ------------------------------------------------------------------------------
     async def run(
-        self, expected: int | None = None, deadline_s: float | None = None
+        self, expected: int | None = None, deadline_s: float | None = None, *,
+        follow: bool = False,
     ) -> ConsumerResult:
-        """Consume until ``expected`` records (or caught up when None) or ``deadline_s``."""
+        """Consume until ``expected`` records (or caught up when None) or ``deadline_s``;
+        with ``follow``, until caught up after ``finish()`` was called."""
         cfg = self.config
+        self._follow = follow
         await self.cluster.topic_partitions(cfg.topic)
         await self._init_positions()
         self._expected = expected
@@ -428,12 +451,12 @@ class Consumer:
         commit_every = cfg.commit == "every_fetch"
         interval = cfg.commit[1] / 1000 if isinstance(cfg.commit, tuple) else None
         last_commit = time.perf_counter()
-        expected = self._expected
         verifier = self.verifier
         e2e = self.e2e_latency
         positions = self.positions
         caught_up: set[int] = set()
         while True:
+            epoch = self._finish_epoch
             body = wire.encode_fetch_request(
                 version=version,
                 max_wait_ms=cfg.max_wait_ms,
@@ -501,6 +524,8 @@ class Consumer:
                                 e2e.record(now - s)
                         got += n
                     pos = b.next_offset
+                if self.on_records is not None and pos > positions[p]:
+                    self.on_records(p, pos - positions[p])
                 positions[p] = pos
                 if pos >= r.high_watermark:
                     caught_up.add(p)
@@ -516,10 +541,12 @@ class Consumer:
             ):
                 await self.commit(parts)
                 last_commit = time.perf_counter()
+            expected = self._expected
             if expected is not None:
                 if self._records >= expected:
                     raise _Done()
-            elif len(caught_up) == len(parts):
+            elif (len(caught_up) == len(parts) and not self._follow
+                  and epoch == self._finish_epoch):
                 return
 
 

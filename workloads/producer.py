@@ -28,6 +28,7 @@ import asyncio
 import struct
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -71,6 +72,9 @@ class ProducerConfig:
     timeout_ms: int = 30_000
     # Partitions to use round-robin; None = every partition of the topic, in id order.
     partitions: tuple[int, ...] | None = None
+    # Records per second this producer paces itself to (request i goes out no earlier than
+    # its share of the schedule); None = as fast as the acknowledgements come (closed loop).
+    rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.msg_size < MIN_MSG_SIZE:
@@ -85,6 +89,8 @@ class ProducerConfig:
             raise UserError("acks must be -1, 0 or 1")
         if not 0 <= self.producer_id < 2**32:
             raise UserError("producer_id must fit in 32 bits")
+        if self.rate is not None and self.rate <= 0:
+            raise UserError("rate must be positive")
 
     @property
     def in_flight(self) -> int:
@@ -159,6 +165,7 @@ class Producer:
         *,
         timeout_ms: int = 30_000,
         partitions: tuple[int, ...] | list[int] | None = None,
+        rate: float | None = None,
         config: ProducerConfig | None = None,
     ) -> None:
         if config is None:
@@ -174,6 +181,7 @@ class Producer:
                 acks=acks,
                 timeout_ms=timeout_ms,
                 partitions=None if partitions is None else tuple(partitions),
+                rate=rate,
             )
         self.cluster = cluster
         self.config = config
@@ -183,6 +191,8 @@ class Producer:
         self._builders: dict[int, BatchBuilder] = {}
         self._pools: dict[int, list[bytearray]] = {}
         self.latency = LatencyRecorder("produce")
+        # Called with (partition, records) for every acknowledged request (fault timelines).
+        self.on_ack: Callable[[int, int], None] | None = None
 
     # -- buffers ------------------------------------------------------------------------------
     def _builder(self, n: int) -> BatchBuilder:
@@ -245,8 +255,14 @@ class Producer:
         full_pool = self._pools.setdefault(batch, [])
         seq = 0
         i = 0
+        # Seconds per record when paced: request k is due at t_start + first_seq * interval.
+        interval = 1.0 / cfg.rate if cfg.rate else 0.0
         t_start = time.perf_counter()
         while seq < count:
+            if interval:
+                delay = t_start + seq * interval - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
             p = parts[i % n_parts]
             i += 1
             conn = conns[p]
@@ -330,6 +346,8 @@ class Producer:
                 state.first_offsets[p] = base
             state.last_offsets[p] = base + n - 1
             self._pools[n].append(req.buf)
+            if self.on_ack is not None:
+                self.on_ack(p, n)
             return True
         exc_cls = error_for_code(err) if err != -2 else None
         retriable = err == -2 or (exc_cls is not None and exc_cls.retriable)
@@ -348,7 +366,9 @@ class Producer:
         while True:
             req.attempts += 1
             state.retries += 1
-            await asyncio.sleep(self.cluster.config.retry_backoff_ms / 1000 * req.attempts)
+            ccfg = self.cluster.config
+            await asyncio.sleep(min(ccfg.retry_backoff_ms * req.attempts,
+                                    ccfg.retry_backoff_max_ms) / 1000)
             try:
                 await self.cluster.refresh_metadata([cfg.topic])
                 conn = await route(req.partition)

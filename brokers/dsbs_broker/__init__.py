@@ -6,9 +6,14 @@ partition -> broker, consumer -> offset) and gossips with its peers.
 Layout (sans-IO core first, I/O at the edges):
 
 * ``config.py``     ``GossipConfig`` (``LAN`` / ``LOCAL`` presets, a comment per knob),
-                    ``DsbsConfig`` (addresses, seeds, offsets durability/replication).
+                    ``GossipLimits`` (caps on what gossip input may make a broker hold/send),
+                    ``DsbsConfig`` (addresses, seeds, key, offsets durability/replication).
 * ``wire.py``       versioned binary codec of gossip datagrams (<= 1400 bytes); ``WireError``
-                    is the only error junk can raise. HMAC slot reserved in the header flags.
+                    is the only error junk can raise. A header flag marks an HMAC-tagged packet.
+* ``auth.py``       the cluster key file and ``Authenticator``: HMAC-SHA256 tags (128 bits) on
+                    every datagram, checked before decoding.
+* ``validation.py`` the rules every decoded update must pass (ids, incarnations, addresses,
+                    topic names and sizes, offset stamps) before it touches a table.
 * ``membership.py`` member table (node id, incarnation, status, gossip + Kafka addresses) and
                     SWIM's merge rules.
 * ``metadata.py``   versioned topic records and anti-entropy range digests.
@@ -23,7 +28,8 @@ Layout (sans-IO core first, I/O at the edges):
                     suspect, dead, refute; piggybacked dissemination; anti-entropy; offset
                     replication). No sockets, no sleeps, time passed in.
 * ``simnet.py``     in-memory network with a simulated clock for tests and figures.
-* ``udp.py``        asyncio-dgram adapter driving a ``SwimNode`` with the loop's clock.
+* ``udp.py``        the UDP socket (bounded receive queue) and ``GossipDriver``, driving a
+                    ``SwimNode`` with the loop's clock; no exception ends its loops.
 * ``coordinator.py`` ``DsbsCoordinator``: the ``brokers.core.coordinator.Coordinator`` seam.
 * ``__main__.py``   the broker process (``python -m brokers.dsbs_broker``), with the server.
 """

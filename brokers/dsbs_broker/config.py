@@ -7,6 +7,9 @@ Two gossip presets:
 * ``GossipConfig.LOCAL``: fast timers for brokers on one machine (tests, the benchmark's
   single-host runs); a SIGKILLed broker is declared dead well inside 3 s.
 
+``GossipLimits`` caps what gossip input can make a broker hold or send (issue 13): a forged or
+runaway datagram must cost a bounded amount of memory and reply bytes, whatever it claims.
+
 Every knob is validated in ``__post_init__``; a bad value raises ``UserError`` naming the knob.
 """
 
@@ -105,6 +108,43 @@ GossipConfig.LOCAL = GossipConfig(
 
 
 @dataclass(frozen=True)
+class GossipLimits:
+    # Partitions one topic may have, whether created here or learned by gossip: every broker
+    # expands a record into one partition state per partition, so a forged record claiming
+    # 2**32-1 partitions must be refused, not expanded. CreateTopics beyond it: INVALID_PARTITIONS.
+    max_topic_partitions: int = 10_000
+    # Topics a broker keeps. Records of further names are dropped (counted) and CreateTopics is
+    # refused, so a flood of forged records cannot grow the table without end.
+    max_topics: int = 10_000
+    # Partitions over all topics (each costs a partition state in every Metadata view).
+    max_total_partitions: int = 200_000
+    # Node ids a broker remembers, dead ones included (they are kept so stale gossip cannot
+    # resurrect them). Updates about further ids are dropped (counted).
+    max_members: int = 4_096
+    # Datagrams waiting between the socket and the state machine while the event loop is busy;
+    # more are dropped (counted) and the kernel's socket buffer is the only queue beyond it.
+    receive_queue_packets: int = 1_024
+    # Senders whose anti-replay windows are kept; the least recently heard is forgotten first.
+    replay_senders: int = 4_096
+    # Indirect probes relayed for other members at once (PING_REQ); further requests are refused
+    # until earlier ones expire (one protocol period).
+    max_relays: int = 1_024
+    # Everything sent in answer to one datagram from a source that is not a verified member
+    # (wrong source address, or any source in insecure mode) totals at most this many times the
+    # datagram's size, so a spoofed SYNC cannot turn a broker into an amplifier.
+    reply_amplification: int = 3
+
+    def __post_init__(self) -> None:
+        for knob in ("max_topic_partitions", "max_topics", "max_total_partitions",
+                     "max_members", "receive_queue_packets", "replay_senders", "max_relays",
+                     "reply_amplification"):
+            if getattr(self, knob) < 1:
+                raise UserError(f"gossip limit {knob} must be >= 1")
+        if self.max_topic_partitions > 0x7FFFFFFF:
+            raise UserError("gossip limit max_topic_partitions must fit a Kafka int32")
+
+
+@dataclass(frozen=True)
 class DsbsConfig:
     # Address the gossip UDP socket binds to, and the address peers are told to use.
     gossip_host: str = "127.0.0.1"
@@ -130,6 +170,17 @@ class DsbsConfig:
     # Producer ids are (node_id << 40) | counter; the counter is reserved in blocks of this size
     # persisted before use, so a restart never reuses an id and costs one write per block.
     producer_id_block: int = 1000
+    # The shared cluster key: every gossip packet carries an HMAC-SHA256 tag under it, checked
+    # before anything is decoded (auth.py). Never printed (repr=False).
+    gossip_key: bytes | None = field(default=None, repr=False)
+    # Unauthenticated gossip, for experiments only: anyone who can reach the gossip port can
+    # forge membership, topics and offsets. Off by default; start() refuses a config with neither
+    # a key nor this.
+    gossip_insecure: bool = False
+    limits: GossipLimits = field(default_factory=GossipLimits)
+    # close()/abort() give the gossip tasks, the background writes and the offsets writer this
+    # long in all, then log what did not finish and return: a shutdown never hangs.
+    shutdown_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.gossip_port <= 65535:
@@ -146,6 +197,14 @@ class DsbsConfig:
             raise UserError("offset_replication_interval_s must be positive")
         if self.producer_id_block < 1:
             raise UserError("producer_id_block must be >= 1")
+        if self.gossip_key is not None:
+            from brokers.dsbs_broker.auth import check_key
+
+            check_key(self.gossip_key)
+            if self.gossip_insecure:
+                raise UserError("a gossip key and gossip_insecure exclude each other")
+        if self.shutdown_timeout_s <= 0:
+            raise UserError("shutdown_timeout_s must be positive")
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -16,12 +16,18 @@ Behaviour worth knowing:
 * A restarted coordinator serves what its file holds until the successor's newer copies arrive
   (at most one ``offset_replication_interval_s`` after it is seen alive): consumers may re-read a
   few records (at-least-once), never skip any.
+* Gossip is authenticated with the cluster key unless ``gossip_insecure`` was chosen; start()
+  refuses to run with neither. Host names in the gossip address and the seeds are resolved once
+  at start (peers are only ever told, and only ever sent to, address literals).
+* close()/abort() are bounded by ``shutdown_timeout_s``: whatever has not finished by then is
+  logged and abandoned (commits were fsynced before they were acknowledged).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -43,16 +49,19 @@ from brokers.core.errors import (
     InvalidConfig,
     InvalidPartitions,
     InvalidReplicationFactor,
+    InvalidTopic,
     TopicAlreadyExists,
+    UserError,
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.dsbs_broker import placement
-from brokers.dsbs_broker.config import DsbsConfig, parse_address
+from brokers.dsbs_broker.config import DsbsConfig, GossipLimits, parse_address
 from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.udp import GossipDriver, bind
+from brokers.dsbs_broker.udp import GossipDriver, bind, resolve
+from brokers.dsbs_broker.validation import MAX_INCARNATION, address_literal_problem
 from brokers.dsbs_broker.wire import HEADER_SIZE, TopicRecord, encode_update
 
 log = logging.getLogger("twinbench.dsbs")
@@ -122,11 +131,29 @@ class DsbsCoordinator(GroupRegistry):
         if me.node_id != self._node_id:
             raise ValueError(f"BrokerInfo is node {me.node_id}, coordinator is {self._node_id}")
         cfg = self.config
+        if cfg.gossip_key is None and not cfg.gossip_insecure:
+            raise UserError("gossip needs the cluster key (--gossip-key-file), or "
+                            "--gossip-insecure to run unauthenticated")
+        # Names are resolved once, here: peers are told (and sent to) address literals only.
+        host, _ = await resolve(cfg.gossip_host, cfg.gossip_port, what="gossip address")
+        if address_literal_problem(host) is not None:
+            raise UserError(f"gossip address {cfg.gossip_host!r} is {host}, which peers cannot "
+                            "send to; give this broker's own address")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        seeds = tuple([await resolve(*parse_address(s), family=family, what="gossip seed")
+                       for s in cfg.seeds])
         self._dir.mkdir(parents=True, exist_ok=True)
         state = self._state_file.load(self._node_id)
+        if not 0 <= state.incarnation <= MAX_INCARNATION:
+            raise UserError(f"{self._state_file.path}: incarnation {state.incarnation} is "
+                            f"outside 0..{MAX_INCARNATION}")
         # A fresh incarnation per run, persisted before we say anything: the cluster may
-        # remember us as dead at the previous one.
-        state.incarnation += 1
+        # remember us as dead at the previous one. It cannot pass the wire's maximum (gossip
+        # never accepts the maximum itself, so a refutation or a restart always fits).
+        if state.incarnation >= MAX_INCARNATION:
+            log.warning("incarnation exhausted (%d): starting at it again; peers that remember "
+                        "this broker dead at it will not see it alive", state.incarnation)
+        state.incarnation = min(state.incarnation + 1, MAX_INCARNATION)
         self._state_file.store(state)
         self._state = state
         self._persisted_incarnation = state.incarnation
@@ -134,22 +161,23 @@ class DsbsCoordinator(GroupRegistry):
         entries = await asyncio.to_thread(self._offset_log.open)
         self._writer = OffsetWriter(self._offset_log, asyncio.get_running_loop())
 
-        stream = await bind(cfg.gossip_host, cfg.gossip_port)
-        port = stream.sockname[1]
+        sock = await bind(host, cfg.gossip_port, max_queued=cfg.limits.receive_queue_packets)
+        port = sock.sockname[1]
         loop = asyncio.get_running_loop()
-        seeds = tuple(parse_address(s) for s in cfg.seeds)
         node = SwimNode(
-            cfg.gossip, node_id=self._node_id, gossip_addr=(cfg.gossip_host, port),
+            cfg.gossip, node_id=self._node_id, gossip_addr=(host, port),
             kafka_addr=(me.host, me.port), incarnation=state.incarnation, now=loop.time(),
             cluster=cfg.cluster_name, seeds=seeds, offset_replicas=cfg.offset_replicas,
             offset_replication_interval_s=cfg.offset_replication_interval_s,
+            key=cfg.gossip_key, limits=cfg.limits,
         )
         node.offsets.load(entries)
         self._node = node
-        self._driver = GossipDriver(node, stream, on_activity=self._after_io)
+        self._driver = GossipDriver(node, sock, on_activity=self._after_io)
         self._driver.start()
-        log.info("dsbs node %d gossiping on %s:%d (incarnation %d, seeds %s)", self._node_id,
-                 cfg.gossip_host, port, state.incarnation, ",".join(cfg.seeds) or "-")
+        log.info("dsbs node %d gossiping on %s:%d (incarnation %d, seeds %s, %s)",
+                 self._node_id, host, port, state.incarnation, ",".join(cfg.seeds) or "-",
+                 "authenticated" if cfg.gossip_key is not None else "INSECURE: unauthenticated")
         if node.seeds:
             deadline = loop.time() + cfg.join_timeout_s
             # The seed's SYNC answer comes last, after its member table and topic records.
@@ -172,8 +200,17 @@ class DsbsCoordinator(GroupRegistry):
         if self._closed:
             return
         self._closed = True
+        timeout = self.config.shutdown_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                await self._shutdown_steps(leave, timeout)
+        except TimeoutError:
+            log.error("dsbs node %d: shutdown did not finish within %.1fs; abandoning the rest",
+                      self._node_id, timeout)
+
+    async def _shutdown_steps(self, leave: bool, timeout: float) -> None:
         if self._driver is not None:
-            await self._driver.close(leave=leave)
+            await self._driver.close(leave=leave, timeout_s=timeout / 2)
         for t in list(self._background):
             await asyncio.gather(t, return_exceptions=True)
         async with self._io_lock:
@@ -311,9 +348,16 @@ class DsbsCoordinator(GroupRegistry):
         if rf < 1 or rf > len(live):
             raise InvalidReplicationFactor(
                 f"replication factor {replication_factor} with {len(live)} live brokers")
+        limits = self.config.limits
+        if num_partitions > limits.max_topic_partitions:
+            raise InvalidPartitions(f"{num_partitions} partitions requested; this cluster allows "
+                                    f"at most {limits.max_topic_partitions} per topic")
         ring = placement.assign_ring(name, live, num_partitions, rf)
         rec = TopicRecord(name, 1, self._node_id, num_partitions, rf, ring,
                           tuple(sorted((configs or {}).items())))
+        problem = node.topic_problem(rec)
+        if problem is not None:
+            raise _refusal(name, problem, limits)
         room = node.cfg.max_packet_bytes - HEADER_SIZE - 1 - 2
         if len(encode_update(rec)) > room:
             raise InvalidConfig(f"topic {name!r}: definition exceeds one gossip packet")
@@ -390,3 +434,19 @@ class DsbsCoordinator(GroupRegistry):
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
+
+
+def _refusal(name: str, problem: str, limits: GossipLimits) -> Exception:
+    """The CreateTopics error for a record ``SwimNode.topic_problem`` refuses."""
+    if problem == "topic_name":
+        return InvalidTopic(f"illegal topic name {name!r}")
+    if problem in ("ring", "replication_factor"):
+        return InvalidReplicationFactor(f"topic {name!r}: bad replica assignment ({problem})")
+    if problem == "topics_full":
+        return InvalidPartitions(f"topic {name!r}: this broker keeps at most {limits.max_topics} "
+                                 "topics (max_topics)")
+    if problem == "partitions_full":
+        return InvalidPartitions(f"topic {name!r}: the cluster would exceed "
+                                 f"{limits.max_total_partitions} partitions in all "
+                                 "(max_total_partitions)")
+    return InvalidPartitions(f"topic {name!r}: refused ({problem})")

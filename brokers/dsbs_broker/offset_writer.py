@@ -34,6 +34,8 @@ from brokers.dsbs_broker.wire import OffsetEntry
 
 log = logging.getLogger("twinbench.dsbs.offsets")
 
+_JOIN_TIMEOUT_S = 5.0
+
 
 @dataclass(slots=True)
 class _Job:
@@ -96,7 +98,9 @@ class OffsetWriter:
         try:
             await fut  # type: ignore[misc]
         finally:
-            await asyncio.to_thread(self._thread.join)
+            # The thread exits right after that last job; bounded all the same, so a cancelled
+            # close (shutdown_timeout_s) cannot be held up here by a thread stuck in the kernel.
+            await asyncio.to_thread(self._thread.join, _JOIN_TIMEOUT_S)
 
     # --- the thread -------------------------------------------------------------------------
     def _run(self) -> None:

@@ -2,7 +2,9 @@
 
 Time advances in fixed steps; a datagram sent during one step is delivered during the next
 (one step of latency), or lost with probability ``loss``. Nodes that are "killed" neither send
-nor receive, as after a SIGKILL. Everything is seeded, so a run is reproducible.
+nor receive, as after a SIGKILL. Everything is seeded, so a run is reproducible. Members share
+``SIM_KEY`` (authenticated gossip, as brokers run by default) unless ``key=None`` asks for
+insecure gossip.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 
 from brokers.dsbs_broker.config import GossipConfig
 from brokers.dsbs_broker.swim import Addr, SwimNode
+
+SIM_KEY = b"simnet cluster key, not a secret"  # 32 bytes
 
 
 @dataclass
@@ -33,8 +37,10 @@ class SimNet:
         seed: int = 0,
         step_s: float | None = None,
         offset_replicas: int = 2,
+        key: bytes | None = SIM_KEY,
     ) -> None:
         self.cfg = config
+        self.key = key
         self.loss = loss
         self.rng = random.Random(seed)
         self._seed = seed
@@ -63,7 +69,7 @@ class SimNet:
             kafka_addr=(self.addr(node_id)[0], 9092), incarnation=inc, now=self.now,
             seeds=tuple(self.addr(s) for s in seeds),
             rng=random.Random(self._seed * 1_000_003 + node_id * 7919 + inc),
-            offset_replicas=self.offset_replicas,
+            offset_replicas=self.offset_replicas, key=self.key,
         )
         self.nodes[node_id] = node
         self.by_addr[node.addr] = node

@@ -25,6 +25,16 @@ Protocol, per member and per period (``GossipConfig.period_s``):
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
 number, or comes from ourselves is counted under ``dropped_<reason>`` and otherwise ignored.
+
+Hostile input (issue 13). With a cluster key every datagram is authenticated before it is
+decoded (``auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
+gets through is still checked (``validation.py``) and capped (``GossipLimits``): invalid
+updates are dropped one by one, the member, topic, replay and relay tables have caps, offsets
+are taken only from live members at their own address, PING_REQ probes only members we know at
+that address, and everything sent in answer to a datagram from a source that is not a verified
+member (any source in insecure mode) is capped at ``reply_amplification`` times its size.
+Insecure brokers pad their SYNC requests to a full packet so that the capped answer still
+carries a join's member table and digest.
 """
 
 from __future__ import annotations
@@ -34,18 +44,29 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
 from brokers.dsbs_broker import placement
-from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.membership import Member, MemberTable
+from brokers.dsbs_broker.auth import Authenticator
+from brokers.dsbs_broker.config import GossipConfig, GossipLimits
+from brokers.dsbs_broker.membership import Member, MemberTable, supersedes
 from brokers.dsbs_broker.metadata import TopicStore
 from brokers.dsbs_broker.offsets import OffsetTable
+from brokers.dsbs_broker.validation import (
+    INT32_MAX,
+    MAX_INCARNATION,
+    member_problem,
+    offset_problem,
+    topic_problem,
+)
 from brokers.dsbs_broker.wire import (
+    FLAG_HMAC,
     HEADER_SIZE,
     Ack,
     Gossip,
     Header,
     MemberUpdate,
+    Message,
     Offsets,
     OffsetsAck,
+    Packet,
     Ping,
     PingReq,
     Status,
@@ -56,8 +77,10 @@ from brokers.dsbs_broker.wire import (
     chunk_offset_entries,
     cluster_tag,
     decode,
+    decode_header,
     encode_message,
     encode_offsets_raw,
+    encode_padding,
 )
 
 Addr = tuple[str, int]
@@ -66,6 +89,8 @@ Addr = tuple[str, int]
 REPLAY_WINDOW = 64
 # Digest entries per SYNC: 16 bytes each, leaving room for a member chunk in 1400 bytes.
 DIGEST_ENTRIES = 40
+# topic_problem() reasons that are about this broker's capacity, not the record itself.
+_CAPACITY = ("topics_full", "partitions_full")
 
 
 @dataclass(slots=True)
@@ -100,8 +125,17 @@ class SwimNode:
         rng: random.Random | None = None,
         offset_replicas: int = 2,
         offset_replication_interval_s: float = 0.5,
+        key: bytes | None = None,
+        limits: GossipLimits | None = None,
     ) -> None:
         self.cfg = config
+        # None: insecure (unauthenticated) gossip; the coordinator insists on an explicit choice.
+        self._auth = Authenticator(key) if key is not None else None
+        self._overhead = self._auth.overhead if self._auth is not None else 0
+        self._flags = FLAG_HMAC if self._auth is not None else 0
+        self.limits = limits or GossipLimits()
+        # Bytes we may still send in answer to the datagram being handled; None: no cap.
+        self._budget: int | None = None
         self.node_id = node_id
         self.addr = gossip_addr
         self.kafka_addr = kafka_addr
@@ -137,7 +171,9 @@ class SwimNode:
         self._next_repl = now + offset_replication_interval_s
         self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
         self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
-        self._replay: dict[int, _Replay] = {}
+        self._replay: OrderedDict[int, _Replay] = OrderedDict()  # least recently heard first
+        self._partitions = 0  # sum over topic records, kept with the store's version below
+        self._partitions_at = 0
         self._member_cursor = 0
         self._digest_cursor = 0
         self._repl_members_version = -1
@@ -164,11 +200,24 @@ class SwimNode:
         return d
 
     def add_topic(self, rec: TopicRecord, now: float) -> bool:
-        """A locally created (or changed) topic record: store it and start gossiping it."""
-        if not self.topics.apply(rec):
+        """A locally created (or changed) topic record: store it and start gossiping it. The
+        caller checks ``topic_problem`` first (a record failing it is refused here too)."""
+        if self.topic_problem(rec) is not None:
             return False
-        self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
-        return True
+        return self._store_topic(rec)
+
+    def topic_problem(self, rec: TopicRecord) -> str | None:
+        """Why ``rec`` may not be stored here (validation rules and the limits), or None."""
+        problem = topic_problem(rec, self.limits)
+        if problem is not None:
+            return problem
+        cur = self.topics.get(rec.name)
+        if cur is None and len(self.topics) >= self.limits.max_topics:
+            return "topics_full"
+        grown = rec.num_partitions - (cur.num_partitions if cur is not None else 0)
+        if grown > 0 and self._partitions_total() + grown > self.limits.max_total_partitions:
+            return "partitions_full"
+        return None
 
     def set_kafka_addr(self, addr: Addr, now: float) -> None:
         self.kafka_addr = addr
@@ -245,10 +294,8 @@ class SwimNode:
         self.counters["bytes_in"] += len(data)
         if self.leaving:
             return
-        try:
-            pkt = decode(data, limit=self.cfg.max_packet_bytes)
-        except WireError as e:
-            self._drop(e.reason)
+        pkt = self._open(data)
+        if pkt is None:
             return
         h = pkt.header
         if h.cluster_tag != self._tag:
@@ -256,6 +303,9 @@ class SwimNode:
             return
         if h.sender == self.node_id:
             self._drop("self")
+            return
+        if h.sender > INT32_MAX:
+            self._drop("invalid_node_id")
             return
         if not self._fresh(h):
             self._drop("replayed")
@@ -265,9 +315,16 @@ class SwimNode:
             if isinstance(u, MemberUpdate):
                 self._apply_member(u, now)
             else:
-                if self.topics.apply(u):
-                    self._enqueue(("t", u.name), self.topics.encoded[u.name])
-        msg = pkt.message
+                self._apply_topic(u)
+        # Answers to a source that is not a verified member are capped (no amplification).
+        verified = self._verified(h.sender, addr)
+        self._budget = None if verified else self.limits.reply_amplification * len(data)
+        try:
+            self._dispatch(pkt.message, h, addr, now)
+        finally:
+            self._budget = None
+
+    def _dispatch(self, msg: Message, h: Header, addr: Addr, now: float) -> None:
         if isinstance(msg, Ping):
             if msg.target != self.node_id:
                 self._drop("misdirected")  # a restarted process now holds that address
@@ -282,6 +339,15 @@ class SwimNode:
             else:
                 self.counters["late_acks"] += 1
         elif isinstance(msg, PingReq):
+            # Probe only a member we know at that address: otherwise anyone could make us send
+            # datagrams to any address (reflection). Relays expire after a period; capped.
+            t = self.members.get(msg.target)
+            if t is None or not t.live or t.gossip_addr != (msg.host, msg.port):
+                self._drop("ping_req_unknown_target")
+                return
+            if len(self._relays) >= self.limits.max_relays:
+                self._drop("relays_full")
+                return
             seq = self._next_seq()
             self._relays[seq] = (addr, msg.seq, now + self.cfg.period_s)
             self._send((msg.host, msg.port), encode_message(Ping(seq, msg.target)))
@@ -290,6 +356,15 @@ class SwimNode:
                 self.counters["sync_replies_in"] += 1
             self._on_sync(msg, addr)
         elif isinstance(msg, Offsets):
+            m = self.members.get(h.sender)
+            if m is None or not m.live or m.gossip_addr != addr:
+                self._drop("offsets_from_non_member")
+                return
+            for e in msg.entries:
+                problem = offset_problem(e)
+                if problem is not None:
+                    self._drop(f"invalid_{problem}")  # unacknowledged: a sender bug, not loss
+                    return
             self.offsets.merge(msg.entries)
             self._send(addr, encode_message(OffsetsAck(msg.batch)), piggyback=False)
         elif isinstance(msg, OffsetsAck):
@@ -308,6 +383,9 @@ class SwimNode:
         if u.node_id == self.node_id:
             if self.leaving:
                 return
+            if u.incarnation >= MAX_INCARNATION:
+                self._drop("invalid_incarnation")  # our refutation would not fit the wire
+                return
             if (u.status != Status.ALIVE and u.incarnation >= self.incarnation) or (
                 u.status == Status.ALIVE and u.incarnation > self.incarnation
             ):
@@ -317,9 +395,17 @@ class SwimNode:
                 self.counters["refutations"] += 1
                 self._announce(now)
             return
-        m = self.members.apply(u, now)
-        if m is None:
+        cur = self.members.get(u.node_id)
+        if cur is not None and not supersedes(u, cur.state):
+            return  # old news, the common case: no checks needed
+        problem = member_problem(u)
+        if problem is not None:
+            self._drop(f"invalid_{problem}")
             return
+        if cur is None and len(self.members) >= self.limits.max_members:
+            self._drop("members_full")
+            return
+        m = self.members.set(u, now)
         self._enqueue(("m", u.node_id), m.encoded)
         if u.status == Status.SUSPECT:
             n = self.members.live_count()
@@ -430,20 +516,41 @@ class SwimNode:
                 break
             self._send(m.gossip_addr, encode_message(Gossip()))
 
+    def _room(self, message_len: int) -> int:
+        """Bytes left for updates in a packet carrying a message of ``message_len`` bytes,
+        within the packet size and any reply cap (negative: the message alone does not fit)."""
+        size = self.cfg.max_packet_bytes
+        if self._budget is not None:
+            size = min(size, self._budget)
+        return size - self._overhead - HEADER_SIZE - message_len - 2
+
     def _send(
         self, addr: Addr, message: bytes, extra: list[bytes] | None = None, *,
-        piggyback: bool = True,
-    ) -> None:
+        piggyback: bool = True, pad: bool = False,
+    ) -> bool:
+        """Queue one datagram; False (counted) if a reply cap leaves no room for it."""
         extra = extra or []
-        limit = self.cfg.max_packet_bytes
-        room = limit - HEADER_SIZE - len(message) - 2 - sum(len(e) for e in extra)
+        room = self._room(len(message)) - sum(len(e) for e in extra)
+        if room < 0:
+            self.counters["replies_capped"] += 1
+            return False
         ups = extra + (self._pick(room) if piggyback else [])
+        if pad:
+            fill = room - sum(len(u) for u in ups[len(extra):])
+            if fill >= 3:
+                ups.append(encode_padding(fill))
         self._pseq = (self._pseq + 1) & 0xFFFFFFFF
         header = Header(self._tag, self.node_id, self.boot, self._pseq)
-        data, _ = assemble(header, message, ups, limit=limit)
+        data, _ = assemble(header, message, ups, limit=self.cfg.max_packet_bytes - self._overhead,
+                           flags=self._flags)
+        if self._auth is not None:
+            data = self._auth.sign(data)
+        if self._budget is not None:
+            self._budget -= len(data)
         self.outbox.append((addr, data))
         self.counters["packets_out"] += 1
         self.counters["bytes_out"] += len(data)
+        return True
 
     # --- anti-entropy -----------------------------------------------------------------------
     def _member_chunk(self, room: int, *, everything: bool = False) -> list[list[bytes]]:
@@ -492,22 +599,30 @@ class SwimNode:
                 hi = rng_hi
                 entries = [e for e in entries if e.name_hash <= hi]
         msg = encode_message(Sync(reply, join, lo, hi, tuple(entries)))
-        room = self.cfg.max_packet_bytes - HEADER_SIZE - len(msg) - 2
-        chunk = self._member_chunk(room)[0]
-        self._send(addr, msg, chunk, piggyback=False)
+        room = self._room(len(msg))
+        chunk = self._member_chunk(room)[0] if room > 0 else []
+        # Insecure: a full-size request earns a reply cap (a multiple of its size) that still
+        # holds a join's answer; with a key, members' answers are not capped.
+        self._send(addr, msg, chunk, piggyback=False, pad=reply and self._auth is None)
 
     def _on_sync(self, msg: Sync, addr: Addr) -> None:
         gossip = encode_message(Gossip())
-        room = self.cfg.max_packet_bytes - HEADER_SIZE - len(gossip) - 2
         budget = self.cfg.join_reply_packets
-        if msg.join:
+        # Under a reply cap, keep a packet's worth for our SYNC answer, which comes last.
+        reserve = 0
+        if self._budget is not None and msg.reply:
+            reserve = min(self._budget, self.cfg.max_packet_bytes)
+            self._budget -= reserve
+        room = self._room(len(gossip))
+        if msg.join and room > 0:
             for chunk in self._member_chunk(room, everything=True):
-                self._send(addr, gossip, chunk, piggyback=False)
+                if not self._send(addr, gossip, chunk, piggyback=False):
+                    break
                 budget -= 1
         # Push the records the sender lacks or has older, within its digest's range.
         missing = [self.topics.encoded[n] for n in self.topics.missing_from(msg.lo, msg.hi,
                                                                              msg.digest)]
-        while missing and budget > 0:
+        while missing and budget > 0 and (room := self._room(len(gossip))) > 0:
             batch, used = [], 0
             while missing and used + len(missing[0]) <= room:
                 used += len(missing[0])
@@ -517,6 +632,8 @@ class SwimNode:
                 continue
             self._send(addr, gossip, batch, piggyback=False)
             budget -= 1
+        if self._budget is not None:
+            self._budget += reserve
         if msg.reply:
             # Our digest over the same range lets the sender push what we lack.
             self._send_sync(addr, reply=False, join=False, rng_lo=msg.lo, rng_hi=msg.hi)
@@ -544,7 +661,7 @@ class SwimNode:
                 t.dirty.pop(peer, None)  # re-offered when it comes back (membership change)
                 continue
             entries = t.take_dirty(peer)
-            room = self.cfg.max_packet_bytes - HEADER_SIZE - 1 - 4 - 2 - 2
+            room = self._room(1 + 4 + 2)
             for chunk in chunk_offset_entries(entries, room=room):
                 keys = [(e.group, e.topic, e.partition) for e, _ in chunk]
                 batch = t.new_batch(peer, now, keys)
@@ -565,8 +682,13 @@ class SwimNode:
             # lower incarnation and must still be heard, to refute its own death.
             if r is not None:
                 self.counters["peer_restarts_seen"] += 1
+            elif len(self._replay) >= self.limits.replay_senders:
+                self._replay.popitem(last=False)  # forget the least recently heard sender
+                self.counters["replay_windows_evicted"] += 1
             self._replay[h.sender] = _Replay(h.boot, h.seq, 1)
+            self._replay.move_to_end(h.sender)
             return True
+        self._replay.move_to_end(h.sender)
         if h.seq > r.top:
             shift = h.seq - r.top
             r.mask = ((r.mask << shift) | 1) & ((1 << REPLAY_WINDOW) - 1) if shift < 64 else 1
@@ -577,3 +699,63 @@ class SwimNode:
             return False
         r.mask |= 1 << back
         return True
+
+    # --- hostile input (issue 13) -----------------------------------------------------------
+    def _open(self, data: bytes) -> Packet | None:
+        """Size, header, then the tag (with a key), then decode; None (counted) for junk."""
+        limit = self.cfg.max_packet_bytes
+        try:
+            if self._auth is None:
+                return decode(data, limit=limit)
+            if len(data) > limit:
+                raise WireError("oversized")  # never hashed, whatever its size
+            body = self._auth.verify(data)
+            if body is None:
+                # Junk is counted by kind (a valid packet does not pay for this check twice);
+                # a well-formed header without a valid tag is unauthenticated.
+                try:
+                    decode_header(data, limit=limit, flags=FLAG_HMAC)
+                except WireError as e:
+                    if e.reason != "bad_flags":
+                        raise
+                self._drop("unauthenticated")
+                return None
+            return decode(body, limit=limit - self._overhead, flags=FLAG_HMAC)
+        except WireError as e:
+            self._drop(e.reason)
+            return None
+
+    def _verified(self, sender: int, addr: Addr) -> bool:
+        """Is ``addr`` the gossip address of ``sender``, a live member, as an authenticated
+        packet told us? Only then may answers exceed the reply cap."""
+        if self._auth is None:
+            return False
+        m = self.members.get(sender)
+        return m is not None and m.live and m.gossip_addr == addr
+
+    def _apply_topic(self, rec: TopicRecord) -> None:
+        if self.topics.get(rec.name) == rec:
+            return  # heard again, the common case
+        problem = self.topic_problem(rec)
+        if problem is not None:
+            self._drop(problem if problem in _CAPACITY else f"invalid_{problem}")
+            return
+        self._store_topic(rec)
+
+    def _store_topic(self, rec: TopicRecord) -> bool:
+        total = self._partitions_total()
+        cur = self.topics.get(rec.name)
+        if not self.topics.apply(rec):
+            return False
+        self._partitions = (total - (cur.num_partitions if cur is not None else 0)
+                            + rec.num_partitions)
+        self._partitions_at = self.topics.version
+        self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
+        return True
+
+    def _partitions_total(self) -> int:
+        # Recounted only if the store changed behind our back (its version moved).
+        if self._partitions_at != self.topics.version:
+            self._partitions = sum(r.num_partitions for r in self.topics.records.values())
+            self._partitions_at = self.topics.version
+        return self._partitions

@@ -7,8 +7,10 @@ Layout of every datagram (big-endian)::
     message  type u8 | type-specific body
     updates  count u16 | count x (tag u8 | body)      -- piggybacked gossip
 
-``flags`` must be 0 today. Bit 0 is reserved for authenticated gossip (a later issue): the packet
-will then end in an HMAC over everything before it, verified before ``decode`` parses anything.
+``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
+everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
+receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
+brokers pad SYNC requests so that a reply capped at a multiple of the request's size still fits.
 
 Every failure to parse raises ``WireError`` (with a short ``reason`` used for drop counters),
 never anything else: junk from the network must not be able to crash a broker. No object
@@ -29,7 +31,7 @@ from brokers.dsbs_broker.config import MAX_PACKET_BYTES
 
 MAGIC = 0xD5B5
 VERSION = 1
-FLAG_HMAC = 0x01  # reserved: set once authenticated gossip exists; rejected until then
+FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 
 _HEADER = struct.Struct(">HBBIIII")
 HEADER_SIZE = _HEADER.size
@@ -77,6 +79,7 @@ class Status(IntEnum):
 class UpdateTag(IntEnum):
     MEMBER = 1
     TOPIC = 2
+    PAD = 3  # u16 length + that many bytes, ignored (see the module docstring)
 
 
 # --- payload records -------------------------------------------------------------------------
@@ -285,8 +288,13 @@ def encode_message(m: Message) -> bytes:
     raise TypeError(f"not a gossip message: {m!r}")
 
 
-def encode_header(h: Header) -> bytes:
-    return _HEADER.pack(MAGIC, VERSION, 0, h.cluster_tag, h.sender, h.boot, h.seq)
+def encode_header(h: Header, flags: int = 0) -> bytes:
+    return _HEADER.pack(MAGIC, VERSION, flags, h.cluster_tag, h.sender, h.boot, h.seq)
+
+
+def encode_padding(n: int) -> bytes:
+    """A PAD entry of exactly ``n`` bytes (n >= 3) for the updates section."""
+    return _U8.pack(UpdateTag.PAD) + _U16.pack(n - 3) + bytes(n - 3)
 
 
 def assemble(
@@ -295,13 +303,14 @@ def assemble(
     updates: Iterable[bytes] = (),
     *,
     limit: int = MAX_PACKET_BYTES,
+    flags: int = 0,
 ) -> tuple[bytes, int]:
     """Header + encoded message + as many pre-encoded updates as fit within ``limit``.
 
     Returns (datagram, number of updates included). Updates are taken in order and packing
     stops at the first that does not fit, so callers control priority by ordering.
     """
-    head = encode_header(header) + message
+    head = encode_header(header, flags) + message
     room = limit - len(head) - 2
     if room < 0:
         raise ValueError("message alone exceeds the packet limit")
@@ -382,7 +391,7 @@ class _Reader:
 # Member updates repeat verbatim across packets (every member relays the same few), so decoded
 # ones are memoised by their bytes; bounded, cleared when full.
 _MEMBER_CACHE: dict[bytes, MemberUpdate] = {}
-_MEMBER_CACHE_MAX = 50_000
+_MEMBER_CACHE_MAX = 8_192  # ~600 bytes each at most: a flood of distinct ones stays ~5 MB
 _STATUSES = tuple(Status)
 
 
@@ -429,7 +438,7 @@ def decode_member_reference(r: _Reader) -> MemberUpdate:
     return MemberUpdate(node_id, inc, Status(status), gh, gp, kh, kp)
 
 
-def _decode_update(r: _Reader) -> Update:
+def _decode_update(r: _Reader) -> Update | None:
     tag = r.u8()
     if tag == UpdateTag.MEMBER:
         return _decode_member_fast(r)
@@ -447,6 +456,9 @@ def _decode_update(r: _Reader) -> Update:
                 raise WireError("malformed", "null topic config")
             configs.append((k, v))
         return TopicRecord(name, version, creator, nparts, rf, ring, tuple(configs))
+    if tag == UpdateTag.PAD:
+        r.take(r.u16())
+        return None
     raise WireError("malformed", f"update tag {tag}")
 
 
@@ -485,30 +497,33 @@ def _decode_message(r: _Reader) -> Message:
     raise WireError("malformed", f"message type {t}")
 
 
-def decode_header(data: bytes, *, limit: int = MAX_PACKET_BYTES) -> Header:
-    """Check size, magic, version and flags; cheap, so junk is rejected before real parsing."""
+def decode_header(data: bytes, *, limit: int = MAX_PACKET_BYTES, flags: int = 0) -> Header:
+    """Check size, magic, version and flags (must equal ``flags``); cheap, so junk is rejected
+    before real parsing."""
     if len(data) > limit:
         raise WireError("oversized", f"{len(data)} bytes")
     if len(data) < HEADER_SIZE:
         raise WireError("truncated", f"{len(data)} bytes")
-    magic, version, flags, tag, sender, boot, seq = _HEADER.unpack_from(data)
+    magic, version, got, tag, sender, boot, seq = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise WireError("bad_magic")
     if version != VERSION:
         raise WireError("bad_version", str(version))
-    if flags:
-        raise WireError("bad_flags", str(flags))
+    if got != flags:
+        raise WireError("bad_flags", str(got))
     return Header(tag, sender, boot, seq)
 
 
-def decode(data: bytes, *, limit: int = MAX_PACKET_BYTES) -> Packet:
-    """Parse one datagram; raises only WireError."""
+def decode(data: bytes, *, limit: int = MAX_PACKET_BYTES, flags: int = 0) -> Packet:
+    """Parse one datagram (its tag already checked and stripped if ``flags`` has FLAG_HMAC);
+    raises only WireError."""
     try:
-        header = decode_header(data, limit=limit)
+        header = decode_header(data, limit=limit, flags=flags)
         r = _Reader(bytes(data))
         r.pos = HEADER_SIZE
         message = _decode_message(r)
-        updates = tuple(_decode_update(r) for _ in range(r.count(1)))
+        decoded = [_decode_update(r) for _ in range(r.count(1))]
+        updates = tuple(u for u in decoded if u is not None)
         if r.pos != len(r.buf):
             raise WireError("trailing", f"{len(r.buf) - r.pos} bytes")
         return Packet(header, message, updates)

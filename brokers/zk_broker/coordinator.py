@@ -580,6 +580,10 @@ class ZkCoordinator:
                 stat = await b.call("exists", path)
                 if stat is not None and stat.ephemeralOwner == session:
                     return
+            except (BridgeTimeout, ConnectionLoss):
+                # A slow or briefly unreachable ZooKeeper (busy expiring sessions, a loaded
+                # host): ask again until the deadline rather than fail the broker's start.
+                pass
             if time.monotonic() > deadline:
                 raise UserError(
                     f"broker id {self._node_id} is registered in ZooKeeper by another live "

@@ -86,11 +86,15 @@ def _sum_delta(before: dict[int, dict[str, float]], after: dict[int, dict[str, f
     for node, counters in after.items():
         if key in counters:
             seen = True
-            total += counters[key] - before.get(node, {}).get(key, 0.0)
+            step = counters[key] - before.get(node, {}).get(key, 0.0)
+            if step < 0:
+                return None  # the broker restarted and its counters began again
+            total += step
     return round(total) if seen else None
 
 
 def _cpu_delta(before: dict[str, float], after: dict[str, float], prefix: str) -> float | None:
+    # Keys carry the PID: a process that is new since `before` makes the delta unknowable.
     values = [after[k] - before.get(k, math.nan) for k in after if k.startswith(prefix)]
     if not values or any(math.isnan(v) for v in values):
         return None
@@ -101,6 +105,8 @@ def delta(arch: str, before: Reading, after: Reading) -> Delta:
     zk_requests = None
     if before.zk is not None and after.zk is not None:
         zk_requests = after.zk["zk_packets_received"] - before.zk["zk_packets_received"]
+        if zk_requests < 0:
+            zk_requests = None  # a server restarted (a fault session): its counters began again
     gossip = ops = None
     if before.coordinator is not None and after.coordinator is not None:
         if arch == "dsbs":

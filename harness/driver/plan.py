@@ -5,7 +5,9 @@
   (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
 * A **cell** is one (table, message size, batch) point of a grid.
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
-  consumers, verification, one set of rows.
+  consumers, verification, one set of rows. A fault workload's sessions are one per fault case
+  instead of per scenario (scenario ``faults``); a case that acts on ZooKeeper has no session
+  on dsbs.
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.workload import Workload
+from harness.workload import FaultCase, Workload
 from workloads.consumer import CommitPolicy
 
 
@@ -59,8 +61,10 @@ class Session:
     cell: Cell
     # 1-based, as in the paper.
     try_no: int
-    # split | streaming
+    # split | streaming | faults
     scenario: str
+    # The fault case a faults session runs (None otherwise).
+    case: FaultCase | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,15 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
         for cell in grid:
             for try_no in range(1, workload.tries + 1):
                 order = group if try_no % 2 else group[::-1]
+                if workload.faults is not None:
+                    for case in workload.faults.cases:
+                        # Named after the case, so no two cases' rows share a key anywhere
+                        # in the run log (records.csv has no case column).
+                        case_cell = Cell(case.name, cell.msg_size, cell.batch)
+                        current.extend(Session(side, case_cell, try_no, "faults", case)
+                                       for side in order
+                                       if side.arch == "zk" or not case.zk_only)
+                    continue
                 for scenario in workload.scenarios:
                     current.extend(Session(side, cell, try_no, scenario) for side in order)
                 if workload.restart == "try":

@@ -40,6 +40,7 @@ from brokers.core.errors import KafkaError, UserError
 from harness import runlog
 from harness.cluster import Cluster, ClusterSpec
 from harness.driver import counters, placement, plan, rows
+from harness.driver.faults import run_fault_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
 from harness.workload import LoadedWorkload
@@ -134,6 +135,8 @@ class _Run:
             flush=wl.flush,
             metadata_check=metadata_check,
             gossip_preset=wl.gossip_preset,
+            zk_session_timeout_ms=wl.zk_session_timeout_ms,
+            network=wl.network,
         )
 
     def start_cluster(self, arch: str, metadata_check: str) -> Cluster:
@@ -160,9 +163,11 @@ class _Run:
             "brokers": wl.brokers,
             "partitions": wl.partitions,
             "start_seconds": round(cluster.start_seconds, 3),
+            "network": wl.network,
         }
         if arch == "zk":
             cluster_info["zk_nodes"] = wl.zk_nodes
+            cluster_info["zk_session_timeout_ms"] = wl.zk_session_timeout_ms
         else:
             cluster_info["gossip_preset"] = wl.gossip_preset
         zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
@@ -224,8 +229,13 @@ class _Run:
         tags = [arch] if len(self.arches) > 1 else []
         tags += [s.side.label] if s.side.label else []
         side = f"[{' '.join(tags)}] " if tags else ""
-        self.progress.current(f"{side}{s.cell.cell_id} {s.scenario} try {s.try_no}")
+        what = s.case.name if s.case is not None else s.scenario
+        self.progress.current(f"{side}{s.cell.cell_id} {what} try {s.try_no}")
         topic = f"{self.name_prefix}-{self.session_no}"
+        if s.case is not None:
+            await self.run_fault(cluster, clients, s, log, topic)
+            self.progress.advance()
+            return
         try:
             await clients.admin.create_topic(topic, self.workload.partitions)
             before = counters.read(cluster)
@@ -269,6 +279,59 @@ class _Run:
                         f"{self.workload.consumer_timeout_s:g}")
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
+
+    async def run_fault(self, cluster: Cluster, clients: Clients, s: plan.Session,
+                        log: runlog.RunLog, topic: str) -> None:
+        """A fault session; the cluster is made whole again afterwards, whatever happened."""
+        assert s.case is not None
+        arch = s.side.arch
+        try:
+            await clients.admin.create_topic(topic, self.workload.partitions)
+            before = counters.read(cluster)
+            outcome = await run_fault_session(cluster, clients, self.workload, s.cell, s.case,
+                                              s.side.offset_commit, topic, f"{topic}-group")
+            after = counters.read(cluster)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError, UserError) as exc:
+            self.outcome.incomplete = True
+            msg = (f"{s.cell.cell_id} {s.case.name} try {s.try_no}: could not run: "
+                   f"{type(exc).__name__}: {exc}")
+            self.outcome.errors.append(msg)
+            print(f"twinbench: error: {msg}", file=sys.stderr)
+            return
+        finally:
+            try:
+                await asyncio.to_thread(cluster.repair)
+            except UserError as exc:
+                raise ClusterDied(f"could not repair the {arch} cluster after "
+                                  f"{s.case.name}: {exc}") from exc
+        result = outcome.result
+        self.timed_s += result.timed_s(s.scenario)
+        run_id = log.run_id
+        rec = rows.record_rows(run_id, arch, s, result)
+        log.add_records(rec)
+        coord = rows.coordination_row(run_id, arch, s, result,
+                                      counters.delta(arch, before, after))
+        log.add_coordination(coord)
+        self.coordination[s.side.index].append(coord)
+        log.add_latency(rows.latency_entries(run_id, s, result))
+        fault, events, timeline = rows.fault_rows(run_id, arch, s, outcome)
+        log.add_rows("faults.csv", [fault])
+        log.add_rows("fault_events.csv", events)
+        log.add_rows("timeline.csv", timeline)
+        self.records[s.side.index].extend(rec)
+        if fault["status"] == "failed":
+            log.mark_failed(s.cell.cell_id)
+            failed = self.outcome.failed_cells.setdefault(arch, [])
+            cell = f"{s.cell.cell_id}/{s.case.name}"
+            if cell not in failed:
+                failed.append(cell)
+            print(f"twinbench: FAILED: DATA LOSS in {cell} try {s.try_no}: "
+                  f"lost={fault['lost']} (acked {fault['acked']}, consumed "
+                  f"{fault['consumed']})", file=sys.stderr)
+        if any(e.result != "ok" for e in outcome.events):
+            bad = "; ".join(f"{e.action} {e.target}: {e.result}" for e in outcome.events
+                            if e.result != "ok")
+            self.progress.note(f"[yellow]{s.case.name} try {s.try_no}: {bad}[/]")
 
     # --- the end ---------------------------------------------------------------------------
     def finish(self) -> None:

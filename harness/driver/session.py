@@ -27,12 +27,26 @@ from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.workload import Workload
 from workloads.cluster import Cluster as ClientCluster
+from workloads.cluster import ClusterConfig
+from workloads.connection import ConnectionConfig
 from workloads.consumer import Consumer, ConsumerResult
 from workloads.latency import LatencyRecorder
 from workloads.producer import Producer, ProducerResult
 from workloads.verify import Verifier, VerifyReport
 
 T = TypeVar("T")
+
+
+def client_config(bootstrap: str, workload: Workload) -> ClusterConfig:
+    """The load client's settings. Under faults the client behaves like a patient Kafka
+    client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
+    seconds, so an outage shows as a gap in the timeline rather than ending the session."""
+    if workload.faults is None:
+        return ClusterConfig(bootstrap=tuple(bootstrap.split(",")))
+    return ClusterConfig(
+        bootstrap=tuple(bootstrap.split(",")),
+        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0),
+        retries=1_000_000, retry_backoff_ms=20, retry_backoff_max_ms=250)
 
 
 @dataclass
@@ -45,10 +59,13 @@ class Clients:
 
     @classmethod
     async def open(cls, bootstrap: str, workload: Workload) -> Clients:
-        admin = await ClientCluster.open(bootstrap)
+        config = client_config(bootstrap, workload)
+        admin = await ClientCluster.open(bootstrap, config)
         try:
-            producers = [await ClientCluster.open(bootstrap) for _ in range(workload.producers)]
-            consumers = [await ClientCluster.open(bootstrap) for _ in range(workload.consumers)]
+            producers = [await ClientCluster.open(bootstrap, config)
+                         for _ in range(workload.producers)]
+            consumers = [await ClientCluster.open(bootstrap, config)
+                         for _ in range(workload.consumers)]
         except BaseException:
             await admin.close()
             raise
@@ -98,7 +115,7 @@ class SessionResult:
         return r.lost > 0 or r.out_of_order > 0 or r.corrupt_batches > 0
 
 
-async def _timed(aw: Awaitable[T]) -> tuple[T, float]:
+async def timed(aw: Awaitable[T]) -> tuple[T, float]:
     result = await aw
     return result, time.perf_counter()
 
@@ -110,7 +127,7 @@ def _merge(name: str, recorders: list[LatencyRecorder]) -> LatencyRecorder:
     return out
 
 
-def _production(results: list[tuple[ProducerResult, float]]) -> RoleResult:
+def production_role(results: list[tuple[ProducerResult, float]]) -> RoleResult:
     start = min(r.t_start for r, _ in results)
     end = max(t for _, t in results)
     return RoleResult(
@@ -124,7 +141,7 @@ def _production(results: list[tuple[ProducerResult, float]]) -> RoleResult:
     )
 
 
-def _consumption(results: list[ConsumerResult]) -> RoleResult:
+def consumption_role(results: list[ConsumerResult]) -> RoleResult:
     start = min(r.t_start for r in results)
     # wall_s of a consumer ends at its last record (its final commit is not consumption).
     end = max(r.t_start + r.wall_s for r in results)
@@ -175,7 +192,7 @@ async def run_session(
     ]
     deadline = wl.consumer_timeout_s
     if scenario == "split":
-        prod = await asyncio.gather(*(_timed(p.run(n)) for p, n in zip(producers, counts,
+        prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
                                                                         strict=True)))
         acked: dict[int, int] = {}
         for r, _ in prod:
@@ -191,7 +208,7 @@ async def run_session(
             for p, k in plan.planned_per_partition(n, parts, cell.batch).items():
                 planned[p] = planned.get(p, 0) + k
         both = await asyncio.gather(
-            *(_timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
+            *(timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
             *(
                 c.run(expected=sum(planned.get(p, 0) for p in cparts[j]), deadline_s=deadline)
                 for j, c in enumerate(consumers)
@@ -204,8 +221,8 @@ async def run_session(
     for r, _ in prod:
         verifier.expect(r.producer_id, r.acked)
     return SessionResult(
-        production=_production(list(prod)),
-        consumption=_consumption(list(cons)),
+        production=production_role(list(prod)),
+        consumption=consumption_role(list(cons)),
         report=verifier.report(),
         messages=sum(r.records_sent for r, _ in prod),
         timed_out=any(c.timed_out for c in cons),

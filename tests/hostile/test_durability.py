@@ -62,8 +62,9 @@ def broker_argv(arch: str, data_dir: Path, flush: str, zk_connect: str | None) -
     if arch == "zk":
         return [sys.executable, "-m", "brokers.zk_broker", "--node-id", "0", *common,
                 "--zookeeper", str(zk_connect)]
+    # A lone node: no peer to authenticate, so unauthenticated gossip on loopback is harmless.
     return [sys.executable, "-m", "brokers.dsbs_broker", "--node-id", "0", *common,
-            "--gossip", "127.0.0.1:0"]
+            "--gossip", "127.0.0.1:0", "--gossip-insecure"]
 
 
 class Node:

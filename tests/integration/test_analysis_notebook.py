@@ -1,4 +1,5 @@
-"""notebooks/figures.ipynb runs top to bottom, unedited, on the fixture runs."""
+"""notebooks/figures.ipynb runs top to bottom, unedited, on the fixture runs plus synthetic
+fault runs (format 2)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from spark_analysis import synth
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,9 +21,18 @@ FIXTURES = REPO / "tests" / "fixtures" / "runs"
 def test_notebook_regenerates_every_figure(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "report"
-    # The kernel inherits the environment: point the notebook at the fixtures, a scratch
-    # report directory and one core.
-    monkeypatch.setenv("TWINBENCH_RUNS", str(FIXTURES))
+    # Fault sessions (format 2) beside the format-1 fixtures, for fig16 and fig17.
+    faults = tmp_path / "fault-runs"
+    for arch, index in (("zk", 7), ("dsbs", 8)):
+        synth.write_fault_run(faults, arch=arch, index=index, tries=2)
+    runs = os.pathsep.join([str(FIXTURES), str(faults)])
+    # The kernel inherits the environment: point the notebook at the runs, a scratch report
+    # directory and one core.
+    monkeypatch.setenv("TWINBENCH_RUNS", runs)
+    # The kernel must import this checkout's spark_analysis (not whichever checkout the
+    # virtualenv was installed from): its working directory is notebooks/, not the root.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p))
     monkeypatch.setenv("TWINBENCH_REPORT", str(out))
     monkeypatch.setenv("TWINBENCH_SPARK_MASTER", "local[1]")
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
@@ -35,10 +47,12 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
         "fig07-consumption-kbps-split", "fig08-consumption-kbps-streaming",
         "fig09-production-rps-batch-split", "fig10-production-rps-batch-streaming",
         "fig11-consumption-rps-batch-split", "fig12-consumption-rps-batch-streaming",
-        "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost"])
+        "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost",
+        "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
+        "fig17-fault-summary"])
     assert all((out / f"{n}.svg").is_file() for n in names)
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == len(names)
-    assert (out / "report.md").is_file()
-    assert os.environ["TWINBENCH_RUNS"] == str(FIXTURES)
+    assert "## Faults" in (out / "report.md").read_text()
+    assert os.environ["TWINBENCH_RUNS"] == runs

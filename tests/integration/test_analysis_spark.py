@@ -230,3 +230,153 @@ def test_regression_detects_a_moved_ratio(spark: SparkSession, tmp_path: Path) -
     ok, text = rerun(1.5)
     assert not ok
     assert text.count("REGRESSION") == 4  # the 16 B cell in both scenarios and roles
+
+
+# --- format 2: fault sessions -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fault_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The format-1 fixtures plus a ZooKeeper and a DSBS run of a fault workload (format 2,
+    synth.fault_fixture_value's numbers, three tries), whose records.csv rows have scenario
+    `faults`."""
+    root = tmp_path_factory.mktemp("fault-runs")
+    shutil.copytree(FIXTURES, root, dirs_exist_ok=True)
+    for arch, index in (("zk", 7), ("dsbs", 8)):
+        synth.write_fault_run(root, arch=arch, index=index, tries=3, hour=20)
+    return root
+
+
+@pytest.fixture(scope="module")
+def fault_analysis(spark: SparkSession, fault_runs: Path) -> job.Analysis:
+    return job.compute(spark, [fault_runs])
+
+
+def test_faults_scenario_leaks_into_no_paper_table(analysis: job.Analysis,
+                                                   fault_analysis: job.Analysis) -> None:
+    """Adding fault runs (records, coordination and latency rows of scenario `faults`) changes
+    none of the paper's tables: not the appendix, the comparison (so not the regression or
+    fig01-fig13), the A/A noise floor, latency, latency distribution (fig14) or coordination
+    cost (fig15)."""
+    before, after = analysis, fault_analysis
+    assert len(after.runs) == 8 and after.input_rows == before.input_rows
+    assert after.max_try == before.max_try
+    for name in ("cell_stats", "tries", "comparison", "aa", "noise", "latency",
+                 "latency_distribution", "coordination"):
+        a, b = getattr(before, name), getattr(after, name)
+        sort = [c for c in a.columns if a[c].dtype != float][:12]
+        pd.testing.assert_frame_equal(a.sort_values(sort).reset_index(drop=True),
+                                      b.sort_values(sort).reset_index(drop=True),
+                                      check_dtype=False, obj=name)
+    assert before.appendix.keys() == after.appendix.keys()
+    for name, table in before.appendix.items():
+        pd.testing.assert_frame_equal(table, after.appendix[name], obj=name)
+    assert set(after.cell_stats["scenario"]) == {"split", "streaming"}
+    assert "faults" not in set(after.comparison["workload"])
+
+
+def test_fault_tables_by_hand(fault_analysis: job.Analysis) -> None:
+    f = fault_analysis.faults
+    assert len(f.sessions) == 3 * 3 + 3 * 2  # zk: three cases, dsbs: two (no stop-zookeeper)
+    det = row(f.stats, case="kill-leader", arch="zk", metric="detection_s")
+    half = 4.302652729749464 * 0.5 / math.sqrt(3)  # t(0.975, 2) x sd / sqrt(n): 1.0, 1.5, 2.0
+    assert (det["n"], det["mean"], det["sd"]) == (3, pytest.approx(1.5), pytest.approx(0.5))
+    assert (det["ci_lo"], det["ci_hi"]) == (pytest.approx(1.5 - half), pytest.approx(1.5 + half))
+    gap = row(f.comparison, case="pause-broker", metric="produce_gap_s")
+    # outage 3.0 s + detection: ZK 4.0, 4.5, 5.0; DSBS 5.0, 6.0, 7.0.
+    assert (gap["zk_mean"], gap["dsbs_mean"]) == (pytest.approx(4.5), pytest.approx(6.0))
+    assert gap["ratio"] == pytest.approx(6.0 / 4.5)
+    zk_only = row(f.comparison, case="stop-zookeeper", metric="rejoin_s")
+    assert (zk_only["zk_n"], zk_only["dsbs_sessions"]) == (3, 0)
+    assert row(f.stats, case="stop-zookeeper", arch="zk", metric="detection_s")["n"] == 0
+    out = row(f.outcomes, case="kill-leader", arch="dsbs")
+    assert (out["sessions"], out["lost"], out["status"]) == (3, 0, "ok")
+    assert out["hit_coordinator"] == 3 and out["acked"] == out["consumed"]
+    # The timeline: 100 buckets of 0.1 s per session, policies joined from faults.csv.
+    tl = f.timeline
+    assert len(tl) == 15 * 100
+    assert set(tl["offset_commit"]) == {"every_fetch"}
+    ev = f.events
+    assert len(ev) == 15 * 2 and set(ev["action"]) >= {"kill", "restart", "stop-zookeeper"}
+
+
+def test_a_lost_record_fails_the_case_visibly(spark: SparkSession, tmp_path: Path) -> None:
+    def value(arch: str, case: synth.FaultCase, try_: int) -> dict[str, float | int | None]:
+        v = synth.fault_fixture_value(arch, case, try_)
+        if arch == "dsbs" and case.name == "kill-leader" and try_ == 2:
+            v["lost"] = 7
+        return v
+
+    for arch, index in (("zk", 1), ("dsbs", 2)):
+        synth.write_fault_run(tmp_path / "runs", arch=arch, index=index, tries=2, value=value)
+    out = tmp_path / "report"
+    a = job.analyze([tmp_path / "runs"], out, spark=spark, figures=False)
+    got = row(a.faults.outcomes, case="kill-leader", arch="dsbs")
+    assert (got["failed_sessions"], got["lost"], got["status"]) == (1, 7, "failed")
+    text = (out / "report.md").read_text()
+    assert "**1 FAILED** (7 acknowledged records lost; kill-leader on dsbs)" in text
+    assert ("| kill-leader | dsbs | 2 | 1 | 7 | 0 | 0 | 0 | 0/2 | 2/2 | **FAILED** (lost > 0) |"
+            in text)
+
+
+def test_faults_only_runs_analyze_and_draw(spark: SparkSession, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Fault runs alone (no split/streaming rows at all) are a complete analysis: the paper's
+    sections say they have no data, the Faults section and fig16/fig17 are there."""
+    runs, out = tmp_path / "runs", tmp_path / "report"
+    for arch, index in (("zk", 1), ("dsbs", 2)):
+        synth.write_fault_run(runs, arch=arch, index=index, tries=2)
+    assert twinbench(["analyze", str(runs), "--out", str(out)]) == 0
+    assert "analyzed 2 runs (0 rows, 10 fault sessions)" in capsys.readouterr().out
+    text = (out / "report.md").read_text()
+    assert "## Faults" in text and "No cell was measured on both architectures" in text
+    assert "| stop-zookeeper | rejoin | 0.5 ± 0 (2) | [0.5, 0.5] | n/a | n/a | - | - |" in text
+    for name in ("fault_sessions", "fault_stats", "fault_outcomes", "fault_comparison",
+                 "fault_timeline", "fault_events"):
+        assert (out / f"{name}.csv").is_file()
+    figs = sorted(p.name for p in out.glob("fig*"))
+    assert figs == sorted(f"{stem}.{ext}" for ext in ("png", "svg") for stem in (
+        "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
+        "fig17-fault-summary"))
+    assert "![fig16-fault-kill-leader](fig16-fault-kill-leader.png)" in text
+    # The figures redraw from the CSVs alone, as the notebook's note promises.
+    from spark_analysis import fault_figures, figures
+
+    t = figures.read_tables(out)
+    again = fault_figures.draw_faults(t["fault_stats"], t["fault_sessions"],
+                                      t["fault_timeline"], t["fault_events"], tmp_path / "redraw")
+    assert sorted(p.name for p in again) == figs
+
+
+def _jobs(spark: SparkSession, root: Path, group: str) -> int:
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        job.compute(spark, [root])
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_header_only_fault_files_cost_no_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+    """A format-2 run without faults (three header-only files) costs exactly the Spark jobs a
+    format-1 run of the same measurements costs."""
+    for version in (1, 2):
+        for arch, index in (("zk", 1), ("dsbs", 2)):
+            synth.write_run(tmp_path / f"v{version}", arch=arch, label="", workload="tiny",
+                            index=index, cells=synth.FIXTURE_CELLS[:2], tries=2,
+                            value=synth.fixture_value, format_version=version)
+    v1 = _jobs(spark, tmp_path / "v1", "format-1")
+    v2 = _jobs(spark, tmp_path / "v2", "format-2")
+    assert v1 > 0 and v2 == v1
+    a = job.compute(spark, [tmp_path / "v2"])
+    assert a.faults.empty
+
+
+def test_header_only_everything_is_still_an_error(spark: SparkSession, tmp_path: Path) -> None:
+    run = synth.write_run(tmp_path, arch="zk", label="", workload="tiny", index=1,
+                          cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
+                          format_version=2)
+    records = run / "records.csv"
+    records.write_text(records.read_text().splitlines()[0] + "\n")
+    with pytest.raises(UserError, match="hold no measurements"):
+        job.compute(spark, [tmp_path])

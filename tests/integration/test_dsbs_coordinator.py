@@ -1,6 +1,8 @@
 """Three DsbsCoordinator instances in one process, gossiping over loopback UDP (LOCAL preset).
 
-Readiness is always polled against a deadline; there are no fixed sleeps.
+Readiness is always polled against a deadline; there are no fixed sleeps, and every scenario
+runs under a deadline of its own (``SCENARIO_TIMEOUT_S``), shutdown included, so a hang fails
+the test quickly with the scenario's stack instead of holding the suite until pytest's timeout.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from brokers.dsbs_broker.coordinator import DsbsCoordinator
 from brokers.dsbs_broker.wire import Status
 
 pytestmark = pytest.mark.integration
+
+KEY = b"test cluster key of 32 bytes ok!"
+SCENARIO_TIMEOUT_S = 90.0
 
 
 def _free_udp_ports(n: int) -> list[int]:
@@ -60,7 +65,7 @@ class Cluster:
     def config(self, i: int) -> DsbsConfig:
         return DsbsConfig(gossip_host="127.0.0.1", gossip_port=self.ports[i], seeds=self.seeds,
                           gossip=GossipConfig.LOCAL, join_timeout_s=1.0,
-                          offset_replication_interval_s=0.1)
+                          offset_replication_interval_s=0.1, gossip_key=KEY)
 
     async def start(self, i: int) -> DsbsCoordinator:
         c = DsbsCoordinator(i, self.tmp / f"b{i}", self.config(i))
@@ -84,10 +89,11 @@ class Cluster:
 def _run(tmp_path: Path, scenario) -> None:
     async def main() -> None:
         cluster = Cluster(tmp_path)
-        try:
-            await scenario(cluster)
-        finally:
-            await cluster.close()
+        async with asyncio.timeout(SCENARIO_TIMEOUT_S):
+            try:
+                await scenario(cluster)
+            finally:
+                await cluster.close()
 
     asyncio.run(main())
 
@@ -245,7 +251,7 @@ from brokers.dsbs_broker.coordinator import DsbsCoordinator
 async def main():
     node_id, port, data, seeds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     cfg = DsbsConfig(gossip_port=port, seeds=tuple(seeds.split(",")), gossip=GossipConfig.LOCAL,
-                     join_timeout_s=2.0)
+                     join_timeout_s=2.0, gossip_key=b"test cluster key of 32 bytes ok!")
     c = DsbsCoordinator(node_id, Path(data), cfg)
     await c.start(BrokerInfo(node_id, "127.0.0.1", 30000 + node_id))
     print("ready", c.node.incarnation, flush=True)

@@ -78,7 +78,8 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
 
     m = json.loads((run_dir / "manifest.json").read_text())
     assert list(m) == list(runlog.MANIFEST_KEYS)
-    assert m["format_version"] == 1 and m["arch"] == arch and m["run_id"] == run_dir.name
+    assert m["format_version"] == runlog.FORMAT_VERSION
+    assert m["arch"] == arch and m["run_id"] == run_dir.name
     assert m["incomplete"] is False and m["failed_cells"] == [] and m["finished_at"]
     assert m["seed"] == 42 and m["workload"]["tries"] == TRIES
     assert m["workload_text"] == load_workload("smoke").text

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from brokers.core.errors import UserError
-from spark_analysis.loader import check_header, discover_runs, read_manifests
+from harness import runlog
+from spark_analysis import schema, synth
+from spark_analysis.loader import (
+    check_header,
+    discover_runs,
+    has_rows,
+    read_manifests,
+    validate_runs,
+)
 from spark_analysis.schema import RECORDS_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
@@ -60,20 +68,82 @@ def test_corrupt_manifest(runs: Path) -> None:
 
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=2)
+        set_manifest(run, format_version=3)
     with pytest.raises(UserError,
-                       match=r"format_version 2 is not supported.*reads format_version 1"):
+                       match=r"format_version 3 is not supported.*reads format_version 1 or 2"):
         read_manifests(discover_runs([runs]))
 
 
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=2)
+    set_manifest(one_run(runs), format_version=3)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 2:" in message
+    assert "format_version 1:" in message and "format_version 3:" in message
     assert "\n" not in message
+
+
+def test_format_1_and_2_runs_mix(runs: Path) -> None:
+    """A format-1 run has no fault files and needs none; a format-2 run beside it is fine."""
+    synth.write_fault_run(runs, arch="zk", index=7, tries=1)
+    found = validate_runs([runs])
+    assert sorted({r.format_version for r in found.runs}) == [1, 2]
+    assert len(found.records) == 7
+    assert {name: len(files) for name, files in found.faults.items()} == {
+        "faults.csv": 1, "fault_events.csv": 1, "timeline.csv": 1}
+
+
+def test_header_only_fault_files_are_not_read(tmp_path: Path) -> None:
+    """A format-2 run of a workload without faults: three header-only files, none handed to
+    Spark (so the analysis starts no job for them)."""
+    run = synth.write_run(tmp_path, arch="zk", label="", workload="tiny", index=1,
+                          cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
+                          format_version=2)
+    for name in ("faults.csv", "fault_events.csv", "timeline.csv"):
+        assert len((run / name).read_text().splitlines()) == 1
+    found = validate_runs([tmp_path])
+    assert found.runs[0].format_version == 2
+    assert all(files == [] for files in found.faults.values())
+
+
+@pytest.mark.parametrize("name", ["faults.csv", "fault_events.csv", "timeline.csv"])
+def test_format_2_run_without_a_fault_file(tmp_path: Path, name: str) -> None:
+    run = synth.write_fault_run(tmp_path, arch="zk", index=1, tries=1)
+    (run / name).unlink()
+    with pytest.raises(UserError, match=rf"{name}: missing \(every format_version 2 run"):
+        validate_runs([tmp_path])
+
+
+def test_fault_file_with_a_wrong_header(tmp_path: Path) -> None:
+    run = synth.write_fault_run(tmp_path, arch="zk", index=1, tries=1)
+    lines = (run / "faults.csv").read_text().splitlines()
+    lines[0] = lines[0].replace("detection_s", "detect_s")
+    (run / "faults.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"faults\.csv: header does not match.*missing "
+                                        r"detection_s; unexpected detect_s"):
+        validate_runs([tmp_path])
+
+
+def test_has_rows(tmp_path: Path) -> None:
+    path = tmp_path / "timeline.csv"
+    path.write_text("a,b\n")
+    assert not has_rows(path)
+    path.write_text("a,b\n\n  \n")
+    assert not has_rows(path)
+    path.write_text("a,b\n1,2\n")
+    assert has_rows(path)
+
+
+def test_analysis_schemas_are_the_writers_columns() -> None:
+    """spark_analysis never imports the harness; this ties its schemas to the run log writer
+    (whose columns tests/unit/test_runlog.py ties to docs/result-format.md)."""
+    assert schema.RECORDS_COLUMNS == runlog.RECORD_COLUMNS
+    assert schema.COORDINATION_COLUMNS == runlog.COORDINATION_COLUMNS
+    assert schema.FAULTS_COLUMNS == runlog.FAULT_COLUMNS
+    assert schema.FAULT_EVENTS_COLUMNS == runlog.FAULT_EVENT_COLUMNS
+    assert schema.TIMELINE_COLUMNS == runlog.TIMELINE_COLUMNS
+    assert runlog.FORMAT_VERSION in schema.SUPPORTED_FORMAT_VERSIONS
 
 
 def test_not_a_run_log(runs: Path) -> None:

@@ -14,12 +14,13 @@ from brokers.core.errors import UserError
 from spark_analysis import regress
 
 
-def comparison(ratios: dict[str, float], workload: str = "smoke") -> pd.DataFrame:
+def comparison(ratios: dict[str, float], workload: str = "smoke",
+               scenario: str = "split") -> pd.DataFrame:
     rows = []
     for cell_id, ratio in ratios.items():
         for metric in ("rps", "kbps"):
             rows.append({"workload": workload, "table": "size_grid", "cell_id": cell_id,
-                         "scenario": "split", "role": "production", "msg_size": 16,
+                         "scenario": scenario, "role": "production", "msg_size": 16,
                          "batch": 20, "offset_commit": "every_fetch",
                          "metadata_check": "per_request", "metric": metric, "ratio": ratio})
     return pd.DataFrame(rows)
@@ -87,6 +88,20 @@ def test_baseline_round_trip_and_check(tmp_path: Path) -> None:
 
     ok, text = regress.run_check(comparison({"c1": 2.0, "c2": 1.5}), tmp_path)
     assert not ok and "MISSING    c3" in text
+
+
+def test_fault_sessions_are_not_regressed(tmp_path: Path) -> None:
+    """A comparison carrying fault-session rows (scenario `faults`, its own workload) neither
+    makes the workload ambiguous nor enters the baseline, and a wild ratio there is no
+    regression."""
+    faults = comparison({"f1": 9.0}, workload="faults", scenario="faults")
+    data = regress.build_baseline(pd.concat([comparison(BASE), faults]), noise(), ["r1"])
+    assert data["workload"] == "smoke"
+    assert [c["cell_id"] for c in data["cells"]] == ["c1", "c2", "c3"]
+    regress.write_baseline(comparison(BASE), noise(), ["r1"], tmp_path)
+    wild = comparison({"c1": 50.0}, workload="smoke", scenario="faults")
+    ok, text = regress.run_check(pd.concat([comparison(BASE), wild]), tmp_path)
+    assert ok, text
 
 
 def test_check_refuses_missing_or_foreign_baselines(tmp_path: Path) -> None:

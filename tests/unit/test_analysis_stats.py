@@ -85,6 +85,14 @@ def test_fieller_is_unbounded_when_the_denominator_is_noise() -> None:
     assert all(math.isnan(v) for v in stats.fieller(10.0, 1.0, 1, 1.0, 5.0, 4))
 
 
+def test_fieller_with_a_constant_zero_numerator() -> None:
+    """0 in every try on one side (a fault that never unsettled the group) over a noisy other
+    side: the ratio is 0 only if the denominator is itself well determined."""
+    assert stats.fieller(0.0, 0.0, 3, 2.2, 3.81, 3) == (-math.inf, math.inf)
+    assert stats.fieller(0.0, 0.0, 3, 5.0, 0.1, 3) == (0.0, 0.0)
+    assert stats.fieller(0.0, 0.0, 3, 5.0, 0.0, 3) == (0.0, 0.0)
+
+
 def test_fieller_is_asymmetric_unlike_the_delta_method() -> None:
     lo, hi = stats.fieller(*summary(DSBS), *summary(ZK))
     assert hi - 2.0 > 2.0 - lo

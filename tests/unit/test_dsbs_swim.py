@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+from brokers.dsbs_broker import wire
+from brokers.dsbs_broker.auth import Authenticator
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.simnet import SimNet
+from brokers.dsbs_broker.simnet import SIM_KEY, SimNet
 from brokers.dsbs_broker.swim import SwimNode
 from brokers.dsbs_broker.wire import Header, MemberUpdate, Status, TopicRecord, encode_header
 
@@ -207,16 +209,18 @@ def test_newer_topic_record_version_wins_everywhere():
                          timeout_s=10) is not None
 
 
-def test_junk_foreign_self_and_replayed_datagrams_are_counted_and_dropped():
-    net = SimNet(GossipConfig.LOCAL, seed=9)
+@pytest.mark.parametrize("key", [SIM_KEY, None], ids=["keyed", "insecure"])
+def test_junk_foreign_self_and_replayed_datagrams_are_counted_and_dropped(key):
+    net = SimNet(GossipConfig.LOCAL, seed=9, key=key)
     net.add_converged(3)
     node = net.nodes[0]
     before = len(node.members)
     node.receive(b"\x00" * 10, ("1.2.3.4", 5), net.now)
     node.receive(b"hello world, not gossip at all", ("1.2.3.4", 5), net.now)
     node.receive(b"\xd5\xb5" + b"\x00" * 2000, ("1.2.3.4", 5), net.now)
-    foreign = encode_header(Header(12345, 1, 1, 1)) + b"\x04\x00\x00"
-    node.receive(foreign, ("1.2.3.4", 5), net.now)
+    flags = wire.FLAG_HMAC if key else 0
+    foreign = encode_header(Header(12345, 1, 1, 1), flags) + b"\x04\x00\x00"
+    node.receive(Authenticator(key).sign(foreign) if key else foreign, ("1.2.3.4", 5), net.now)
     # Replay: capture a real packet from node 1 to node 0 and deliver it twice.
     net.nodes[1]._send(node.addr, b"\x04")
     (_, pkt), = net.nodes[1].take_outbox()
@@ -232,7 +236,7 @@ def test_junk_foreign_self_and_replayed_datagrams_are_counted_and_dropped():
     assert c["dropped_foreign_cluster"] == 1
     assert c["dropped_replayed"] == 1
     assert c["dropped_self"] == 1
-    assert own is None and len(node.members) == before
+    assert own is True and len(node.members) == before
     net.run_for(1)
     assert _all_alive(net, {0, 1, 2})
 

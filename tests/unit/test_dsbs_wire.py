@@ -123,7 +123,7 @@ def test_oversized_and_bad_header_fields():
         decode(bytes(bad))
     assert e.value.reason == "bad_version"
     bad = bytearray(data)
-    bad[3] = wire.FLAG_HMAC  # reserved for authenticated gossip; not accepted yet
+    bad[3] = wire.FLAG_HMAC  # a tagged packet, where the receiver expects none
     with pytest.raises(WireError) as e:
         decode(bytes(bad))
     assert e.value.reason == "bad_flags"

@@ -84,7 +84,7 @@ def manifest(tmp_path: Path, run_id: str = "20261121T090000Z-zk-t-abcdef") -> di
 def test_manifest_is_incomplete_until_finished(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
     m = json.loads((log.path / "manifest.json").read_text())
-    assert m["format_version"] == 1 and m["kind"] == "twinbench.run"
+    assert m["format_version"] == runlog.FORMAT_VERSION and m["kind"] == "twinbench.run"
     assert m["incomplete"] is True and m["finished_at"] is None
     assert m["versions"]["python"] and m["versions"]["zookeeper"] == "3.8.0"
     assert "pyspark" not in m["versions"]
@@ -140,3 +140,12 @@ def test_run_directories_are_never_reused(tmp_path: Path):
     runlog.RunLog(tmp_path, manifest(tmp_path))
     with pytest.raises(FileExistsError):
         runlog.RunLog(tmp_path, manifest(tmp_path))
+
+
+@pytest.mark.parametrize("title,columns", [
+    ("faults.csv", runlog.FAULT_COLUMNS),
+    ("fault_events.csv", runlog.FAULT_EVENT_COLUMNS),
+    ("timeline.csv", runlog.TIMELINE_COLUMNS),
+])
+def test_fault_file_columns_are_the_documented_ones(title, columns):
+    assert list(columns) == table_keys(doc_section(title))

@@ -1,0 +1,457 @@
+"""One fault session: paced streaming load while a fault case's schedule runs, and what each
+architecture did about it.
+
+Timeline of a session (t = 0 when production starts)::
+
+    probe group joins and settles ─┐
+    metadata monitor polls every broker ──────────────────────────────────────────────────┐
+    producers, paced at `rate` ───[t=0 ........................ duration_s]                │
+    consumers (static) ───────────[t=0 ...................................... drained]     │
+    schedule ─────────────────────────── at_s: kill ....... at_s: restart ...              │
+
+What is measured (docs/result-format.md, faults.csv), all from outside the brokers, through
+the Kafka protocol only, so both architectures are measured the same way:
+
+* detection: the metadata monitor asks every broker for Metadata every ``probe_ms``; from the
+  first fault until every *surviving* broker's answer no longer lists the target.
+* rejoin: from the closing step (restart, resume, heal, start-zookeeper) until every broker
+  answers listing every broker and a leader for every partition.
+* unavailability: the longest gap between two acknowledged produce requests on one partition
+  (``workloads.timeline``), and the same for consumed records and for offset commits.
+* group recovery: a probe group (``workloads.group``: members that join, sync and heartbeat,
+  separate from the measuring consumers, whose static assignment keeps rebalances out of the
+  throughput numbers) - how long after the fault until it is stable again.
+* loss and duplicates: the session's ``Verifier``, against what producers had acknowledged.
+
+Fault actions block (a restart waits for the broker to listen), so they run in a worker
+thread: the event loop that drives the load never stalls on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from brokers.core.errors import KafkaError, UserError
+from brokers.core.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from harness import faults
+from harness.cluster import Cluster
+from harness.driver import plan
+from harness.driver.plan import Cell
+from harness.driver.session import (
+    Clients,
+    SessionResult,
+    consumption_role,
+    production_role,
+    timed,
+)
+from harness.workload import FaultCase, Workload
+from workloads.cluster import Cluster as ClientCluster
+from workloads.cluster import ClusterConfig
+from workloads.connection import ConnectionClosed, ConnectionConfig, KafkaConnection
+from workloads.consumer import Consumer
+from workloads.group import GroupMember, GroupMemberConfig, stable_intervals
+from workloads.producer import Producer
+from workloads.timeline import Timeline
+from workloads.verify import Verifier
+
+METADATA = 3
+# How long the probe group may take to settle before production starts.
+GROUP_SETTLE_S = 30.0
+
+
+# ---------------------------------------------------------------------------------------------
+# What the metadata monitor sees, and what it means (pure)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    # time.perf_counter() when the answer arrived (or the attempt failed).
+    t: float
+    node: int
+    # False: no answer (connection refused or timed out).
+    ok: bool
+    # Node ids the broker listed as live.
+    brokers: frozenset[int] = frozenset()
+    # Leader per partition of the session's topic (-1: none); empty when unknown.
+    leaders: tuple[int, ...] = ()
+
+
+def detection_time(samples: Sequence[Sample], target: int, survivors: Sequence[int],
+                   since: float) -> float | None:
+    """Seconds from ``since`` until every survivor had answered without listing ``target``;
+    None if some survivor never did."""
+    first: dict[int, float] = {}
+    for s in samples:
+        if s.t >= since and s.ok and s.node in survivors and s.node not in first and (
+                target not in s.brokers):
+            first[s.node] = s.t
+    if any(n not in first for n in survivors):
+        return None
+    return max(first.values()) - since if first else None
+
+
+def rejoin_time(samples: Sequence[Sample], nodes: Sequence[int], partitions: int,
+                since: float) -> float | None:
+    """Seconds from ``since`` until every broker's latest answer lists every broker and a
+    leader for each of ``partitions``; None if that never happened."""
+    want = set(nodes)
+    whole: dict[int, bool] = {}
+    for s in sorted((s for s in samples if s.t >= since), key=lambda s: s.t):
+        whole[s.node] = (s.ok and s.brokers >= want and len(s.leaders) == partitions
+                         and all(x >= 0 for x in s.leaders))
+        if len(whole) == len(want) and all(whole.values()):
+            return s.t - since
+    return None
+
+
+def group_recovery(stable: Sequence[tuple[float, float]], fault_at: float,
+                   closer_at: float | None, start: float, end: float
+                   ) -> tuple[float, float]:
+    """(recovery, unstable): seconds from the fault until the end of the last unstable stretch
+    that began before the closer (0 if the fault never unsettled the group), and the total
+    unstable time in [start, end]. ``stable`` are the group's stable intervals."""
+    gaps, cursor = [], start
+    for a, b in sorted(stable):
+        if a > cursor:
+            gaps.append((cursor, min(a, end)))
+        cursor = max(cursor, b)
+    if cursor < end:
+        gaps.append((cursor, end))
+    unstable = sum(b - a for a, b in gaps if b > a)
+    horizon = closer_at if closer_at is not None else end
+    hit = [b for a, b in gaps if b > fault_at and a < horizon]
+    recovery = max(hit) - fault_at if hit else 0.0
+    return max(recovery, 0.0), unstable
+
+
+# ---------------------------------------------------------------------------------------------
+# The monitor
+# ---------------------------------------------------------------------------------------------
+
+
+class MetadataMonitor:
+    """Polls every broker's Metadata for one topic; keeps every answer as a ``Sample``."""
+
+    def __init__(self, brokers: dict[int, tuple[str, int]], topic: str, period_s: float
+                 ) -> None:
+        self.brokers = brokers
+        self.topic = topic
+        self.period_s = period_s
+        # A broker that does not answer within this long counts as unreachable for the sample.
+        self.timeout_s = max(0.25, 4 * period_s)
+        self.samples: list[Sample] = []
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(*(self._poll(n, h, p, stop) for n, (h, p) in self.brokers.items()))
+
+    async def _poll(self, node: int, host: str, port: int, stop: asyncio.Event) -> None:
+        conn: KafkaConnection | None = None
+        config = ConnectionConfig(client_id="twinbench-monitor", connect_timeout_s=self.timeout_s,
+                                  request_timeout_s=None)
+        while not stop.is_set():
+            t_next = time.perf_counter() + self.period_s
+            try:
+                if conn is None or conn.closed:
+                    conn = await KafkaConnection.open(host, port, config)
+                version = conn.pick_version(METADATA, 1, 8)
+                req = MetadataRequest(topics=[MetadataRequestTopic(name=self.topic)],
+                                      allow_auto_topic_creation=False)
+                body = await asyncio.wait_for(conn.call(METADATA, version, req.encode(version)),
+                                              self.timeout_s)
+                resp = MetadataResponse.decode(body, version)
+                leaders: tuple[int, ...] = ()
+                for t in resp.topics:
+                    if t.name == self.topic and t.error_code == 0:
+                        parts = sorted(t.partitions, key=lambda p: p.partition_index)
+                        leaders = tuple(p.leader_id if p.error_code == 0 else -1 for p in parts)
+                self.samples.append(Sample(time.perf_counter(), node, True,
+                                           frozenset(b.node_id for b in resp.brokers), leaders))
+            except (TimeoutError, OSError, ConnectionClosed, KafkaError):
+                if conn is not None:
+                    conn.close()  # an unanswered request blocks the connection for good
+                conn = None
+                self.samples.append(Sample(time.perf_counter(), node, False))
+            delay = t_next - time.perf_counter()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+        if conn is not None:
+            conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The schedule
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Event:
+    step: int
+    action: str
+    target: str
+    node_id: int | None
+    planned_s: float
+    at_s: float
+    took_s: float
+    result: str
+    # Whether the target was the controller / the consumers' group coordinator when hit.
+    was_controller: bool | None = None
+    was_coordinator: bool | None = None
+
+
+async def _resolve(target: str, admin: ClientCluster, topic: str, group: str) -> int:
+    """A schedule's broker target -> node id, asked of the cluster through the protocol."""
+    if target.isdigit():
+        return int(target)
+    if target == "coordinator":
+        return await admin.coordinator_id(group)
+    await admin.refresh_metadata([topic])
+    if target == "controller":
+        node = admin.controller_id
+    else:
+        node = admin.leader_of(topic, int(target.split(":", 1)[1]))
+    if node < 0:
+        raise UserError(f"{target} is not known right now")
+    return node
+
+
+async def run_schedule(case: FaultCase, t0: float, cluster: Cluster, admin: ClientCluster,
+                       topic: str, group: str) -> list[Event]:
+    events: list[Event] = []
+    resolved: dict[str, int] = {}
+    for i, step in enumerate(case.steps):
+        delay = t0 + step.at_s - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        t = time.perf_counter()
+        node: int | None = None
+        roles: dict[str, bool | None] = {}
+        try:
+            if step.broker is not None:
+                node = resolved.get(step.broker)
+                if node is None:
+                    node = resolved[step.broker] = await _resolve(step.broker, admin, topic,
+                                                                  group)
+                    roles = await _roles(admin, node, topic, group)
+            t = time.perf_counter()
+            await asyncio.to_thread(faults.apply, cluster, step.action, node, step.server)
+            result = "ok"
+        except (UserError, KafkaError, ConnectionClosed, OSError) as exc:
+            result = f"{type(exc).__name__}: {exc}"
+        events.append(Event(i, step.action, step.target, node, step.at_s, t - t0,
+                            time.perf_counter() - t, result, **roles))
+    return events
+
+
+async def _roles(admin: ClientCluster, node: int, topic: str, group: str
+                 ) -> dict[str, bool | None]:
+    with contextlib.suppress(KafkaError, ConnectionClosed, OSError, TimeoutError):
+        coordinator = await asyncio.wait_for(admin.coordinator_id(group), 2.0)
+        return {"was_controller": admin.controller_id == node,
+                "was_coordinator": coordinator == node}
+    return {}
+
+
+# ---------------------------------------------------------------------------------------------
+# The session
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FaultOutcome:
+    result: SessionResult
+    # faults.csv fields beyond the session's identity (run_id, arch, label, cell, case, try).
+    row: dict[str, Any]
+    events: list[Event]
+    timeline: list[tuple[float, int, int, int]]
+    bucket_s: float
+    samples: list[Sample] = field(default_factory=list)
+
+
+async def _settle(members: list[GroupMember], timeout_s: float) -> None:
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        gens = {m.generation for m in members}
+        if all(m.transitions and m.transitions[-1][1] for m in members) and len(gens) == 1:
+            return
+        await asyncio.sleep(0.02)
+    raise UserError(f"the probe group did not settle within {timeout_s:.0f} s")
+
+
+async def run_fault_session(cluster: Cluster, clients: Clients, workload: Workload, cell: Cell,
+                            case: FaultCase, offset_commit: str, topic: str, group: str
+                            ) -> FaultOutcome:
+    """Run one fault case on ``topic`` (created by the caller) and measure it."""
+    wl = workload
+    fp = wl.faults
+    assert fp is not None
+    brokers = {b.node_id: (b.host, b.port) for b in cluster.brokers}
+    counts = plan.producer_counts(max(wl.producers, round(fp.rate * fp.duration_s)),
+                                  wl.producers)
+    pparts = [plan.producer_partitions(wl, i) for i in range(wl.producers)]
+    cparts = [plan.consumer_partitions(wl, j) for j in range(wl.consumers)]
+
+    # The probe group is the one whose coordinator matters for group recovery: a schedule's
+    # "coordinator" target and faults.csv's was_coordinator refer to it.
+    probe_group = f"{group}-probe"
+    stop_probe = asyncio.Event()
+    members, probe_clusters = [], []
+    probe_cfg = ClusterConfig(bootstrap=tuple(cluster.bootstrap.split(",")),
+                              connection=ConnectionConfig(client_id="twinbench-probe",
+                                                          connect_timeout_s=1.0,
+                                                          request_timeout_s=None),
+                              retries=3, retry_backoff_ms=20, retry_backoff_max_ms=100)
+    for _ in range(wl.consumers):
+        pc = await ClientCluster.open(cluster.bootstrap, probe_cfg)
+        probe_clusters.append(pc)
+        members.append(GroupMember(pc, GroupMemberConfig(group=probe_group, topic=topic)))
+    probe_tasks = [asyncio.ensure_future(m.run(stop_probe)) for m in members]
+    stop_monitor = asyncio.Event()
+    monitor = MetadataMonitor(brokers, topic, fp.probe_ms / 1000)
+    monitor_task = asyncio.ensure_future(monitor.run(stop_monitor))
+    schedule_task: asyncio.Future | None = None
+    try:
+        await _settle(members, GROUP_SETTLE_S)
+        t0 = time.perf_counter()
+        timeline = Timeline(t0, fp.bucket_ms / 1000)
+        producers = []
+        for i in range(wl.producers):
+            p = Producer(clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch,
+                         producer_id=i + 1, partitions=pparts[i], rate=fp.rate / wl.producers)
+            p.on_ack = timeline.produced
+            producers.append(p)
+        verifier = Verifier()
+        consumers = []
+        for j in range(wl.consumers):
+            c = Consumer(clients.consumers[j], topic, cparts[j], group=group, batch=cell.batch,
+                         msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
+                         max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j)
+            c.on_records = timeline.consumed
+            c.on_commit = timeline.committed
+            consumers.append(c)
+        schedule_task = asyncio.ensure_future(
+            run_schedule(case, t0, cluster, clients.admin, topic, probe_group))
+        cons_tasks = [asyncio.ensure_future(c.run(deadline_s=fp.duration_s + fp.drain_s,
+                                                  follow=True)) for c in consumers]
+        prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
+                                                                        strict=True)))
+        t_prod_end = time.perf_counter()
+        # Everything acknowledged is in the logs now: read up to the high watermarks.
+        for c in consumers:
+            c.finish()
+        events = await schedule_task
+        stop_probe.set()
+        cons = await asyncio.gather(*cons_tasks)
+    finally:
+        stop_probe.set()
+        stop_monitor.set()
+        if schedule_task is not None and not schedule_task.done():
+            schedule_task.cancel()
+        await asyncio.gather(*probe_tasks, monitor_task, return_exceptions=True)
+        if schedule_task is not None:
+            await asyncio.gather(schedule_task, return_exceptions=True)
+        for pc in probe_clusters:
+            await pc.close()
+    for r, _ in prod:
+        verifier.expect(r.producer_id, r.acked)
+    result = SessionResult(production=production_role(list(prod)),
+                           consumption=consumption_role(list(cons)), report=verifier.report(),
+                           messages=sum(r.records_sent for r, _ in prod),
+                           timed_out=any(c.timed_out for c in cons))
+    row = _measure(monitor.samples, events, members, timeline, result, cluster, wl, t0,
+                   t_prod_end, [r for r, _ in prod])
+    return FaultOutcome(result, row, events, timeline.rows(), timeline.bucket_s,
+                        monitor.samples)
+
+
+def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],
+             timeline: Timeline, result: SessionResult, cluster: Cluster, wl: Workload,
+             t0: float, t_prod_end: float, prod: list) -> dict[str, Any]:
+    fp = wl.faults
+    assert fp is not None
+    nodes = [b.node_id for b in cluster.brokers]
+    opener = next((e for e in events if faults.ACTIONS[e.action].undo and e.result == "ok"),
+                  None)
+    closer = None
+    if opener is not None:
+        undo = faults.ACTIONS[opener.action].undo
+        closer = next((e for e in events if e.step > opener.step and e.action == undo
+                       and e.result == "ok"), None)
+    fault_at = t0 + opener.at_s if opener is not None else None
+    closer_at = t0 + closer.at_s if closer is not None else None
+    detection = None
+    if opener is not None and opener.node_id is not None:
+        survivors = [n for n in nodes if n != opener.node_id]
+        detection = detection_time(samples, opener.node_id, survivors, fault_at)
+    rejoin = (rejoin_time(samples, nodes, wl.partitions, closer_at)
+              if closer_at is not None else None)
+    produce_gap = timeline.longest_gap("produced", until=t_prod_end)
+    consume_gap = timeline.longest_gap("consumed", until=t_prod_end)
+    commit_gap = timeline.longest_gap("commits", until=t_prod_end)
+    histories = [m.transitions for m in members]
+    stable = stable_intervals(histories, t_prod_end)
+    recovery = unstable = None
+    if fault_at is not None:
+        recovery, unstable = group_recovery(stable, fault_at, closer_at, t0, t_prod_end)
+    # A partition without a leader at the end (a broker that never came back) holds records
+    # nobody can read: those are "unreachable", not lost.
+    last = {}
+    for s in samples:
+        if s.ok:
+            last[s.node] = s
+    leaderless = any(-1 in s.leaders or len(s.leaders) < wl.partitions for s in last.values())
+    report = result.report
+    target = next((e for e in events if e.node_id is not None), None)
+    first = opener or (events[0] if events else None)
+
+    def rel(x: float | None) -> float | None:
+        return None if x is None else round(x, 6)
+
+    return {
+        "target_node": target.node_id if target else None,
+        "target_role": _role_name(first) if first else None,
+        "was_controller": target.was_controller if target else None,
+        "was_coordinator": target.was_coordinator if target else None,
+        "fault_at_s": rel(opener.at_s) if opener else None,
+        "closer_at_s": rel(closer.at_s) if closer else None,
+        "detection_s": rel(detection),
+        "rejoin_s": rel(rejoin),
+        "produce_gap_s": rel(produce_gap.seconds) if produce_gap else None,
+        "produce_gap_partition": produce_gap.partition if produce_gap else None,
+        "consume_gap_s": rel(consume_gap.seconds) if consume_gap else None,
+        "commit_gap_s": rel(commit_gap.seconds) if commit_gap else None,
+        "group_recovery_s": rel(recovery),
+        "group_unstable_s": rel(unstable),
+        # Settled stretches after the first: each began with a completed rebalance. (Counting
+        # generations would miss a coordinator move, after which numbering can start again.)
+        "group_rebalances": max(0, len(stable) - 1),
+        "rate": fp.rate,
+        "duration_s": fp.duration_s,
+        "sent": result.messages,
+        "acked": sum(r.records_acked for r in prod),
+        "consumed": report.records,
+        "lost": 0 if leaderless else report.lost,
+        "duplicates": report.duplicates,
+        "unreachable": report.lost if leaderless else 0,
+        "produce_errors": sum(sum(r.errors.values()) for r in prod),
+        "status": "failed" if (not leaderless and result.failed) or report.out_of_order
+        or report.corrupt_batches else "ok",
+    }
+
+
+def _role_name(e: Event) -> str:
+    t = e.target
+    if t.isdigit():
+        return f"broker:{t}"
+    return t
+
