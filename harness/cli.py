@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
-from brokers.core.errors import UserError
+from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness.faults import ACTIONS
 
 
@@ -100,10 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    from brokers.core.config import FlushMode
     from brokers.core.local_coordinator import LocalCoordinator
 
-    return serve(args, lambda _args, config: LocalCoordinator(
-        config.node_id, config.data_dir / "coordinator"))
+    # Offset commits are as durable as the log: fsynced before the ack under every_batch.
+    return serve(args, lambda _args, config, datadir: LocalCoordinator(
+        config.node_id, config.data_dir / "coordinator", datadir=datadir,
+        fsync_offsets=config.storage.flush.mode is FlushMode.EVERY_BATCH))
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
@@ -232,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # OSError here is the environment (port in use, permissions, disk full), not a bug.
         print(f"twinbench: error: {exc}", file=sys.stderr)
         return 2
+    except (BrokerHalted, KafkaStorageError) as exc:
+        # A broker's data directory failed (at start-up or while serving): one line, exit 1.
+        print(f"twinbench: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -4,7 +4,9 @@
 policy, retention, group session expiry). ``run_broker`` is the process entry point shared by
 `twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker``: it
 starts the broker, prints ``listening=HOST:PORT`` once connections are accepted, and shuts down
-cleanly (data flushed, exit 0) on SIGINT/SIGTERM.
+cleanly (data flushed, exit 0) on SIGINT/SIGTERM. When the data directory fails (a write,
+fsync or read error: ``DataDir``), the broker stops by itself and ``run_broker`` raises
+``BrokerHalted``, which the CLI prints as one line (exit 1).
 
 Counters from outside, without a server: on SIGUSR1 the broker writes
 ``<data_dir>/counters.json`` (atomically: temp file + rename) holding ``node_id``,
@@ -27,6 +29,8 @@ from collections.abc import Awaitable, Callable
 
 from brokers.core.config import BrokerConfig, FlushMode
 from brokers.core.coordinator import BrokerInfo, Coordinator, TopicPartition
+from brokers.core.datadir import DataDir
+from brokers.core.errors import BrokerHalted, KafkaStorageError
 from brokers.core.groups import GroupConfig, GroupCoordinator
 from brokers.core.handlers import BrokerContext, RequestDispatcher
 from brokers.core.logs import LogStore
@@ -51,23 +55,35 @@ def parse_consumer_assignment(data: bytes) -> list[TopicPartition]:
 
 class Broker:
     def __init__(
-        self, config: BrokerConfig, coordinator: Coordinator, store: LogStore | None = None
+        self, config: BrokerConfig, coordinator: Coordinator, store: LogStore | None = None,
+        datadir: DataDir | None = None,
     ) -> None:
         self.config = config
         self.coordinator = coordinator
-        self.store: LogStore = store or LogManager(config.data_dir / "logs", config.storage)
+        # The entry points pass the data directory they locked; without one, the log manager
+        # locks its own directory.
+        self.store: LogStore = store or LogManager(
+            config.data_dir / "logs", config.storage, datadir)
+        # Why the broker halted (its data directory failed); None while healthy.
+        self.failure: str | None = None
+        self._on_halt: Callable[[], None] | None = None
+        self.store.on_failure(self._storage_failed)
+        if datadir is not None:
+            datadir.on_failure(self._storage_failed)
         self.groups = GroupCoordinator(
             coordinator,
             GroupConfig(
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                max_size=config.group_max_size,
             ),
             parse_assignment=parse_consumer_assignment,
         )
         self.notifier = AppendNotifier()
         self.context = BrokerContext(config, coordinator, self.store, self.groups, self.notifier)
-        self.server = KafkaServer(RequestDispatcher(self.context), config.max_frame_bytes)
+        self.server = KafkaServer(
+            RequestDispatcher(self.context), config.max_frame_bytes, config.listener)
         self.address: tuple[str, int] | None = None
         self._timers: list[asyncio.Task[None]] = []
         self._started_monotonic = time.monotonic()
@@ -93,12 +109,29 @@ class Broker:
         self._every(GROUP_TICK_S, self._group_tick)
         return host, port
 
+    def _storage_failed(self, reason: str) -> None:
+        if self.failure is not None:
+            return
+        self.failure = reason
+        if self._on_halt is not None:
+            self._on_halt()
+
+    def on_halt(self, callback: Callable[[], None]) -> None:
+        """``callback()`` when the broker must stop by itself (its data directory failed)."""
+        self._on_halt = callback
+        if self.failure is not None:
+            callback()
+
     def _every(self, period_s: float, duty: Callable[[], Awaitable[None]]) -> None:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(period_s)
                 try:
                     await duty()
+                except KafkaStorageError:
+                    if self.failure is not None:
+                        return  # the data directory is offline and the broker is halting
+                    log.exception("periodic duty %s failed", duty.__name__)
                 except Exception:
                     # A failing duty must not silently stop: log and try again next period.
                     log.exception("periodic duty %s failed", duty.__name__)
@@ -123,6 +156,7 @@ class Broker:
             "cpu_user_s": t.user,
             "cpu_system_s": t.system,
             "connections": float(len(self.server.connections)),
+            "connections_refused": float(self.server.refused_total),
             "uptime_s": time.monotonic() - self._started_monotonic,
         }
 
@@ -153,8 +187,19 @@ class Broker:
         await self.server.stop()
         self.notifier.wake_all()
         await self.groups.close()
-        await self.coordinator.close()
-        self.store.close()
+        # A KafkaStorageError while the broker halts is the failure already reported (the data
+        # directory went offline): closing goes on, and run_broker says why it stopped.
+        try:
+            await self.coordinator.close()
+        except KafkaStorageError:
+            if self.failure is None:
+                raise
+        finally:
+            try:
+                self.store.close()
+            except KafkaStorageError:
+                if self.failure is None:
+                    raise
 
 
 def install_event_loop_policy() -> str:
@@ -179,6 +224,7 @@ def run_broker(make_broker: Callable[[], Broker]) -> int:
             loop.add_signal_handler(sig, stop.set)
         # Installed before "listening=" is printed: SIGUSR1's default action kills a process.
         loop.add_signal_handler(signal.SIGUSR1, broker.dump_counters)
+        broker.on_halt(stop.set)
         host, port = await broker.start()
         print(f"listening={host}:{port}", flush=True)
         try:
@@ -186,6 +232,10 @@ def run_broker(make_broker: Callable[[], Broker]) -> int:
         finally:
             log.info("shutting down")
             await broker.stop()
+        if broker.failure is not None:
+            raise BrokerHalted(
+                f"data directory {broker.config.data_dir} failed ({broker.failure}); "
+                f"the broker stopped")
         return 0
 
     return asyncio.run(main())

@@ -1,22 +1,31 @@
 """Command-line plumbing shared by every broker entry point.
 
 `twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker`` take
-the same core options (listen address, data directory, flush policy, metadata check, storage)
-and differ only in how they build their Coordinator. User mistakes print one line
-``<prog>: error: ...`` and exit 2.
+the same core options (listen address, data directory, flush policy, metadata check, storage,
+and the limits named after Kafka's settings) and differ only in how they build their
+Coordinator. User mistakes print one line ``<prog>: error: ...`` and exit 2; a broker that
+halts because its data directory failed (at start-up or later) prints one such line and exits 1.
+
+The data directory is locked before the coordinator is built: its local state lives there too.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 from collections.abc import Callable, Sequence
 
-from brokers.core.config import BrokerConfig, FlushPolicy, StorageConfig
+from brokers.core.config import BrokerConfig, FlushPolicy, ListenerConfig, StorageConfig
 from brokers.core.coordinator import Coordinator
-from brokers.core.errors import UserError
+from brokers.core.datadir import DataDir
+from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 
-CoordinatorFactory = Callable[[argparse.Namespace, BrokerConfig], Coordinator]
+CoordinatorFactory = Callable[[argparse.Namespace, BrokerConfig, DataDir], Coordinator]
+
+# Descriptors beyond connections and segment files: listening socket, event loop, the lock,
+# state files, index files being written, coordinator sockets, gossip, standard streams.
+FD_RESERVE = 128
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -58,6 +67,38 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="host clients are told to connect to (default: the listen host)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    limits = parser.add_argument_group(
+        "limits", "what clients may hold of the broker (Kafka's setting names where it has one)")
+    lc, bc, sc = ListenerConfig, BrokerConfig, StorageConfig
+    limits.add_argument("--max-connections", type=int, default=lc.max_connections, metavar="N",
+                        help="client connections open at once; more are closed on accept "
+                        "(max.connections; default %(default)s)")
+    limits.add_argument("--max-connections-per-ip", type=int, metavar="N",
+                        default=lc.max_connections_per_ip,
+                        help="client connections open at once from one address "
+                        "(max.connections.per.ip; default %(default)s)")
+    limits.add_argument("--connections-max-idle-ms", type=int, metavar="MS",
+                        default=lc.connections_max_idle_ms,
+                        help="close a connection idle this long (connections.max.idle.ms; "
+                        "default %(default)s)")
+    limits.add_argument("--queued-max-request-bytes", type=int, metavar="BYTES",
+                        default=lc.queued_max_request_bytes,
+                        help="per connection: unanswered request bytes plus unsent answer "
+                        "bytes before the broker stops reading from it "
+                        "(queued.max.request.bytes; default %(default)s)")
+    limits.add_argument("--max-partitions-per-topic", type=int, metavar="N",
+                        default=bc.max_partitions_per_topic,
+                        help="more is INVALID_PARTITIONS (default %(default)s)")
+    limits.add_argument("--max-topics", type=int, metavar="N", default=bc.max_topics,
+                        help="topics in the cluster; one more is POLICY_VIOLATION "
+                        "(default %(default)s)")
+    limits.add_argument("--group-max-size", type=int, metavar="N", default=bc.group_max_size,
+                        help="members plus pending member ids per consumer group "
+                        "(group.max.size; default %(default)s)")
+    limits.add_argument("--max-open-segments", type=int, metavar="N",
+                        default=sc.max_open_segments,
+                        help="segment files open at once; the least recently used is closed "
+                        "and reopened on use (default %(default)s)")
 
 
 def _path(text: str):
@@ -74,9 +115,38 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         raise UserError(f"cannot use data directory {args.data_dir}: {exc.strerror}") from None
     return BrokerConfig(
         node_id=args.node_id, host=host, port=port, data_dir=args.data_dir,
-        storage=StorageConfig(flush=args.flush), metadata_check=args.metadata_check,
-        advertised_host=args.advertised_host,
+        storage=StorageConfig(flush=args.flush, max_open_segments=args.max_open_segments),
+        metadata_check=args.metadata_check, advertised_host=args.advertised_host,
+        max_partitions_per_topic=args.max_partitions_per_topic, max_topics=args.max_topics,
+        group_max_size=args.group_max_size,
+        listener=ListenerConfig(
+            max_connections=args.max_connections,
+            max_connections_per_ip=args.max_connections_per_ip,
+            connections_max_idle_ms=args.connections_max_idle_ms,
+            queued_max_request_bytes=args.queued_max_request_bytes,
+        ),
     )
+
+
+def reserve_descriptors(config: BrokerConfig) -> int:
+    """Make sure the process may open what the limits allow; returns the soft limit now set.
+
+    Connections and segment files are bounded, so their sum plus a reserve is what the broker
+    can ever hold. The soft RLIMIT_NOFILE is raised to that when the hard limit allows; when it
+    does not, the limits cannot be honoured and starting would only fail later, under load.
+    """
+    need = config.listener.max_connections + config.storage.max_open_segments + FD_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and need > hard:
+        raise UserError(
+            f"--max-connections {config.listener.max_connections} + --max-open-segments "
+            f"{config.storage.max_open_segments} + {FD_RESERVE} reserved need {need} file "
+            f"descriptors, but this process may open {hard} (ulimit -Hn); lower the limits "
+            f"or raise the ulimit")
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+        return need
+    return soft
 
 
 def serve(args: argparse.Namespace, make_coordinator: CoordinatorFactory) -> int:
@@ -86,12 +156,17 @@ def serve(args: argparse.Namespace, make_coordinator: CoordinatorFactory) -> int
 
     configure_logging(args.log_level)
     config = config_from_args(args)
+    reserve_descriptors(config)
+    # Locked before the coordinator exists: it may rewrite its state files when built.
+    datadir = DataDir(config.data_dir).lock()
+    try:
+        def make() -> Broker:
+            store = NullLogStore() if args.storage == "null" else None
+            return Broker(config, make_coordinator(args, config, datadir), store, datadir)
 
-    def make() -> Broker:
-        store = NullLogStore() if args.storage == "null" else None
-        return Broker(config, make_coordinator(args, config), store)
-
-    return run_broker(make)
+        return run_broker(make)
+    finally:
+        datadir.unlock()
 
 
 def run_main(prog: str, parser: argparse.ArgumentParser, argv: Sequence[str] | None,
@@ -103,5 +178,9 @@ def run_main(prog: str, parser: argparse.ArgumentParser, argv: Sequence[str] | N
         # OSError here is the environment (port in use, permissions, disk full), not a bug.
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except (BrokerHalted, KafkaStorageError) as exc:
+        # The data directory failed, at start-up (recovery, state files) or while serving.
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -69,6 +69,11 @@ class StorageConfig:
     # Largest batch (or produce payload per partition) accepted (message.max.bytes, ~1 MiB in
     # Kafka; larger here because the paper sends 128 KiB messages in batches of 20).
     max_batch_bytes: int = 64 * MiB
+    # Segment files kept open at once, over all partitions: the least recently used one is
+    # closed (fdatasync'ed first when it has unflushed appends) and reopened on its next read or
+    # append, so the broker's descriptors stay bounded however many partitions and segments it
+    # holds. Kafka keeps every segment open and asks the operator to raise ulimit instead.
+    max_open_segments: int = 1000
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 1024:
@@ -81,6 +86,41 @@ class StorageConfig:
             raise UserError("retention_bytes must be positive or unset")
         if self.max_batch_bytes < 61:
             raise UserError("max_batch_bytes must hold at least one RecordBatch header")
+        if self.max_open_segments < 1:
+            raise UserError("max_open_segments must be at least 1")
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """Limits of the Kafka listener: what one client, or many, may hold of the broker."""
+
+    # Client connections open at once (max.connections). One more is closed as soon as it is
+    # accepted: refusing it costs one accept and one close, keeping it would cost a descriptor
+    # and buffers. Connections already open are unaffected.
+    max_connections: int = 1000
+    # Client connections open at once from one client address (max.connections.per.ip), so one
+    # host cannot take all of max_connections.
+    max_connections_per_ip: int = 500
+    # Close a connection after this long without a complete request while it is owed no answer
+    # (connections.max.idle.ms, Kafka's 10 minutes). Bytes of an unfinished frame are not
+    # activity, so a client trickling a frame byte by byte (slow loris) is closed too.
+    connections_max_idle_ms: int = 600_000
+    # Per connection: bytes of requests read but not yet answered plus bytes of answers not yet
+    # handed to the socket (Kafka bounds the first, broker-wide, with queued.max.request.bytes).
+    # At the limit the broker stops dispatching that connection's requests and stops reading
+    # from it until answers drain, so a client that pipelines without reading its answers, or
+    # stacks fetches behind a long poll, holds at most this much plus one request and one answer.
+    queued_max_request_bytes: int = 100 * MiB
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise UserError("max_connections must be at least 1")
+        if self.max_connections_per_ip < 1:
+            raise UserError("max_connections_per_ip must be at least 1")
+        if self.connections_max_idle_ms < 1:
+            raise UserError("connections_max_idle_ms must be positive")
+        if self.queued_max_request_bytes < 1:
+            raise UserError("queued_max_request_bytes must be positive")
 
 
 MetadataCheck = Literal["per_request", "cached"]
@@ -107,6 +147,15 @@ class BrokerConfig:
     max_frame_bytes: int = 100 * MiB
     # Partitions given to an auto-created topic or a CreateTopics with -1 (num.partitions).
     default_partitions: int = 1
+    # Most partitions one topic may have; more is INVALID_PARTITIONS. Every partition costs a
+    # directory, a log and coordination state on its leader (Kafka has no such knob; its
+    # operators cap partitions with a create.topic.policy).
+    max_partitions_per_topic: int = 1000
+    # Most topics the cluster may hold; creating (or auto-creating) one more is
+    # POLICY_VIOLATION, so a client cannot grow the coordination tables without bound.
+    max_topics: int = 1000
+    # Connection limits of the Kafka listener.
+    listener: ListenerConfig = field(default_factory=ListenerConfig)
     # Create unknown topics named in Metadata when the client allows it (auto.create.topics.enable).
     auto_create_topics: bool = True
     # Upper bound on a Fetch long-poll, whatever the client asks (protects shutdown latency).
@@ -117,6 +166,9 @@ class BrokerConfig:
     # Wait this long after the first JoinGroup of an empty group before completing the rebalance,
     # so members starting together land in one generation (group.initial.rebalance.delay.ms).
     group_initial_rebalance_delay_ms: int = 100
+    # Members plus pending member ids (KIP-394) one group may hold (group.max.size); one more
+    # JoinGroup gets GROUP_MAX_SIZE_REACHED.
+    group_max_size: int = 1000
 
     def __post_init__(self) -> None:
         if self.node_id < 0:
@@ -129,5 +181,13 @@ class BrokerConfig:
             raise UserError("max_frame_bytes must be at least 1024")
         if self.default_partitions < 1:
             raise UserError("default_partitions must be at least 1")
+        if self.max_partitions_per_topic < 1:
+            raise UserError("max_partitions_per_topic must be at least 1")
+        if self.default_partitions > self.max_partitions_per_topic:
+            raise UserError("default_partitions exceeds max_partitions_per_topic")
+        if self.max_topics < 1:
+            raise UserError("max_topics must be at least 1")
+        if self.group_max_size < 1:
+            raise UserError("group_max_size must be at least 1")
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise UserError("group_min_session_timeout_ms exceeds group_max_session_timeout_ms")

@@ -1,6 +1,7 @@
 """One error taxonomy for the whole project, with Kafka wire codes in a single registry.
 
-Three families, each handled in one place:
+Three families, each handled in one place (plus ``BrokerHalted``, the broker's own decision to
+stop, which the CLI reports like a UserError but with exit status 1):
 
 * ``KafkaError`` subclasses carry a Kafka wire ``code``. Request handlers raise them and the
   server turns them into the error field of the response; clients map received codes back with
@@ -23,6 +24,11 @@ class TwinbenchError(Exception):
 
 class UserError(TwinbenchError):
     """A bad argument, file or environment; the message is shown to the user verbatim."""
+
+
+class BrokerHalted(TwinbenchError):
+    """The broker stopped itself because it cannot go on safely (its data directory failed);
+    the CLI prints the message as one line and exits 1."""
 
 
 class ProtocolViolation(TwinbenchError):
@@ -207,6 +213,10 @@ class NotController(KafkaError): ...
 
 @_wire(42, "INVALID_REQUEST")
 class InvalidRequest(KafkaError): ...
+
+
+@_wire(44, "POLICY_VIOLATION")
+class PolicyViolation(KafkaError): ...
 
 
 @_wire(56, "KAFKA_STORAGE_ERROR", retriable=True)

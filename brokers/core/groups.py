@@ -28,6 +28,7 @@ from enum import Enum
 
 from brokers.core.coordinator import Coordinator, MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
+    GroupMaxSizeReached,
     IllegalGeneration,
     InconsistentGroupProtocol,
     InvalidGroupId,
@@ -60,6 +61,8 @@ class GroupConfig:
     # Delay before completing the first rebalance of an empty group, so members that start
     # together share one generation instead of cascading rebalances.
     initial_rebalance_delay_ms: int = 100
+    # Members plus pending member ids one group may hold (group.max.size).
+    max_size: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +120,9 @@ class _Group:
     protocol_name: str | None = None
     leader_id: str = ""
     members: dict[str, _Member] = field(default_factory=dict)
-    # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394).
-    pending_ids: set[str] = field(default_factory=set)
+    # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394), each with the
+    # clock time after which it is forgotten: a client that never rejoins leaves nothing behind.
+    pending_ids: dict[str, float] = field(default_factory=dict)
     rebalance_deadline: float = 0.0
 
 
@@ -182,9 +186,16 @@ class GroupCoordinator:
             raise InconsistentGroupProtocol(f"group {group_id!r}: no protocol in common")
 
         if not member_id:
+            # Pending ids count: otherwise a client asking for ids in a loop (each JoinGroup
+            # without one gets a fresh id) grows the group without bound.
+            if len(group.members) + len(group.pending_ids) >= cfg.max_size:
+                raise GroupMaxSizeReached(
+                    f"group {group_id!r} has {len(group.members)} members and "
+                    f"{len(group.pending_ids)} pending member ids (max_size={cfg.max_size})")
             member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
             if require_known_member_id:
-                group.pending_ids.add(member_id)
+                # KIP-394: the id is kept for one session timeout, waiting for the rejoin.
+                group.pending_ids[member_id] = self._clock() + session_timeout_ms / 1000
                 raise MemberIdAssigned(member_id)
         elif member_id not in group.members and member_id not in group.pending_ids:
             raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")
@@ -198,7 +209,7 @@ class GroupCoordinator:
             # In the group before the (possibly remote) registration, so that a tick() during
             # the await neither drops the group as empty nor orphans this member.
             group.members[member_id] = member
-            group.pending_ids.discard(member_id)
+            group.pending_ids.pop(member_id, None)
             try:
                 await self._coordinator.register_member(
                     group_id, MemberRecord(member_id, client_id, client_host)
@@ -376,9 +387,13 @@ class GroupCoordinator:
 
     # --- time -------------------------------------------------------------------------------
     def tick(self) -> None:
-        """Expire silent members and finish rebalances whose deadline passed."""
+        """Expire silent members and unclaimed pending ids; finish rebalances whose deadline
+        passed."""
         now = self._clock()
         for group in list(self._groups.values()):
+            if group.pending_ids:
+                for member_id in [m for m, t in group.pending_ids.items() if t <= now]:
+                    del group.pending_ids[member_id]
             expired = [
                 m.member_id
                 for m in group.members.values()

@@ -3,7 +3,11 @@
 The baseline the two twins are compared against, and what `twinbench broker` runs. There is no
 peer to disagree with, so every "fresh" read is the cache and every write is local; state that
 must survive a restart (topics, committed offsets, the producer-id high-water mark) lives in
-``<data_dir>/coordinator/``.
+``<data_dir>/coordinator/``. Committed offsets are fsynced before the commit is acknowledged
+when ``fsync_offsets`` is set (`twinbench broker` sets it under ``--flush every_batch``).
+
+A failed write or fsync of that state takes the data directory offline (``DataDir.fail``: the
+broker halts) and is never retried; commits meanwhile get KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from brokers.core.coordinator import (
     BrokerInfo,
@@ -21,6 +26,7 @@ from brokers.core.coordinator import (
     TopicPartition,
     validate_replication_factor,
 )
+from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
@@ -35,9 +41,14 @@ PRODUCER_ID_BLOCK = 1000
 
 
 class LocalCoordinator(GroupRegistry):
-    def __init__(self, node_id: int, state_dir: Path, *, fsync_offsets: bool = False) -> None:
+    def __init__(
+        self, node_id: int, state_dir: Path, *, fsync_offsets: bool = False,
+        datadir: DataDir | None = None,
+    ) -> None:
         super().__init__()
         self._node_id = node_id
+        # Where write failures are reported; alone (tests), a private one for the state dir.
+        self._datadir = datadir if datadir is not None else DataDir(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self._topics_doc = JsonDocument(state_dir / "topics.json")
         self._pid_doc = JsonDocument(state_dir / "producer_ids.json")
@@ -114,14 +125,15 @@ class LocalCoordinator(GroupRegistry):
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
         validate_replication_factor(replication_factor)
-        self._topics[name] = self._topic_info(name, num_partitions, configs or {})
+        self._datadir.check()
+        topics = dict(self._topics)
+        topics[name] = self._topic_info(name, num_partitions, configs or {})
         self._counters["coordination_writes"] += 1
-        self._topics_doc.store(
-            {
-                t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
-                for t in self._topics.values()
-            }
-        )
+        self._write(self._topics_doc.store, {
+            t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
+            for t in topics.values()
+        })
+        self._topics = topics
         self._publish()
         return self._topics[name]
 
@@ -137,19 +149,19 @@ class LocalCoordinator(GroupRegistry):
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
-        table = self._offsets.setdefault(group_id, {})
-        table.update(offsets)
+        self._datadir.check()
         self._counters["coordination_writes"] += 1
-        self._offsets_journal.append(
-            [
-                {
-                    "group": group_id, "topic": tp.topic, "partition": tp.partition,
-                    "offset": om.offset, "metadata": om.metadata,
-                    "leader_epoch": om.leader_epoch, "ts": om.commit_timestamp_ms,
-                }
-                for tp, om in offsets.items()
-            ]
-        )
+        # Written (and fsynced, if asked) before the table changes: a failed commit leaves
+        # neither the file nor what OffsetFetch answers claiming it.
+        self._write(self._offsets_journal.append, [
+            {
+                "group": group_id, "topic": tp.topic, "partition": tp.partition,
+                "offset": om.offset, "metadata": om.metadata,
+                "leader_epoch": om.leader_epoch, "ts": om.commit_timestamp_ms,
+            }
+            for tp, om in offsets.items()
+        ])
+        self._offsets.setdefault(group_id, {}).update(offsets)
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -161,10 +173,18 @@ class LocalCoordinator(GroupRegistry):
         return {tp: table[tp] for tp in partitions if tp in table}
 
     # --- misc -------------------------------------------------------------------------------
+    def _write(self, store: Callable[[Any], None], value: Any) -> None:
+        """One write of durable state; a failure takes the data directory offline."""
+        try:
+            store(value)
+        except OSError as exc:
+            raise self._datadir.fail(f"writing {self._offsets_journal.path.parent}", exc) from exc
+
     async def allocate_producer_id(self) -> int:
         if self._next_pid >= self._pid_block_end:
+            self._datadir.check()
             start = int(self._pid_doc.load({"next_block": 0})["next_block"])
-            self._pid_doc.store({"next_block": start + PRODUCER_ID_BLOCK})
+            self._write(self._pid_doc.store, {"next_block": start + PRODUCER_ID_BLOCK})
             self._next_pid, self._pid_block_end = start, start + PRODUCER_ID_BLOCK
         pid = self._next_pid
         self._next_pid += 1

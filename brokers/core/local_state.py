@@ -2,13 +2,15 @@
 
 Used by the single-node coordinator (topics, committed offsets, producer-id blocks). Two shapes:
 
-* ``JsonDocument``: a whole document rewritten atomically (write temp, fsync, rename), for state
-  that changes rarely (topic definitions, the producer-id high-water mark).
+* ``JsonDocument``: a whole document rewritten atomically (write temp, fsync, rename, fsync the
+  directory), for state that changes rarely (topic definitions, the producer-id high-water mark).
 * ``JsonJournal``: an append-only log of JSON lines for state that changes on the data path
   (offset commits). Replay keeps the last value per key; a torn last line after a crash is
   skipped; the file is compacted on open so it does not grow without bound across restarts.
 
 Never pickle: these files outlive the code that wrote them and must be readable by people.
+Both rewrite files, so their owner must hold the data directory's lock first (``DataDir``).
+I/O errors propagate as OSError; the owner decides what a failure means.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from brokers.core.errors import UserError
+from brokers.core.storage.segment import fsync_dir
 
 log = logging.getLogger("twinbench.state")
 
@@ -32,6 +37,9 @@ class JsonDocument:
             return json.loads(self.path.read_text())
         except FileNotFoundError:
             return default
+        except ValueError as exc:
+            raise UserError(
+                f"{self.path} is not valid JSON ({exc}); restore or remove it") from None
 
     def store(self, value: Any) -> None:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
@@ -40,6 +48,7 @@ class JsonDocument:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
+        fsync_dir(self.path.parent)  # the rename itself must survive a crash
 
 
 class JsonJournal:
@@ -57,6 +66,7 @@ class JsonJournal:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        fsync_dir(path.parent)
         self.entries = entries
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 

@@ -9,6 +9,7 @@ broker/null-sink measures exactly what storage costs.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Protocol
 
 from brokers.core.errors import CorruptMessage, OffsetOutOfRange
@@ -37,6 +38,8 @@ class LogStore(Protocol):
     def get_or_create(self, topic: str, partition: int) -> PartitionLogLike: ...
     def flush_dirty(self) -> int: ...
     def enforce_retention(self, now_ms: int) -> int: ...
+    def on_failure(self, listener: Callable[[str], None]) -> None:
+        """``listener(reason)`` once, when a disk error takes the store offline."""
     def close(self) -> None: ...
 
 
@@ -98,6 +101,9 @@ class NullLogStore:
 
     def enforce_retention(self, now_ms: int) -> int:
         return 0
+
+    def on_failure(self, listener: Callable[[str], None]) -> None:
+        pass  # no disk, no disk errors
 
     def close(self) -> None:
         self._logs.clear()

@@ -8,16 +8,32 @@ round trip) holds a slot in the queue and everything behind it waits for it.
 
 Garbage never takes the broker down: a framing violation closes that one connection with a log
 line, and a handler that fails unexpectedly does the same; every other connection is untouched.
+
+What one client can hold is bounded (``ListenerConfig``):
+
+* connections in all and per client address: one over either limit is closed when accepted;
+* bytes in flight per connection: request bytes read and not yet answered, plus answers waiting
+  behind an earlier slot. At ``queued_max_request_bytes``, or while the socket's write buffer is
+  full (the client is not reading), the connection stops dispatching and stops reading; frames
+  already read wait in a queue, and reading resumes once answers have drained. So a client
+  pipelining requests whose answers are large (a fetch behind a long poll, many Metadata) holds
+  at most the limit plus one answer, and the rest waits in its own socket buffers;
+* idle time: a connection owed no answer and without a complete request for
+  ``connections_max_idle_ms`` is closed. Bytes of an unfinished frame do not count, so a frame
+  trickled byte by byte does not keep a connection alive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import Protocol
 
+from brokers.core.config import ListenerConfig
 from brokers.core.errors import ProtocolViolation
 from brokers.core.protocol.framing import FrameDecoder
 
@@ -28,6 +44,11 @@ Buffers = Sequence[bytes | bytearray | memoryview]
 # of them, or None when the request gets no response (Produce with acks=0).
 Reply = Buffers | Awaitable[Buffers | None] | None
 
+# The length prefix is not part of a frame as the decoder returns it, but it was read.
+_PREFIX = 4
+# A flood of refused connections is summarised in one log line per period, not one per accept.
+REFUSAL_LOG_PERIOD_S = 10.0
+
 
 class Dispatcher(Protocol):
     def dispatch(self, frame: memoryview, peer: str) -> Reply:
@@ -36,48 +57,73 @@ class Dispatcher(Protocol):
 
 
 class _Slot:
-    __slots__ = ("buffers", "done")
+    __slots__ = ("buffers", "cost", "done")
 
-    def __init__(self) -> None:
+    def __init__(self, cost: int) -> None:
         self.buffers: Buffers | None = None
         self.done = False
+        self.cost = cost  # request bytes, plus the answer's once it is ready
+
+
+def _size(buffers: Buffers) -> int:
+    n = 0
+    for b in buffers:
+        n += len(b)
+    return n
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int, registry: set) -> None:
-        self._dispatcher = dispatcher
-        self._decoder = FrameDecoder(max_frame_bytes)
-        self._registry = registry
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        self._dispatcher = server.dispatcher
+        self._decoder = FrameDecoder(server.max_frame_bytes)
+        self._limit = server.config.queued_max_request_bytes
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
+        self.ip = ""
         self._slots: deque[_Slot] = deque()
         self._tasks: set[asyncio.Future] = set()
+        # Frames read but not yet dispatched (only while dispatching is held back).
+        self._queued: deque[memoryview] = deque()
+        # Request bytes dispatched and not yet answered + answers waiting in slots.
+        self._held = 0
+        self._write_paused = False
+        self._read_paused = False
         self._closing = False
+        self.admitted = False
+        self.last_active = time.monotonic()
 
     # --- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses; they quack the same.
         self._transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
-        self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._registry.add(self)
+        if isinstance(peer, tuple):
+            self.ip = str(peer[0])
+            self._peer = f"{peer[0]}:{peer[1]}"
+        else:
+            self.ip = self._peer = str(peer)
+        if not self._server.admit(self):
+            self._closing = True
+            transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
-        self._registry.discard(self)
+        self._server.release(self)
         for task in self._tasks:
             task.cancel()
         self._slots.clear()
+        self._queued.clear()
 
     def pause_writing(self) -> None:
-        # The client is not reading its responses: stop reading its requests rather than
-        # buffering responses without bound.
-        if self._transport is not None:
-            self._transport.pause_reading()
+        # The client is not reading its responses: stop producing more (dispatching) and stop
+        # reading its requests rather than buffering responses without bound.
+        self._write_paused = True
+        self._update_reading()
 
     def resume_writing(self) -> None:
-        if self._transport is not None and not self._closing:
-            self._transport.resume_reading()
+        self._write_paused = False
+        self._pump()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -87,32 +133,75 @@ class KafkaConnection(asyncio.Protocol):
         except ProtocolViolation as exc:
             self.abort(f"bad framing: {exc}")
             return
-        dispatch = self._dispatcher.dispatch
-        for frame in frames:
-            try:
-                reply = dispatch(frame, self._peer)
-            except ProtocolViolation as exc:
-                self.abort(f"bad request: {exc}")
+        if not frames:
+            return
+        if self._queued or self._write_paused or self._held >= self._limit:
+            self._queued.extend(frames)
+            self._update_reading()
+            return
+        self._dispatch_all(frames)
+
+    # --- dispatching ------------------------------------------------------------------------
+    def _dispatch_all(self, frames: list[memoryview]) -> None:
+        """The common case: dispatch straight from the decoder's list."""
+        for i, frame in enumerate(frames):
+            if self._closing:
                 return
-            except Exception:
-                log.exception("%s: handler failed; closing the connection", self._peer)
-                self.abort("internal error")
+            if self._write_paused or self._held >= self._limit:
+                self._queued.extend(frames[i:])
+                self._update_reading()
                 return
-            if reply is None:
-                continue
-            if isinstance(reply, list | tuple):
-                if self._slots:
-                    slot = _Slot()
-                    slot.buffers, slot.done = reply, True
-                    self._slots.append(slot)
-                else:
-                    self._transport.writelines(reply)  # type: ignore[union-attr]
-                continue
-            slot = _Slot()
-            self._slots.append(slot)
-            task = asyncio.ensure_future(reply)
-            self._tasks.add(task)
-            task.add_done_callback(lambda t, s=slot: self._completed(t, s))
+            self._dispatch(frame)
+
+    def _pump(self) -> None:
+        """Dispatch queued frames while the connection's budget allows, then read again."""
+        queued = self._queued
+        while queued and not self._closing and not self._write_paused and (
+            self._held < self._limit
+        ):
+            self._dispatch(queued.popleft())
+        self._update_reading()
+
+    def _dispatch(self, frame: memoryview) -> None:
+        self.last_active = time.monotonic()
+        try:
+            reply = self._dispatcher.dispatch(frame, self._peer)
+        except ProtocolViolation as exc:
+            self.abort(f"bad request: {exc}")
+            return
+        except Exception:
+            log.exception("%s: handler failed; closing the connection", self._peer)
+            self.abort("internal error")
+            return
+        if reply is None:
+            return
+        if isinstance(reply, list | tuple):
+            if self._slots:
+                slot = _Slot(len(frame) + _PREFIX + _size(reply))
+                slot.buffers, slot.done = reply, True
+                self._slots.append(slot)
+                self._held += slot.cost
+            else:
+                self._transport.writelines(reply)  # type: ignore[union-attr]
+            return
+        slot = _Slot(len(frame) + _PREFIX)
+        self._slots.append(slot)
+        self._held += slot.cost
+        task = asyncio.ensure_future(reply)
+        self._tasks.add(task)
+        task.add_done_callback(lambda t, s=slot: self._completed(t, s))
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        hold = bool(self._queued) or self._write_paused or self._held >= self._limit
+        if hold and not self._read_paused:
+            self._read_paused = True
+            transport.pause_reading()
+        elif not hold and self._read_paused:
+            self._read_paused = False
+            transport.resume_reading()
 
     # --- ordering ---------------------------------------------------------------------------
     def _completed(self, task: asyncio.Future, slot: _Slot) -> None:
@@ -128,15 +217,30 @@ class KafkaConnection(asyncio.Protocol):
                           exc_info=exc)
                 self.abort("internal error")
             return
-        slot.buffers, slot.done = task.result(), True
+        buffers = task.result()
+        slot.buffers, slot.done = buffers, True
+        if buffers is not None:
+            extra = _size(buffers)
+            slot.cost += extra
+            self._held += extra
         self._flush()
 
     def _flush(self) -> None:
         transport = self._transport
         while self._slots and self._slots[0].done:
             slot = self._slots.popleft()
+            self._held -= slot.cost
             if slot.buffers is not None and transport is not None:
                 transport.writelines(slot.buffers)
+        self.last_active = time.monotonic()
+        self._pump()
+
+    # --- idleness ---------------------------------------------------------------------------
+    def idle_for(self, now: float) -> float:
+        """Seconds without a complete request while owed nothing; 0 when an answer is owed."""
+        if self._slots or self._queued:
+            return 0.0
+        return now - self.last_active
 
     def abort(self, reason: str) -> None:
         log.warning("%s: closing connection: %s", self._peer, reason)
@@ -146,24 +250,87 @@ class KafkaConnection(asyncio.Protocol):
 
 
 class KafkaServer:
-    """Owns the listening socket and the open connections."""
+    """Owns the listening socket and the open connections, and enforces their limits."""
 
-    def __init__(self, dispatcher: Dispatcher, max_frame_bytes: int) -> None:
-        self._dispatcher = dispatcher
-        self._max_frame_bytes = max_frame_bytes
+    def __init__(
+        self, dispatcher: Dispatcher, max_frame_bytes: int, config: ListenerConfig | None = None
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.max_frame_bytes = max_frame_bytes
+        self.config = config or ListenerConfig()
         self._server: asyncio.base_events.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
         self.connections: set[KafkaConnection] = set()
+        self._per_ip: dict[str, int] = {}
+        # Refusals since the last summary line, by reason; and when that line was written.
+        self._refused: dict[str, int] = {}
+        self._refusal_logged = 0.0
+        self.refused_total = 0
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self._dispatcher, self._max_frame_bytes, self.connections),
-            host, port, reuse_address=True, backlog=1024,
+            lambda: KafkaConnection(self), host, port, reuse_address=True, backlog=1024,
         )
+        self._idle_task = loop.create_task(self._close_idle())
         sockname = self._server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
+    # --- connection limits ------------------------------------------------------------------
+    def admit(self, conn: KafkaConnection) -> bool:
+        cfg = self.config
+        if len(self.connections) >= cfg.max_connections:
+            self._refuse(f"max_connections={cfg.max_connections} reached")
+            return False
+        count = self._per_ip.get(conn.ip, 0)
+        if count >= cfg.max_connections_per_ip:
+            self._refuse(f"max_connections_per_ip={cfg.max_connections_per_ip} reached by "
+                         f"{conn.ip}")
+            return False
+        self._per_ip[conn.ip] = count + 1
+        self.connections.add(conn)
+        conn.admitted = True
+        return True
+
+    def release(self, conn: KafkaConnection) -> None:
+        if not conn.admitted:
+            return
+        conn.admitted = False
+        self.connections.discard(conn)
+        left = self._per_ip.get(conn.ip, 1) - 1
+        if left > 0:
+            self._per_ip[conn.ip] = left
+        else:
+            self._per_ip.pop(conn.ip, None)
+
+    def _refuse(self, reason: str) -> None:
+        self.refused_total += 1
+        self._refused[reason] = self._refused.get(reason, 0) + 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= REFUSAL_LOG_PERIOD_S:
+            self._refusal_logged = now
+            summary = "; ".join(f"{n} x {why}" for why, n in self._refused.items())
+            self._refused.clear()
+            log.warning("refused connections: %s", summary)
+
+    # --- idle connections -------------------------------------------------------------------
+    async def _close_idle(self) -> None:
+        limit_s = self.config.connections_max_idle_ms / 1000
+        # Checked a few times per limit (at most once a second), so a connection lives at most
+        # ~1.25 x the limit idle; the sweep is O(connections) and nothing else.
+        period = min(max(limit_s / 4, 0.01), 1.0)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for conn in [c for c in self.connections if c.idle_for(now) > limit_s]:
+                conn.abort(f"idle for more than {self.config.connections_max_idle_ms} ms")
+
     async def stop(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+            self._idle_task = None
         if self._server is None:
             return
         self._server.close()

@@ -42,19 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     auth.add_argument("--gossip-insecure", action="store_true",
                       help="unauthenticated gossip, for experiments only: anyone who can reach "
                       "the gossip port can forge membership, topics and offsets")
+    # --max-topics and --max-partitions-per-topic are the core's (every broker has them); here
+    # they also bound what gossip may teach this broker.
     limits = GossipLimits()
-    parser.add_argument("--max-topic-partitions", type=int, metavar="N",
-                        default=limits.max_topic_partitions,
-                        help="partitions one topic may have, created here or learned by gossip "
-                        "(default %(default)s)")
-    parser.add_argument("--max-topics", type=int, metavar="N", default=limits.max_topics,
-                        help="topics a broker keeps (default %(default)s)")
     parser.add_argument("--gossip-max-members", type=int, metavar="N",
                         default=limits.max_members,
                         help="node ids a broker remembers, dead ones included "
                         "(default %(default)s)")
 
-    def make(args, config):
+    def make(args, config, datadir):
         host, port = _gossip_endpoint(args.gossip)
         seeds = tuple(s.strip() for s in args.seeds.split(",") if s.strip())
         key = load_key_file(args.gossip_key_file) if args.gossip_key_file else None
@@ -62,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             gossip_host=host, gossip_port=port, seeds=seeds,
             gossip=PRESETS[args.gossip_preset], gossip_key=key,
             gossip_insecure=args.gossip_insecure,
-            limits=GossipLimits(max_topic_partitions=args.max_topic_partitions,
+            limits=GossipLimits(max_topic_partitions=args.max_partitions_per_topic,
                                 max_topics=args.max_topics,
-                                max_members=args.gossip_max_members)))
+                                max_members=args.gossip_max_members)), datadir=datadir)
 
     return run_main(PROG, parser, argv, make)
 

@@ -51,6 +51,7 @@ from brokers.core.coordinator import (
     validate_replication_factor,
     validate_topic_name,
 )
+from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidConfig,
@@ -82,11 +83,17 @@ TOPICS_FILE = "topics.jsonl"
 
 
 class DsbsCoordinator(GroupRegistry):
-    def __init__(self, node_id: int, data_dir: Path, config: DsbsConfig | None = None) -> None:
+    def __init__(
+        self, node_id: int, data_dir: Path, config: DsbsConfig | None = None,
+        datadir: DataDir | None = None,
+    ) -> None:
         super().__init__()
         self._node_id = node_id
         # Our own subdirectory: partition directories are "<topic>-<n>", never "dsbs".
         self._dir = Path(data_dir) / "dsbs"
+        # Where a failed write of our durable state is reported (the broker halts on it);
+        # alone (tests), a private one.
+        self._datadir = datadir if datadir is not None else DataDir(self._dir)
         self.config = config or DsbsConfig()
         self._node: SwimNode | None = None
         self._driver: GossipDriver | None = None
@@ -186,9 +193,16 @@ class DsbsCoordinator(GroupRegistry):
         self._topics_file = await asyncio.to_thread(JsonJournal, self._dir / TOPICS_FILE)
         for entry in self._topics_file.entries:
             try:
-                node.topics.apply(record_from_json(entry))
+                rec = record_from_json(entry)
             except ValueError as exc:
                 log.warning("%s: skipping %s", self._topics_file.path, exc)
+                continue
+            problem = node.topic_problem(rec)
+            if problem is not None:  # checked as gossip would be: the file is input too
+                log.warning("%s: skipping topic %r (%s)", self._topics_file.path, rec.name,
+                            problem)
+                continue
+            node.topics.apply(rec)
         node.topics.unpersisted = []
         self._node = node
         self._driver = GossipDriver(node, sock, on_activity=self._after_io)
@@ -237,7 +251,10 @@ class DsbsCoordinator(GroupRegistry):
         if self._writer is not None:
             if self._node is not None:
                 self._submit_offsets(fsync=False)
-            await self._writer.close()  # drains and fsyncs everything handed over
+            try:
+                await self._writer.close()  # drains and fsyncs everything handed over
+            except OSError as exc:
+                raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
         if self._topics_file is not None:
             if self._node is not None:
                 self._persist_topics()  # records taken since the last I/O event
@@ -278,7 +295,12 @@ class DsbsCoordinator(GroupRegistry):
         node = self.node
         recs, node.topics.unpersisted = node.topics.unpersisted, []
         if self._topics_file is not None and recs:
-            self._topics_file.append([record_to_json(r) for r in recs])
+            try:
+                self._topics_file.append([record_to_json(r) for r in recs])
+            except OSError as exc:
+                # As for offsets: the directory goes offline and the broker halts; no retry.
+                self._datadir.fail(f"writing {self._topics_file.path}", exc)
+                self._topics_file = None
 
     def _spawn(self, coro) -> None:
         t = asyncio.get_running_loop().create_task(coro)
@@ -452,6 +474,7 @@ class DsbsCoordinator(GroupRegistry):
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
+        self._datadir.check()  # a failed write is not retried: the broker is halting
         node = self.node
         entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
         node.offsets.mark_dirty([(e.group, e.topic, e.partition) for e in entries],
@@ -461,7 +484,10 @@ class DsbsCoordinator(GroupRegistry):
         # while the writer is busy share its next write and fsync.
         done = self._submit_offsets(fsync=self.config.offsets_fsync, wait=True)
         if done is not None:
-            await done
+            try:
+                await done
+            except OSError as exc:
+                raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None

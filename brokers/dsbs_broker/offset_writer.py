@@ -119,13 +119,15 @@ class OffsetWriter:
                 try:
                     self._write(jobs)
                 except Exception as exc:  # reported to the waiting commits
-                    log.exception("writing %s failed", self._log.path)
+                    # One line: an I/O error is the disk's, not a bug; the coordinator turns
+                    # it into the broker's halt.
+                    log.error("writing %s failed: %s", self._log.path, exc)
                     error = exc
             if stop:
                 try:
                     self._log.close()
-                except OSError:
-                    log.exception("closing %s failed", self._log.path)
+                except OSError as exc:
+                    log.error("closing %s failed: %s", self._log.path, exc)
             if jobs:
                 try:
                     self._loop.call_soon_threadsafe(self._finished, jobs[-1].seq, error)

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         PROG,
         parser,
         argv,
-        lambda args, config: ZkCoordinator(
+        lambda args, config, _datadir: ZkCoordinator(
             ZkCoordinatorConfig(
                 connect=args.zookeeper,
                 session_timeout_ms=args.zk_session_timeout_ms,

@@ -24,11 +24,22 @@ class RunningBroker:
 
 def start_single_broker(
     data_dir: Path, *, flush: str = "os", port: int = 0, extra: Sequence[str] = (),
-    timeout_s: float = 30.0,
+    timeout_s: float = 30.0, log_path: Path | None = None,
 ) -> RunningBroker:
     argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", f"127.0.0.1:{port}",
             "--data-dir", str(data_dir), "--flush", flush, *extra]
-    proc = ManagedProcess(argv, name="broker", log_path=data_dir.parent / f"{data_dir.name}.log")
+    return start_broker_process(argv, data_dir, log_path=log_path, timeout_s=timeout_s)
+
+
+def start_broker_process(
+    argv: Sequence[str], data_dir: Path, *, log_path: Path | None = None,
+    timeout_s: float = 30.0,
+) -> RunningBroker:
+    """Start any broker entry point's command line and wait for its listening= line. The log
+    goes next to the data directory unless ``log_path`` says otherwise (a test whose disk is
+    about to fail keeps it elsewhere, so the broker's last words are readable)."""
+    log = log_path or data_dir.parent / f"{data_dir.name}.log"
+    proc = ManagedProcess(argv, name="broker", log_path=log)
     proc.start()
     try:
         line = proc.wait_for_line("listening=", timeout_s)

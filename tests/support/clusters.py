@@ -7,6 +7,7 @@ contract covers exactly what users run. Every broker is a real process on loopba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,14 +35,20 @@ class SingleBrokerCluster:
             b.process.stop()
 
 
-def start_cluster(arch: str, workdir: Path, brokers: int = 3) -> SingleBrokerCluster | Cluster:
+def start_cluster(
+    arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
+) -> SingleBrokerCluster | Cluster:
+    """``extra``: more command-line options for every broker (limits, for instance)."""
     if arch == "single":
-        return SingleBrokerCluster([start_single_broker(workdir / "broker0")])
+        return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
+                                                        flush=flush)])
+    spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir,  # type: ignore[arg-type]
+                       broker_args=tuple(extra), flush=flush)
     if arch == "zk":
         from harness.zookeeper import ZooKeeperUnavailable
 
         try:
-            return Cluster(ClusterSpec("zk", brokers=brokers, data_dir=workdir)).start()
+            return Cluster(spec).start()
         except ZooKeeperUnavailable as exc:
             pytest.skip(f"no ZooKeeper on this machine: {exc}")
-    return Cluster(ClusterSpec(arch, brokers=brokers, data_dir=workdir)).start()  # type: ignore[arg-type]
+    return Cluster(spec).start()

@@ -3,7 +3,13 @@
 import pytest
 
 from brokers.core import errors
-from brokers.core.config import BrokerConfig, FlushMode, FlushPolicy, StorageConfig
+from brokers.core.config import (
+    BrokerConfig,
+    FlushMode,
+    FlushPolicy,
+    ListenerConfig,
+    StorageConfig,
+)
 from brokers.core.coordinator import validate_topic_name
 
 
@@ -50,6 +56,30 @@ def test_configs_reject_out_of_range_knobs(tmp_path):
     with pytest.raises(errors.UserError, match="metadata_check"):
         BrokerConfig(node_id=0, host="127.0.0.1", port=0, data_dir=tmp_path,
                      metadata_check="sometimes")  # type: ignore[arg-type]
+    for knob in ("max_connections", "max_connections_per_ip", "connections_max_idle_ms",
+                 "queued_max_request_bytes"):
+        with pytest.raises(errors.UserError, match=knob):
+            ListenerConfig(**{knob: 0})
+    with pytest.raises(errors.UserError, match="max_open_segments"):
+        StorageConfig(max_open_segments=0)
+    with pytest.raises(errors.UserError, match="default_partitions exceeds"):
+        BrokerConfig(node_id=0, host="127.0.0.1", port=0, data_dir=tmp_path,
+                     default_partitions=5, max_partitions_per_topic=4)
+
+
+def test_limits_that_do_not_fit_the_descriptor_limit_are_one_user_error(tmp_path, monkeypatch):
+    from brokers.core import cli
+
+    config = BrokerConfig(node_id=0, host="127.0.0.1", port=0, data_dir=tmp_path)
+    need = (config.listener.max_connections + config.storage.max_open_segments
+            + cli.FD_RESERVE)
+    monkeypatch.setattr(cli.resource, "getrlimit", lambda _r: (256, need - 1))
+    with pytest.raises(errors.UserError, match=r"--max-connections 1000 .* ulimit"):
+        cli.reserve_descriptors(config)
+    raised: list[tuple[int, int]] = []
+    monkeypatch.setattr(cli.resource, "getrlimit", lambda _r: (256, need))
+    monkeypatch.setattr(cli.resource, "setrlimit", lambda _r, v: raised.append(v))
+    assert cli.reserve_descriptors(config) == need and raised == [(need, need)]
 
 
 @pytest.mark.parametrize(

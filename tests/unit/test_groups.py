@@ -8,6 +8,7 @@ import pytest
 
 from brokers.core.coordinator import MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
+    GroupMaxSizeReached,
     IllegalGeneration,
     InconsistentGroupProtocol,
     InvalidSessionTimeout,
@@ -46,7 +47,7 @@ class Clock:
         return self.now
 
 
-def make(delay_ms: int = 0):
+def make(delay_ms: int = 0, max_size: int = 1000):
     registry, clock = Registry(), Clock()
 
     def parse(assignment: bytes) -> list[TopicPartition]:
@@ -55,7 +56,7 @@ def make(delay_ms: int = 0):
     groups = GroupCoordinator(
         registry,  # type: ignore[arg-type]
         GroupConfig(min_session_timeout_ms=1000, max_session_timeout_ms=60_000,
-                    initial_rebalance_delay_ms=delay_ms),
+                    initial_rebalance_delay_ms=delay_ms, max_size=max_size),
         parse_assignment=parse,
         clock=clock,
     )
@@ -263,5 +264,62 @@ def test_tick_during_a_slow_registration_neither_drops_the_group_nor_the_member(
         await settle(groups, clock, 1.0)
         result = await asyncio.wait_for(join, 1)
         assert result.generation_id == 1 and result.member_id == info.value.member_id
+
+    asyncio.run(scenario())
+
+
+def test_pending_member_ids_count_toward_the_group_size_and_expire():
+    """KIP-394 ids handed out to clients that never rejoin: bounded by max_size, forgotten
+    after their session timeout, after which new ids are handed out again."""
+    async def scenario():
+        groups, _, clock = make(max_size=5)
+        pending = []
+        for _ in range(5):
+            with pytest.raises(MemberIdAssigned) as info:
+                await groups.join(**join_args(require_known_member_id=True))
+            pending.append(info.value.member_id)
+        with pytest.raises(GroupMaxSizeReached):
+            await groups.join(**join_args(require_known_member_id=True))
+        # A pending id may still join: it was counted when handed out.
+        join = asyncio.ensure_future(groups.join(**join_args(
+            pending[0], require_known_member_id=True)))
+        await settle(groups, clock)
+        assert (await join).member_id == pending[0]
+        await settle(groups, clock, 9.0)  # session timeout 10 s: not yet
+        with pytest.raises(GroupMaxSizeReached):
+            await groups.join(**join_args(require_known_member_id=True))
+        groups.heartbeat(group_id="g", generation_id=1, member_id=pending[0])
+        await settle(groups, clock, 1.5)  # the other four ids expire, the member stays
+        assert groups.describe("g")[2] == [pending[0]]
+        with pytest.raises(UnknownMemberId):
+            await groups.join(**join_args(pending[1], require_known_member_id=True))
+        with pytest.raises(MemberIdAssigned):
+            await groups.join(**join_args(require_known_member_id=True))
+
+    asyncio.run(scenario())
+
+
+def test_group_max_size_limits_members_joining_without_kip394():
+    async def scenario():
+        groups, _, clock = make(delay_ms=100, max_size=2)
+        joins = [asyncio.ensure_future(groups.join(**join_args())) for _ in range(2)]
+        await settle(groups, clock)
+        with pytest.raises(GroupMaxSizeReached):
+            await groups.join(**join_args())
+        await settle(groups, clock, 0.2)
+        results = await asyncio.wait_for(asyncio.gather(*joins), 5)
+        assert len({r.member_id for r in results}) == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_group_of_only_expired_pending_ids_is_dropped():
+    async def scenario():
+        groups, _, clock = make()
+        with pytest.raises(MemberIdAssigned):
+            await groups.join(**join_args(require_known_member_id=True))
+        assert "g" in groups._groups
+        await settle(groups, clock, 11.0)
+        assert "g" not in groups._groups
 
     asyncio.run(scenario())

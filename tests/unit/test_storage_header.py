@@ -66,11 +66,11 @@ def test_bad_batches_raise_the_right_kafka_error(mutate, error):
         validate_batches(memoryview(mutate(good)), MAX)
 
 
-def test_count_that_cannot_fit_uncompressed_payload_is_invalid():
+def test_count_that_cannot_fit_uncompressed_payload_is_corrupt():
     b = build_batch([b"v"])
     b = _tamper(b, 23, ">i", 99, False)
     b = _tamper(b, 57, ">i", 100, True)
-    with pytest.raises(InvalidRecord, match="cannot fit"):
+    with pytest.raises(CorruptMessage, match="cannot fit"):
         validate_batches(memoryview(b), MAX)
 
 
@@ -131,3 +131,43 @@ def test_sparse_index_round_trip_and_sanity():
     assert SparseIndex.decode(ib, tb[:12], 1000) is None  # counts differ
     assert SparseIndex.decode(b"\0" * 16, b"\0" * 24, 1000) is None  # zero-filled
     assert SparseIndex.decode(ib[8:] + ib[:8], tb[12:] + tb[:12], 1000) is None  # not increasing
+
+
+def _claim(batch: bytes, codec: int, count: int) -> bytes:
+    """``batch`` relabelled as ``codec``-compressed holding ``count`` records (CRC fixed): the
+    header-only check never decompresses, so the payload bytes do not matter."""
+    b = _tamper(batch, 21, ">h", codec, False)
+    b = _tamper(b, 23, ">i", count - 1, False)
+    return _tamper(b, 57, ">i", count, True)
+
+
+@pytest.mark.parametrize(("codec", "expansion"),
+                         [(0, 1), (1, 1032), (2, 22), (3, 255), (4, 32768)])
+def test_record_count_is_bounded_by_what_the_payload_can_decompress_to(codec, expansion):
+    b = build_batch([b"x" * 200])
+    payload = len(b) - HEADER_SIZE
+    most = payload * expansion // 7  # every record takes at least 7 bytes
+    info = check_batch(memoryview(_claim(b, codec, most)), 0, MAX)
+    assert info.record_offsets == most
+    with pytest.raises(CorruptMessage, match="cannot fit"):
+        validate_batches(memoryview(_claim(b, codec, most + 1)), MAX)
+
+
+def test_compressed_batch_claiming_two_billion_records_is_corrupt():
+    """The attack: a 1-record gzip batch whose header claims 2^31 records would burn 2^31
+    offsets and force a segment roll every second batch."""
+    from brokers.core.protocol.records import build_batch as codec_build_batch
+
+    b = codec_build_batch([(None, b"v")], compression=1)  # really gzip-compressed
+    with pytest.raises(CorruptMessage, match="gzip"):
+        validate_batches(memoryview(_claim(b, 1, 2**31 - 1)), MAX)
+
+
+def test_unknown_codec_is_corrupt_but_recovery_keeps_what_was_stored():
+    b = build_batch([b"v"])
+    with pytest.raises(CorruptMessage, match="codec 5"):
+        validate_batches(memoryview(_claim(b, 5, 1)), MAX)
+    # Recovery validates stored bytes, not a producer's claims: a batch an older broker
+    # accepted stays part of the log.
+    stored = _claim(b, 1, 2**31 - 1)
+    assert check_batch(memoryview(stored), 0, None).record_offsets == 2**31 - 1

@@ -369,8 +369,39 @@ def test_write_failure_truncates_partial_append(tmp_path, monkeypatch):
     monkeypatch.setattr(segmod.os, "pwritev", real)
     assert os.path.getsize(log._segments[-1].path()) == size
     assert log.log_end_offset == 2
-    assert log.append(batch_of(1)).base_offset == 2
+    # Not retried: the log is offline until the broker restarts on a healthy disk.
+    with pytest.raises(KafkaStorageError, match=r"offline: append .* No space left"):
+        log.append(batch_of(1))
+    with pytest.raises(KafkaStorageError, match="offline"):
+        log.read(0, 1 << 20)
     log.close()
+    assert log._segments[-1].fd == -1
+    again = open_log(tmp_path)
+    assert again.log_end_offset == 2
+    assert again.append(batch_of(1)).base_offset == 2
+    again.close()
+
+
+def test_failed_fsync_is_not_retried(tmp_path, monkeypatch):
+    """fsyncgate: after a failed fsync the kernel may have dropped the dirty pages, so a second
+    fsync that succeeds would claim durability that is not there. The log goes offline."""
+    from brokers.core.storage import segment as segmod
+
+    log = open_log(tmp_path, flush=FlushPolicy(FlushMode.INTERVAL_MS, 50))
+    log.append(batch_of(2))
+    calls = []
+
+    def failing(fd):
+        calls.append(fd)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(segmod.os, "fdatasync", failing)
+    with pytest.raises(KafkaStorageError, match="Input/output error"):
+        log.flush()
+    with pytest.raises(KafkaStorageError, match="offline"):
+        log.flush()
+    log.close()  # releases descriptors without another fsync
+    assert len(calls) == 1
 
 
 def test_short_writes_are_completed(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ from brokers.core.errors import (
     InvalidRequest,
     KafkaError,
     LeaderNotAvailable,
+    PolicyViolation,
     RequestTimedOut,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
@@ -67,6 +68,7 @@ async def _auto_create(
 ) -> MetadataResponse:
     for name in missing:
         try:
+            check_topic_limits(ctx, ctx.config.default_partitions)
             await asyncio.wait_for(
                 ctx.coordinator.create_topic(name, ctx.config.default_partitions, 1, auto=True),
                 AUTO_CREATE_TIMEOUT_S,
@@ -137,6 +139,7 @@ async def handle_create_topics(
                 raise InvalidPartitions(f"{partitions} partitions requested")
             if topic.name in ctx.coordinator.cluster().topics:
                 raise TopicAlreadyExists(f"topic {topic.name!r} already exists")
+            check_topic_limits(ctx, partitions)
             if not req.validate_only:
                 configs = {c.name: c.value for c in topic.configs if c.value is not None}
                 create = ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
@@ -152,3 +155,18 @@ async def handle_create_topics(
         else:
             results.append(CreatableTopicResult(name=topic.name, error_code=0))
     return CreateTopicsResponse(topics=results)
+
+
+def check_topic_limits(ctx: BrokerContext, partitions: int) -> None:
+    """The broker's caps on new topics: partitions per topic, then topics in the cluster.
+
+    The topic count is this broker's view of the cluster, so two brokers creating at the same
+    instant may overshoot by one each; the cap bounds growth, it is not a quota.
+    """
+    cfg = ctx.config
+    if partitions > cfg.max_partitions_per_topic:
+        raise InvalidPartitions(
+            f"{partitions} partitions requested; max_partitions_per_topic is "
+            f"{cfg.max_partitions_per_topic}")
+    if len(ctx.coordinator.cluster().topics) >= cfg.max_topics:
+        raise PolicyViolation(f"the cluster already has max_topics={cfg.max_topics} topics")

@@ -7,10 +7,12 @@ Layout map:
 * ``index.py``        - the sparse offset + time index of one segment and its file form.
 * ``segment.py``      - one ``<base>.log`` file: zero-copy append (pwritev), reads of whole
   batches, the CRC-validating recovery scan, index persistence, deletion.
+* ``open_files.py``   - ``OpenSegments``: the LRU budget of open segment descriptors.
 * ``log.py``          - ``PartitionLog`` and ``AppendResult``: ordered contiguous segments,
-  roll-over by size, flush policy, recovery on open, time/size retention.
+  roll-over by size, flush policy, recovery on open, time/size retention; the first disk
+  error takes the data directory offline (never retried).
 * ``manager.py``      - ``LogManager``: ``<data_dir>/<topic>-<partition>/`` directories, the data
-  directory lock, flush/retention across partitions.
+  directory lock (unless the broker took it), flush/retention across partitions.
 
 On-disk layout of one partition directory (Kafka's naming)::
 
@@ -22,7 +24,8 @@ On-disk layout of one partition directory (Kafka's naming)::
 
 Storage is synchronous and single-threaded (the broker's event loop calls it); the flush policy
 decides when ``os.fdatasync`` runs: inside ``append`` (``every_batch``), from the broker's timer
-via ``LogManager.flush_dirty`` (``interval_ms``), or never except on roll/close (``os``).
+via ``LogManager.flush_dirty`` (``interval_ms``), or never except on roll/close (``os``) and
+when the descriptor budget closes a segment with unflushed appends.
 """
 
 from brokers.core.storage.log import AppendResult, PartitionLog

@@ -24,12 +24,28 @@ CRC_START = 21
 # before magic/crc, so patching it never invalidates the CRC the client computed.
 PATCH_SIZE = 16
 MAGIC_V2 = 2
-# attributes bits 0-2: compression codec. Only uncompressed batches let us bound the record count
-# by the payload size.
+# attributes bits 0-2: compression codec.
 _CODEC_MASK = 0x07
 # The smallest possible v2 record: length, attributes, timestampDelta, offsetDelta, keyLen,
 # valueLen, headerCount, one byte each.
 MIN_RECORD_SIZE = 7
+# How many records a batch can hold, read from its header alone. recordsCount (and with it
+# lastOffsetDelta, the offsets the batch takes) is a client's claim; believed blindly, a 70-byte
+# batch claiming 2^31 records burns 2^31 offsets and forces a segment roll every other batch.
+# The payload after the header (P bytes) decodes to at most P x EXPANSION[codec] bytes, each
+# record taking at least MIN_RECORD_SIZE of them, so recordsCount * 7 <= P * EXPANSION.
+# EXPANSION is the largest output per input byte the codec's format can express at all, so
+# no batch a real producer builds is refused:
+#   none    1
+#   gzip    1032   DEFLATE's limit: a 258-byte match coded in about 2 bits
+#   snappy  22     a 3-byte copy element yields at most 64 bytes (Kafka's xerial framing only
+#                  adds headers)
+#   lz4     255    each extra match-length byte adds at most 255 bytes
+#   zstd    32768  every block costs >= 4 bytes (3-byte header + 1 RLE byte) and decodes to at
+#                  most 128 KiB; sequences cost more per block than RLE
+# Codes 5-7 are no codec (EXPANSION 0: refused).
+EXPANSION = (1, 1032, 22, 255, 32768, 0, 0, 0)
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 # baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
 # lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h,
@@ -75,8 +91,8 @@ class BatchInfo(NamedTuple):
 def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> BatchInfo:
     """Validate the batch starting at ``buf[pos]``; raise the Kafka error a producer should get.
 
-    ``max_batch_bytes`` is None during recovery: a batch accepted under an older, larger limit is
-    still a valid part of the log.
+    ``max_batch_bytes`` is None during recovery: a batch accepted under an older, larger limit
+    (or before the record-count bound existed) is still a valid part of the log.
     """
     # Fast path: every check in one expression, one unpack, one CRC call. Only when it fails
     # does _diagnose work out which error to raise, so good batches pay for nothing else.
@@ -87,11 +103,13 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
         size = batch_length + LENGTH_OVERHEAD
         if (
             HEADER_SIZE <= size <= remaining
-            and (max_batch_bytes is None or size <= max_batch_bytes)
+            and (max_batch_bytes is None or (
+                size <= max_batch_bytes
+                and records_count * MIN_RECORD_SIZE
+                <= (size - HEADER_SIZE) * EXPANSION[attributes & _CODEC_MASK]))
             and magic == MAGIC_V2
             and last_offset_delta >= 0
             and records_count == last_offset_delta + 1
-            and (attributes & _CODEC_MASK or records_count * MIN_RECORD_SIZE <= size - HEADER_SIZE)
             and crc32c(buf[pos + CRC_START : pos + size]) == crc
         ):
             return BatchInfo(pos, size, base_offset, last_offset_delta, max_timestamp)
@@ -132,8 +150,19 @@ def _diagnose(buf: memoryview, pos: int, max_batch_bytes: int | None) -> None:
         raise InvalidRecord(
             f"recordsCount {records_count} disagrees with lastOffsetDelta {last_offset_delta}"
         )
-    if attributes & _CODEC_MASK == 0 and records_count * MIN_RECORD_SIZE > size - HEADER_SIZE:
-        raise InvalidRecord(f"{records_count} records cannot fit in {size - HEADER_SIZE} bytes")
+    codec = attributes & _CODEC_MASK
+    if max_batch_bytes is None:
+        return  # recovery: the producer-facing bounds below do not apply to stored batches
+    if codec >= len(_CODEC_NAMES):
+        raise CorruptMessage(f"unknown compression codec {codec}")
+    # A count the bytes cannot hold is a header the bytes contradict: CORRUPT_MESSAGE, like a
+    # bad length or CRC, whether the client or the wire is to blame.
+    payload = size - HEADER_SIZE
+    if records_count * MIN_RECORD_SIZE > payload * EXPANSION[codec]:
+        how = "" if codec == 0 else (
+            f" of {_CODEC_NAMES[codec]} data (which decompresses to at most "
+            f"{EXPANSION[codec]}x)")
+        raise CorruptMessage(f"{records_count} records cannot fit in {payload} bytes{how}")
 
 
 def validate_batches(buf: memoryview, max_batch_bytes: int) -> list[BatchInfo]:

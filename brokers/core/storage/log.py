@@ -4,7 +4,13 @@ Invariants kept by open() and every mutation:
 * segments are sorted by base offset and contiguous: each base == the previous next_offset;
 * only the last (active) segment is written to and only it may be empty or unflushed;
 * closed segments were fdatasync'ed and had their index files written before the next segment
-  file was created, so after a crash only the active segment can hold a torn tail.
+  file was created, so after a crash only the active segment can hold a torn tail;
+* a closed segment's descriptor is released when it rolls, and any segment's may be closed by
+  the shared ``OpenSegments`` budget; both reopen on use.
+
+Disk errors are not retried: the first failed write, fsync, read or file operation takes the
+whole data directory offline (``DataDir.fail``) and this log with it; from then on every call
+raises KafkaStorageError, and ``close`` only releases descriptors.
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brokers.core.config import FlushMode, StorageConfig
+from brokers.core.datadir import DataDir
 from brokers.core.errors import KafkaStorageError, OffsetOutOfRange
 from brokers.core.storage.batch_header import validate_batches
+from brokers.core.storage.open_files import OpenSegments
 from brokers.core.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -43,13 +51,18 @@ class AppendResult:
 class PartitionLog:
     """One partition's log in ``directory``. Synchronous; not thread-safe (one event loop)."""
 
-    __slots__ = ("_bases", "_closed", "_fsync_each", "_roll_bytes", "_segments", "config",
-                 "directory")
+    __slots__ = ("_bases", "_closed", "_datadir", "_files", "_fsync_each", "_roll_bytes",
+                 "_segments", "config", "directory")
 
-    def __init__(self, directory: Path, config: StorageConfig, segments: list[Segment]) -> None:
+    def __init__(
+        self, directory: Path, config: StorageConfig, segments: list[Segment],
+        files: OpenSegments, datadir: DataDir,
+    ) -> None:
         # Use PartitionLog.open(); this only wires up already-recovered segments.
         self.directory = directory
         self.config = config
+        self._files = files
+        self._datadir = datadir
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._fsync_each = config.flush.mode is FlushMode.EVERY_BATCH
@@ -59,21 +72,31 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------- open
     @classmethod
-    def open(cls, directory: Path, config: StorageConfig) -> PartitionLog:
-        """Create the directory, or recover what is in it: validate, truncate a torn tail."""
+    def open(
+        cls, directory: Path, config: StorageConfig, *, files: OpenSegments | None = None,
+        datadir: DataDir | None = None,
+    ) -> PartitionLog:
+        """Create the directory, or recover what is in it: validate, truncate a torn tail.
+
+        ``files`` and ``datadir`` are shared by the logs of one broker (``LogManager``); a log
+        opened alone gets its own descriptor budget and failure state.
+        """
         directory = Path(directory)
-        created = not directory.exists()
-        directory.mkdir(parents=True, exist_ok=True)
-        if created:
-            fsync_dir(directory.parent)
+        files = files if files is not None else OpenSegments(config.max_open_segments)
+        datadir = datadir if datadir is not None else DataDir(directory)
+        datadir.check()
         try:
-            segments = cls._recover(directory, config)
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
-        return cls(directory, config, segments)
+            created = not directory.exists()
+            directory.mkdir(parents=True, exist_ok=True)
+            if created:
+                fsync_dir(directory.parent)
+            segments = cls._recover(directory, config, files)
+        except (OSError, KafkaStorageError) as exc:
+            raise datadir.fail(f"cannot open log {directory}", exc) from exc
+        return cls(directory, config, segments, files, datadir)
 
     @staticmethod
-    def _recover(directory: Path, config: StorageConfig) -> list[Segment]:
+    def _recover(directory: Path, config: StorageConfig, files: OpenSegments) -> list[Segment]:
         bases: list[int] = []
         index_files: list[Path] = []
         for entry in os.scandir(directory):
@@ -105,7 +128,7 @@ class PartitionLog:
                     dir_changed = True
                     break
                 seg, dropped, why = Segment.open_existing(
-                    directory, base, config.index_interval_bytes, trust_index=not last)
+                    directory, base, config.index_interval_bytes, files, trust_index=not last)
                 if dropped:
                     log.warning(
                         "%s: recovery dropped %d byte(s) from segment %d after offset %d (%s)",
@@ -116,6 +139,8 @@ class PartitionLog:
                     dir_changed = True
                     continue
                 segments.append(seg)
+                if not last:
+                    seg.release()  # validated; reopened when read
                 expected = seg.next_offset
                 if dropped and not last:
                     log.warning(
@@ -126,7 +151,7 @@ class PartitionLog:
                     break
             if not segments:
                 segments.append(Segment.create(
-                    directory, expected or 0, config.index_interval_bytes))
+                    directory, expected or 0, config.index_interval_bytes, files))
                 dir_changed = True
             if dir_changed:
                 fsync_dir(directory)
@@ -181,11 +206,15 @@ class PartitionLog:
         else:
             total = sum(b.size for b in batches)
             count = sum(b.last_offset_delta + 1 for b in batches)
-        if seg.size and (
-            seg.size + total > self._roll_bytes or first + count - 1 - seg.base_offset > U32_MAX
-        ):
-            seg = self._roll()
-        end = seg.append(view, batches, first, leader_epoch, self._fsync_each)
+        try:
+            if seg.size and (
+                seg.size + total > self._roll_bytes
+                or first + count - 1 - seg.base_offset > U32_MAX
+            ):
+                seg = self._roll()
+            end = seg.append(view, batches, first, leader_epoch, self._fsync_each)
+        except KafkaStorageError as exc:
+            raise self._failed(exc) from exc
         return AppendResult(first, end - 1, self._segments[0].base_offset)
 
     def _roll(self) -> Segment:
@@ -195,8 +224,10 @@ class PartitionLog:
             old.dirty = True  # always fdatasync on roll, whatever the policy (Kafka does too)
             old.flush()
             old.write_index_files()
-            new = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
+            new = Segment.create(self.directory, old.next_offset, self.config.index_interval_bytes,
+                                 self._files)
             fsync_dir(self.directory)
+            old.release()  # a closed segment is read rarely: its descriptor goes back
         except OSError as exc:
             raise KafkaStorageError(f"cannot roll segment in {self.directory}: {exc}") from exc
         self._segments.append(new)
@@ -215,7 +246,10 @@ class PartitionLog:
         if offset == self._segments[-1].next_offset:
             return b""
         seg = self._segments[bisect_right(self._bases, offset) - 1]
-        return seg.read(offset, max_bytes)
+        try:
+            return seg.read(offset, max_bytes)
+        except KafkaStorageError as exc:
+            raise self._failed(exc) from exc
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(baseOffset, maxTimestamp) of the first batch whose maxTimestamp >= timestamp_ms.
@@ -224,10 +258,13 @@ class PartitionLog:
         skipped (a consumer starting there may also see a few older records of that batch).
         """
         self._check_open()
-        for seg in self._segments:
-            found = seg.find_timestamp(timestamp_ms)
-            if found is not None:
-                return found
+        try:
+            for seg in self._segments:
+                found = seg.find_timestamp(timestamp_ms)
+                if found is not None:
+                    return found
+        except KafkaStorageError as exc:
+            raise self._failed(exc) from exc
         return None
 
     # ------------------------------------------------------------- flush / retention
@@ -235,8 +272,8 @@ class PartitionLog:
         self._check_open()
         try:
             self._segments[-1].flush()
-        except OSError as exc:
-            raise KafkaStorageError(f"fsync of {self.directory} failed: {exc}") from exc
+        except (OSError, KafkaStorageError) as exc:
+            raise self._failed(f"fsync of {self.directory} failed: {exc}") from exc
 
     def enforce_retention(self, now_ms: int) -> int:
         """Delete whole closed segments, oldest first, past retention_ms or retention_bytes.
@@ -264,7 +301,7 @@ class PartitionLog:
             try:
                 oldest.delete()
             except OSError as exc:
-                raise KafkaStorageError(f"retention in {self.directory} failed: {exc}") from exc
+                raise self._failed(f"retention in {self.directory} failed: {exc}") from exc
             del self._segments[0]
             del self._bases[0]
             deleted += 1
@@ -274,21 +311,37 @@ class PartitionLog:
         return deleted
 
     def close(self) -> None:
-        """Flush and release file descriptors. Idempotent."""
+        """Flush and release file descriptors. Idempotent. An offline log is not flushed (that
+        would retry the failed I/O); its descriptors are only released."""
         if self._closed:
+            self._release_all()
             return
         try:
             self._segments[-1].flush()
-        except OSError as exc:
-            raise KafkaStorageError(f"fsync of {self.directory} failed: {exc}") from exc
+        except (OSError, KafkaStorageError) as exc:
+            raise self._failed(f"fsync of {self.directory} failed: {exc}") from exc
         finally:
             self._closed = True
-            for s in self._segments:
-                s.close()
+            self._release_all()
+
+    def take_offline(self) -> None:
+        """The data directory failed elsewhere: refuse every further call."""
+        self._closed = True
+
+    def _release_all(self) -> None:
+        for s in self._segments:
+            s.close()
+
+    def _failed(self, exc: Exception | str) -> KafkaStorageError:
+        """Take the directory (and so this log) offline; the error for the caller to raise."""
+        self._closed = True
+        return self._datadir.fail(str(exc))
 
     def _check_open(self) -> None:
         if self._closed:
-            raise KafkaStorageError(f"log {self.directory} is closed")
+            raise KafkaStorageError(
+                f"data directory {self._datadir.path} is offline: {self._datadir.offline}"
+                if self._datadir.offline else f"log {self.directory} is closed")
 
     def __repr__(self) -> str:
         return (f"PartitionLog({str(self.directory)!r}, start={self.log_start_offset}, "

@@ -1,25 +1,31 @@
 """LogManager: every partition log under one data directory, Kafka layout ``<topic>-<partition>/``.
 
-It also holds an exclusive ``flock`` on ``<data_dir>/.storage.lock`` for its lifetime: two
-brokers (or a broker and a leftover test process) appending to the same segment files would
-corrupt them in ways recovery cannot undo, so the second one is refused up front.
+The directory must be used by one process only: two brokers (or a broker and a leftover test
+process) appending to the same segment files would corrupt them in ways recovery cannot undo.
+A broker passes its ``DataDir``, locked before anything in it was touched; a LogManager built
+without one locks ``<data_dir>/.storage.lock`` itself for its lifetime, so the second one is
+refused up front.
+
+Every log shares one ``OpenSegments`` budget (``StorageConfig.max_open_segments`` descriptors)
+and the ``DataDir``'s failure state: the first disk error takes every log offline.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from brokers.core.config import StorageConfig
 from brokers.core.coordinator import validate_topic_name
-from brokers.core.errors import InvalidTopic, KafkaStorageError, UnknownTopicOrPartition, UserError
+from brokers.core.datadir import DataDir
+from brokers.core.errors import InvalidTopic, UnknownTopicOrPartition
 from brokers.core.storage.log import PartitionLog
+from brokers.core.storage.open_files import OpenSegments
 
 log = logging.getLogger("twinbench.storage")
 
-# Kafka's legal topic characters and length. Checked again here because the name becomes a path.
 _LOCK_NAME = ".storage.lock"
 
 
@@ -51,23 +57,32 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 class LogManager:
     """Owns every PartitionLog under ``data_dir``. Synchronous, single event loop."""
 
-    def __init__(self, data_dir: Path, config: StorageConfig) -> None:
+    def __init__(
+        self, data_dir: Path, config: StorageConfig, datadir: DataDir | None = None
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.config = config
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self.files = OpenSegments(config.max_open_segments)
+        # Our own lock only when nobody locked the directory for us.
+        self._own_lock = datadir is None
+        self.datadir = datadir if datadir is not None else DataDir(self.data_dir, _LOCK_NAME)
+        if self._own_lock:
+            self.datadir.lock()
+        self.datadir.on_failure(self._offline)
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = os.open(self.data_dir / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise KafkaStorageError(f"cannot use data directory {self.data_dir}: {exc}") from exc
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            raise UserError(
-                f"data directory {self.data_dir} is in use by another process (or another "
-                f"LogManager in this one); give each broker its own data_dir"
-            ) from None
+            self.close()
+            raise self.datadir.fail(f"cannot create {self.data_dir}", exc) from exc
+
+    def _offline(self, reason: str) -> None:
+        for plog in self._logs.values():
+            plog.take_offline()
+
+    def on_failure(self, listener: Callable[[str], None]) -> None:
+        """``listener(reason)`` once, when the first disk error takes the directory offline."""
+        self.datadir.on_failure(listener)
 
     def load_existing(self) -> list[tuple[str, int]]:
         """Open (and recover) every partition directory found; returns their (topic, partition)."""
@@ -80,7 +95,7 @@ class LogManager:
                 log.debug("ignoring %s: not a <topic>-<partition> directory", entry.path)
                 continue
             if key not in self._logs:
-                self._logs[key] = PartitionLog.open(Path(entry.path), self.config)
+                self._logs[key] = self._open(Path(entry.path))
             found.append(key)
         return found
 
@@ -92,9 +107,12 @@ class LogManager:
         plog = self._logs.get(key)
         if plog is None:
             directory = self.data_dir / partition_dir_name(topic, partition)
-            plog = PartitionLog.open(directory, self.config)
+            plog = self._open(directory)
             self._logs[key] = plog
         return plog
+
+    def _open(self, directory: Path) -> PartitionLog:
+        return PartitionLog.open(directory, self.config, files=self.files, datadir=self.datadir)
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
@@ -120,8 +138,7 @@ class LogManager:
             except Exception as exc:  # close the rest before reporting
                 errors.append(exc)
         self._logs.clear()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing the fd drops the flock
-            self._lock_fd = -1
+        if self._own_lock:
+            self.datadir.unlock()
         if errors:
             raise errors[0]

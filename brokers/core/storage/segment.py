@@ -1,9 +1,11 @@
 """One segment: a ``<base>.log`` file of stored batches plus its sparse index.
 
-A segment owns one O_RDWR file descriptor for its whole life (pread/pwritev, no per-call open)
-and knows its size, next offset and largest timestamp, so the log never has to ask the disk for
-them. Index files are written only when the segment is closed (rolled or the log shut down);
-the active segment's index lives in memory and is rebuilt by the recovery scan on open.
+A segment reads and writes through one O_RDWR file descriptor (pread/pwritev, no per-call open)
+while it is in use; the shared ``OpenSegments`` budget may close it when too many segments are
+open, and the next use reopens it. It knows its size, next offset and largest timestamp, so the
+log never has to ask the disk for them. Index files are written only when the segment is closed
+(rolled or the log shut down); the active segment's index lives in memory and is rebuilt by the
+recovery scan on open.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from brokers.core.storage.batch_header import (
     unpack_max_ts,
 )
 from brokers.core.storage.index import NO_TIMESTAMP, SparseIndex
+from brokers.core.storage.open_files import OpenSegments
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -97,6 +100,7 @@ class Segment:
         "directory",
         "dirty",
         "fd",
+        "files",
         "index",
         "index_interval",
         "max_timestamp",
@@ -104,10 +108,14 @@ class Segment:
         "size",
     )
 
-    def __init__(self, directory: Path, base_offset: int, fd: int, index_interval: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, fd: int, index_interval: int,
+        files: OpenSegments,
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        self.fd = fd
+        self.fd = fd  # -1 while closed by the budget (or for good)
+        self.files = files
         self.index_interval = index_interval
         self.size = 0
         self.next_offset = base_offset
@@ -115,22 +123,56 @@ class Segment:
         self.index = SparseIndex()
         self.bytes_since_index = 0
         self.dirty = False
+        if fd >= 0:
+            files.touch(self)
 
     # ----------------------------------------------------------------- paths / lifecycle
     def path(self, suffix: str = LOG_SUFFIX) -> Path:
         return self.directory / (segment_stem(self.base_offset) + suffix)
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval: int) -> Segment:
+    def create(
+        cls, directory: Path, base_offset: int, index_interval: int, files: OpenSegments
+    ) -> Segment:
         # O_EXCL: the log only creates a base offset it does not already have a file for, so an
         # existing file here is a bug we would rather hear about than silently overwrite.
         path = directory / (segment_stem(base_offset) + LOG_SUFFIX)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        return cls(directory, base_offset, fd, index_interval)
+        return cls(directory, base_offset, fd, index_interval, files)
+
+    def _file(self) -> int:
+        """The open descriptor, reopened if the budget closed it; marks the segment used."""
+        fd = self.fd
+        if fd < 0:
+            try:
+                fd = os.open(self.path(), os.O_RDWR)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot reopen {self.path()}: {exc}") from exc
+            self.fd = fd
+        self.files.touch(self)
+        return fd
+
+    def release(self) -> None:
+        """Give the descriptor back to the budget: fdatasync unflushed appends, then close.
+        The segment stays usable; its next use reopens the file."""
+        fd = self.fd
+        if fd < 0:
+            return
+        try:
+            if self.dirty:
+                os.fdatasync(fd)
+                self.dirty = False
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.path()} failed: {exc}") from exc
+        finally:
+            self.fd = -1
+            self.files.forget(self)
+            os.close(fd)
 
     @classmethod
     def open_existing(
-        cls, directory: Path, base_offset: int, index_interval: int, *, trust_index: bool
+        cls, directory: Path, base_offset: int, index_interval: int, files: OpenSegments, *,
+        trust_index: bool,
     ) -> tuple[Segment, int, str]:
         """Open and validate; returns (segment, bytes dropped from the tail, why).
 
@@ -140,7 +182,7 @@ class Segment:
         """
         path = directory / (segment_stem(base_offset) + LOG_SUFFIX)
         fd = os.open(path, os.O_RDWR)
-        seg = cls(directory, base_offset, fd, index_interval)
+        seg = cls(directory, base_offset, fd, index_interval, files)
         try:
             file_size = os.fstat(fd).st_size
             if trust_index:
@@ -165,7 +207,7 @@ class Segment:
                 seg.write_index_files()
             return seg, dropped, why
         except BaseException:
-            os.close(fd)
+            seg.close()
             raise
 
     def _reset(self) -> None:
@@ -195,7 +237,7 @@ class Segment:
         if start >= file_size:
             return start, "" if start == file_size else "index points past the end"
         why = ""
-        with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as mm:
+        with mmap.mmap(self._file(), file_size, access=mmap.ACCESS_READ) as mm:
             view = memoryview(mm)
             try:
                 pos = start
@@ -253,13 +295,15 @@ class Segment:
 
     def flush(self) -> None:
         if self.dirty:
-            os.fdatasync(self.fd)
+            os.fdatasync(self._file())
             self.dirty = False
 
     def close(self) -> None:
+        """Close the descriptor without flushing (callers flush first when they must)."""
         if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+            fd, self.fd = self.fd, -1
+            self.files.forget(self)
+            os.close(fd)
 
     def delete(self) -> None:
         """Close and unlink. The .log goes first: without it the leftovers are orphans that the
@@ -272,7 +316,7 @@ class Segment:
         """The newest batch time, or the file's mtime when producers sent no timestamps."""
         if self.max_timestamp >= 0:
             return self.max_timestamp
-        return int(os.fstat(self.fd).st_mtime * 1000)
+        return int(os.stat(self.path()).st_mtime * 1000)
 
     # ----------------------------------------------------------------------- append
     def append(
@@ -290,6 +334,7 @@ class Segment:
         from magic onwards.
         """
         start = self.size
+        fd = self._file()
         try:
             if len(batches) == 1:
                 # The common case, kept free of list building and loops.
@@ -298,9 +343,9 @@ class Segment:
                     pack_patch(first_offset, b.size - LENGTH_OVERHEAD, leader_epoch),
                     view[b.position + PATCH_SIZE : b.position + b.size],
                 ]
-                if os.pwritev(self.fd, iov, start) != b.size:
-                    os.ftruncate(self.fd, start)  # short write: redo it the careful way
-                    _pwritev_all(self.fd, iov, start)
+                if os.pwritev(fd, iov, start) != b.size:
+                    os.ftruncate(fd, start)  # short write: redo it the careful way
+                    _pwritev_all(fd, iov, start)
             else:
                 iov = []
                 offset = first_offset
@@ -308,13 +353,13 @@ class Segment:
                     iov.append(pack_patch(offset, b.size - LENGTH_OVERHEAD, leader_epoch))
                     iov.append(view[b.position + PATCH_SIZE : b.position + b.size])
                     offset += b.last_offset_delta + 1
-                _pwritev_all(self.fd, iov, start)
+                _pwritev_all(fd, iov, start)
             if fsync:
-                os.fdatasync(self.fd)
+                os.fdatasync(fd)
         except OSError as exc:
             # All-or-nothing: cut off whatever part of this append reached the file.
             with contextlib.suppress(OSError):
-                os.ftruncate(self.fd, start)
+                os.ftruncate(fd, start)
             raise KafkaStorageError(f"append to {self.path()} failed: {exc}") from exc
         pos = start
         offset = first_offset
@@ -328,7 +373,7 @@ class Segment:
     # ------------------------------------------------------------------------- read
     def _pread(self, n: int, position: int) -> bytes:
         try:
-            return os.pread(self.fd, n, position)
+            return os.pread(self._file(), n, position)
         except OSError as exc:
             raise KafkaStorageError(f"read of {self.path()} failed: {exc}") from exc
 

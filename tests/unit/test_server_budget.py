@@ -1,0 +1,132 @@
+"""The listener's per-connection budget and connection limits, with an in-memory transport.
+
+The hostile suite (tests/hostile) attacks real broker processes; these pin the policy itself:
+what is dispatched, when reading stops and resumes, and that answers keep request order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from brokers.core.config import ListenerConfig
+from brokers.core.server import KafkaConnection, KafkaServer
+
+MiB = 1024 * 1024
+
+
+class Transport:
+    def __init__(self, ip: str = "127.0.0.9") -> None:
+        self.ip = ip
+        self.written: list[bytes] = []
+        self.reading = True
+        self.closed = False
+
+    def get_extra_info(self, name: str):
+        return (self.ip, 4242) if name == "peername" else None
+
+    def writelines(self, buffers) -> None:
+        self.written.append(b"".join(bytes(b) for b in buffers))
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Dispatcher:
+    """Frame payload b"wait" -> an answer the test releases; anything else -> 1 MiB at once."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self.pending: list[asyncio.Future] = []
+
+    def dispatch(self, frame: memoryview, peer: str):
+        body = bytes(frame)
+        self.seen.append(body)
+        if body == b"wait":
+            fut = asyncio.get_running_loop().create_future()
+            self.pending.append(fut)
+            return fut
+        return [body[:1] * MiB]
+
+
+def frames(*bodies: bytes) -> bytes:
+    return b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+
+
+def connection(limit: int = 4 * MiB, **kw) -> tuple[KafkaServer, KafkaConnection, Transport,
+                                                       Dispatcher]:
+    d = Dispatcher()
+    server = KafkaServer(d, 1 << 20, ListenerConfig(queued_max_request_bytes=limit, **kw))
+    conn = KafkaConnection(server)
+    t = Transport()
+    conn.connection_made(t)
+    return server, conn, t, d
+
+
+def test_answers_stacked_behind_a_slow_one_stop_dispatching_and_reading():
+    async def scenario():
+        _, conn, t, d = connection()
+        others = [bytes([65 + i % 26]) for i in range(100)]
+        conn.data_received(frames(b"wait", *others))
+        # The slow answer holds the head; 1 MiB answers pile up behind it until the budget
+        # (4 MiB) is spent, then nothing more is dispatched and the socket is not read.
+        assert len(d.seen) == 1 + 4
+        assert not t.reading and t.written == []
+        conn.data_received(frames(b"late"))  # a read already under way is queued, not run
+        assert len(d.seen) == 5
+        d.pending[0].set_result([b"slow"])
+        await asyncio.sleep(0)
+        assert t.reading and len(d.seen) == 102  # drained: everything ran, reading resumed
+        assert [w[:1] for w in t.written] == [b"s", *(o for o in others), b"l"]
+
+    asyncio.run(scenario())
+
+
+def test_a_client_not_reading_its_answers_stops_dispatch_until_writing_resumes():
+    async def scenario():
+        _, conn, t, d = connection()
+        conn.pause_writing()  # the socket's write buffer is full
+        conn.data_received(frames(b"a", b"b"))
+        assert d.seen == [] and not t.reading
+        conn.resume_writing()
+        assert d.seen == [b"a", b"b"] and t.reading
+
+    asyncio.run(scenario())
+
+
+def test_connection_limits_total_and_per_address():
+    server = KafkaServer(Dispatcher(), 1 << 20,
+                         ListenerConfig(max_connections=3, max_connections_per_ip=2))
+
+    def open_from(ip: str) -> tuple[KafkaConnection, Transport]:
+        c, t = KafkaConnection(server), Transport(ip)
+        c.connection_made(t)
+        return c, t
+
+    a1, a2, a3 = open_from("10.0.0.1"), open_from("10.0.0.1"), open_from("10.0.0.1")
+    assert not a1[1].closed and not a2[1].closed and a3[1].closed  # per address
+    a3[0].connection_lost(None)
+    b1, b2 = open_from("10.0.0.2"), open_from("10.0.0.3")
+    assert not b1[1].closed and b2[1].closed  # in total
+    b2[0].connection_lost(None)
+    a1[0].connection_lost(None)
+    assert not open_from("10.0.0.3")[1].closed  # room again
+    assert len(server.connections) == 3 and server.refused_total == 2
+
+
+def test_bytes_of_an_unfinished_frame_are_not_activity():
+    async def scenario():
+        _, conn, _, _ = connection()
+        conn.last_active -= 100
+        conn.data_received(struct.pack(">i", 1000) + b"x")  # a frame begun, not finished
+        assert conn.idle_for(conn.last_active + 100) >= 100
+        conn.data_received(b"y" * 999)  # finished: a request, so activity
+        assert conn.idle_for(conn.last_active) == 0
+
+    asyncio.run(scenario())
