@@ -4,8 +4,8 @@
 [--brokers N] [--partitions N]`` starts a cluster, sends N CreateTopics requests (one topic
 each) round robin to the brokers over persistent connections, and prints latency percentiles.
 On DSBS each request is also classed by whether the broker it reached is the topic's arbiter
-(``placement.topic_arbiter``): a non-arbiter forwards the creation over gossip, so its requests
-pay one more round trip.
+(the top rendezvous rank of the name over the brokers, ``brokers/dsbs_broker/creation.py``): a
+non-arbiter forwards the creation over gossip, so its requests pay one more round trip.
 """
 
 from __future__ import annotations
