@@ -40,10 +40,20 @@ from crc32c import crc32c
 
 from brokers.core.errors import TwinbenchError
 from brokers.core.protocol import records as codec_records
+from brokers.core.protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    BASE_TIMESTAMP_AT,
+    BATCH_HEADER,
+    CRC,
+    CRC_AT,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    TIMESTAMPS,
+)
 
 __all__ = [
-    "BATCH_HEADER",
-    "BATCH_HEADER_SIZE",
     "MIN_MSG_SIZE",
     "BatchBuilder",
     "BatchLayout",
@@ -56,16 +66,7 @@ __all__ = [
     "record_overhead",
 ]
 
-# baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
-# lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h,
-# baseSequence i, recordsCount i  -> 61 bytes.
-BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
-BATCH_HEADER_SIZE = BATCH_HEADER.size  # 61
-_CRC_START = 21  # the CRC covers bytes [21, end) of the batch
-_TS_OFFSET = 27  # baseTimestamp; maxTimestamp follows at 35
-_TS_PAIR = struct.Struct(">qq")
-_CRC = struct.Struct(">I")
-_LEN_AT_8 = struct.Struct(">i")
+_unpack_header = BATCH_HEADER.unpack_from
 _STAMP16 = struct.Struct(">IIQ")  # producer id, sequence, send time (µs)
 _STAMP8 = struct.Struct(">II")  # producer id, sequence (8-byte messages)
 _PID = struct.Struct(">I")
@@ -164,7 +165,7 @@ def batch_layout(msg_size: int, count: int) -> BatchLayout:
     for i in range(count):
         pre = _record_preamble(msg_size, i)
         records += pre
-        value_offsets.append(BATCH_HEADER_SIZE + len(records))
+        value_offsets.append(HEADER_SIZE + len(records))
         records += bytes(stamp) + filler + b"\x00"  # value, headerCount 0
         chunk = prev_tail + pre
         framing.append(chunk)
@@ -174,8 +175,9 @@ def batch_layout(msg_size: int, count: int) -> BatchLayout:
         prev_tail = b"\x00"
     fmt.append("1s")
     framing.append(b"\x00")
-    batch_length = BATCH_HEADER_SIZE - 12 + len(records)
-    header = BATCH_HEADER.pack(0, batch_length, -1, 2, 0, 0, count - 1, 0, 0, -1, -1, -1, count)
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
+    header = BATCH_HEADER.pack(
+        0, batch_length, -1, MAGIC_V2, 0, 0, count - 1, 0, 0, -1, -1, -1, count)
     return BatchLayout(
         msg_size=msg_size,
         count=count,
@@ -284,9 +286,9 @@ class BatchBuilder:
                     pack(buf, offset + off + 4, seq)
                     seq += 1
         ms = send_us // 1000
-        _TS_PAIR.pack_into(buf, offset + _TS_OFFSET, ms, ms)
+        TIMESTAMPS.pack_into(buf, offset + BASE_TIMESTAMP_AT, ms, ms)
         view = memoryview(buf)[offset : offset + self.layout.size]
-        _CRC.pack_into(buf, offset + 17, crc32c(view[_CRC_START:]))
+        CRC.pack_into(buf, offset + CRC_AT, crc32c(view[CRC_START:]))
         return view
 
     def build(self, first_seq: int, send_us: int | None = None) -> bytes:
@@ -334,27 +336,14 @@ def decode_records_generic(batch: bytes | memoryview) -> tuple[int, list[Generic
     For compressed batches the record list is empty (the load client never compresses; foreign
     compressed data is only counted).
     """
-    (
-        base_offset,
-        _blen,
-        _ple,
-        magic,
-        _crc,
-        attrs,
-        _lod,
-        base_ts,
-        _max_ts,
-        _pid,
-        _pe,
-        _bs,
-        count,
-    ) = BATCH_HEADER.unpack_from(batch, 0)
-    if magic != 2:
+    (base_offset, _length, _epoch, magic, _crc, attrs, _last_delta, base_ts, _max_ts, _pid,
+     _producer_epoch, _base_sequence, count) = _unpack_header(batch, 0)
+    if magic != MAGIC_V2:
         raise ValueError(f"magic {magic} is not supported (RecordBatch v2 only)")
-    if attrs & 0x07:
+    if attrs & ATTR_COMPRESSION_MASK:
         return attrs, []
     data = batch
-    pos = BATCH_HEADER_SIZE
+    pos = HEADER_SIZE
     out: list[GenericRecord] = []
     for _ in range(count):
         length, pos = _decode_varint(data, pos)
@@ -415,7 +404,7 @@ def _decode_generic_ours(
     foreign = 0
     try:
         attrs, records = decode_records_generic(batch)
-        if attrs & 0x07:
+        if attrs & ATTR_COMPRESSION_MASK:
             # Compressed (not by us): the codec decompresses gzip; other codecs stay foreign.
             records = [
                 GenericRecord(r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
@@ -462,82 +451,50 @@ def decode_batches(data: bytes | memoryview, check_crc: bool = True) -> list[Dec
     mv = data if isinstance(data, memoryview) else memoryview(data)
     if mv.format != "B":
         mv = mv.cast("B")
-    n = len(mv)
+    end = len(mv)
     pos = 0
     out: list[DecodedBatch] = []
-    unpack_header = BATCH_HEADER.unpack_from
-    while n - pos >= BATCH_HEADER_SIZE:
-        (
-            base_offset,
-            blen,
-            _ple,
-            magic,
-            crc,
-            attrs,
-            lod,
-            base_ts,
-            _max_ts,
-            _pid,
-            _pe,
-            _bs,
-            count,
-        ) = unpack_header(mv, pos)
-        size = blen + 12
-        if size < BATCH_HEADER_SIZE or pos + size > n:
+    while end - pos >= HEADER_SIZE:
+        header = _unpack_header(mv, pos)
+        size = header[1] + LOG_OVERHEAD
+        if size < HEADER_SIZE or pos + size > end:
             break  # partial trailing batch (or garbage: stop either way)
-        batch = mv[pos : pos + size]
+        out.append(_decode_batch(mv[pos : pos + size], header, check_crc))
         pos += size
-        next_offset = base_offset + lod + 1
-        if magic != 2:
-            out.append(
-                DecodedBatch(
-                    base_offset,
-                    next_offset,
-                    count,
-                    base_ts,
-                    (),
-                    (),
-                    (),
-                    None,
-                    max(count, 0),
-                    True,
-                    False,
-                )
-            )
-            continue
-        crc_ok = not check_crc or crc32c(batch[_CRC_START:]) == crc
-        if not crc_ok:
-            out.append(
-                DecodedBatch(
-                    base_offset, next_offset, count, base_ts, (), (), (), None, 0, False, False
-                )
-            )
-            continue
-        layout = None
-        if not attrs & 0x07 and count > 0:
-            layout = _layout_for(batch, BATCH_HEADER_SIZE, count, size)
-        if layout is not None:
-            res = layout.decode_struct.unpack_from(batch, BATCH_HEADER_SIZE)
-            k = layout.fields
-            if res[0::k] == layout.expected_framing:
-                pids = res[1::k]
-                seqs = res[2::k]
-                sends = res[3::k] if k == 4 else (base_ts * 1000,) * count
-                out.append(
-                    DecodedBatch(
-                        base_offset,
-                        next_offset,
-                        count,
-                        base_ts,
-                        pids,
-                        seqs,
-                        sends,
-                        None,
-                        0,
-                        True,
-                        True,
-                    )
-                )
-                continue
-        out.append(_decode_generic_ours(batch, base_offset, next_offset, count, base_ts, True))
     return out
+
+
+def _decode_batch(batch: memoryview, header: tuple[int, ...], check_crc: bool) -> DecodedBatch:
+    """One whole batch: unreadable (not v2, bad CRC), our fixed layout, or anything else."""
+    (base_offset, _length, _epoch, magic, crc, attrs, last_delta, base_ts, _max_ts, _pid,
+     _producer_epoch, _base_sequence, count) = header
+    next_offset = base_offset + last_delta + 1
+    if magic != MAGIC_V2:
+        return DecodedBatch(base_offset, next_offset, count, base_ts, (), (), (), None,
+                            max(count, 0), True, False)
+    if check_crc and crc32c(batch[CRC_START:]) != crc:
+        return DecodedBatch(base_offset, next_offset, count, base_ts, (), (), (), None, 0, False,
+                            False)
+    if not attrs & ATTR_COMPRESSION_MASK and count > 0:
+        stamps = _fixed_layout_stamps(batch, count, base_ts)
+        if stamps is not None:
+            pids, seqs, sends = stamps
+            return DecodedBatch(base_offset, next_offset, count, base_ts, pids, seqs, sends, None,
+                                0, True, True)
+    return _decode_generic_ours(batch, base_offset, next_offset, count, base_ts, True)
+
+
+def _fixed_layout_stamps(
+    batch: memoryview, count: int, base_ts: int
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """(producer ids, sequences, send times) of a batch in our layout, read with one struct
+    call; None when the batch is not ours (its framing bytes differ from the layout's)."""
+    layout = _layout_for(batch, HEADER_SIZE, count, len(batch))
+    if layout is None:
+        return None
+    res = layout.decode_struct.unpack_from(batch, HEADER_SIZE)
+    k = layout.fields
+    if res[0::k] != layout.expected_framing:
+        return None
+    sends = res[3::k] if k == 4 else (base_ts * 1000,) * count
+    return res[1::k], res[2::k], sends

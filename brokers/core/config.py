@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from brokers.core.errors import UserError
+from brokers.core.protocol.records import HEADER_SIZE
 
 MiB = 1024 * 1024
 
@@ -84,7 +85,7 @@ class StorageConfig:
             raise UserError("retention_ms must be positive or unset")
         if self.retention_bytes is not None and self.retention_bytes <= 0:
             raise UserError("retention_bytes must be positive or unset")
-        if self.max_batch_bytes < 61:
+        if self.max_batch_bytes < HEADER_SIZE:
             raise UserError("max_batch_bytes must hold at least one RecordBatch header")
         if self.max_open_segments < 1:
             raise UserError("max_open_segments must be at least 1")

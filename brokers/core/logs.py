@@ -8,18 +8,21 @@ broker/null-sink measures exactly what storage costs.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import Protocol
 
 from brokers.core.errors import CorruptMessage, OffsetOutOfRange
+from brokers.core.protocol.records import (
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+    OFFSET_AND_LENGTH,
+)
 from brokers.core.storage import AppendResult
 
-# baseOffset i64, batchLength i32 (bytes after this field), ...; lastOffsetDelta at byte 23.
-_LENGTH_AT_8 = struct.Struct(">i")
-_LAST_DELTA_AT_23 = struct.Struct(">i")
-_BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the counted bytes
-_MIN_BATCH = 61
+_unpack_length = OFFSET_AND_LENGTH.unpack_from
+_unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
 
 
 class PartitionLogLike(Protocol):
@@ -60,12 +63,12 @@ class NullPartitionLog:
     def append(self, records: bytes | memoryview, leader_epoch: int = -1) -> AppendResult:
         pos, total, count = 0, len(records), 0
         while pos < total:
-            if total - pos < _MIN_BATCH:
+            if total - pos < HEADER_SIZE:
                 raise CorruptMessage("truncated record batch")
-            length = _LENGTH_AT_8.unpack_from(records, pos + 8)[0] + _BATCH_OVERHEAD
-            if length < _MIN_BATCH or pos + length > total:
+            length = _unpack_length(records, pos)[1] + LOG_OVERHEAD
+            if length < HEADER_SIZE or pos + length > total:
                 raise CorruptMessage("record batch length disagrees with the request")
-            count += _LAST_DELTA_AT_23.unpack_from(records, pos + 23)[0] + 1
+            count += _unpack_last_delta(records, pos + LAST_OFFSET_DELTA_AT)[0] + 1
             pos += length
         base = self._end
         self._end += count

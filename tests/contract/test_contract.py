@@ -34,7 +34,7 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from brokers.core.protocol.records import build_batch, decode_records, iter_batches
+from brokers.core.protocol.records import decode_records, iter_batches
 from harness.kafka_probe import KafkaProbe
 from tests.support.ops import (
     create_everywhere,
@@ -43,6 +43,7 @@ from tests.support.ops import (
     leaders,
     produce_values,
 )
+from tests.support.record_builder import build_batch
 
 pytestmark = pytest.mark.integration
 

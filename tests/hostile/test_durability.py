@@ -32,7 +32,6 @@ from brokers.core.protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from brokers.core.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
-from brokers.core.protocol.records import build_batch
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess
 from tests.integration import zk_fixtures
@@ -40,6 +39,7 @@ from tests.support.brokers import RunningBroker, start_broker_process
 from tests.support.clusters import ARCHITECTURES
 from tests.support.faulty_fs import fill, loop_ext4, small_tmpfs
 from tests.support.ops import create_topic, eventually, fetch_values, leaders, produce
+from tests.support.record_builder import build_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.hostile]
 

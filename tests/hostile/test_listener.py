@@ -40,11 +40,12 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from brokers.core.protocol.records import build_batch, decode_records
+from brokers.core.protocol.records import decode_records
 from brokers.core.protocol.schema import Message
 from harness.kafka_probe import KafkaProbe
 from tests.support.clusters import ARCHITECTURES, start_cluster
 from tests.support.ops import create_topic, eventually, fetch, produce
+from tests.support.record_builder import build_batch
 from tests.support.usage import MiB, Usage
 
 pytestmark = [pytest.mark.integration, pytest.mark.hostile]

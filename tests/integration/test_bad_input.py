@@ -29,9 +29,9 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from brokers.core.protocol.records import build_batch
 from harness.kafka_probe import KafkaProbe
 from tests.support.brokers import start_single_broker
+from tests.support.record_builder import build_batch
 
 pytestmark = pytest.mark.integration
 

@@ -31,7 +31,7 @@ from brokers.core.protocol.messages import (
     offset_fetch,
     produce,
 )
-from brokers.core.protocol.records import iter_batches, patch_batch
+from brokers.core.protocol.records import BROKER_PREFIX, iter_batches
 from workloads.cluster import Cluster
 from workloads.connection import KafkaConnection, new_event_loop
 from workloads.consumer import Consumer
@@ -52,7 +52,7 @@ class PartitionLog:
         buf = bytearray(batch)
         (h,) = list(iter_batches(buf, verify_crc=True, allow_partial_tail=False))
         base = self.end
-        patch_batch(buf, 0, base, 0)
+        BROKER_PREFIX.pack_into(buf, 0, base, h.batch_length, 0)
         self.batches.append(bytes(buf))
         self.end = base + h.last_offset_delta + 1
         self.next_offsets.append(self.end)

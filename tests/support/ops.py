@@ -28,8 +28,9 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from brokers.core.protocol.records import build_batch, decode_records
+from brokers.core.protocol.records import decode_records
 from harness.kafka_probe import KafkaProbe
+from tests.support.record_builder import build_batch
 
 T = TypeVar("T")
 

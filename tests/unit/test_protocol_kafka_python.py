@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from brokers.core.protocol.api import REQUESTS, RESPONSES, SUPPORTED, ApiKey
 from brokers.core.protocol.messages import metadata, produce
 from brokers.core.protocol.primitives import join
-from brokers.core.protocol.records import build_batch, decode_records, iter_batches
+from brokers.core.protocol.records import decode_records, iter_batches
+from tests.support.record_builder import build_batch
 from tests.unit.test_protocol_messages import PAIR_IDS, PAIRS, struct_strategy
 
 kp_protocol = pytest.importorskip("kafka.protocol")

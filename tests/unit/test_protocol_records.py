@@ -12,18 +12,18 @@ from hypothesis import strategies as st
 from brokers.core.errors import CorruptMessage, ProtocolViolation
 from brokers.core.protocol.records import (
     BATCH_HEADER,
+    BROKER_PREFIX,
+    CRC_START,
     HEADER_SIZE,
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
     Record,
     TopicPartition,
     UnsupportedCompression,
-    batch_crc,
-    build_batch,
     decode_records,
     iter_batches,
-    patch_batch,
 )
+from tests.support.record_builder import build_batch
 
 blobs = st.none() | st.binary(max_size=20)
 records_st = st.lists(
@@ -85,12 +85,12 @@ def test_crc_detects_every_flipped_byte_inside_the_crc_range() -> None:
             continue
         with pytest.raises(CorruptMessage):
             list(iter_batches(bad, verify_crc=True))
-        assert batch_crc(bad) != struct.unpack_from(">I", bad, 17)[0]
+        assert crc32c(bad[CRC_START:]) != struct.unpack_from(">I", bad, 17)[0]
 
 
 def test_patch_keeps_the_crc_valid() -> None:
     raw = bytearray(build_batch([(b"k", b"v")], 0, timestamp_ms=1))
-    patch_batch(raw, 0, 12345, partition_leader_epoch=7)
+    BROKER_PREFIX.pack_into(raw, 0, 12345, len(raw) - 12, 7)
     (h,) = iter_batches(raw, verify_crc=True)
     assert (h.base_offset, h.partition_leader_epoch) == (12345, 7)
     assert decode_records(raw)[0].offset == 12345
@@ -160,3 +160,13 @@ def test_consumer_protocol_matches_kafka_python() -> None:
     assert bytes(kp_asg.encode()) == asg.encode()
     kp_sub = cp.ConsumerProtocolMemberMetadata_v0.decode(sub.encode())
     assert bytes(kp_sub.encode()) == sub.encode()
+
+
+def test_offsets_derived_from_the_field_table_are_the_documented_ones() -> None:
+    from brokers.core.protocol import records
+
+    assert (records.LOG_OVERHEAD, records.MAGIC_AT, records.CRC_AT, records.CRC_START) == (
+        12, 16, 17, 21)
+    assert (records.LAST_OFFSET_DELTA_AT, records.BASE_TIMESTAMP_AT,
+            records.MAX_TIMESTAMP_AT) == (23, 27, 35)
+    assert records.BROKER_PREFIX.size == 16

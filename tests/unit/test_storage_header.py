@@ -156,7 +156,7 @@ def test_record_count_is_bounded_by_what_the_payload_can_decompress_to(codec, ex
 def test_compressed_batch_claiming_two_billion_records_is_corrupt():
     """The attack: a 1-record gzip batch whose header claims 2^31 records would burn 2^31
     offsets and force a segment roll every second batch."""
-    from brokers.core.protocol.records import build_batch as codec_build_batch
+    from tests.support.record_builder import build_batch as codec_build_batch
 
     b = codec_build_batch([(None, b"v")], compression=1)  # really gzip-compressed
     with pytest.raises(CorruptMessage, match="gzip"):

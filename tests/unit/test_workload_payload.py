@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers.core.protocol import records as codec_records
+from tests.support.record_builder import build_batch
 from workloads.payload import (
     BATCH_HEADER,
     BatchBuilder,
@@ -33,7 +34,7 @@ def reference_batch(msg_size: int, n: int, pid: int, first_seq: int, send_us: in
         else:
             stamp = struct.pack(">II", pid, first_seq + i)
         values.append((None, stamp + filler))
-    return codec_records.build_batch(values, timestamp_ms=send_us // 1000)
+    return build_batch(values, timestamp_ms=send_us // 1000)
 
 
 sizes = st.sampled_from([8, 9, 15, 16, 17, 32, 64, 100, 128, 1024, 8191, 8192, 20000])
@@ -108,16 +109,16 @@ def test_foreign_batches_take_the_generic_path():
         codec_records.Record(0, 1000, None, b"tiny"),
         codec_records.Record(0, 1000, None, struct.pack(">IIQ", 3, 2, 3000), [("h", b"v")]),
     ]
-    data = codec_records.build_batch(recs, base_offset=40)
+    data = build_batch(recs, base_offset=40)
     (d,) = decode_batches(data)
     assert not d.fast
     assert d.sequences == (1, 2) and d.producer_ids == (3, 3) and d.send_us == (2000, 3000)
     assert d.offsets == (41, 43)
     assert d.foreign == 2  # keyed + too short
-    gz = codec_records.build_batch([(None, struct.pack(">IIQ", 4, 9, 77))], compression=1)
+    gz = build_batch([(None, struct.pack(">IIQ", 4, 9, 77))], compression=1)
     (dz,) = decode_batches(gz)
     assert (dz.producer_ids, dz.sequences, dz.send_us, dz.foreign) == ((4,), (9,), (77,), 0)
-    garbage = bytearray(codec_records.build_batch([(None, b"y" * 30)]))
+    garbage = bytearray(build_batch([(None, b"y" * 30)]))
     garbage[61] = 0x7F  # record length no longer matches; then fix the CRC
     struct.pack_into(">I", garbage, 17, crc32c(bytes(garbage[21:])))
     (dg,) = decode_batches(bytes(garbage))
@@ -128,7 +129,7 @@ def test_same_sized_foreign_batch_with_different_framing_is_not_misread():
     # Same total size as our layout but a different record framing (value 1 byte larger in
     # one record, 1 byte smaller in another): the framing check must reject the fast path.
     vals = [b"\x00" * 8 + b"A" * 24, b"\x00" * 8 + b"B" * 25, b"\x00" * 8 + b"C" * 23]
-    data = codec_records.build_batch([(None, v) for v in vals])
+    data = build_batch([(None, v) for v in vals])
     if len(data) == batch_layout(32, 3).size:
         (d,) = decode_batches(data)
         assert not d.fast

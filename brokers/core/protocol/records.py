@@ -1,14 +1,18 @@
-"""RecordBatch v2 (magic 2): header layout, batch iteration, CRC-32C, a generic builder and
-decoder. The broker stores what producers send, so the hot path only ever touches the
-61-byte header (``iter_batches``/``patch_batch``); ``build_batch``/``decode_records`` are for
-tests, tools and the load client.
+"""RecordBatch v2 (magic 2): the one definition of the batch header layout, batch iteration and
+a generic record decoder.
+
+The header layout (``HEADER_FIELDS`` and the offsets and structs derived from it) is shared by
+every reader and writer of batches: the broker's storage, which treats a batch as opaque bytes
+and only reads (and patches) header fields; the load client, which stamps its batches in place;
+and ``decode_records``, the generic decoder (tools, tests, and the load client for batches it
+did not build, e.g. gzip-compressed ones).
 
 Header (big-endian, byte offsets): baseOffset q@0, batchLength i@8 (bytes after this field),
 partitionLeaderEpoch i@12, magic b@16, crc I@17 (CRC-32C over [21, end)), attributes h@21,
 lastOffsetDelta i@23, baseTimestamp q@27, maxTimestamp q@35, producerId q@43,
 producerEpoch h@51, baseSequence i@53, recordsCount i@57, records @61.
-Only baseOffset and partitionLeaderEpoch lie outside the CRC, which is why the broker may
-rewrite exactly those two.
+Only baseOffset, batchLength and partitionLeaderEpoch lie before the CRC-covered range, which is
+why the broker may rewrite exactly that prefix (``BROKER_PREFIX``).
 
 Errors: malformed batches raise ``errors.CorruptMessage`` (wire code 2, what a Produce
 partition should answer); compression codecs other than none/gzip raise
@@ -19,8 +23,7 @@ from __future__ import annotations
 
 import gzip
 import struct
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -32,33 +35,87 @@ from brokers.core.protocol.consumer_protocol import (
     ConsumerProtocolSubscription,
     TopicPartition,
 )
-from brokers.core.protocol.primitives import Buffer, Reader, Writer
+from brokers.core.protocol.primitives import Buffer, Reader
 
 __all__ = [
+    "ATTR_COMPRESSION_MASK",
+    "BASE_TIMESTAMP_AT",
     "BATCH_HEADER",
+    "BROKER_PREFIX",
+    "CRC",
+    "CRC_AT",
+    "CRC_START",
+    "HEADER_FIELDS",
     "HEADER_SIZE",
+    "LAST_OFFSET_DELTA",
+    "LAST_OFFSET_DELTA_AT",
+    "LOG_OVERHEAD",
+    "MAGIC_V2",
+    "MAX_TIMESTAMP",
+    "MAX_TIMESTAMP_AT",
+    "OFFSET_AND_LENGTH",
+    "TIMESTAMPS",
     "BatchHeader",
     "ConsumerProtocolAssignment",
     "ConsumerProtocolSubscription",
     "Record",
     "TopicPartition",
     "UnsupportedCompression",
-    "batch_crc",
-    "build_batch",
     "decode_records",
     "iter_batches",
-    "patch_batch",
 ]
 
-BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = BATCH_HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: total batch size = batchLength + 12
-CRC_START = 21
-MAGIC_OFFSET = 16
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_PATCH = struct.Struct(">q")
-_EPOCH = struct.Struct(">i")
+# The header's fields in wire order with their struct codes (big-endian). Everything below (the
+# struct, the offsets, BatchHeader) is derived from this table, so the layout is written once.
+HEADER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("base_offset", "q"),
+    ("batch_length", "i"),  # bytes after this field
+    ("partition_leader_epoch", "i"),
+    ("magic", "b"),
+    ("crc", "I"),  # CRC-32C of every byte from attributes to the end of the batch
+    ("attributes", "h"),
+    ("last_offset_delta", "i"),
+    ("base_timestamp", "q"),
+    ("max_timestamp", "q"),
+    ("producer_id", "q"),
+    ("producer_epoch", "h"),
+    ("base_sequence", "i"),
+    ("records_count", "i"),
+)
+_NAMES = tuple(name for name, _ in HEADER_FIELDS)
 
+
+def _offset_of(name: str) -> int:
+    codes = "".join(code for _, code in HEADER_FIELDS[: _NAMES.index(name)])
+    return struct.calcsize(">" + codes)
+
+
+BATCH_HEADER = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+HEADER_SIZE = BATCH_HEADER.size  # 61: the records start here
+# baseOffset and batchLength precede the bytes batchLength counts: a batch's size is
+# batchLength + LOG_OVERHEAD.
+LOG_OVERHEAD = _offset_of("partition_leader_epoch")  # 12
+MAGIC_AT = _offset_of("magic")  # 16
+CRC_AT = _offset_of("crc")  # 17
+CRC_START = _offset_of("attributes")  # 21: the CRC covers [CRC_START, end of batch)
+LAST_OFFSET_DELTA_AT = _offset_of("last_offset_delta")  # 23
+BASE_TIMESTAMP_AT = _offset_of("base_timestamp")  # 27
+MAX_TIMESTAMP_AT = _offset_of("max_timestamp")  # 35
+MAGIC_V2 = 2
+
+# Structs for single fields, to read (or write) one without unpacking the whole header.
+OFFSET_AND_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength at 0: enough to walk a log
+LAST_OFFSET_DELTA = struct.Struct(">i")  # at LAST_OFFSET_DELTA_AT
+MAX_TIMESTAMP = struct.Struct(">q")  # at MAX_TIMESTAMP_AT
+TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp at BASE_TIMESTAMP_AT
+CRC = struct.Struct(">I")  # at CRC_AT
+# The fields the broker owns: baseOffset, batchLength, partitionLeaderEpoch. They lie wholly
+# before magic and the CRC, so the broker rewrites them without invalidating the client's CRC.
+BROKER_PREFIX = struct.Struct(">qii")
+assert BROKER_PREFIX.size == MAGIC_AT
+assert OFFSET_AND_LENGTH.size == LOG_OVERHEAD
+
+# attributes: bits 0-2 are the compression codec.
 COMPRESSION_NONE = 0
 COMPRESSION_GZIP = 1
 ATTR_COMPRESSION_MASK = 0x07
@@ -113,10 +170,7 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & ATTR_CONTROL)
 
 
-def batch_crc(batch: Buffer) -> int:
-    """CRC-32C of one batch's CRC-covered range (compare with ``BatchHeader.crc``)."""
-    mv = memoryview(batch)
-    return crc32c(mv[CRC_START:])
+assert BatchHeader._fields[1:] == _NAMES, "BatchHeader must follow HEADER_FIELDS"
 
 
 def iter_batches(buf: Buffer, *, verify_crc: bool = False,
@@ -137,7 +191,7 @@ def iter_batches(buf: Buffer, *, verify_crc: bool = False,
                 return
             raise CorruptMessage(f"truncated batch header at {pos}")
         h = BatchHeader(pos, *BATCH_HEADER.unpack_from(mv, pos))
-        if h.magic != 2:
+        if h.magic != MAGIC_V2:
             raise CorruptMessage(f"batch at {pos} has magic {h.magic}, only magic 2 is supported")
         if h.batch_length < HEADER_SIZE - LOG_OVERHEAD:
             raise CorruptMessage(f"batch at {pos} has impossible batchLength {h.batch_length}")
@@ -152,14 +206,6 @@ def iter_batches(buf: Buffer, *, verify_crc: bool = False,
         pos = stop
 
 
-def patch_batch(buf: bytearray | memoryview, position: int, base_offset: int,
-                partition_leader_epoch: int | None = None) -> None:
-    """Rewrite baseOffset (and optionally partitionLeaderEpoch) in place; CRC stays valid."""
-    _PATCH.pack_into(buf, position, base_offset)
-    if partition_leader_epoch is not None:
-        _EPOCH.pack_into(buf, position + 12, partition_leader_epoch)
-
-
 @dataclass(slots=True)
 class Record:
     """One decoded record with absolute offset and timestamp."""
@@ -169,64 +215,6 @@ class Record:
     key: bytes | None = None
     value: bytes | None = None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
-
-
-def _encode_record(w: Writer, rec: Record, offset_delta: int, timestamp_delta: int) -> None:
-    body = Writer()
-    body.int8(0)  # record attributes: unused by the format
-    body.varlong(timestamp_delta)
-    body.varint(offset_delta)
-    for blob in (rec.key, rec.value):
-        if blob is None:
-            body.varint(-1)
-        else:
-            body.varint(len(blob))
-            body.cur += blob
-    body.varint(len(rec.headers))
-    for hkey, hval in rec.headers:
-        kb = hkey.encode()
-        body.varint(len(kb))
-        body.cur += kb
-        if hval is None:
-            body.varint(-1)
-        else:
-            body.varint(len(hval))
-            body.cur += hval
-    w.varint(len(body.cur))
-    w.cur += body.cur
-
-
-def build_batch(records: Iterable[Record | tuple[bytes | None, bytes | None]],
-                base_offset: int = 0, *, timestamp_ms: int | None = None,
-                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                partition_leader_epoch: int = -1, transactional: bool = False,
-                compression: int = COMPRESSION_NONE) -> bytes:
-    """Build one RecordBatch v2. Tuples are (key, value) stamped with ``timestamp_ms``
-    (default: now); Record objects keep their timestamp (-1 -> ``timestamp_ms``). Offsets
-    are assigned consecutively from ``base_offset``; the objects' own offsets are ignored."""
-    if timestamp_ms is None:
-        timestamp_ms = int(time.time() * 1000)
-    recs = [r if isinstance(r, Record) else Record(0, timestamp_ms, r[0], r[1]) for r in records]
-    if not recs:
-        raise ValueError("a record batch holds at least one record")
-    stamps = [r.timestamp if r.timestamp >= 0 else timestamp_ms for r in recs]
-    base_ts = min(stamps)
-    w = Writer()
-    for i, (rec, ts) in enumerate(zip(recs, stamps, strict=True)):
-        _encode_record(w, rec, i, ts - base_ts)
-    payload = bytes(w.cur)
-    if compression == COMPRESSION_GZIP:
-        payload = gzip.compress(payload)
-    elif compression != COMPRESSION_NONE:
-        raise UnsupportedCompression(f"build_batch supports none/gzip, not codec {compression}")
-    attributes = compression | (ATTR_TRANSACTIONAL if transactional else 0)
-    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    header = bytearray(BATCH_HEADER.pack(
-        base_offset, batch_length, partition_leader_epoch, 2, 0, attributes, len(recs) - 1,
-        base_ts, max(stamps), producer_id, producer_epoch, base_sequence, len(recs)))
-    out = header + payload
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
 
 
 def decode_records(batch: Buffer, *, verify_crc: bool = True) -> list[Record]:

@@ -1,31 +1,30 @@
-"""The 61-byte RecordBatch v2 header: parse, validate, and patch the two broker-owned fields.
+"""Validation of produced batches against the RecordBatch v2 header, and the broker's prefix.
 
 The broker never decodes records. Everything it needs (length, offsets, timestamps, CRC) is in the
 header, so validation is one ``struct`` unpack plus one C CRC call per batch, whatever the number
 of records inside. The same check serves the produce path (raise, so the client gets an error code)
-and recovery (stop at the first bad batch and truncate there).
+and recovery (stop at the first bad batch and truncate there). The header layout itself is the
+codec's (``brokers.core.protocol.records``); this module only decides what a broker accepts.
 """
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
 from crc32c import crc32c
 
 from brokers.core.errors import CorruptMessage, InvalidRecord, MessageTooLarge
+from brokers.core.protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    BATCH_HEADER,
+    BROKER_PREFIX,
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    OFFSET_AND_LENGTH,
+)
 
-HEADER_SIZE = 61
-# batchLength counts the bytes after itself, so a batch's total size is batchLength + 12.
-LENGTH_OVERHEAD = 12
-# The CRC covers [attributes, end): everything after the crc field itself.
-CRC_START = 21
-# baseOffset, batchLength and partitionLeaderEpoch: the prefix the broker rewrites. It lies wholly
-# before magic/crc, so patching it never invalidates the CRC the client computed.
-PATCH_SIZE = 16
-MAGIC_V2 = 2
-# attributes bits 0-2: compression codec.
-_CODEC_MASK = 0x07
 # The smallest possible v2 record: length, attributes, timestampDelta, offsetDelta, keyLen,
 # valueLen, headerCount, one byte each.
 MIN_RECORD_SIZE = 7
@@ -47,26 +46,8 @@ MIN_RECORD_SIZE = 7
 EXPANSION = (1, 1032, 22, 255, 32768, 0, 0, 0)
 _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
-# baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I, attributes h,
-# lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q, producerEpoch h,
-# baseSequence i, recordsCount i  ->  61 bytes, big-endian.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == HEADER_SIZE
-_PATCH = struct.Struct(">qii")
-assert _PATCH.size == PATCH_SIZE
-# Just enough of the header to walk a stored log: baseOffset, batchLength, and (at 23)
-# lastOffsetDelta. Reads that only navigate use this instead of the full parse.
-_LENGTH = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
-_MAX_TS = struct.Struct(">q")
-LAST_DELTA_AT = 23
-MAX_TS_AT = 35
-
-unpack_header = _HEADER.unpack_from
-pack_patch = _PATCH.pack
-unpack_length = _LENGTH.unpack_from
-unpack_last_delta = _LAST_DELTA.unpack_from
-unpack_max_ts = _MAX_TS.unpack_from
+_unpack_header = BATCH_HEADER.unpack_from
+_unpack_length = OFFSET_AND_LENGTH.unpack_from
 
 
 class BatchInfo(NamedTuple):
@@ -99,14 +80,14 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
     remaining = len(buf) - pos
     if remaining >= HEADER_SIZE:
         (base_offset, batch_length, _e, magic, crc, attributes, last_offset_delta, _bt,
-         max_timestamp, _p, _pe, _bs, records_count) = unpack_header(buf, pos)
-        size = batch_length + LENGTH_OVERHEAD
+         max_timestamp, _p, _pe, _bs, records_count) = _unpack_header(buf, pos)
+        size = batch_length + LOG_OVERHEAD
         if (
             HEADER_SIZE <= size <= remaining
             and (max_batch_bytes is None or (
                 size <= max_batch_bytes
                 and records_count * MIN_RECORD_SIZE
-                <= (size - HEADER_SIZE) * EXPANSION[attributes & _CODEC_MASK]))
+                <= (size - HEADER_SIZE) * EXPANSION[attributes & ATTR_COMPRESSION_MASK]))
             and magic == MAGIC_V2
             and last_offset_delta >= 0
             and records_count == last_offset_delta + 1
@@ -120,11 +101,11 @@ def check_batch(buf: memoryview, pos: int, max_batch_bytes: int | None) -> Batch
 def _diagnose(buf: memoryview, pos: int, max_batch_bytes: int | None) -> None:
     """The checks of check_batch one at a time, raising the most specific error."""
     remaining = len(buf) - pos
-    if remaining < LENGTH_OVERHEAD:
+    if remaining < LOG_OVERHEAD:
         raise CorruptMessage(f"truncated batch: {remaining} bytes left")
-    size = unpack_length(buf, pos)[1] + LENGTH_OVERHEAD
+    size = _unpack_length(buf, pos)[1] + LOG_OVERHEAD
     if size < HEADER_SIZE:
-        raise CorruptMessage(f"batchLength {size - LENGTH_OVERHEAD} is smaller than a v2 header")
+        raise CorruptMessage(f"batchLength {size - LOG_OVERHEAD} is smaller than a v2 header")
     # Size limit before truncation: a client that sent a 100 MiB batch in a short buffer is
     # better served by MESSAGE_TOO_LARGE than by CORRUPT_MESSAGE (which it would retry).
     if max_batch_bytes is not None and size > max_batch_bytes:
@@ -132,7 +113,7 @@ def _diagnose(buf: memoryview, pos: int, max_batch_bytes: int | None) -> None:
     if size > remaining:
         raise CorruptMessage(f"truncated batch: batchLength says {size} bytes, {remaining} left")
     (_b, _l, _e, magic, crc, attributes, last_offset_delta, _bt, _mt, _p, _pe, _bs,
-     records_count) = unpack_header(buf, pos)
+     records_count) = _unpack_header(buf, pos)
     if magic != MAGIC_V2:
         raise CorruptMessage(f"unsupported magic {magic} (only RecordBatch v2 is accepted)")
     end = pos + size
@@ -150,7 +131,7 @@ def _diagnose(buf: memoryview, pos: int, max_batch_bytes: int | None) -> None:
         raise InvalidRecord(
             f"recordsCount {records_count} disagrees with lastOffsetDelta {last_offset_delta}"
         )
-    codec = attributes & _CODEC_MASK
+    codec = attributes & ATTR_COMPRESSION_MASK
     if max_batch_bytes is None:
         return  # recovery: the producer-facing bounds below do not apply to stored batches
     if codec >= len(_CODEC_NAMES):
@@ -184,4 +165,4 @@ def validate_batches(buf: memoryview, max_batch_bytes: int) -> list[BatchInfo]:
 
 def patched_prefix(base_offset: int, size: int, leader_epoch: int) -> bytes:
     """The 16 bytes that replace the client's baseOffset/batchLength/partitionLeaderEpoch."""
-    return pack_patch(base_offset, size - LENGTH_OVERHEAD, leader_epoch)
+    return BROKER_PREFIX.pack(base_offset, size - LOG_OVERHEAD, leader_epoch)

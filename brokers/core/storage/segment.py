@@ -17,19 +17,17 @@ import os
 from pathlib import Path
 
 from brokers.core.errors import KafkaError, KafkaStorageError
-from brokers.core.storage.batch_header import (
+from brokers.core.protocol.records import (
+    BROKER_PREFIX,
     HEADER_SIZE,
-    LAST_DELTA_AT,
-    LENGTH_OVERHEAD,
-    MAX_TS_AT,
-    PATCH_SIZE,
-    BatchInfo,
-    check_batch,
-    pack_patch,
-    unpack_last_delta,
-    unpack_length,
-    unpack_max_ts,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+    MAX_TIMESTAMP,
+    MAX_TIMESTAMP_AT,
+    OFFSET_AND_LENGTH,
 )
+from brokers.core.storage.batch_header import BatchInfo, check_batch
 from brokers.core.storage.index import NO_TIMESTAMP, SparseIndex
 from brokers.core.storage.open_files import OpenSegments
 
@@ -42,8 +40,14 @@ U32_MAX = 0xFFFFFFFF
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # Header bytes needed to walk a stored log (through lastOffsetDelta) and to answer time queries
 # (through maxTimestamp).
-_WALK_BYTES = LAST_DELTA_AT + 4
-_NAV_BYTES = MAX_TS_AT + 8
+_WALK_BYTES = LAST_OFFSET_DELTA_AT + LAST_OFFSET_DELTA.size
+_NAV_BYTES = MAX_TIMESTAMP_AT + MAX_TIMESTAMP.size
+# Bound once: called per batch on the append and read paths.
+_pack_prefix = BROKER_PREFIX.pack
+_unpack_length = OFFSET_AND_LENGTH.unpack_from
+_unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
+_unpack_max_ts = MAX_TIMESTAMP.unpack_from
+_PREFIX_SIZE = BROKER_PREFIX.size
 
 
 def segment_stem(base_offset: int) -> str:
@@ -340,8 +344,8 @@ class Segment:
                 # The common case, kept free of list building and loops.
                 b = batches[0]
                 iov: list[bytes | memoryview] = [
-                    pack_patch(first_offset, b.size - LENGTH_OVERHEAD, leader_epoch),
-                    view[b.position + PATCH_SIZE : b.position + b.size],
+                    _pack_prefix(first_offset, b.size - LOG_OVERHEAD, leader_epoch),
+                    view[b.position + _PREFIX_SIZE : b.position + b.size],
                 ]
                 if os.pwritev(fd, iov, start) != b.size:
                     os.ftruncate(fd, start)  # short write: redo it the careful way
@@ -350,8 +354,8 @@ class Segment:
                 iov = []
                 offset = first_offset
                 for b in batches:
-                    iov.append(pack_patch(offset, b.size - LENGTH_OVERHEAD, leader_epoch))
-                    iov.append(view[b.position + PATCH_SIZE : b.position + b.size])
+                    iov.append(_pack_prefix(offset, b.size - LOG_OVERHEAD, leader_epoch))
+                    iov.append(view[b.position + _PREFIX_SIZE : b.position + b.size])
                     offset += b.last_offset_delta + 1
                 _pwritev_all(fd, iov, start)
             if fsync:
@@ -399,10 +403,10 @@ class Segment:
                 rel = 0
                 if len(buf) < _WALK_BYTES:
                     raise KafkaStorageError(f"{self.path()} is shorter than its recorded size")
-            base, length = unpack_length(buf, rel)
-            if base + unpack_last_delta(buf, rel + LAST_DELTA_AT)[0] >= offset:
+            base, length = _unpack_length(buf, rel)
+            if base + _unpack_last_delta(buf, rel + LAST_OFFSET_DELTA_AT)[0] >= offset:
                 break
-            pos += length + LENGTH_OVERHEAD
+            pos += length + LOG_OVERHEAD
         first = pos
         # 2. The last whole-batch boundary within max_bytes (at least one batch): jump close
         #    to it with the index, then walk.
@@ -410,14 +414,14 @@ class Segment:
         if limit >= size:
             end = size
         else:
-            end = max(first + length + LENGTH_OVERHEAD, self.index.position_at_or_before(limit))
+            end = max(first + length + LOG_OVERHEAD, self.index.position_at_or_before(limit))
             while end < limit:
                 rel = end - bstart
-                if rel < 0 or rel + LENGTH_OVERHEAD > len(buf):
+                if rel < 0 or rel + LOG_OVERHEAD > len(buf):
                     buf = self._pread(min(ahead, size - end), end)
                     bstart = end
                     rel = 0
-                blen = unpack_length(buf, rel)[1] + LENGTH_OVERHEAD
+                blen = _unpack_length(buf, rel)[1] + LOG_OVERHEAD
                 if end + blen > limit:
                     break
                 end += blen
@@ -439,11 +443,11 @@ class Segment:
         pos = self.index.position_for_time(timestamp)
         while pos < self.size:
             hdr = window.get(pos, _NAV_BYTES)
-            base, length = unpack_length(hdr, 0)
-            max_ts = unpack_max_ts(hdr, MAX_TS_AT)[0]
+            base, length = _unpack_length(hdr, 0)
+            max_ts = _unpack_max_ts(hdr, MAX_TIMESTAMP_AT)[0]
             if max_ts >= timestamp:
                 return base, max_ts
-            pos += length + LENGTH_OVERHEAD
+            pos += length + LOG_OVERHEAD
         return None
 
 
