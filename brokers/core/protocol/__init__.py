@@ -13,8 +13,9 @@ Layout::
     api.py          ApiKey, SUPPORTED (advertised) / SERVED ranges, REQUESTS / RESPONSES
                     registries, decode_request/encode_response/..., is_supported,
                     the KIP-511 ApiVersions fallback, response_frame/request_frame.
-    records.py      RecordBatch v2: header struct, iter_batches, CRC-32C check, build_batch,
-                    decode_records; ConsumerProtocolSubscription / ConsumerProtocolAssignment.
+    records.py      RecordBatch v2: the one definition of the header layout (fields,
+                    offsets, structs, the broker-owned prefix), iter_batches, decode_records;
+                    re-exports ConsumerProtocolSubscription / ConsumerProtocolAssignment.
     messages/       one module per API (produce, fetch, list_offsets, metadata,
                     offset_commit, offset_fetch, find_coordinator, join_group, sync_group,
                     heartbeat, leave_group, api_versions, create_topics, init_producer_id);

@@ -2,8 +2,9 @@
 
 Layout map:
 
-* ``batch_header.py`` - the 61-byte batch header: parse and validate (lengths, magic, CRC-32C,
-  offset/count consistency) and the 16-byte prefix patch (baseOffset, partitionLeaderEpoch).
+* ``batch_header.py`` - what the broker accepts of a batch, read from its header (layout:
+  ``protocol/records.py``): lengths, magic, CRC-32C, offset/count consistency, and the
+  16-byte prefix patch (baseOffset, batchLength, partitionLeaderEpoch).
 * ``index.py``        - the sparse offset + time index of one segment and its file form.
 * ``segment.py``      - one ``<base>.log`` file: zero-copy append (pwritev), reads of whole
   batches, the CRC-validating recovery scan, index persistence, deletion.
