@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any, Literal
 
 import psutil
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, ProcessError
@@ -434,9 +434,9 @@ class Cluster:
     def write_state(self, path: Path, **extra: Any) -> None:
         """Atomically replace ``path`` with ``state()``."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.state(**extra), indent=2) + "\n", "utf-8")
-        os.replace(tmp, path)
+        # Not durable: it describes running processes, which a crash of the machine ends.
+        replace_file(path, json.dumps(self.state(**extra), indent=2) + "\n",
+                     sync_file=False, sync_dir=False)
 
     def pids(self) -> list[int]:
         pids = [b.process.pid for b in self.brokers]
@@ -464,14 +464,10 @@ def write_gossip_key(root: Path) -> Path:
     """A fresh random cluster key (256 bits, hex) in ``root``, mode 0600 from creation on;
     every dsbs broker of the cluster authenticates its gossip with it."""
     path = root / GOSSIP_KEY_FILE
-    tmp = root / f".{GOSSIP_KEY_FILE}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file left by a crash
-        os.write(fd, secrets.token_hex(32).encode() + b"\n")
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    # Not durable: the cluster that uses the key does not outlive the machine, and the next
+    # `twinbench cluster` writes a fresh one.
+    replace_file(path, secrets.token_hex(32) + "\n", sync_file=False, sync_dir=False,
+                 mode=0o600)
     return path
 
 

@@ -7,7 +7,7 @@ fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``; header only
 workload injects faults) as each session ends, flushing every time: rows already written stay
 valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
-The manifest is always replaced atomically (temp file + rename).
+The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
 
 The column lists below are the contract; tests/unit/test_runlog.py checks them against the doc.
 This module also gathers the facts the manifest records about the machine and the code
@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from brokers.core.atomic_file import replace_file
 
 __all__ = [
     "COORDINATION_COLUMNS",
@@ -218,9 +220,12 @@ class RunLog:
         return self.dir
 
     def _write_manifest(self) -> None:
-        tmp = self.dir / ".manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=2, sort_keys=False) + "\n", "utf-8")
-        os.replace(tmp, self.dir / "manifest.json")
+        # Atomic, so the analysis never reads half a manifest; not durable, like the rows (which
+        # are flushed, never fsynced): fsyncing the manifest alone would not make a run survive a
+        # power loss, and a run cut short by one is run again.
+        replace_file(self.dir / "manifest.json",
+                     json.dumps(self.manifest, indent=2, sort_keys=False) + "\n",
+                     sync_file=False, sync_dir=False)
 
     def _files(self) -> list[Any]:
         return [self._records, self._coordination, self._latency,

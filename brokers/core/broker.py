@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.config import BrokerConfig, FlushMode
 from brokers.core.coordinator import BrokerInfo, Coordinator, TopicPartition
 from brokers.core.datadir import DataDir
@@ -169,11 +170,11 @@ class Broker:
             "coordinator": self.coordinator.counters(),
             "broker": self.counters(),
         }
-        tmp = path.with_name(f".counters.{os.getpid()}.tmp")
         try:
             self.config.data_dir.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(doc, sort_keys=True))
-            os.replace(tmp, path)  # readers never see a half-written file
+            # Atomic so the harness never reads half a file; not durable: a snapshot read right
+            # after the signal, stale after a crash anyway.
+            replace_file(path, json.dumps(doc, sort_keys=True), sync_file=False, sync_dir=False)
         except OSError:
             log.exception("could not write %s", path)
 

@@ -2,8 +2,8 @@
 
 Used by the single-node coordinator (topics, committed offsets, producer-id blocks). Two shapes:
 
-* ``JsonDocument``: a whole document rewritten atomically (write temp, fsync, rename, fsync the
-  directory), for state that changes rarely (topic definitions, the producer-id high-water mark).
+* ``JsonDocument``: a whole document replaced atomically and durably (``atomic_file``), for
+  state that changes rarely (topic definitions, the producer-id high-water mark).
 * ``JsonJournal``: an append-only log of JSON lines for state that changes on the data path
   (offset commits). Replay keeps the last value per key; a torn last line after a crash is
   skipped; the file is compacted on open so it does not grow without bound across restarts.
@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
-from brokers.core.storage.segment import fsync_dir
 
 log = logging.getLogger("twinbench.state")
 
@@ -42,13 +42,7 @@ class JsonDocument:
                 f"{self.path} is not valid JSON ({exc}); restore or remove it") from None
 
     def store(self, value: Any) -> None:
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(value, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)  # the rename itself must survive a crash
+        replace_file(self.path, json.dumps(value, sort_keys=True))
 
 
 class JsonJournal:
@@ -59,14 +53,7 @@ class JsonJournal:
         self._fsync = fsync
         entries = list(self._replay())
         # Compact: rewrite only the surviving entries so restarts do not accumulate history.
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with open(tmp, "w") as f:
-            for entry in entries:
-                f.write(json.dumps(entry, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        replace_file(path, "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in entries))
         self.entries = entries
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.dsbs_broker.wire import OffsetEntry
 
@@ -237,13 +238,7 @@ class OffsetLog:
     def _rewrite(self, entries: list[OffsetEntry]) -> None:
         if self._f is not None:
             self._f.close()
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(encode_lines(entries))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)
+        replace_file(self.path, encode_lines(entries))
         self._lines = self._live = len(entries)
         self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives until close()
 
@@ -251,17 +246,3 @@ class OffsetLog:
         if self._f is not None:
             self._f.close()
             self._f = None
-
-
-def _fsync_dir(path: Path) -> None:
-    # The rename is durable only once the directory entry is; not possible on every OS.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -1,6 +1,6 @@
 """The small durable state of one DSBS broker: its incarnation and producer-id high-water mark.
 
-One JSON document in the data dir, rewritten atomically (temp file, fsync, rename, fsync dir).
+One JSON document in the data dir, replaced atomically and durably (``brokers.core.atomic_file``).
 The incarnation is persisted so a restarted broker announces a higher one than the cluster
 remembers (otherwise its ALIVE would lose to the DEAD everyone holds at the old incarnation).
 Producer-id blocks are reserved here before any id of the block is handed out.
@@ -9,10 +9,10 @@ Producer-id blocks are reserved here before any id of the block is handed out.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
 
 STATE_FILE = "dsbs_state.json"
@@ -44,18 +44,6 @@ class StateFile:
 
     def store(self, state: NodeState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump({"node_id": state.node_id, "incarnation": state.incarnation,
-                       "producer_id_next": state.producer_id_next}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        try:
-            fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
+        replace_file(self.path, json.dumps({"node_id": state.node_id,
+                                            "incarnation": state.incarnation,
+                                            "producer_id_next": state.producer_id_next}))

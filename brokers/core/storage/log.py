@@ -21,6 +21,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
+from brokers.core.atomic_file import TMP_SUFFIX, fsync_dir
 from brokers.core.config import FlushMode, StorageConfig
 from brokers.core.datadir import DataDir
 from brokers.core.errors import KafkaStorageError, OffsetOutOfRange
@@ -30,10 +31,8 @@ from brokers.core.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIMEINDEX_SUFFIX,
-    TMP_SUFFIX,
     U32_MAX,
     Segment,
-    fsync_dir,
     parse_stem,
     segment_stem,
 )

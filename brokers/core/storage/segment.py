@@ -16,6 +16,7 @@ import mmap
 import os
 from pathlib import Path
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.errors import KafkaError, KafkaStorageError
 from brokers.core.protocol.records import (
     BROKER_PREFIX,
@@ -34,7 +35,6 @@ from brokers.core.storage.open_files import OpenSegments
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
-TMP_SUFFIX = ".tmp"
 # Index entries hold u32 positions and relative offsets; the log rolls before either overflows.
 U32_MAX = 0xFFFFFFFF
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
@@ -62,15 +62,6 @@ def parse_stem(name: str, suffix: str) -> int | None:
     if len(stem) != 20 or not stem.isdigit():
         return None
     return int(stem)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make file creations/renames/unlinks in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _pwritev_all(fd: int, iov: list[bytes | memoryview], position: int) -> int:
@@ -283,19 +274,13 @@ class Segment:
         self.next_offset = base_offset + last_delta + 1
 
     def write_index_files(self) -> None:
-        """Persist the index atomically (tmp + fsync + rename); called when the segment closes."""
+        """Persist the index atomically; called when the segment closes."""
         index_bytes, time_bytes = self.index.encode()
         for suffix, data in ((INDEX_SUFFIX, index_bytes), (TIMEINDEX_SUFFIX, time_bytes)):
-            final = self.path(suffix)
-            tmp = self.path(suffix + TMP_SUFFIX)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                if data:
-                    _pwritev_all(fd, [data], 0)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, final)
+            # The directory is not fsynced here: a roll fsyncs it once for both index files and
+            # the new segment (PartitionLog._roll), and an index whose rename a crash undid is
+            # only a cache that recovery checks against the log and rebuilds.
+            replace_file(self.path(suffix), data, sync_dir=False)
 
     def flush(self) -> None:
         if self.dirty:
