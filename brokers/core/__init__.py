@@ -6,6 +6,7 @@ Layout (one concept per module):
 - ``coordinator.py``       the Coordinator Protocol: the seam between core and architecture
 - ``local_coordinator.py`` the single-node Coordinator (`twinbench broker`, the perf baseline)
 - ``local_state.py``       small durable JSON documents and journals for local state
+- ``atomic_file.py``       replacing a file atomically (and durably unless a caller says why not)
 - ``datadir.py``           the data directory: its lock (taken first) and its failure state
 - ``protocol/``            sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
 - ``storage/``             segment-log storage: one log per partition, index, flush, recovery
