@@ -56,8 +56,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Set
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +151,11 @@ class FaultPlan:
     # Length of the production phase, in which the schedule runs.
     duration_s: float
     # After production, how long consumers may take to read what was acknowledged.
-    drain_s: float
+    drain_s: float = field(default=60.0, kw_only=True)
     # Every broker's Metadata is polled this often (detection and rejoin resolution).
-    probe_ms: int
+    probe_ms: int = field(default=50, kw_only=True)
     # Width of the timeline's buckets.
-    bucket_ms: int
+    bucket_ms: int = field(default=100, kw_only=True)
     cases: tuple[FaultCase, ...]
 
 
@@ -169,7 +169,8 @@ class Workload:
     description: str = ""
     # Broker processes in the cluster.
     brokers: int = 3
-    # Partitions of each session's topic (the paper: one per broker).
+    # Partitions of each session's topic (the paper: one per broker; a file that names no
+    # partitions gets one per broker, whatever its broker count).
     partitions: int = 3
     # Concurrent producer clients (the paper's "producer group"), each with its own producer id.
     producers: int = 3
@@ -177,7 +178,8 @@ class Workload:
     consumers: int = 3
     # sync = one request in flight per producer (the paper's clients); pipelined = `window`.
     producer_mode: str = "sync"
-    # Requests in flight per producer in pipelined mode (1 in sync mode).
+    # Requests in flight per producer in pipelined mode (1 in sync mode; a pipelined workload
+    # that names no window gets PIPELINED_WINDOW).
     window: int = 1
     # split = producer i sends to its share of the partitions; all = every producer round-robins
     # over every partition (starting at a different one).
@@ -237,17 +239,46 @@ class Workload:
 # Parsing
 # ---------------------------------------------------------------------------------------------
 
-_TOP_KEYS = {
-    "name", "description", "brokers", "partitions", "producers", "consumers", "producer_mode",
-    "window", "producer_partitions", "messages", "tries", "scenarios", "policies", "flush",
-    "labels", "restart", "placement", "zk_nodes", "gossip_preset", "consumer_timeout_s",
-    "fetch_max_wait_ms", "cells", "network", "zk_session_timeout_ms", "faults",
-}
-_FAULT_KEYS = {"rate", "duration_s", "drain_s", "probe_ms", "bucket_ms", "cases"}
-_CASE_KEYS = {"name", "schedule"}
-_STEP_KEYS = {"at_s", "action", "broker", "server"}
-_POLICY_KEYS = {"offset_commit", "metadata_check"}
-_CELL_KEYS = {"table", "msg_sizes", "batches"}
+# The dataclasses above are the one definition of what a file may say and of every default:
+# the key lists and the defaults below are read off their fields.
+# Requests in flight per producer when a pipelined workload names no window.
+PIPELINED_WINDOW = 8
+
+
+def _keys(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+def _required(cls: type) -> tuple[str, ...]:
+    """Fields without a default, in declaration order: the keys a file must give."""
+    return tuple(f.name for f in fields(cls)
+                 if f.default is MISSING and f.default_factory is MISSING)
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+
+# Workload fields a file gives under `policies:` rather than at the top level.
+_POLICY_KEYS = frozenset({"offset_commit", "metadata_check"})
+_TOP_KEYS = _keys(Workload) - _POLICY_KEYS | {"policies"}
+_FAULT_KEYS = _keys(FaultPlan)
+# A file calls a case's steps its schedule.
+_CASE_KEYS = _keys(FaultCase) - {"steps"} | {"schedule"}
+_STEP_KEYS = _keys(FaultStep)
+_CELL_KEYS = _keys(CellGroup)
+_WORKLOAD_DEFAULTS = _defaults(Workload)
+_FAULT_DEFAULTS = _defaults(FaultPlan)
+
+
+def _given(data: Mapping[str, Any], key: str,
+           defaults: Mapping[str, Any] = _WORKLOAD_DEFAULTS) -> Any:
+    """The file's value for ``key``, else the dataclass default (a tuple default as a list,
+    the form a file gives it in)."""
+    if key in data:
+        return data[key]
+    default = defaults[key]
+    return list(default) if isinstance(default, tuple) else default
 
 
 class _Ctx:
@@ -260,7 +291,7 @@ class _Ctx:
         where = f"{self.source}: {key}: " if key else f"{self.source}: "
         return WorkloadError(where + " ".join(problem.split()))
 
-    def check_keys(self, mapping: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    def check_keys(self, mapping: Mapping[str, Any], allowed: Set[str], where: str) -> None:
         for key in mapping:
             if not isinstance(key, str):
                 raise self.fail(where, f"keys must be strings, got {key!r}")
@@ -325,7 +356,7 @@ def _cells(ctx: _Ctx, raw: Any) -> tuple[CellGroup, ...]:
         if not isinstance(item, dict):
             raise ctx.fail(where, f"must be a mapping with table, msg_sizes, batches, got {item!r}")
         ctx.check_keys(item, _CELL_KEYS, where)
-        for key in sorted(_CELL_KEYS):
+        for key in sorted(_required(CellGroup)):
             if key not in item:
                 raise ctx.fail(f"{where}.{key}", "is missing")
         table = item["table"]
@@ -362,7 +393,7 @@ def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         raise ctx.fail("policies", "must be a mapping with offset_commit and metadata_check")
     ctx.check_keys(raw, _POLICY_KEYS, "policies")
     commits = []
-    for v in ctx.string_list("policies.offset_commit", raw.get("offset_commit", "every_fetch")):
+    for v in ctx.string_list("policies.offset_commit", _given(raw, "offset_commit")):
         if not isinstance(v, str) or not OFFSET_COMMIT_RE.fullmatch(v.strip()):
             raise ctx.fail(
                 "policies.offset_commit",
@@ -371,9 +402,7 @@ def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
         commits.append(v.strip())
     checks = [
         ctx.choice("policies.metadata_check", v, METADATA_CHECKS)
-        for v in ctx.string_list(
-            "policies.metadata_check", raw.get("metadata_check", "per_request")
-        )
+        for v in ctx.string_list("policies.metadata_check", _given(raw, "metadata_check"))
     ]
     return tuple(commits), tuple(checks)
 
@@ -383,7 +412,7 @@ def _fault_step(ctx: _Ctx, where: str, raw: Any, duration_s: float, brokers: int
     if not isinstance(raw, dict):
         raise ctx.fail(where, f"must be a mapping with at_s and action, got {raw!r}")
     ctx.check_keys(raw, _STEP_KEYS, where)
-    for key in ("at_s", "action"):
+    for key in _required(FaultStep):
         if key not in raw:
             raise ctx.fail(f"{where}.{key}", "is missing")
     at = raw["at_s"]
@@ -461,14 +490,15 @@ def _faults(ctx: _Ctx, raw: Any, **limits: Any) -> FaultPlan:
     if not isinstance(raw, dict):
         raise ctx.fail("faults", "must be a mapping with rate, duration_s and cases")
     ctx.check_keys(raw, _FAULT_KEYS, "faults")
-    for key in ("rate", "duration_s", "cases"):
+    for key in _required(FaultPlan):
         if key not in raw:
             raise ctx.fail(f"faults.{key}", "is missing")
     rate = ctx.number("faults.rate", raw["rate"])
     duration = ctx.number("faults.duration_s", raw["duration_s"])
-    drain = ctx.number("faults.drain_s", raw.get("drain_s", 60))
-    probe = ctx.integer("faults.probe_ms", raw.get("probe_ms", 50), 5, 10_000)
-    bucket = ctx.integer("faults.bucket_ms", raw.get("bucket_ms", 100), 10, 10_000)
+    drain = ctx.number("faults.drain_s", _given(raw, "drain_s", _FAULT_DEFAULTS))
+    probe = ctx.integer("faults.probe_ms", _given(raw, "probe_ms", _FAULT_DEFAULTS), 5, 10_000)
+    bucket = ctx.integer("faults.bucket_ms", _given(raw, "bucket_ms", _FAULT_DEFAULTS), 10,
+                         10_000)
     cases = raw["cases"]
     if not isinstance(cases, list) or not cases:
         raise ctx.fail("faults.cases", "must be a non-empty list of {name, schedule}")
@@ -478,109 +508,126 @@ def _faults(ctx: _Ctx, raw: Any, **limits: Any) -> FaultPlan:
     for n in names:
         if names.count(n) > 1:
             raise ctx.fail("faults.cases", f"case {n!r} is listed twice")
-    return FaultPlan(rate, duration, drain, probe, bucket, tuple(parsed))
+    return FaultPlan(rate, duration, drain_s=drain, probe_ms=probe, bucket_ms=bucket,
+                     cases=tuple(parsed))
 
 
 def parse_workload(data: Any, source: str = "<workload>") -> Workload:
-    """Validate a parsed YAML document and fill in defaults."""
+    """Validate a parsed YAML document and fill in the defaults (the dataclasses' own).
+
+    Keys are checked in a fixed order, so a file with several mistakes always names the same
+    one first."""
     ctx = _Ctx(source)
+    _check_document(ctx, data)
+    kw: dict[str, Any] = {"name": _name(ctx, data["name"]),
+                          "description": _description(ctx, _given(data, "description"))}
+    kw |= _load(ctx, data)
+    kw["scenarios"] = _scenarios(ctx, data)
+    kw["offset_commit"], kw["metadata_check"] = _policies(ctx, data.get("policies"))
+    kw["flush"] = _flush(ctx, _given(data, "flush"))
+    kw["labels"] = _labels(ctx, _given(data, "labels"))
+    kw |= _cluster(ctx, data)
+    if data.get("faults") is not None:
+        kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
+                               partitions=kw["partitions"], zk_nodes=kw["zk_nodes"],
+                               network=kw["network"])
+    return Workload(cells=_cells(ctx, data["cells"]), **kw)
+
+
+def _check_document(ctx: _Ctx, data: Any) -> None:
     if not isinstance(data, dict):
         raise ctx.fail("", "must be a YAML mapping of keys (name, cells, ...)")
     ctx.check_keys(data, _TOP_KEYS, "")
-    for key in ("name", "cells"):
+    for key in _required(Workload):
         if key not in data:
             raise ctx.fail(key, "is missing")
-    name = data["name"]
+
+
+def _name(ctx: _Ctx, name: Any) -> str:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail("name", f"must match [a-z0-9][a-z0-9_-]*, got {name!r}")
-    description = data.get("description", "")
+    return name
+
+
+def _description(ctx: _Ctx, description: Any) -> str:
     if not isinstance(description, str):
         raise ctx.fail("description", "must be text")
-    brokers = ctx.integer("brokers", data.get("brokers", 3), 1, 64)
+    return description.strip()
+
+
+def _load(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Who makes the load and how much: brokers, partitions, clients, messages, tries."""
+    brokers = ctx.integer("brokers", _given(data, "brokers"), 1, 64)
+    # One partition per broker unless the file says otherwise.
     partitions = ctx.integer("partitions", data.get("partitions", brokers), 1, 1024)
-    producers = ctx.integer("producers", data.get("producers", 3), 1, 256)
-    consumers = ctx.integer("consumers", data.get("consumers", 3), 1, 256)
+    producers = ctx.integer("producers", _given(data, "producers"), 1, 256)
+    consumers = ctx.integer("consumers", _given(data, "consumers"), 1, 256)
     if consumers > partitions:
         raise ctx.fail(
             "consumers",
             f"{consumers} consumers but {partitions} partitions: a consumer would own none",
         )
-    mode = ctx.choice("producer_mode", data.get("producer_mode", "sync"), ("sync", "pipelined"))
+    mode = ctx.choice("producer_mode", _given(data, "producer_mode"), ("sync", "pipelined"))
     if "window" in data and mode != "pipelined":
         raise ctx.fail("window", "only applies to producer_mode: pipelined")
-    window = ctx.integer("window", data.get("window", 8 if mode == "pipelined" else 1), 1, 1024)
-    spread = ctx.choice(
-        "producer_partitions", data.get("producer_partitions", "split"), ("split", "all")
-    )
-    messages = ctx.integer("messages", data.get("messages", 30_000), 1, 100_000_000)
+    window = ctx.integer("window", data.get("window", PIPELINED_WINDOW if mode == "pipelined"
+                                            else _WORKLOAD_DEFAULTS["window"]), 1, 1024)
+    spread = ctx.choice("producer_partitions", _given(data, "producer_partitions"),
+                        ("split", "all"))
+    messages = ctx.integer("messages", _given(data, "messages"), 1, 100_000_000)
     if messages < producers:
         raise ctx.fail("messages", f"{messages} messages cannot feed {producers} producers")
-    tries = ctx.integer("tries", data.get("tries", 4), 1, 1000)
-    has_faults = data.get("faults") is not None
-    if has_faults:
+    tries = ctx.integer("tries", _given(data, "tries"), 1, 1000)
+    return {"brokers": brokers, "partitions": partitions, "producers": producers,
+            "consumers": consumers, "producer_mode": mode, "window": window,
+            "producer_partitions": spread, "messages": messages, "tries": tries}
+
+
+def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:
+    if data.get("faults") is not None:
         if data.get("scenarios", ["faults"]) not in ("faults", ["faults"]):
             raise ctx.fail("scenarios", "a workload with faults runs fault sessions only "
                            "(scenarios: [faults], or leave it out)")
-        scenarios: tuple[str, ...] = ("faults",)
-    else:
-        scenarios = tuple(
-            ctx.choice("scenarios", s, SCENARIOS)
-            for s in ctx.string_list("scenarios", data.get("scenarios", list(SCENARIOS)))
-        )
-    offset_commit, metadata_check = _policies(ctx, data.get("policies"))
-    flush = data.get("flush", "os")
+        return ("faults",)
+    return tuple(ctx.choice("scenarios", s, SCENARIOS)
+                 for s in ctx.string_list("scenarios", _given(data, "scenarios")))
+
+
+def _flush(ctx: _Ctx, flush: Any) -> str:
     try:
         FlushPolicy.parse(flush if isinstance(flush, str) else repr(flush))
     except UserError as exc:
         raise ctx.fail("flush", str(exc)) from None
-    labels_raw = ctx.string_list("labels", data.get("labels", [""]))
-    for label in labels_raw:
+    return flush
+
+
+def _labels(ctx: _Ctx, raw: Any) -> tuple[str, ...]:
+    labels = ctx.string_list("labels", raw)
+    for label in labels:
         if not isinstance(label, str) or not (label == "" or LABEL_RE.fullmatch(label)):
             raise ctx.fail("labels", f"labels must be short words like A or B, got {label!r}")
-    restart = ctx.choice("restart", data.get("restart", "never"), ("never", "cell", "try"))
-    placement = ctx.choice("placement", data.get("placement", "auto"), ("auto", "none"))
-    zk_nodes = data.get("zk_nodes", 1)
+    return tuple(labels)
+
+
+def _cluster(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
+    """How the cluster is run: restarts, placement, ZooKeeper, gossip, timeouts, network."""
+    restart = ctx.choice("restart", _given(data, "restart"), ("never", "cell", "try"))
+    placement = ctx.choice("placement", _given(data, "placement"), ("auto", "none"))
+    zk_nodes = _given(data, "zk_nodes")
     if zk_nodes not in (1, 3) or isinstance(zk_nodes, bool):
         raise ctx.fail("zk_nodes", f"must be 1 or 3, got {zk_nodes!r}")
-    preset = data.get("gossip_preset", "lan")
+    preset = _given(data, "gossip_preset")
     if not isinstance(preset, str) or not NAME_RE.fullmatch(preset):
         raise ctx.fail("gossip_preset", f"must be a preset name (lan, local), got {preset!r}")
-    timeout = ctx.number("consumer_timeout_s", data.get("consumer_timeout_s", 600))
-    max_wait = ctx.integer("fetch_max_wait_ms", data.get("fetch_max_wait_ms", 100), 0, 30_000)
-    network = ctx.choice("network", data.get("network", "loopback"), ("loopback", "netns"))
-    session = data.get("zk_session_timeout_ms")
+    timeout = ctx.number("consumer_timeout_s", _given(data, "consumer_timeout_s"))
+    max_wait = ctx.integer("fetch_max_wait_ms", _given(data, "fetch_max_wait_ms"), 0, 30_000)
+    network = ctx.choice("network", _given(data, "network"), ("loopback", "netns"))
+    session = _given(data, "zk_session_timeout_ms")
     if session is not None:
         session = ctx.integer("zk_session_timeout_ms", session, 1000, 600_000)
-    faults = (_faults(ctx, data["faults"], brokers=brokers, partitions=partitions,
-                      zk_nodes=zk_nodes, network=network) if has_faults else None)
-    return Workload(
-        name=name,
-        cells=_cells(ctx, data["cells"]),
-        description=description.strip(),
-        brokers=brokers,
-        partitions=partitions,
-        producers=producers,
-        consumers=consumers,
-        producer_mode=mode,
-        window=window,
-        producer_partitions=spread,
-        messages=messages,
-        tries=tries,
-        scenarios=scenarios,
-        offset_commit=offset_commit,
-        metadata_check=metadata_check,
-        flush=flush,
-        labels=tuple(labels_raw),
-        restart=restart,
-        placement=placement,
-        zk_nodes=zk_nodes,
-        gossip_preset=preset,
-        consumer_timeout_s=timeout,
-        fetch_max_wait_ms=max_wait,
-        network=network,
-        zk_session_timeout_ms=session,
-        faults=faults,
-    )
+    return {"restart": restart, "placement": placement, "zk_nodes": zk_nodes,
+            "gossip_preset": preset, "consumer_timeout_s": timeout,
+            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session}
 
 
 @dataclass(frozen=True)
