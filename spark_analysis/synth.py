@@ -27,6 +27,7 @@ from spark_analysis.schema import (
     COORDINATION_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
+    MANIFEST_KIND,
     RECORDS_COLUMNS,
     TIMELINE_COLUMNS,
 )
@@ -75,7 +76,7 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
              incomplete: bool = False, failed_cells: Iterable[str] = (),
              format_version: int = 1) -> dict[str, object]:
     data: dict[str, object] = {
-        "format_version": format_version, "kind": "twinbench.run", "run_id": run_id,
+        "format_version": format_version, "kind": MANIFEST_KIND, "run_id": run_id,
         "arch": arch,
         "label": label, "workload_name": workload, "workload": {"name": workload},
         "workload_text": f"name: {workload}\n",
