@@ -2,9 +2,11 @@
 
 Layout:
 - ``cli.py``          the ``twinbench`` command (broker, cluster, run, analyze)
-- ``processes.py``    child processes: start, wait for a readiness line, stop by PID
+- ``processes.py``    child processes: start, wait for a readiness line or probe, stop by
+                      PID, the atexit safety net
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
-- ``zookeeper.py``    find or start a real ZooKeeper (user address, jars, testcontainers)
+- ``zookeeper/``      find or start a real ZooKeeper (user address, jars, testcontainers);
+                      its __init__ maps the modules
 - ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key

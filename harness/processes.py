@@ -1,23 +1,33 @@
-"""Child processes the harness starts: brokers, ZooKeeper, load generators.
+"""Child processes the harness starts: brokers, ZooKeeper servers, load generators.
 
-Every child is started in its own process group, announces readiness with a line on stdout
-(``listening=HOST:PORT``), and is stopped by PID: SIGTERM, a grace period, then SIGKILL. The
-harness never sleeps for a fixed time to "let it start": it waits for the line, with a deadline,
-and reports the child's log tail when the deadline passes or the child dies first.
+Every child is started in its own session (so a Ctrl-C meant for the harness does not reach it
+before the harness has stopped what depends on it), appends its output to a log file, and is
+stopped by PID: SIGTERM, a grace period, then SIGKILL. The harness never sleeps for a fixed time
+to "let it start": it waits, with a deadline, either for the child's readiness line on stdout
+(``listening=HOST:PORT``: ``wait_for_line``) or, for a child that announces nothing (ZooKeeper),
+for a readiness probe asked from outside to answer (``wait_ready``), and reports the child's log
+tail when the deadline passes or the child dies first. An ``atexit`` hook stops every child this
+process started and did not stop, so a crashed run leaves no broker or JVM behind on a shared
+machine.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from brokers.core.errors import UserError
+
+T = TypeVar("T")
 
 
 class ProcessError(UserError):
@@ -33,12 +43,20 @@ class ManagedProcess:
         log_path: Path,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        stdout_to_log: bool = False,
+        tail_lines: int = 8,
     ) -> None:
+        """``stdout_to_log``: the child prints no readiness line (ZooKeeper logs to stdout),
+        so its stdout goes to the log with stderr and its readiness is a probe
+        (``wait_ready``); otherwise stdout is read by ``wait_for_line``. ``tail_lines``: how much
+        of the log an error quotes."""
         self.argv = list(argv)
         self.name = name
         self.log_path = log_path
         self._env = env
         self._cwd = cwd
+        self._stdout_to_log = stdout_to_log
+        self._tail_lines = tail_lines
         self._proc: subprocess.Popen[bytes] | None = None
         self._pending = b""
 
@@ -47,18 +65,31 @@ class ManagedProcess:
         assert self._proc is not None, "not started"
         return self._proc.pid
 
+    @property
+    def running(self) -> bool:
+        """Started and not (yet) exited."""
+        return self._proc is not None and self._proc.poll() is None
+
     def start(self) -> ManagedProcess:
+        """Start the child (again, after it exited: the log is appended to, not replaced)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._forget(self._proc)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
-                self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                env=self._env, cwd=self._cwd, start_new_session=True,
+                self.argv,
+                stdout=log if self._stdout_to_log else subprocess.PIPE,
+                stderr=subprocess.STDOUT if self._stdout_to_log else log,
+                stdin=subprocess.DEVNULL, env=self._env, cwd=self._cwd, start_new_session=True,
             )
+        self._pending = b""
+        with _LIVE_LOCK:
+            _LIVE[self._proc.pid] = self
         return self
 
     def wait_for_line(self, prefix: str, timeout_s: float) -> str:
         """Block until the child prints a stdout line starting with ``prefix``; return it."""
-        assert self._proc is not None and self._proc.stdout is not None
+        assert self._proc is not None and self._proc.stdout is not None, "stdout is not read"
         stream = self._proc.stdout
         deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as sel:
@@ -73,7 +104,7 @@ class ManagedProcess:
                 if remaining <= 0:
                     raise ProcessError(
                         f"{self.name} did not print {prefix!r} within {timeout_s:.0f} s"
-                        f"{self._tail()}"
+                        f"{self.tail()}"
                     )
                 if sel.select(min(remaining, 0.5)):
                     chunk = os.read(stream.fileno(), 65536)
@@ -81,15 +112,17 @@ class ManagedProcess:
                         code = self._proc.wait(timeout=5)
                         raise ProcessError(
                             f"{self.name} exited with code {code} before printing "
-                            f"{prefix!r}{self._tail()}"
+                            f"{prefix!r}{self.tail()}"
                         )
                     self._pending += chunk
 
-    def _tail(self, lines: int = 8) -> str:
+    def tail(self) -> str:
+        """The end of the child's log as one line, to append to an error message."""
         try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()[-lines:]
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
+        text = text[-self._tail_lines:]
         return ("; log tail: " + " | ".join(text)) if text else ""
 
     def poll(self) -> int | None:
@@ -122,6 +155,7 @@ class ManagedProcess:
                 proc.wait(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
+        self._forget(proc)
         return proc.returncode
 
     def pause(self) -> None:
@@ -137,6 +171,71 @@ class ManagedProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait(timeout=5)
+        if self._proc is not None:
+            self._forget(self._proc)
+
+    @staticmethod
+    def _forget(proc: subprocess.Popen[bytes]) -> None:
+        if proc.returncode is not None:
+            with _LIVE_LOCK:
+                _LIVE.pop(proc.pid, None)
+
+
+# Every child started and not stopped, by PID: what the atexit safety net stops.
+_LIVE: dict[int, ManagedProcess] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    with _LIVE_LOCK:
+        leftovers = list(_LIVE.values())
+    for process in leftovers:
+        process.stop(grace_s=5.0)
+
+
+def wait_ready(
+    probes: Mapping[ManagedProcess, Callable[[], T | None]],
+    timeout_s: float,
+    *,
+    what: str,
+    agreed: Callable[[list[T]], bool] = lambda answers: True,
+    error: type[ProcessError] = ProcessError,
+) -> list[T]:
+    """Wait until every process's readiness probe answers (not None) in the same round and
+    ``agreed`` accepts the answers together (an ensemble: exactly one leader); return them in
+    the mapping's order.
+
+    For children that announce nothing on stdout: readiness is a question asked from outside
+    (a port that answers, a server's mode). Probes are polled at a growing interval (20 ms up
+    to 250 ms); ``error`` is raised, with the log tail, when a process exits first or when the
+    deadline passes (naming the first process that has not answered).
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    answers: dict[ManagedProcess, T] = {}
+    while True:
+        for process, probe in probes.items():
+            code = process.poll()
+            if code is not None:
+                raise error(f"{what}: {process.name} exited with code {code} before it was "
+                            f"ready{process.tail()}")
+            answer = probe()
+            if answer is None:
+                answers.pop(process, None)
+            else:
+                answers[process] = answer
+        if len(answers) == len(probes):
+            ordered = [answers[p] for p in probes]
+            if agreed(ordered):
+                return ordered
+        if time.monotonic() > deadline:
+            slow = next((p for p in probes if p not in answers), next(iter(probes)))
+            so_far = ", ".join(f"{p.name}: {a}" for p, a in answers.items()) or "none"
+            raise error(f"{what}: not ready after {timeout_s:.0f} s (answers so far: "
+                        f"{so_far}); {slow.name}{slow.tail()}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
 
 
 def pid_alive(pid: int) -> bool:

@@ -1,4 +1,4 @@
-"""harness/zookeeper.py against real ZooKeeper processes: start, read counters, stop by PID."""
+"""harness/zookeeper against real ZooKeeper processes: start, read counters, stop by PID."""
 
 from __future__ import annotations
 

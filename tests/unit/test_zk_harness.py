@@ -1,4 +1,4 @@
-"""Pure parts of harness/zookeeper.py: config rendering and four-letter-word parsing."""
+"""Pure parts of harness/zookeeper: config rendering and four-letter-word parsing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from brokers.core.errors import UserError
 from harness import zookeeper as zk
+from harness.zookeeper.discovery import manifest_class_path
 
 SRVR = """Zookeeper version: 3.8.0-abc, built on 2024-12-29 17:54 UTC
 Latency min/avg/max: 0/0.5/3
@@ -37,7 +38,7 @@ def test_parse_mntr() -> None:
 
 
 def test_standalone_config_is_loopback_without_admin_server(tmp_path: Path) -> None:
-    m = zk._Member(1, 2181, 0, 0)
+    m = zk.Member(1, 2181, 0, 0)
     text = zk.render_config(zk.ZooKeeperConfig(tick_time_ms=500), m, [m], tmp_path)
     lines = set(text.splitlines())
     assert {"tickTime=500", "clientPort=2181", "clientPortAddress=127.0.0.1"} <= lines
@@ -47,7 +48,7 @@ def test_standalone_config_is_loopback_without_admin_server(tmp_path: Path) -> N
 
 
 def test_ensemble_config_lists_every_member(tmp_path: Path) -> None:
-    members = [zk._Member(i, 3000 + i, 4000 + i, 5000 + i) for i in (1, 2, 3)]
+    members = [zk.Member(i, 3000 + i, 4000 + i, 5000 + i) for i in (1, 2, 3)]
     text = zk.render_config(zk.ZooKeeperConfig(nodes=3), members[1], members, tmp_path)
     assert "clientPort=3002" in text
     for i in (1, 2, 3):
@@ -81,7 +82,7 @@ def test_manifest_class_path_unwraps_continuation_lines(tmp_path: Path) -> None:
     )
     with zipfile.ZipFile(jar, "w") as zf:
         zf.writestr("META-INF/MANIFEST.MF", manifest)
-    assert zk._manifest_class_path(jar) == [
+    assert manifest_class_path(jar) == [
         "/usr/share/java/a.jar",
         "/usr/share/java/b.jar",
         "/usr/share/java/c.jar",

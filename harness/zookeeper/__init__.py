@@ -1,0 +1,87 @@
+"""ZooKeeper provisioning: find or start the real ZooKeeper the zk broker is coordinated by.
+
+Order (first match wins):
+
+1. an address the user gives (``--zookeeper HOST:PORT[,HOST:PORT...]`` or ``ZOOKEEPER_CONNECT``);
+2. a local server (or a 3-node ensemble on loopback) started from the ZooKeeper jars: Debian's
+   ``zookeeper`` package (``/usr/share/java/zookeeper.jar``) or a release under
+   ``ZOOKEEPER_HOME``, with a generated config bound to 127.0.0.1 on free ports;
+3. a testcontainers ``zookeeper`` container, only when a Docker engine answers;
+4. otherwise ``ZooKeeperUnavailable``: one message saying how to get ZooKeeper.
+
+Readiness is polled, never slept for: ``ruok`` must answer ``imok`` *and* ``srvr`` must report a
+``Mode`` (a server answers ``imok`` some 100 ms before it serves requests; during that window
+``srvr`` says "not currently serving requests"). Servers are ``harness.processes``
+ManagedProcesses: stopped by PID (SIGTERM, a bounded wait, then SIGKILL), and stopped at exit if
+this process forgot them, so a crashed run does not leave JVMs behind on a shared machine.
+
+Coordination cost is read from the servers' four-letter-word counters (``mntr``/``srvr``);
+``ZooKeeperHandle.request_counters()`` sums them over the ensemble for a run log.
+
+Layout (one concern per module; everything below is importable from ``harness.zookeeper``)::
+
+    errors.py       ZooKeeperUnavailable, ZooKeeperStartError, HOW_TO_GET_ZOOKEEPER
+    four_letter.py  four-letter words: four_letter, mntr/srvr and their parsers, server_mode
+    discovery.py    finding Java and the ZooKeeper jars (find_java, find_classpath)
+    config.py       ZooKeeperConfig (the knobs), Member, render_config (zoo.cfg text; pure)
+    ensemble.py     local servers as ManagedProcesses: ZooKeeperEnsemble, ZooKeeperServer,
+                    free_ports
+    provision.py    provision()/provisioned() in the order above, ZooKeeperHandle,
+                    parse_connect_string, docker_engine_answers
+"""
+
+from harness.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
+from harness.zookeeper.discovery import DEBIAN_JAVA_DIR, MAIN_CLASS, find_classpath, find_java
+from harness.zookeeper.ensemble import ZooKeeperEnsemble, ZooKeeperServer, free_ports
+from harness.zookeeper.errors import (
+    HOW_TO_GET_ZOOKEEPER,
+    ZooKeeperStartError,
+    ZooKeeperUnavailable,
+)
+from harness.zookeeper.four_letter import (
+    SERVING_MODES,
+    four_letter,
+    mntr,
+    parse_mntr,
+    parse_srvr,
+    server_mode,
+    srvr,
+)
+from harness.zookeeper.provision import (
+    CONTAINER_IMAGE,
+    ZooKeeperHandle,
+    docker_engine_answers,
+    parse_connect_string,
+    provision,
+    provisioned,
+)
+
+__all__ = [
+    "CONTAINER_IMAGE",
+    "DEBIAN_JAVA_DIR",
+    "HOW_TO_GET_ZOOKEEPER",
+    "LOOPBACK",
+    "MAIN_CLASS",
+    "SERVING_MODES",
+    "Member",
+    "ZooKeeperConfig",
+    "ZooKeeperEnsemble",
+    "ZooKeeperHandle",
+    "ZooKeeperServer",
+    "ZooKeeperStartError",
+    "ZooKeeperUnavailable",
+    "docker_engine_answers",
+    "find_classpath",
+    "find_java",
+    "four_letter",
+    "free_ports",
+    "mntr",
+    "parse_connect_string",
+    "parse_mntr",
+    "parse_srvr",
+    "provision",
+    "provisioned",
+    "render_config",
+    "server_mode",
+    "srvr",
+]
