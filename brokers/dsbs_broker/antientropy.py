@@ -67,44 +67,40 @@ class SyncHost(Protocol):
 class AntiEntropy:
     """Sync rounds, the join through seeds and SYNC answers, for one member."""
 
-    def __init__(self, host: SyncHost, now: float) -> None:
+    def __init__(self, host: SyncHost) -> None:
         self.host = host
         # A SYNC answer (member table and the topic records we lacked) has arrived: the join
         # through a seed, or a later anti-entropy round, is complete.
         self.synced = False
-        self._next_sync = now + host.rng.uniform(0, host.cfg.sync_interval_s)
-        self._next_join = now
         self._member_cursor = 0
         self._digest_cursor = 0
 
-    def next_deadline(self) -> float:
+    def round(self) -> None:
+        """One anti-entropy round (the node's sync timer): SYNC with a random live peer, and
+        a joiner's SYNC to a seed that is not a live member."""
         host = self.host
-        if host.seeds and (not self.synced or not host.members.live_peers()):
-            return min(self._next_sync, self._next_join)
-        return self._next_sync
+        peers = host.members.live_peers()
+        if peers:
+            self._send_sync(host.rng.choice(peers).gossip_addr, reply=True, join=False)
+            self._reconnect(peers)
 
-    def tick(self, now: float) -> None:
+    def join(self) -> float | None:
+        """One step of the join through seeds (the node's join timer); returns the delay until
+        the next one, or None when joined (the timer then stays where it is)."""
         host = self.host
-        cfg = host.cfg
-        if now >= self._next_sync:
-            self._next_sync = now + cfg.sync_interval_s
-            peers = host.members.live_peers()
-            if peers:
-                self._send_sync(host.rng.choice(peers).gossip_addr, reply=True, join=False)
-                self._reconnect(peers)
-        if host.seeds and now >= self._next_join:
-            peers = host.members.live_peers()
-            if not peers:
-                # Joining, or every peer we knew is gone: (re)join through the seeds.
-                self._next_join = now + cfg.sync_interval_s
-                for s in host.seeds:
-                    self._send_sync(s, reply=True, join=True)
-            elif not self.synced:
-                # Peers found us before any seed answered (we started first): ask one for the
-                # member table now rather than at the next anti-entropy round; until then we
-                # arbitrate no topic creation (``SwimNode.joined``).
-                self._next_join = now + cfg.period_s
-                self._send_sync(host.rng.choice(peers).gossip_addr, reply=True, join=True)
+        peers = host.members.live_peers()
+        if not peers:
+            # Joining, or every peer we knew is gone: (re)join through the seeds.
+            for s in host.seeds:
+                self._send_sync(s, reply=True, join=True)
+            return host.cfg.sync_interval_s
+        if not self.synced:
+            # Peers found us before any seed answered (we started first): ask one for the
+            # member table now rather than at the next anti-entropy round; until then we
+            # arbitrate no topic creation (``SwimNode.joined``).
+            self._send_sync(host.rng.choice(peers).gossip_addr, reply=True, join=True)
+            return host.cfg.period_s
+        return None
 
     # --- sending -------------------------------------------------------------------------------
     def _member_chunk(self, room: int, *, everything: bool = False) -> list[list[bytes]]:

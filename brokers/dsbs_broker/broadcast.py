@@ -19,31 +19,31 @@ MIN_UPDATE_BYTES = 24
 MAX_MISSES = 4
 
 
-class BroadcastQueue:
-    """Encoded updates by key, bucketed by how often each was sent."""
+class BroadcastQueue(dict[Hashable, int]):
+    """Encoded updates by key, bucketed by how often each was sent. As a dict it maps each
+    queued key to that count (a plain dict, so ``len`` and truth cost no Python call: the node
+    asks before every packet); only ``add`` and ``take`` change it."""
 
     def __init__(self) -> None:
+        super().__init__()
         # buckets[i] holds updates sent i times (key -> encoded update). OrderedDicts: a plain
         # dict emptied from the front leaves holes iteration must skip.
         self._buckets: list[OrderedDict[Hashable, bytes]] = [OrderedDict()]
-        self._bucket_of: dict[Hashable, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._bucket_of)
 
     def add(self, key: Hashable, data: bytes) -> None:
         """Queue ``data`` under ``key``, replacing (and resetting the count of) any older one."""
-        old = self._bucket_of.pop(key, None)
+        old = self.pop(key, None)
         if old is not None:
             self._buckets[old].pop(key, None)
         self._buckets[0][key] = data
-        self._bucket_of[key] = 0
+        self[key] = 0
 
     def take(self, room: int, limit: int) -> list[bytes]:
         """Updates for one packet with ``room`` bytes free, least-sent first; counts the
         transmission and drops those sent ``limit`` times."""
         picked: list[tuple[Hashable, int, bytes]] = []
         misses = 0
+        min_update, max_misses = MIN_UPDATE_BYTES, MAX_MISSES
         for i, bucket in enumerate(self._buckets):
             for key, data in bucket.items():
                 if len(data) <= room:
@@ -51,17 +51,17 @@ class BroadcastQueue:
                     room -= len(data)
                 else:
                     misses += 1
-                if room < MIN_UPDATE_BYTES or misses >= MAX_MISSES:
+                if room < min_update or misses >= max_misses:
                     break
-            if room < MIN_UPDATE_BYTES or misses >= MAX_MISSES:
+            if room < min_update or misses >= max_misses:
                 break
         for key, i, data in picked:
             del self._buckets[i][key]
             if i + 1 >= limit:
-                del self._bucket_of[key]
+                del self[key]
                 continue
             while len(self._buckets) <= i + 1:
                 self._buckets.append(OrderedDict())
             self._buckets[i + 1][key] = data
-            self._bucket_of[key] = i + 1
+            self[key] = i + 1
         return [d for _, _, d in picked]

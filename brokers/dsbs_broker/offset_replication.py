@@ -51,13 +51,12 @@ class ReplicationHost(Protocol):
 class OffsetReplication:
     """The replication timer, and both ends of OFFSETS / OFFSETS_ACK, for one member."""
 
-    def __init__(self, host: ReplicationHost, *, replicas: int, interval_s: float,
-                 now: float) -> None:
+    def __init__(self, host: ReplicationHost, *, replicas: int, interval_s: float) -> None:
         self.host = host
         # Copies beyond the coordinator's own: the group's next `replicas` rendezvous ranks.
         self.replicas = replicas
-        self._interval = interval_s
-        self._next = now + interval_s
+        # How often the node calls replicate(); a batch unacknowledged for two is sent again.
+        self.interval_s = interval_s
         self._members_version = -1
 
     def replica_peers(self, group: str) -> list[int]:
@@ -65,15 +64,8 @@ class OffsetReplication:
         order = self.host.live_order(group)[: self.replicas + 1]
         return [n for n in order if n != self.host.node_id]
 
-    def next_deadline(self) -> float:
-        return self._next
-
-    def tick(self, now: float) -> None:
-        if now >= self._next:
-            self._next = now + self._interval
-            self._replicate(now)
-
-    def _replicate(self, now: float) -> None:
+    def replicate(self, now: float) -> None:
+        """Send every live replica peer the entries it has not acknowledged yet."""
         host = self.host
         t = host.offsets
         if not t.entries:
@@ -84,7 +76,7 @@ class OffsetReplication:
             self._members_version = host.members.version
             for g in t.groups():
                 t.mark_dirty(t.group_keys(g), self.replica_peers(g))
-        t.expire_inflight(now, 2 * self._interval)
+        t.expire_inflight(now, 2 * self.interval_s)
         for peer in list(t.dirty):
             m = host.members.get(peer)
             if m is None or not m.live:

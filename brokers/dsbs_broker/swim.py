@@ -161,9 +161,12 @@ class SwimNode:
         # Spread members' periods so a cluster started at once does not probe in lockstep.
         self._next_period = now + self.rng.uniform(0, config.period_s)
         self._next_gossip = now + config.gossip_interval_s
-        self.anti_entropy = AntiEntropy(self, now)
+        self._next_sync = now + self.rng.uniform(0, config.sync_interval_s)
+        self._next_join = now
+        self._next_repl = now + offset_replication_interval_s
+        self.anti_entropy = AntiEntropy(self)
         self.offset_replication = OffsetReplication(
-            self, replicas=offset_replicas, interval_s=offset_replication_interval_s, now=now)
+            self, replicas=offset_replicas, interval_s=offset_replication_interval_s)
         self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
         self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
         self._replay = ReplayWindows(self.limits.replay_senders, self.counters)
@@ -180,14 +183,15 @@ class SwimNode:
         return out
 
     def next_deadline(self) -> float:
-        d = min(self._next_period, self._next_gossip, self.anti_entropy.next_deadline(),
-                self.offset_replication.next_deadline())
+        d = min(self._next_period, self._next_gossip, self._next_sync, self._next_repl)
         p = self._probe
         if p is not None and not p.acked:
             d = min(d, p.started + (self.cfg.period_s if p.indirect_sent
                                     else self.cfg.ack_timeout_s))
         if self._suspects:
             d = min(d, min(dl for dl, _ in self._suspects.values()))
+        if self.seeds and (not self.anti_entropy.synced or not self.members.live_peers()):
+            d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
         return d
@@ -325,8 +329,16 @@ class SwimNode:
         if now >= self._next_gossip:
             self._next_gossip = now + cfg.gossip_interval_s
             self._gossip_fanout()
-        self.anti_entropy.tick(now)
-        self.offset_replication.tick(now)
+        if now >= self._next_sync:
+            self._next_sync = now + cfg.sync_interval_s
+            self.anti_entropy.round()
+        if self.seeds and now >= self._next_join:
+            wait = self.anti_entropy.join()
+            if wait is not None:
+                self._next_join = now + wait
+        if now >= self._next_repl:
+            self._next_repl = now + self.offset_replication.interval_s
+            self.offset_replication.replicate(now)
         self.creations.tick(now)
 
     def receive(self, data: bytes, addr: Addr, now: float) -> None:
