@@ -442,7 +442,8 @@ class Consumer:
     async def _fetch_loop(self, leader: int, parts: list[int]) -> None:
         """Fetch ``parts`` from ``leader`` until this loop is done: it returns once caught up
         (no count expected), raises _Done when the expected count is reached and _LeaderMoved
-        on any retriable error."""
+        on any retriable error. The steps of a fetch are plain calls: no coroutine per request
+        beyond the request itself (this is the load client's hot loop)."""
         cfg = self.config
         try:
             conn: KafkaConnection = await self.cluster.connection(leader)
@@ -456,8 +457,13 @@ class Consumer:
         caught_up: set[int] = set()
         while True:
             epoch = self._finish_epoch
+            body = self._fetch_request(version, parts, max_bytes)
+            try:
+                frame = await conn.request(wire.FETCH, version, body, self.fetch_latency)
+            except ConnectionClosed as exc:
+                raise _LeaderMoved() from exc
             got = 0
-            for r in await self._fetch(conn, version, parts, max_bytes):
+            for r in self._fetch_results(frame, version):
                 if r.error_code:
                     await self._partition_error(r.partition, r.error_code)
                 else:
@@ -472,17 +478,19 @@ class Consumer:
             ):
                 await self.commit(parts)
                 last_commit = time.perf_counter()
-            if self._done(len(caught_up) == len(parts), epoch):
-                return
+            expected = self._expected
+            if expected is not None:
+                if self._records >= expected:
+                    raise _Done()  # ends every fetch loop
+            elif (len(caught_up) == len(parts) and not self._follow
+                  and epoch == self._finish_epoch):
+                return  # caught up, judged by a fetch sent after the last finish()
 
-    async def _fetch(
-        self, conn: KafkaConnection, version: int, parts: list[int], max_bytes: int
-    ) -> list[wire.FetchPartitionResult]:
-        """One Fetch of ``parts`` from their positions; a lost connection or a top-level error
-        means the leader moved."""
+    def _fetch_request(self, version: int, parts: list[int], max_bytes: int) -> bytes:
+        """A Fetch of ``parts`` from their positions."""
         cfg = self.config
         positions = self.positions
-        body = wire.encode_fetch_request(
+        return wire.encode_fetch_request(
             version=version,
             max_wait_ms=cfg.max_wait_ms,
             min_bytes=cfg.min_bytes,
@@ -490,10 +498,11 @@ class Consumer:
             topic=cfg.topic,
             partitions=[(p, positions[p], max_bytes) for p in parts],
         )
-        try:
-            frame = await conn.request(wire.FETCH, version, body, self.fetch_latency)
-        except ConnectionClosed as exc:
-            raise _LeaderMoved() from exc
+
+    def _fetch_results(
+        self, frame: bytes | memoryview, version: int
+    ) -> list[wire.FetchPartitionResult]:
+        """The partitions of a Fetch response; a top-level error means the leader moved."""
         self._fetches += 1
         top_error, results = wire.decode_fetch_response(frame, version, 4)
         if top_error:
@@ -573,17 +582,6 @@ class Consumer:
                 got += n
             pos = b.next_offset
         return pos, got
-
-    def _done(self, all_caught_up: bool, epoch: int) -> bool:
-        """Raise _Done once the expected count is reached (it ends every loop); with no count
-        expected, True when this loop's partitions are all caught up by a fetch sent after
-        the last finish() (and not following)."""
-        expected = self._expected
-        if expected is not None:
-            if self._records >= expected:
-                raise _Done()
-            return False
-        return all_caught_up and not self._follow and epoch == self._finish_epoch
 
 
 class _LeaderMoved(Exception):
