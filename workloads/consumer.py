@@ -440,6 +440,10 @@ class Consumer:
                 raise
 
     async def _fetch_loop(self, leader: int, parts: list[int]) -> None:
+        """Fetch ``parts`` from ``leader`` until this loop is done: it returns once caught up
+        (no count expected), raises _Done when the expected count is reached and _LeaderMoved
+        on any retriable error. The steps of a fetch are plain calls: no coroutine per request
+        beyond the request itself (this is the load client's hot loop)."""
         cfg = self.config
         try:
             conn: KafkaConnection = await self.cluster.connection(leader)
@@ -447,90 +451,23 @@ class Consumer:
             raise _LeaderMoved() from exc
         version = conn.pick_version(wire.FETCH, *_FETCH_VERSIONS)
         max_bytes = cfg.fetch_bytes
-        topic = cfg.topic
         commit_every = cfg.commit == "every_fetch"
         interval = cfg.commit[1] / 1000 if isinstance(cfg.commit, tuple) else None
         last_commit = time.perf_counter()
-        verifier = self.verifier
-        e2e = self.e2e_latency
-        positions = self.positions
         caught_up: set[int] = set()
         while True:
             epoch = self._finish_epoch
-            body = wire.encode_fetch_request(
-                version=version,
-                max_wait_ms=cfg.max_wait_ms,
-                min_bytes=cfg.min_bytes,
-                max_bytes=max_bytes,
-                topic=topic,
-                partitions=[(p, positions[p], max_bytes) for p in parts],
-            )
+            body = self._fetch_request(version, parts, max_bytes)
             try:
                 frame = await conn.request(wire.FETCH, version, body, self.fetch_latency)
             except ConnectionClosed as exc:
                 raise _LeaderMoved() from exc
-            self._fetches += 1
-            top_error, results = wire.decode_fetch_response(frame, version, 4)
-            if top_error:
-                self._count_error(top_error)
-                raise _LeaderMoved()
             got = 0
-            for r in results:
-                p = r.partition
+            for r in self._fetch_results(frame, version):
                 if r.error_code:
-                    self._count_error(r.error_code)
-                    if r.error_code == OffsetOutOfRange.code:
-                        positions[p] = (await self._list_offsets([p], EARLIEST))[p]
-                        continue
-                    cls = error_for_code(r.error_code)
-                    if cls is not None and cls.retriable:
-                        raise _LeaderMoved()
-                    raise_for_code(r.error_code, f"Fetch {topic}-{p}")
-                self._high_watermarks[p] = r.high_watermark
-                if r.records is None or len(r.records) == 0:
-                    if positions[p] >= r.high_watermark:
-                        caught_up.add(p)
-                    continue
-                pos = positions[p]
-                now = now_us()
-                for b in decode_batches(r.records, cfg.check_crc):
-                    if b.next_offset <= pos:
-                        continue  # a batch before our position (broker sent from its start)
-                    if not b.crc_ok:
-                        verifier.add_corrupt()
-                        pos = b.next_offset
-                        continue
-                    pids, seqs, sends = b.producer_ids, b.sequences, b.send_us
-                    if b.offsets is None:
-                        if b.base_offset < pos:
-                            k = pos - b.base_offset
-                            pids, seqs, sends = pids[k:], seqs[k:], sends[k:]
-                    elif b.base_offset < pos:
-                        keep = [i for i, o in enumerate(b.offsets) if o >= pos]
-                        pids = tuple(pids[i] for i in keep)
-                        seqs = tuple(seqs[i] for i in keep)
-                        sends = tuple(sends[i] for i in keep)
-                    n = len(seqs)
-                    if b.foreign:
-                        self._foreign += b.foreign
-                        verifier.add_foreign(b.foreign)
-                    if n:
-                        verifier.add_batch(p, pids, seqs)
-                        s0 = sends[0]
-                        if sends.count(s0) == n:
-                            e2e.record(now - s0, n)
-                        else:
-                            for s in sends:
-                                e2e.record(now - s)
-                        got += n
-                    pos = b.next_offset
-                if self.on_records is not None and pos > positions[p]:
-                    self.on_records(p, pos - positions[p])
-                positions[p] = pos
-                if pos >= r.high_watermark:
-                    caught_up.add(p)
+                    await self._partition_error(r.partition, r.error_code)
                 else:
-                    caught_up.discard(p)
+                    got += self._take(r, caught_up)
             if got:
                 self._records += got
                 self._last_record_t = time.perf_counter()
@@ -544,10 +481,107 @@ class Consumer:
             expected = self._expected
             if expected is not None:
                 if self._records >= expected:
-                    raise _Done()
+                    raise _Done()  # ends every fetch loop
             elif (len(caught_up) == len(parts) and not self._follow
                   and epoch == self._finish_epoch):
-                return
+                return  # caught up, judged by a fetch sent after the last finish()
+
+    def _fetch_request(self, version: int, parts: list[int], max_bytes: int) -> bytes:
+        """A Fetch of ``parts`` from their positions."""
+        cfg = self.config
+        positions = self.positions
+        return wire.encode_fetch_request(
+            version=version,
+            max_wait_ms=cfg.max_wait_ms,
+            min_bytes=cfg.min_bytes,
+            max_bytes=max_bytes,
+            topic=cfg.topic,
+            partitions=[(p, positions[p], max_bytes) for p in parts],
+        )
+
+    def _fetch_results(
+        self, frame: bytes | memoryview, version: int
+    ) -> list[wire.FetchPartitionResult]:
+        """The partitions of a Fetch response; a top-level error means the leader moved."""
+        self._fetches += 1
+        top_error, results = wire.decode_fetch_response(frame, version, 4)
+        if top_error:
+            self._count_error(top_error)
+            raise _LeaderMoved()
+        return results
+
+    async def _partition_error(self, p: int, code: int) -> None:
+        """A partition's fetch error: an offset out of range restarts it from the earliest
+        offset; a retriable one means the leader moved; anything else is raised."""
+        self._count_error(code)
+        if code == OffsetOutOfRange.code:
+            self.positions[p] = (await self._list_offsets([p], EARLIEST))[p]
+            return
+        cls = error_for_code(code)
+        if cls is not None and cls.retriable:
+            raise _LeaderMoved()
+        raise_for_code(code, f"Fetch {self.config.topic}-{p}")
+
+    def _take(self, r: wire.FetchPartitionResult, caught_up: set[int]) -> int:
+        """Book one partition's answer: its records (from our position on), the new position
+        and whether it is caught up with the high watermark. Returns our records delivered."""
+        p = r.partition
+        hw = r.high_watermark
+        self._high_watermarks[p] = hw
+        start = self.positions[p]
+        if r.records is None or len(r.records) == 0:
+            if start >= hw:
+                caught_up.add(p)
+            return 0
+        pos, got = self._read_batches(p, r.records, start)
+        if self.on_records is not None and pos > start:
+            self.on_records(p, pos - start)
+        self.positions[p] = pos
+        if pos >= hw:
+            caught_up.add(p)
+        else:
+            caught_up.discard(p)
+        return got
+
+    def _read_batches(self, p: int, records: memoryview, pos: int) -> tuple[int, int]:
+        """Feed the verifier and the end-to-end histogram with the records of ``records`` at or
+        after offset ``pos``; returns (the offset after the last batch, our records in it)."""
+        verifier = self.verifier
+        e2e = self.e2e_latency
+        got = 0
+        now = now_us()
+        for b in decode_batches(records, self.config.check_crc):
+            if b.next_offset <= pos:
+                continue  # a batch before our position (broker sent from its start)
+            if not b.crc_ok:
+                verifier.add_corrupt()
+                pos = b.next_offset
+                continue
+            pids, seqs, sends = b.producer_ids, b.sequences, b.send_us
+            if b.offsets is None:
+                if b.base_offset < pos:
+                    k = pos - b.base_offset
+                    pids, seqs, sends = pids[k:], seqs[k:], sends[k:]
+            elif b.base_offset < pos:
+                keep = [i for i, o in enumerate(b.offsets) if o >= pos]
+                pids = tuple(pids[i] for i in keep)
+                seqs = tuple(seqs[i] for i in keep)
+                sends = tuple(sends[i] for i in keep)
+            n = len(seqs)
+            if b.foreign:
+                self._foreign += b.foreign
+                verifier.add_foreign(b.foreign)
+            if n:
+                verifier.add_batch(p, pids, seqs)
+                s0 = sends[0]
+                if sends.count(s0) == n:
+                    e2e.record(now - s0, n)
+                else:
+                    for s in sends:
+                        e2e.record(now - s)
+                got += n
+            pos = b.next_offset
+        return pos, got
 
 
 class _LeaderMoved(Exception):

@@ -151,6 +151,29 @@ class _Req:
         self.count = count
 
 
+class _Routes:
+    """Each partition's leader connection and the Produce version it speaks."""
+
+    __slots__ = ("cluster", "conns", "topic", "versions")
+
+    def __init__(self, cluster: Cluster, topic: str) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.conns: dict[int, KafkaConnection] = {}
+        self.versions: dict[int, int] = {}
+
+    async def route(self, p: int) -> KafkaConnection:
+        """Look up ``p``'s leader (from the metadata the cluster holds) and connect to it."""
+        conn = await self.cluster.leader_connection(self.topic, p)
+        self.conns[p] = conn
+        self.versions[p] = conn.pick_version(wire.PRODUCE, *_PRODUCE_VERSIONS)
+        return conn
+
+    async def reroute(self, p: int) -> KafkaConnection:
+        """``route``, retried with a metadata refresh while the leader is unknown or down."""
+        return await self.cluster.retrying(lambda: self.route(p), refresh=[self.topic])
+
+
 class Producer:
     def __init__(
         self,
@@ -222,34 +245,19 @@ class Producer:
     async def run(self, count: int) -> ProducerResult:
         """Send ``count`` records; returns when every request was answered."""
         cfg = self.config
-        cluster = self.cluster
-        parts = (
-            list(cfg.partitions)
-            if cfg.partitions is not None
-            else (await cluster.topic_partitions(cfg.topic))
-        )
-        if not parts:
-            raise UserError(f"topic {cfg.topic} has no partitions")
-        conns: dict[int, KafkaConnection] = {}
-        versions: dict[int, int] = {}
-
-        async def route(p: int) -> KafkaConnection:
-            conn = await cluster.leader_connection(cfg.topic, p)
-            conns[p] = conn
-            versions[p] = conn.pick_version(wire.PRODUCE, *_PRODUCE_VERSIONS)
-            return conn
-
+        routes = _Routes(self.cluster, cfg.topic)
+        parts = await self._partitions()
         for p in parts:
-            await cluster.retrying(lambda p=p: route(p), refresh=[cfg.topic])
-
+            await routes.reroute(p)
+        conns, versions = routes.conns, routes.versions
         acked = bytearray(count)
+        state = _State()
+        inflight: deque[_Req] = deque()
         window = cfg.in_flight
         expect = cfg.acks != 0
         batch = cfg.batch
         prefix = self._prefix_size
         latency = self.latency
-        inflight: deque[_Req] = deque()
-        state = _State()
         n_parts = len(parts)
         full_builder = self._builder(batch)
         full_pool = self._pools.setdefault(batch, [])
@@ -267,7 +275,9 @@ class Producer:
             i += 1
             conn = conns[p]
             if conn.closed:
-                conn = await cluster.retrying(lambda p=p: route(p), refresh=[cfg.topic])
+                conn = await routes.reroute(p)
+            # One reusable buffer per request: full batches from their own pool, the last,
+            # shorter request (count not a multiple of batch) from its size's pool.
             if count - seq >= batch:
                 n = batch
                 builder = full_builder
@@ -285,26 +295,42 @@ class Producer:
             state.sent += n
             seq += n
             while len(inflight) >= window:
-                req = inflight.popleft()
-                try:
-                    frame = await req.fut
-                except ConnectionClosed:
-                    frame = _LOST
-                if not self._account(req, frame, acked, state, versions):
-                    await self._retry(req, acked, state, route, versions)
+                await self._settle(inflight.popleft(), acked, state, routes)
         while inflight:
-            req = inflight.popleft()
-            try:
-                frame = await req.fut
-            except ConnectionClosed:
-                frame = _LOST
-            if not self._account(req, frame, acked, state, versions):
-                await self._retry(req, acked, state, route, versions)
+            await self._settle(inflight.popleft(), acked, state, routes)
+        return self._result(state, acked, t_start)
+
+    async def _partitions(self) -> list[int]:
+        """The partitions to produce to, round robin: the configured ones or all."""
+        cfg = self.config
+        parts = (
+            list(cfg.partitions)
+            if cfg.partitions is not None
+            else (await self.cluster.topic_partitions(cfg.topic))
+        )
+        if not parts:
+            raise UserError(f"topic {cfg.topic} has no partitions")
+        return parts
+
+    async def _settle(
+        self, req: _Req, acked: bytearray, state: _State, routes: _Routes
+    ) -> None:
+        """Wait for ``req``'s response and book it, resending it after a retriable error."""
+        try:
+            frame = await req.fut
+        except ConnectionClosed:
+            frame = _LOST
+        if not self._account(req, frame, acked, state, routes.versions):
+            await self._retry(req, acked, state, routes)
+
+    def _result(self, state: _State, acked: bytearray, t_start: float) -> ProducerResult:
+        """The run's result, timed from ``t_start`` (the first send) to now (the last ack)."""
+        cfg = self.config
         wall = time.perf_counter() - t_start
         return ProducerResult(
             producer_id=cfg.producer_id,
             msg_size=cfg.msg_size,
-            batch=batch,
+            batch=cfg.batch,
             mode=cfg.mode,
             records_sent=state.sent,
             records_acked=state.acked,
@@ -312,7 +338,7 @@ class Producer:
             retries=state.retries,
             errors=state.errors,
             wall_s=wall,
-            latency=latency,
+            latency=self.latency,
             acked=acked,
             partition_records=state.partition_records,
             partition_offsets={
@@ -359,10 +385,11 @@ class Producer:
         return True
 
     async def _retry(
-        self, req: _Req, acked: bytearray, state: _State, route, versions: dict[int, int]
+        self, req: _Req, acked: bytearray, state: _State, routes: _Routes
     ) -> None:
         """Resend a request after a retriable error until it is accounted for."""
         cfg = self.config
+        versions = routes.versions
         while True:
             req.attempts += 1
             state.retries += 1
@@ -371,7 +398,7 @@ class Producer:
                                     ccfg.retry_backoff_max_ms) / 1000)
             try:
                 await self.cluster.refresh_metadata([cfg.topic])
-                conn = await route(req.partition)
+                conn = await routes.route(req.partition)
                 _patch_prefix(req.buf, versions[req.partition], req.partition, self._prefix_size)
                 req.conn = conn
                 frame = await conn.send_frame(req.buf, wire.PRODUCE, self.latency)

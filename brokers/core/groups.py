@@ -165,14 +165,7 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
     ) -> JoinResult:
-        if not group_id:
-            raise InvalidGroupId("empty group id")
-        cfg = self._config
-        if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
-            raise InvalidSessionTimeout(
-                f"session timeout {session_timeout_ms} ms outside "
-                f"[{cfg.min_session_timeout_ms}, {cfg.max_session_timeout_ms}]"
-            )
+        self._check_join(group_id, session_timeout_ms)
         if rebalance_timeout_ms < 0:  # JoinGroup v0 has none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
         group = self._groups.setdefault(group_id, _Group(group_id))
@@ -184,21 +177,9 @@ class GroupCoordinator:
             )
         ):
             raise InconsistentGroupProtocol(f"group {group_id!r}: no protocol in common")
-
-        if not member_id:
-            # Pending ids count: otherwise a client asking for ids in a loop (each JoinGroup
-            # without one gets a fresh id) grows the group without bound.
-            if len(group.members) + len(group.pending_ids) >= cfg.max_size:
-                raise GroupMaxSizeReached(
-                    f"group {group_id!r} has {len(group.members)} members and "
-                    f"{len(group.pending_ids)} pending member ids (max_size={cfg.max_size})")
-            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-            if require_known_member_id:
-                # KIP-394: the id is kept for one session timeout, waiting for the rejoin.
-                group.pending_ids[member_id] = self._clock() + session_timeout_ms / 1000
-                raise MemberIdAssigned(member_id)
-        elif member_id not in group.members and member_id not in group.pending_ids:
-            raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")
+        member_id = self._joining_id(
+            group, member_id, client_id, session_timeout_ms, require_known_member_id
+        )
         now = self._clock()
         member = group.members.get(member_id)
         if member is None:
@@ -206,20 +187,7 @@ class GroupCoordinator:
                 member_id, group_instance_id, client_id, client_host, session_timeout_ms,
                 rebalance_timeout_ms, protocol_type, protocols, now,
             )
-            # In the group before the (possibly remote) registration, so that a tick() during
-            # the await neither drops the group as empty nor orphans this member.
-            group.members[member_id] = member
-            group.pending_ids.pop(member_id, None)
-            try:
-                await self._coordinator.register_member(
-                    group_id, MemberRecord(member_id, client_id, client_host)
-                )
-            except KafkaError:
-                if group.members.get(member_id) is member:
-                    del group.members[member_id]
-                raise
-            if group.members.get(member_id) is not member:
-                raise UnknownMemberId(f"member {member_id!r} was removed while joining")
+            await self._add_member(group, member)
             now = self._clock()
         else:
             member.protocols = protocols
@@ -227,12 +195,73 @@ class GroupCoordinator:
             member.rebalance_timeout_ms = rebalance_timeout_ms
             member.last_heartbeat = now
         group.protocol_type = protocol_type
+        return await self._await_join(group, member, now)
+
+    def _check_join(self, group_id: str, session_timeout_ms: int) -> None:
+        if not group_id:
+            raise InvalidGroupId("empty group id")
+        cfg = self._config
+        if not cfg.min_session_timeout_ms <= session_timeout_ms <= cfg.max_session_timeout_ms:
+            raise InvalidSessionTimeout(
+                f"session timeout {session_timeout_ms} ms outside "
+                f"[{cfg.min_session_timeout_ms}, {cfg.max_session_timeout_ms}]"
+            )
+
+    def _joining_id(
+        self,
+        group: _Group,
+        member_id: str,
+        client_id: str,
+        session_timeout_ms: int,
+        require_known_member_id: bool,
+    ) -> str:
+        """The member id a JoinGroup joins with: its own, if the group knows it, or a new one
+        (which a client asking for KIP-394 gets back first, with MEMBER_ID_REQUIRED)."""
+        if member_id:
+            if member_id not in group.members and member_id not in group.pending_ids:
+                raise UnknownMemberId(f"member {member_id!r} is not in group {group.group_id!r}")
+            return member_id
+        # Pending ids count: otherwise a client asking for ids in a loop (each JoinGroup
+        # without one gets a fresh id) grows the group without bound.
+        max_size = self._config.max_size
+        if len(group.members) + len(group.pending_ids) >= max_size:
+            raise GroupMaxSizeReached(
+                f"group {group.group_id!r} has {len(group.members)} members and "
+                f"{len(group.pending_ids)} pending member ids (max_size={max_size})")
+        member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+        if require_known_member_id:
+            # KIP-394: the id is kept for one session timeout, waiting for the rejoin.
+            group.pending_ids[member_id] = self._clock() + session_timeout_ms / 1000
+            raise MemberIdAssigned(member_id)
+        return member_id
+
+    async def _add_member(self, group: _Group, member: _Member) -> None:
+        """Put a new member in the group and in the membership registry; if registering fails
+        it leaves the group again, and if it was removed meanwhile the join fails."""
+        member_id = member.member_id
+        # In the group before the (possibly remote) registration, so that a tick() during
+        # the await neither drops the group as empty nor orphans this member.
+        group.members[member_id] = member
+        group.pending_ids.pop(member_id, None)
+        try:
+            await self._coordinator.register_member(
+                group.group_id, MemberRecord(member_id, member.client_id, member.client_host)
+            )
+        except KafkaError:
+            if group.members.get(member_id) is member:
+                del group.members[member_id]
+            raise
+        if group.members.get(member_id) is not member:
+            raise UnknownMemberId(f"member {member_id!r} was removed while joining")
+
+    async def _await_join(self, group: _Group, member: _Member, now: float) -> JoinResult:
+        """Wait in the rebalance for the generation's JoinGroup answer (starting the rebalance
+        unless one is under way)."""
         if member.join_waiter is not None and not member.join_waiter.done():
             # A duplicate JoinGroup from the same member: the newer request supersedes.
             member.join_waiter.set_exception(RebalanceInProgress("superseded by a newer join"))
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_waiter = waiter
-
         if group.state is not GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group, now, initial=group.state is GroupState.EMPTY)
         self._maybe_complete_join(group, now)

@@ -28,9 +28,17 @@ Layout (sans-IO core first, I/O at the edges):
 * ``offset_writer.py`` ``OffsetWriter``: the offsets file's one writer thread; commits queued
                     while it writes share its next write and fsync (group commit).
 * ``state.py``      persisted incarnation and producer-id blocks.
+* ``broadcast.py``  ``BroadcastQueue``: the updates piggybacked on every packet, least-sent
+                    first, each up to the retransmit limit.
+* ``replay.py``     ``ReplayWindows``: per-sender anti-replay windows over packet numbers.
+* ``antientropy.py`` ``AntiEntropy``: periodic SYNC (member chunks, topic digests), the join
+                    through seeds and the reconnection after a partition.
+* ``offset_replication.py`` ``OffsetReplication``: committed offsets pushed to the group's
+                    next rendezvous ranks (OFFSETS / OFFSETS_ACK).
 * ``swim.py``       ``SwimNode``: the tick-driven gossip state machine (probe, indirect probe,
-                    suspect, dead, refute; piggybacked dissemination; anti-entropy; offset
-                    replication). No sockets, no sleeps, time passed in.
+                    suspect, dead, refute) and the packet layer (piggybacking, reply caps,
+                    authentication); owns the anti-entropy, offset replication and creation
+                    protocols above. No sockets, no sleeps, time passed in.
 * ``simnet.py``     in-memory network with a simulated clock (loss, kills, partitions) for
                     tests and figures.
 * ``udp.py``        the UDP socket (bounded receive queue) and ``GossipDriver``, driving a

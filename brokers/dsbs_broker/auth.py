@@ -11,7 +11,7 @@ The tag is truncated to 128 bits (RFC 2104 section 5 allows truncation to no les
 hash length). Forging one packet then takes about 2**127 online guesses, each answered by
 silence, and a tag cannot be checked offline without the key; the 16 bytes saved per packet are
 one more piggybacked member update. Replays of genuine packets are stopped by the per-sender
-window in ``swim.py`` (the packet number is under the tag), not here.
+window of ``replay.py`` (the packet number is under the tag), not here.
 
 The key is a file every broker of the cluster reads once at start (``--gossip-key-file``; the
 harness writes a fresh random one per cluster, mode 0600). Trailing whitespace is not part of

@@ -15,20 +15,24 @@ Protocol, per member and per period (``GossipConfig.period_s``):
 * A member that hears itself suspected or declared dead at its incarnation (or higher) refutes
   with ALIVE at a higher incarnation; the coordinator persists the incarnation.
 * Updates (member states, topic records) ride on every packet we send, newest-least-sent first,
-  each at most ``retransmit_limit(n)`` times (grows with log n), within ``max_packet_bytes``.
-  With ``gossip_fanout`` > 0 queued updates are also pushed to random peers.
-* Anti-entropy every ``sync_interval_s`` with one random peer: a rotating chunk of the member
-  table plus a topic digest over a hash range, answered symmetrically; joiners send the same
-  SYNC to their seeds and get a bounded full-table reply. At the same interval a member sends a
-  joiner's SYNC to one random seed that is not a live member, so after a partition the sides,
-  which each declared the other dead and stopped probing it, find each other again.
-* Offsets committed on a group's coordinator are pushed lazily to the group's next rendezvous
-  ranks in OFFSETS batches, retried until acknowledged.
-* Topic creation (``creation.py``, owned here as ``creations``): CREATE to the name's arbiter,
-  PROPOSE/VOTE among the live members, the committed record pushed to all and gossiped.
+  each at most ``retransmit_limit(n)`` times (grows with log n), within ``max_packet_bytes``
+  (the queue is ``broadcast.py``). With ``gossip_fanout`` > 0 queued updates are also pushed to
+  random peers.
+
+The node owns three more protocols, each in its own module and driven from ``tick`` and
+``receive``, and is the packet layer they send through (``send_packet``: piggybacked updates,
+reply caps, authentication):
+
+* anti-entropy and the join through seeds (``antientropy.py``, ``anti_entropy``): SYNC rounds
+  with one random peer every ``sync_interval_s``;
+* offset replication (``offset_replication.py``, ``offset_replication``): committed offsets
+  pushed lazily to the group's next rendezvous ranks in OFFSETS batches;
+* topic creation (``creation.py``, ``creations``): CREATE to the name's arbiter, PROPOSE/VOTE
+  among the live members, the committed record pushed to all and gossiped.
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
-number, or comes from ourselves is counted under ``dropped_<reason>`` and otherwise ignored.
+number (``replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
+otherwise ignored.
 
 Hostile input (issue 13). With a cluster key every datagram is authenticated before it is
 decoded (``auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
@@ -44,23 +48,21 @@ carries a join's member table and digest.
 from __future__ import annotations
 
 import random
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 
 from brokers.dsbs_broker import placement
+from brokers.dsbs_broker.antientropy import AntiEntropy
 from brokers.dsbs_broker.auth import Authenticator
+from brokers.dsbs_broker.broadcast import BroadcastQueue
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
 from brokers.dsbs_broker.creation import Creations
 from brokers.dsbs_broker.membership import Member, MemberTable, supersedes
 from brokers.dsbs_broker.metadata import TopicStore
+from brokers.dsbs_broker.offset_replication import OffsetReplication
 from brokers.dsbs_broker.offsets import OffsetTable
-from brokers.dsbs_broker.validation import (
-    INT32_MAX,
-    MAX_INCARNATION,
-    member_problem,
-    offset_problem,
-    topic_problem,
-)
+from brokers.dsbs_broker.replay import ReplayWindows
+from brokers.dsbs_broker.validation import INT32_MAX, MAX_INCARNATION, member_problem, topic_problem
 from brokers.dsbs_broker.wire import (
     FLAG_HMAC,
     HEADER_SIZE,
@@ -83,22 +85,16 @@ from brokers.dsbs_broker.wire import (
     Vote,
     WireError,
     assemble,
-    chunk_offset_entries,
     cluster_tag,
     decode,
     decode_header,
     encode_message,
-    encode_offsets_raw,
     encode_padding,
 )
 from brokers.dsbs_broker.wire import record_room as _record_room
 
 Addr = tuple[str, int]
 
-# How far back the per-sender replay window reaches (packet numbers), like IPsec's.
-REPLAY_WINDOW = 64
-# Digest entries per SYNC: 16 bytes each, leaving room for a member chunk in 1400 bytes.
-DIGEST_ENTRIES = 40
 # topic_problem() reasons that are about this broker's capacity, not the record itself.
 _CAPACITY = ("topics_full", "partitions_full")
 
@@ -111,13 +107,6 @@ class _Probe:
     started: float
     indirect_sent: bool = False
     acked: bool = False
-
-
-@dataclass(slots=True)
-class _Replay:
-    boot: int
-    top: int  # highest packet number seen
-    mask: int  # bit i set: packet number top - i seen
 
 
 class SwimNode:
@@ -160,20 +149,12 @@ class SwimNode:
         self.offsets = OffsetTable(node_id)
         self.counters: defaultdict[str, int] = defaultdict(int)
         self.creations = Creations(self)
-        self.offset_replicas = offset_replicas
-        self._repl_interval = offset_replication_interval_s
         self.outbox: list[tuple[Addr, bytes]] = []
         self.seeds = tuple(s for s in seeds if s != gossip_addr)
         self.leaving = False
         self.heard_from_peer = False  # any valid packet from another member yet
-        # A SYNC answer (member table and the topic records we lacked) has arrived: the join
-        # through a seed, or a later anti-entropy round, is complete.
-        self.synced = False
-
-        # Broadcast queue: buckets[i] holds updates sent i times (key -> encoded update).
-        # OrderedDicts: a plain dict emptied from the front leaves holes iteration must skip.
-        self._buckets: list[OrderedDict[tuple, bytes]] = [OrderedDict()]
-        self._bucket_of: dict[tuple, int] = {}
+        # Updates to piggyback on what we send (member states, topic records).
+        self.broadcasts = BroadcastQueue()
 
         self._probe: _Probe | None = None
         self._probe_order: list[int] = []
@@ -183,14 +164,14 @@ class SwimNode:
         self._next_sync = now + self.rng.uniform(0, config.sync_interval_s)
         self._next_join = now
         self._next_repl = now + offset_replication_interval_s
+        self.anti_entropy = AntiEntropy(self)
+        self.offset_replication = OffsetReplication(
+            self, replicas=offset_replicas, interval_s=offset_replication_interval_s)
         self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
         self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
-        self._replay: OrderedDict[int, _Replay] = OrderedDict()  # least recently heard first
+        self._replay = ReplayWindows(self.limits.replay_senders, self.counters)
         self._partitions = 0  # sum over topic records, kept with the store's version below
         self._partitions_at = 0
-        self._member_cursor = 0
-        self._digest_cursor = 0
-        self._repl_members_version = -1
         # Rendezvous orders per key (a blake2b per live member each): asked on every offset
         # commit, they change only with the member table, so kept until its version moves.
         self._orders: dict[str, list[int]] = {}
@@ -209,7 +190,7 @@ class SwimNode:
                                     else self.cfg.ack_timeout_s))
         if self._suspects:
             d = min(d, min(dl for dl, _ in self._suspects.values()))
-        if self.seeds and (not self.synced or not self.members.live_peers()):
+        if self.seeds and (not self.anti_entropy.synced or not self.members.live_peers()):
             d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
@@ -241,7 +222,7 @@ class SwimNode:
     def joined(self) -> bool:
         """Has no seeds to join through (a cluster of one), or has had a SYNC answer and knows
         a live peer."""
-        return not self.seeds or (self.synced and bool(self.members.live_peers()))
+        return not self.seeds or (self.anti_entropy.synced and bool(self.members.live_peers()))
 
     def topic_arbiter(self, name: str) -> int | None:
         """The live member that decides the creation of ``name``, by this member's view."""
@@ -259,11 +240,11 @@ class SwimNode:
         not capped. ``pad``: a request whose answer may carry a record; insecure brokers pad it
         to a full packet so that the capped answer fits (as SYNC requests)."""
         if reply:
-            self._send(addr, message)
+            self.send_packet(addr, message)
             return
         budget, self._budget = self._budget, None
         try:
-            self._send(addr, message, pad=pad and self._auth is None)
+            self.send_packet(addr, message, pad=pad and self._auth is None)
         finally:
             self._budget = budget
 
@@ -284,7 +265,7 @@ class SwimNode:
         budget, self._budget = self._budget, None  # to members, not an answer: not capped
         try:
             for m in self.members.live_peers():
-                self._send(m.gossip_addr, gossip, [enc], piggyback=False)
+                self.send_packet(m.gossip_addr, gossip, [enc], piggyback=False)
         finally:
             self._budget = budget
 
@@ -298,7 +279,11 @@ class SwimNode:
         me = self.members.set(self._my_update(Status.LEFT), now)
         peers = self.members.live_peers()
         for m in self.rng.sample(peers, min(len(peers), max(3, self.cfg.gossip_fanout))):
-            self._send(m.gossip_addr, encode_message(Gossip()), [me.encoded], piggyback=False)
+            self.send_packet(m.gossip_addr, encode_message(Gossip()), [me.encoded], piggyback=False)
+
+    def replica_peers(self, group: str) -> list[int]:
+        """Peers holding copies of ``group``'s offsets: the other top ranks of its order."""
+        return self.offset_replication.replica_peers(group)
 
     def live_order(self, key: str) -> list[int]:
         """Live members by rendezvous rank for ``key`` (group coordinator first); the returned
@@ -346,26 +331,14 @@ class SwimNode:
             self._gossip_fanout()
         if now >= self._next_sync:
             self._next_sync = now + cfg.sync_interval_s
-            peers = self.members.live_peers()
-            if peers:
-                self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=False)
-                self._reconnect(peers)
+            self.anti_entropy.round()
         if self.seeds and now >= self._next_join:
-            peers = self.members.live_peers()
-            if not peers:
-                # Joining, or every peer we knew is gone: (re)join through the seeds.
-                self._next_join = now + cfg.sync_interval_s
-                for s in self.seeds:
-                    self._send_sync(s, reply=True, join=True)
-            elif not self.synced:
-                # Peers found us before any seed answered (we started first): ask one for the
-                # member table now rather than at the next anti-entropy round; until then we
-                # arbitrate no topic creation (``joined``).
-                self._next_join = now + cfg.period_s
-                self._send_sync(self.rng.choice(peers).gossip_addr, reply=True, join=True)
+            wait = self.anti_entropy.join()
+            if wait is not None:
+                self._next_join = now + wait
         if now >= self._next_repl:
-            self._next_repl = now + self._repl_interval
-            self._replicate_offsets(now)
+            self._next_repl = now + self.offset_replication.interval_s
+            self.offset_replication.replicate(now)
         self.creations.tick(now)
 
     def receive(self, data: bytes, addr: Addr, now: float) -> None:
@@ -386,7 +359,7 @@ class SwimNode:
         if h.sender > INT32_MAX:
             self._drop("invalid_node_id")
             return
-        if not self._fresh(h):
+        if not self._replay.fresh(h):
             self._drop("replayed")
             return
         self.heard_from_peer = True
@@ -408,11 +381,11 @@ class SwimNode:
             if msg.target != self.node_id:
                 self._drop("misdirected")  # a restarted process now holds that address
                 return
-            self._send(addr, encode_message(Ack(msg.seq)))
+            self.send_packet(addr, encode_message(Ack(msg.seq)))
         elif isinstance(msg, Ack):
             relay = self._relays.pop(msg.seq, None)
             if relay is not None:
-                self._send(relay[0], encode_message(Ack(relay[1])))
+                self.send_packet(relay[0], encode_message(Ack(relay[1])))
             elif self._probe is not None and msg.seq == self._probe.seq:
                 self._probe.acked = True
             else:
@@ -429,26 +402,13 @@ class SwimNode:
                 return
             seq = self._next_seq()
             self._relays[seq] = (addr, msg.seq, now + self.cfg.period_s)
-            self._send((msg.host, msg.port), encode_message(Ping(seq, msg.target)))
+            self.send_packet((msg.host, msg.port), encode_message(Ping(seq, msg.target)))
         elif isinstance(msg, Sync):
-            if not msg.reply:
-                self.counters["sync_replies_in"] += 1
-                self.synced = True
-            self._on_sync(msg, addr)
+            self.anti_entropy.on_sync(msg, addr)
         elif isinstance(msg, Offsets):
-            m = self.members.get(h.sender)
-            if m is None or not m.live or m.gossip_addr != addr:
-                self._drop("offsets_from_non_member")
-                return
-            for e in msg.entries:
-                problem = offset_problem(e)
-                if problem is not None:
-                    self._drop(f"invalid_{problem}")  # unacknowledged: a sender bug, not loss
-                    return
-            self.offsets.merge(msg.entries)
-            self._send(addr, encode_message(OffsetsAck(msg.batch)), piggyback=False)
+            self.offset_replication.on_offsets(msg, h.sender, addr)
         elif isinstance(msg, OffsetsAck):
-            self.offsets.acked(h.sender, msg.batch)
+            self.offset_replication.on_ack(msg, h.sender)
         elif isinstance(msg, Create):
             self.creations.on_create(msg, h.sender, addr, now)
         elif isinstance(msg, CreateResult):
@@ -511,7 +471,7 @@ class SwimNode:
         n = self.members.live_count()
         self._suspects[node] = (now + self.cfg.suspicion_timeout(n), inc)
         # Tell the suspect itself right away: it refutes long before gossip would reach it.
-        self._send(m.gossip_addr, encode_message(Gossip()),
+        self.send_packet(m.gossip_addr, encode_message(Gossip()),
                    [self.members.members[node].encoded], piggyback=False)
 
     def _declare(self, m: Member, status: Status, now: float) -> None:
@@ -537,7 +497,7 @@ class SwimNode:
                 target = m
         p = _Probe(self._next_seq(), target.node_id, target.incarnation, now)
         self._probe = p
-        self._send(target.gossip_addr, encode_message(Ping(p.seq, target.node_id)))
+        self.send_packet(target.gossip_addr, encode_message(Ping(p.seq, target.node_id)))
 
     def _send_indirect(self, p: _Probe) -> None:
         p.indirect_sent = True
@@ -548,63 +508,37 @@ class SwimNode:
         k = min(self.cfg.indirect_probes, len(helpers))
         req = encode_message(PingReq(p.seq, p.target, *target.gossip_addr))
         for m in self.rng.sample(helpers, k):
-            self._send(m.gossip_addr, req)
+            self.send_packet(m.gossip_addr, req)
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         return self._seq
 
     # --- dissemination ----------------------------------------------------------------------
-    def _enqueue(self, key: tuple, data: bytes) -> None:
-        old = self._bucket_of.pop(key, None)
-        if old is not None:
-            self._buckets[old].pop(key, None)
-        self._buckets[0][key] = data
-        self._bucket_of[key] = 0
-
     def queued(self) -> int:
-        return len(self._bucket_of)
+        """Updates still waiting to be piggybacked."""
+        return len(self.broadcasts)
+
+    def _enqueue(self, key: tuple, data: bytes) -> None:
+        self.broadcasts.add(key, data)
 
     def _pick(self, room: int) -> list[bytes]:
         """Take updates for one packet, least-sent first, and count the transmission."""
-        if not self._bucket_of:
+        if not self.broadcasts:
             return []
-        limit = self.cfg.retransmit_limit(self.members.live_count())
-        picked: list[tuple[tuple, int, bytes]] = []
-        misses = 0  # a few large records may not fit; stop scanning once several did not
-        for i, bucket in enumerate(self._buckets):
-            for key, data in bucket.items():
-                if len(data) <= room:
-                    picked.append((key, i, data))
-                    room -= len(data)
-                else:
-                    misses += 1
-                if room < 24 or misses >= 4:  # 24: below any member update's size
-                    break
-            if room < 24 or misses >= 4:
-                break
-        for key, i, data in picked:
-            del self._buckets[i][key]
-            if i + 1 >= limit:
-                del self._bucket_of[key]
-                continue
-            while len(self._buckets) <= i + 1:
-                self._buckets.append(OrderedDict())
-            self._buckets[i + 1][key] = data
-            self._bucket_of[key] = i + 1
-        return [d for _, _, d in picked]
+        return self.broadcasts.take(room, self.cfg.retransmit_limit(self.members.live_count()))
 
     def _gossip_fanout(self) -> None:
-        if not self._bucket_of or self.cfg.gossip_fanout == 0:
+        if not self.broadcasts or self.cfg.gossip_fanout == 0:
             return
         peers = self.members.live_peers()
         k = min(self.cfg.gossip_fanout, len(peers))
         for m in self.rng.sample(peers, k):
-            if not self._bucket_of:
+            if not self.broadcasts:
                 break
-            self._send(m.gossip_addr, encode_message(Gossip()))
+            self.send_packet(m.gossip_addr, encode_message(Gossip()))
 
-    def _room(self, message_len: int) -> int:
+    def packet_room(self, message_len: int) -> int:
         """Bytes left for updates in a packet carrying a message of ``message_len`` bytes,
         within the packet size and any reply cap (negative: the message alone does not fit)."""
         size = self.cfg.max_packet_bytes
@@ -612,13 +546,31 @@ class SwimNode:
             size = min(size, self._budget)
         return size - self._overhead - HEADER_SIZE - message_len - 2
 
-    def _send(
+    def reserve_reply(self, nbytes: int) -> int:
+        """Set aside up to ``nbytes`` of the reply cap for an answer sent last (0 without a
+        cap); ``release_reply`` gives it back."""
+        if self._budget is None:
+            return 0
+        reserved = min(self._budget, nbytes)
+        self._budget -= reserved
+        return reserved
+
+    def release_reply(self, nbytes: int) -> None:
+        if self._budget is not None:
+            self._budget += nbytes
+
+    @property
+    def secure(self) -> bool:
+        """Datagrams are authenticated (a cluster key); members' answers are then not capped."""
+        return self._auth is not None
+
+    def send_packet(
         self, addr: Addr, message: bytes, extra: list[bytes] | None = None, *,
         piggyback: bool = True, pad: bool = False,
     ) -> bool:
         """Queue one datagram; False (counted) if a reply cap leaves no room for it."""
         extra = extra or []
-        room = self._room(len(message)) - sum(len(e) for e in extra)
+        room = self.packet_room(len(message)) - sum(len(e) for e in extra)
         if room < 0:
             self.counters["replies_capped"] += 1
             return False
@@ -640,166 +592,9 @@ class SwimNode:
         self.counters["bytes_out"] += len(data)
         return True
 
-    # --- anti-entropy -----------------------------------------------------------------------
-    def _member_chunk(self, room: int, *, everything: bool = False) -> list[list[bytes]]:
-        """Member entries for SYNC packets: ourselves first, then a rotating window (one packet)
-        or, for a joiner, as many packets as ``join_reply_packets`` allows."""
-        me = self.members.members[self.node_id].encoded
-        ids = sorted(self.members.members)
-        if everything:
-            # A random sample, so joiners of a large cluster each learn a different part and
-            # fill in the rest from each other.
-            order = self.rng.sample(ids, len(ids))
-        else:
-            start = self._member_cursor % max(len(ids), 1)
-            order = ids[start:] + ids[:start]
-        packets: list[list[bytes]] = []
-        cur, used = [me], len(me)
-        max_packets = self.cfg.join_reply_packets if everything else 1
-        taken = 0
-        for nid in order:
-            if nid == self.node_id:
-                taken += 1
-                continue
-            enc = self.members.members[nid].encoded
-            if used + len(enc) > room:
-                packets.append(cur)
-                if len(packets) >= max_packets:
-                    break
-                cur, used = [], 0
-            cur.append(enc)
-            used += len(enc)
-            taken += 1
-        else:
-            packets.append(cur)
-        if not everything:
-            self._member_cursor += taken
-        return packets
-
-    def _send_sync(self, addr: Addr, *, reply: bool, join: bool,
-                   rng_lo: int | None = None, rng_hi: int | None = None) -> None:
-        if rng_lo is None:
-            lo, hi, entries, nxt = self.topics.digest(self._digest_cursor, DIGEST_ENTRIES)
-            self._digest_cursor = nxt
-        else:
-            lo, hi, entries, _ = self.topics.digest(rng_lo, DIGEST_ENTRIES)
-            if rng_hi is not None and rng_hi < hi:
-                hi = rng_hi
-                entries = [e for e in entries if e.name_hash <= hi]
-        msg = encode_message(Sync(reply, join, lo, hi, tuple(entries)))
-        room = self._room(len(msg))
-        chunk = self._member_chunk(room)[0] if room > 0 else []
-        # Insecure: a full-size request earns a reply cap (a multiple of its size) that still
-        # holds a join's answer; with a key, members' answers are not capped.
-        self._send(addr, msg, chunk, piggyback=False, pad=reply and self._auth is None)
-
-    def _reconnect(self, peers: list[Member]) -> None:
-        """Send a joiner's SYNC to a random seed that is not a live member. Its full member
-        table tells us if it declared us dead (we refute, and our next SYNC carries the higher
-        incarnation), our SYNC shows it we are alive, and the topic digests exchange records.
-        One datagram per sync interval while some seed is down or cut off."""
-        if not self.seeds:
-            return
-        seed = self.rng.choice(self.seeds)
-        if any(m.gossip_addr == seed for m in peers):
-            return
-        self.counters["reconnect_syncs"] += 1
-        self._send_sync(seed, reply=True, join=True)
-
-    def _on_sync(self, msg: Sync, addr: Addr) -> None:
-        gossip = encode_message(Gossip())
-        budget = self.cfg.join_reply_packets
-        # Under a reply cap, keep a packet's worth for our SYNC answer, which comes last.
-        reserve = 0
-        if self._budget is not None and msg.reply:
-            reserve = min(self._budget, self.cfg.max_packet_bytes)
-            self._budget -= reserve
-        room = self._room(len(gossip))
-        if msg.join and room > 0:
-            for chunk in self._member_chunk(room, everything=True):
-                if not self._send(addr, gossip, chunk, piggyback=False):
-                    break
-                budget -= 1
-        # Push the records the sender lacks or has older, within its digest's range.
-        missing = [self.topics.encoded[n] for n in self.topics.missing_from(msg.lo, msg.hi,
-                                                                             msg.digest)]
-        while missing and budget > 0 and (room := self._room(len(gossip))) > 0:
-            batch, used = [], 0
-            while missing and used + len(missing[0]) <= room:
-                used += len(missing[0])
-                batch.append(missing.pop(0))
-            if not batch:
-                missing.pop(0)  # cannot fit any packet; creation refuses such records anyway
-                continue
-            self._send(addr, gossip, batch, piggyback=False)
-            budget -= 1
-        if self._budget is not None:
-            self._budget += reserve
-        if msg.reply:
-            # Our digest over the same range lets the sender push what we lack.
-            self._send_sync(addr, reply=False, join=False, rng_lo=msg.lo, rng_hi=msg.hi)
-
-    # --- offsets replication ----------------------------------------------------------------
-    def replica_peers(self, group: str) -> list[int]:
-        """Peers holding copies of ``group``'s offsets: the other top ranks of its order."""
-        order = self.live_order(group)[: self.offset_replicas + 1]
-        return [n for n in order if n != self.node_id]
-
-    def _replicate_offsets(self, now: float) -> None:
-        t = self.offsets
-        if not t.entries:
-            return
-        if self._repl_members_version != self.members.version:
-            # Membership changed: successors may be new (or a coordinator came back); offer
-            # every group's entries to its current top ranks. Merges are idempotent.
-            self._repl_members_version = self.members.version
-            for g in t.groups():
-                t.mark_dirty(t.group_keys(g), self.replica_peers(g))
-        t.expire_inflight(now, 2 * self._repl_interval)
-        for peer in list(t.dirty):
-            m = self.members.get(peer)
-            if m is None or not m.live:
-                t.dirty.pop(peer, None)  # re-offered when it comes back (membership change)
-                continue
-            entries = t.take_dirty(peer)
-            room = self._room(1 + 4 + 2)
-            for chunk in chunk_offset_entries(entries, room=room):
-                keys = [(e.group, e.topic, e.partition) for e, _ in chunk]
-                batch = t.new_batch(peer, now, keys)
-                msg = encode_offsets_raw(batch, [b for _, b in chunk])
-                self._send(m.gossip_addr, msg, piggyback=False)
-                self.counters["offset_batches_out"] += 1
-
     # --- hygiene ----------------------------------------------------------------------------
     def _drop(self, reason: str) -> None:
         self.counters[f"dropped_{reason}"] += 1
-
-    def _fresh(self, h: Header) -> bool:
-        """Anti-replay window per sender run (boot): reject duplicates and very old packets."""
-        r = self._replay.get(h.sender)
-        if r is None or h.boot != r.boot:
-            # A new run of that member (its boot is its starting incarnation). Any change resets
-            # the window, not only an increase: a member whose data dir was wiped restarts at a
-            # lower incarnation and must still be heard, to refute its own death.
-            if r is not None:
-                self.counters["peer_restarts_seen"] += 1
-            elif len(self._replay) >= self.limits.replay_senders:
-                self._replay.popitem(last=False)  # forget the least recently heard sender
-                self.counters["replay_windows_evicted"] += 1
-            self._replay[h.sender] = _Replay(h.boot, h.seq, 1)
-            self._replay.move_to_end(h.sender)
-            return True
-        self._replay.move_to_end(h.sender)
-        if h.seq > r.top:
-            shift = h.seq - r.top
-            r.mask = ((r.mask << shift) | 1) & ((1 << REPLAY_WINDOW) - 1) if shift < 64 else 1
-            r.top = h.seq
-            return True
-        back = r.top - h.seq
-        if back >= REPLAY_WINDOW or r.mask >> back & 1:
-            return False
-        r.mask |= 1 << back
-        return True
 
     # --- hostile input (issue 13) -----------------------------------------------------------
     def _open(self, data: bytes) -> Packet | None:

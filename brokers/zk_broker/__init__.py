@@ -13,11 +13,23 @@ Layout::
                     and where ZooKeeper requests are counted
     direct.py       the data path's own session: ZkWire (sans-IO, kazoo's jute records) and
                     DirectSession (asyncio: handshake, pings, reconnect); no threads, no watches
+    session.py      ZkSession: the ZooKeeper session every part shares (kazoo client and
+                    bridge, the direct data-path session, "usable now", ensure_path, broker
+                    registration); which errors mean "ZooKeeper cannot answer right now"
+    cache.py        MetadataCache: the watch-fed metadata cache (brokers, controller id,
+                    assignments, partition states) and the ClusterView built from it; fresh
+                    per-request partition-state reads
+    election.py     Election: the /controller election, the epoch bump, taking office
+                    (a Controller) and resigning
     controller.py   the controller's duties (round-robin assignment, leader per partition,
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
-    coordinator.py  ZkCoordinator: registration, election, the watch-fed metadata cache,
-                    create_topic, the consumer registries (ids/owners/offsets), producer ids,
-                    session SUSPENDED/LOST handling, counters()
+    topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for
+                    the leaders)
+    registry.py     GroupRegistry: the consumer registries (ids/owners/offsets) and their
+                    restoration after a session loss
+    producer_ids.py ProducerIds: producer-id blocks claimed by compare-and-set
+    coordinator.py  ZkCoordinator: the Coordinator seam; owns the parts above and wires them;
+                    start/close, session SUSPENDED/LOST handling, counters()
     __main__.py     `python -m brokers.zk_broker`: the broker process (core server + this
                     coordinator), written with the broker server
 

@@ -1,12 +1,12 @@
 """The controller: the one broker that writes partition leadership into ZooKeeper.
 
 Election is Kafka's: the first broker to create the ephemeral ``/controller`` wins, bumps the
-persistent ``/controller_epoch`` and becomes the controller until its session ends. The
-coordinator runs the election; this module holds what the winner does.
+persistent ``/controller_epoch`` and becomes the controller until its session ends.
+``election.py`` runs the election; this module holds what the winner does.
 
 Duties (Kafka 0.8's, minus replication, which is a later issue):
 
-* on election: read the world (brokers, topics, partition states; done by the coordinator's
+* on election: read the world (brokers, topics, partition states; done by the cache's
   resync), then reconcile;
 * topics: any broker may write ``/brokers/topics/<t>`` (as Kafka 0.8's admin tools did); the
   controller sees it through its watch and creates each partition's state znode;
@@ -16,7 +16,7 @@ Duties (Kafka 0.8's, minus replication, which is a later issue):
 
 The controller is level-triggered: ``reconcile()`` compares what every partition's state *is*
 with what it *should be* given the live brokers, and writes only the differences. Any change the
-coordinator's watches report just marks it dirty. That is simpler and more robust than reacting
+cache's watches report just marks it dirty. That is simpler and more robust than reacting
 to individual events, and repeated triggers cost nothing but a pass over an in-memory table.
 
 Writes are fenced the way Kafka 2.x fences them: every write is a multi that first checks the
@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -97,7 +97,7 @@ def next_partition_state(
     return LeaderAndIsr(preferred, current.leader_epoch + 1, isr, controller_epoch)
 
 
-# --- what the controller needs from the coordinator ---------------------------------------------
+# --- what the controller needs from the metadata cache -------------------------------------------
 @dataclass(frozen=True, slots=True)
 class CachedState:
     state: LeaderAndIsr
@@ -106,7 +106,7 @@ class CachedState:
 
 
 class ControllerContext(Protocol):
-    """The coordinator's metadata cache, as the controller sees it."""
+    """The coordinator's metadata cache (``cache.py``), as the controller sees it."""
 
     def live_broker_ids(self) -> frozenset[int]: ...
 
@@ -120,8 +120,6 @@ class ControllerContext(Protocol):
 
     async def ensure_path(self, path: str) -> None: ...
 
-    def controller_fenced(self, controller: Controller) -> None: ...
-
 
 class Controller:
     """Active while this broker holds /controller; one reconcile loop task."""
@@ -133,12 +131,15 @@ class Controller:
         paths: ZkPaths,
         epoch: int,
         epoch_zk_version: int,
+        on_fenced: Callable[[Controller], None],
     ) -> None:
         self.ctx = ctx
         self.bridge = bridge
         self.paths = paths
         self.epoch = epoch
         self.epoch_zk_version = epoch_zk_version
+        # Told (once its loop has ended) that a newer controller fenced this one's writes.
+        self._on_fenced = on_fenced
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False  # set by stop(); a pass in progress must not write any more
@@ -180,7 +181,7 @@ class Controller:
             except _Fenced:
                 log.warning("controller epoch %d fenced by a newer controller", self.epoch)
                 self._task = None
-                self.ctx.controller_fenced(self)
+                self._on_fenced(self)
                 return
             except asyncio.CancelledError:
                 raise

@@ -295,52 +295,26 @@ async def run_fault_session(cluster: Cluster, clients: Clients, workload: Worklo
     wl = workload
     fp = wl.faults
     assert fp is not None
-    brokers = {b.node_id: (b.host, b.port) for b in cluster.brokers}
     counts = plan.producer_counts(max(wl.producers, round(fp.rate * fp.duration_s)),
                                   wl.producers)
-    pparts = [plan.producer_partitions(wl, i) for i in range(wl.producers)]
-    cparts = [plan.consumer_partitions(wl, j) for j in range(wl.consumers)]
-
     # The probe group is the one whose coordinator matters for group recovery: a schedule's
     # "coordinator" target and faults.csv's was_coordinator refer to it.
-    probe_group = f"{group}-probe"
-    stop_probe = asyncio.Event()
-    members, probe_clusters = [], []
-    probe_cfg = ClusterConfig(bootstrap=tuple(cluster.bootstrap.split(",")),
-                              connection=ConnectionConfig(client_id="twinbench-probe",
-                                                          connect_timeout_s=1.0,
-                                                          request_timeout_s=None),
-                              retries=3, retry_backoff_ms=20, retry_backoff_max_ms=100)
-    for _ in range(wl.consumers):
-        pc = await ClientCluster.open(cluster.bootstrap, probe_cfg)
-        probe_clusters.append(pc)
-        members.append(GroupMember(pc, GroupMemberConfig(group=probe_group, topic=topic)))
-    probe_tasks = [asyncio.ensure_future(m.run(stop_probe)) for m in members]
+    probe = await _ProbeGroup.start(cluster.bootstrap, f"{group}-probe", topic, wl.consumers)
     stop_monitor = asyncio.Event()
+    brokers = {b.node_id: (b.host, b.port) for b in cluster.brokers}
     monitor = MetadataMonitor(brokers, topic, fp.probe_ms / 1000)
     monitor_task = asyncio.ensure_future(monitor.run(stop_monitor))
     schedule_task: asyncio.Future | None = None
     try:
-        await _settle(members, GROUP_SETTLE_S)
+        await _settle(probe.members, GROUP_SETTLE_S)
         t0 = time.perf_counter()
         timeline = Timeline(t0, fp.bucket_ms / 1000)
-        producers = []
-        for i in range(wl.producers):
-            p = Producer(clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch,
-                         producer_id=i + 1, partitions=pparts[i], rate=fp.rate / wl.producers)
-            p.on_ack = timeline.produced
-            producers.append(p)
         verifier = Verifier()
-        consumers = []
-        for j in range(wl.consumers):
-            c = Consumer(clients.consumers[j], topic, cparts[j], group=group, batch=cell.batch,
-                         msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
-                         max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j)
-            c.on_records = timeline.consumed
-            c.on_commit = timeline.committed
-            consumers.append(c)
+        producers = _producers(clients, wl, cell, topic, timeline)
+        consumers = _consumers(clients, wl, cell, topic, group, offset_commit, verifier,
+                               timeline)
         schedule_task = asyncio.ensure_future(
-            run_schedule(case, t0, cluster, clients.admin, topic, probe_group))
+            run_schedule(case, t0, cluster, clients.admin, topic, probe.group))
         cons_tasks = [asyncio.ensure_future(c.run(deadline_s=fp.duration_s + fp.drain_s,
                                                   follow=True)) for c in consumers]
         prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
@@ -350,28 +324,89 @@ async def run_fault_session(cluster: Cluster, clients: Clients, workload: Worklo
         for c in consumers:
             c.finish()
         events = await schedule_task
-        stop_probe.set()
+        probe.stop.set()
         cons = await asyncio.gather(*cons_tasks)
     finally:
-        stop_probe.set()
+        probe.stop.set()
         stop_monitor.set()
         if schedule_task is not None and not schedule_task.done():
             schedule_task.cancel()
-        await asyncio.gather(*probe_tasks, monitor_task, return_exceptions=True)
+        await asyncio.gather(*probe.tasks, monitor_task, return_exceptions=True)
         if schedule_task is not None:
             await asyncio.gather(schedule_task, return_exceptions=True)
-        for pc in probe_clusters:
-            await pc.close()
+        await probe.close()
     for r, _ in prod:
         verifier.expect(r.producer_id, r.acked)
     result = SessionResult(production=production_role(list(prod)),
                            consumption=consumption_role(list(cons)), report=verifier.report(),
                            messages=sum(r.records_sent for r, _ in prod),
                            timed_out=any(c.timed_out for c in cons))
-    row = _measure(monitor.samples, events, members, timeline, result, cluster, wl, t0,
+    row = _measure(monitor.samples, events, probe.members, timeline, result, cluster, wl, t0,
                    t_prod_end, [r for r, _ in prod])
     return FaultOutcome(result, row, events, timeline.rows(), timeline.bucket_s,
                         monitor.samples)
+
+
+class _ProbeGroup:
+    """The probe group: one member per consumer, each on its own client connections, joining,
+    syncing and heartbeating until ``stop`` is set."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.stop = asyncio.Event()
+        self.members: list[GroupMember] = []
+        self.clusters: list[ClientCluster] = []
+        self.tasks: list[asyncio.Future] = []
+
+    @classmethod
+    async def start(cls, bootstrap: str, group: str, topic: str, size: int) -> _ProbeGroup:
+        probe = cls(group)
+        config = ClusterConfig(bootstrap=tuple(bootstrap.split(",")),
+                               connection=ConnectionConfig(client_id="twinbench-probe",
+                                                           connect_timeout_s=1.0,
+                                                           request_timeout_s=None),
+                               retries=3, retry_backoff_ms=20, retry_backoff_max_ms=100)
+        for _ in range(size):
+            pc = await ClientCluster.open(bootstrap, config)
+            probe.clusters.append(pc)
+            probe.members.append(GroupMember(pc, GroupMemberConfig(group=group, topic=topic)))
+        probe.tasks = [asyncio.ensure_future(m.run(probe.stop)) for m in probe.members]
+        return probe
+
+    async def close(self) -> None:
+        for pc in self.clusters:
+            await pc.close()
+
+
+def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str, timeline: Timeline
+               ) -> list[Producer]:
+    """The session's producers, paced to share the fault case's rate, acks on the timeline."""
+    fp = wl.faults
+    assert fp is not None
+    producers = []
+    for i in range(wl.producers):
+        p = Producer(clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch,
+                     producer_id=i + 1, partitions=plan.producer_partitions(wl, i),
+                     rate=fp.rate / wl.producers)
+        p.on_ack = timeline.produced
+        producers.append(p)
+    return producers
+
+
+def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: str,
+               offset_commit: str, verifier: Verifier, timeline: Timeline) -> list[Consumer]:
+    """The session's consumers (static assignment, one verifier), records and commits on the
+    timeline."""
+    consumers = []
+    for j in range(wl.consumers):
+        c = Consumer(clients.consumers[j], topic, plan.consumer_partitions(wl, j), group=group,
+                     batch=cell.batch, msg_size=cell.msg_size,
+                     commit=plan.commit_policy(offset_commit),
+                     max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j)
+        c.on_records = timeline.consumed
+        c.on_commit = timeline.committed
+        consumers.append(c)
+    return consumers
 
 
 def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],

@@ -381,10 +381,11 @@ def test_session_expiry_reregisters_and_restores_registrations(
             a = cs[1]
             await a.register_member("g", MemberRecord("m-1", "c", "/127.0.0.1"))
             await a.record_owners("g", {TopicPartition("t", 0): "m-1"})
-            assert a._client is not None and a._client.client_id is not None
-            old_session = a._client.client_id[0]
+            client = a._session.client
+            assert client is not None and client.client_id is not None
+            old_session = client.client_id[0]
             # Expire the session for real: a second client attaches to it and closes it.
-            sid, passwd = a._client.client_id
+            sid, passwd = client.client_id
             thief = KazooClient(hosts=zk.connect_string, client_id=(sid, passwd), timeout=4.0)
             await asyncio.to_thread(thief.start, 10)
             await asyncio.to_thread(thief.stop)

@@ -252,11 +252,11 @@ def test_junk_foreign_self_and_replayed_datagrams_are_counted_and_dropped(key):
     foreign = encode_header(Header(12345, 1, 1, 1), flags) + b"\x04\x00\x00"
     node.receive(Authenticator(key).sign(foreign) if key else foreign, ("1.2.3.4", 5), net.now)
     # Replay: capture a real packet from node 1 to node 0 and deliver it twice.
-    net.nodes[1]._send(node.addr, b"\x04")
+    net.nodes[1].send_packet(node.addr, b"\x04")
     (_, pkt), = net.nodes[1].take_outbox()
     node.receive(pkt, net.nodes[1].addr, net.now)
     node.receive(pkt, net.nodes[1].addr, net.now)
-    own = node._send(node.addr, b"\x04")
+    own = node.send_packet(node.addr, b"\x04")
     (_, mine), = node.take_outbox()
     node.receive(mine, node.addr, net.now)
     c = node.counters

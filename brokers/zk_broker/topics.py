@@ -1,0 +1,104 @@
+"""Topic creation on the zk broker: Kafka 0.8's AdminUtils, then a wait for the controller.
+
+Any broker may create a topic: it reads the live brokers, assigns replicas round robin
+(``controller.assign_replicas``) and writes ``/config/topics/<t>`` (when there are configs) and
+``/brokers/topics/<t>`` in one multi, so that a concurrent creation of the same name fails as a
+whole. The controller sees the new topic through its watch and elects a leader per partition;
+creation returns once this broker's own view (``MetadataCache``) shows a leader for every
+partition, so a Metadata request right after a CreateTopics sees the topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kazoo.exceptions import NodeExistsError
+
+from brokers.core.coordinator import (
+    NO_LEADER,
+    ClusterView,
+    TopicInfo,
+    validate_replication_factor,
+    validate_topic_name,
+)
+from brokers.core.errors import NotController, RequestTimedOut, TopicAlreadyExists
+from brokers.zk_broker import paths as fmt
+from brokers.zk_broker.cache import MetadataCache
+from brokers.zk_broker.controller import assign_replicas
+from brokers.zk_broker.paths import ZkPaths
+from brokers.zk_broker.session import UNAVAILABLE, ZkSession
+
+
+class TopicCreator:
+    """Writes new topics' assignments and waits until their leaders are elected."""
+
+    def __init__(
+        self, session: ZkSession, paths: ZkPaths, cache: MetadataCache, timeout_ms: int
+    ) -> None:
+        self._session = session
+        self._paths = paths
+        self._cache = cache
+        # How long to wait for the controller to elect every partition's leader.
+        self._timeout_ms = timeout_ms
+
+    async def create(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str] | None,
+    ) -> TopicInfo:
+        validate_topic_name(name)
+        replication_factor = validate_replication_factor(replication_factor)
+        if self._cache.has_topic(name):
+            raise TopicAlreadyExists(f"topic {name!r} already exists")
+        if not self._session.connected:
+            raise NotController("ZooKeeper is unreachable; cannot create topics now")
+        assignment = assign_replicas(
+            num_partitions, replication_factor, await self._live_broker_ids()
+        )
+        await self._write(name, assignment, configs)
+
+        def ready(view: ClusterView) -> bool:
+            info = view.topics.get(name)
+            return info is not None and all(p.leader != NO_LEADER for p in info.partitions)
+
+        if not await self._cache.wait_for(ready, self._timeout_ms / 1000):
+            raise RequestTimedOut(
+                f"topic {name!r} was created but no leaders were elected within "
+                f"{self._timeout_ms} ms (is a controller running?)"
+            )
+        return self._cache.view.topics[name]
+
+    async def _live_broker_ids(self) -> list[int]:
+        """Like Kafka's AdminUtils, read the live brokers fresh rather than from the cache: a
+        broker that registered a moment ago must get its share of the partitions."""
+        try:
+            live = await self._session.bridge.call("get_children", self._paths.broker_ids)
+        except UNAVAILABLE as exc:
+            raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+        return [int(i) for i in live if i.isdigit()]
+
+    async def _write(
+        self,
+        name: str,
+        assignment: dict[int, tuple[int, ...]],
+        configs: Mapping[str, str] | None,
+    ) -> None:
+        b = self._session.bridge
+        txn = b.transaction()
+        # Kafka writes the config first, then the assignment; one multi makes it all-or-nothing.
+        if configs:
+            txn.create(self._paths.topic_config(name), fmt.encode_topic_config(dict(configs)))
+        txn.create(self._paths.topic(name), fmt.encode_assignment(assignment))
+        try:
+            results = await b.commit(txn)
+        except UNAVAILABLE as exc:
+            raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            if isinstance(results[-1], NodeExistsError):
+                raise TopicAlreadyExists(f"topic {name!r} already exists")
+            if configs and isinstance(results[0], NodeExistsError):
+                raise TopicAlreadyExists(f"topic {name!r} is being created (config exists)")
+            raise NotController(f"creating {name!r} failed: {failed[0]!r}")
