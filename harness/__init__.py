@@ -5,7 +5,8 @@ Layout:
 - ``processes.py``    child processes: start, wait for a readiness line, stop by PID
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
 - ``zookeeper.py``    find or start a real ZooKeeper (user address, jars, testcontainers)
-- ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
+- ``architectures.py`` the registry: one entry per twin (launch, services, counters, labels)
+- ``cluster.py``      start/stop a cluster of one architecture's broker processes
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session

@@ -13,6 +13,7 @@ Layout::
                     and where ZooKeeper requests are counted
     direct.py       the data path's own session: ZkWire (sans-IO, kazoo's jute records) and
                     DirectSession (asyncio: handshake, pings, reconnect); no threads, no watches
+    counters.py     ZkCounters: this twin's counters (brokers/core/counters.py's contract)
     controller.py   the controller's duties (round-robin assignment, leader per partition,
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
     coordinator.py  ZkCoordinator: registration, election, the watch-fed metadata cache,

@@ -74,6 +74,7 @@ from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.bridge import BridgeTimeout, KazooBridge
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.controller import CachedState, Controller, assign_replicas
+from brokers.zk_broker.counters import ZkCounters
 from brokers.zk_broker.direct import DirectSession
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
@@ -926,12 +927,12 @@ class ZkCoordinator:
             self._pid_next, self._pid_end = start, start + size - 1
             return
 
-    def counters(self) -> dict[str, float]:
+    def counters(self) -> ZkCounters:
         out = dict(self._stats)
         if self._bridge is not None:
             out |= self._bridge.counters()
         if self._direct is not None:
-            out |= {k: float(v) for k, v in self._direct.stats.items()}
-        out.setdefault("zk_requests", 0.0)
-        out["is_controller"] = 1.0 if self._controller is not None else 0.0
-        return out
+            out |= self._direct.stats
+        snapshot = ZkCounters.of(out, is_controller=1.0 if self._controller is not None else 0.0)
+        snapshot.coordination_ops = snapshot.zk_requests
+        return snapshot
