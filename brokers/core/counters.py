@@ -55,7 +55,8 @@ def gauge(meaning: str) -> Any:
 
 
 def by_label(meaning: str) -> Any:
-    """A family of totals keyed by a label (a reason, a request type)."""
+    """A family of totals keyed by a label (a reason, a request type); declare the field as
+    ``Mapping[str, int]``."""
     return field(default_factory=dict, metadata={"kind": "by_label", "meaning": meaning})
 
 
