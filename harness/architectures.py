@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ class Architecture:
     columns: Mapping[str, str]
     labels: Labels
     # Which broker decides the creation of a topic, for benchmarks (None: a central store).
-    arbiter: Callable[[str, Sequence[int]], int] | None = field(default=None)
+    arbiter: Callable[[str, Sequence[int]], int] | None = None
 
     def counters_class(self) -> type[CoordinatorCounters]:
         module, _, attr = self.counters.partition(":")
