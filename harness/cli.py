@@ -213,8 +213,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("--tries must be at least 1")
     if args.zookeeper and not any(architectures.get(a).uses(ZOOKEEPER)
                                   for a in architectures.expand(args.arch)):
-        zk = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
-        raise UserError(f"--zookeeper only applies to --arch {zk}")
+        names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
+        raise UserError(f"--zookeeper only applies to --arch {names}")
     workload = load_workload(args.workload)  # validated before anything starts
     outcome = run(RunOptions(
         arch=args.arch, workload=workload, out=args.out, tries=args.tries, seed=args.seed,

@@ -88,8 +88,8 @@ class ClusterSpec:
         if self.zk_nodes not in (1, 3):
             raise UserError("--zk-nodes must be 1 or 3")
         if self.zookeeper and not entry.uses(ZOOKEEPER):
-            zk = architectures.choice(architectures.using(ZOOKEEPER))
-            raise UserError(f"--zookeeper only applies to --arch {zk}")
+            names = architectures.choice(architectures.using(ZOOKEEPER))
+            raise UserError(f"--zookeeper only applies to --arch {names}")
         if self.network not in NETWORKS:
             raise UserError(f"unknown network {self.network!r}; choose loopback or netns")
         if self.network == "netns" and self.zookeeper:
@@ -255,9 +255,9 @@ class Cluster:
 
     def _ensemble(self, what: str):  # -> harness.zookeeper.ZooKeeperEnsemble
         if not self.spec.architecture.uses(ZOOKEEPER):
-            zk = architectures.choice(architectures.using(ZOOKEEPER))
+            names = architectures.choice(architectures.using(ZOOKEEPER))
             raise UserError(
-                f"{what} applies to {zk} clusters only; this one is {self.spec.arch}")
+                f"{what} applies to {names} clusters only; this one is {self.spec.arch}")
         zk = self.zookeeper
         if zk is None or zk.ensemble is None:
             raise UserError(f"{what}: this cluster uses a ZooKeeper it did not start")

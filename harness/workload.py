@@ -141,7 +141,7 @@ class FaultCase:
     def services(self) -> frozenset[str]:
         """The external services the case acts on (ZooKeeper): it runs only on architectures
         that have them, and has no counterpart on the others."""
-        return frozenset(ACTIONS[s.action].service for s in self.steps) - {None}
+        return frozenset(service for s in self.steps if (service := ACTIONS[s.action].service))
 
 
 @dataclass(frozen=True)

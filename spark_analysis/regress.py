@@ -187,7 +187,8 @@ def check(comparison: pd.DataFrame, baseline: dict[str, object], archs: Archs = 
           ) -> pd.DataFrame:
     """One row per baseline cell: the ratio now, the band, and ok / REGRESSION / MISSING."""
     pair = pair_of(comparison, archs)
-    written_for = tuple(baseline.get("noise_floor") or {})  # type: ignore[arg-type]
+    floor = baseline.get("noise_floor")
+    written_for = tuple(floor) if isinstance(floor, dict) else ()
     if written_for and set(written_for) != set(pair):
         raise UserError(f"the baseline holds {' and '.join(written_for)} ratios; these runs "
                         f"compare {' and '.join(pair)}")

@@ -27,7 +27,6 @@ here or in a twin's class, and no reading code changes.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -141,8 +140,16 @@ def _number(value: Any, name: str) -> int | float:
     return value
 
 
-@functools.cache
+# Per class: its specs, and (scalar names, family names longest first). Classes are few and
+# never change, so each is computed once.
+_SPECS: dict[type[Counters], tuple[CounterSpec, ...]] = {}
+_INDEX: dict[type[Counters], tuple[frozenset[str], tuple[str, ...]]] = {}
+
+
 def _specs(cls: type[Counters]) -> tuple[CounterSpec, ...]:
+    cached = _SPECS.get(cls)
+    if cached is not None:
+        return cached
     specs = tuple(CounterSpec(f.name, f.metadata["kind"], f.metadata["meaning"])
                   for f in dataclasses.fields(cls))
     families = [s.name for s in specs if s.kind == "by_label"]
@@ -151,16 +158,20 @@ def _specs(cls: type[Counters]) -> tuple[CounterSpec, ...]:
         clash = [f for f in families if s.name != f and s.name.startswith(f"{f}_")]
         if clash:
             raise TypeError(f"{cls.__name__}.{s.name} reads as a label of {clash[0]}")
+    _SPECS[cls] = specs
     return specs
 
 
-@functools.cache
 def _index(cls: type[Counters]) -> tuple[frozenset[str], tuple[str, ...]]:
     """(scalar names, family names longest first, so the most specific family wins)."""
-    specs = _specs(cls)
-    return (frozenset(s.name for s in specs if s.kind != "by_label"),
+    cached = _INDEX.get(cls)
+    if cached is None:
+        specs = _specs(cls)
+        cached = _INDEX[cls] = (
+            frozenset(s.name for s in specs if s.kind != "by_label"),
             tuple(sorted((s.name for s in specs if s.kind == "by_label"), key=len,
                          reverse=True)))
+    return cached
 
 
 def _family_of(key: str, families: tuple[str, ...]) -> str | None:
