@@ -7,7 +7,8 @@ Layout:
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
 - ``zookeeper/``      find or start a real ZooKeeper (user address, jars, testcontainers);
                       its __init__ maps the modules
-- ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
+- ``architectures.py`` the registry: one entry per twin (launch, services, counters, labels)
+- ``cluster.py``      start/stop a cluster of one architecture's broker processes
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session

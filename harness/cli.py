@@ -15,6 +15,8 @@ from pathlib import Path
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
+from harness import architectures
+from harness.architectures import ZOOKEEPER
 from harness.faults import ACTIONS
 
 
@@ -25,9 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     broker = sub.add_parser("broker", help="run one single-node broker in the foreground")
     add_broker_arguments(broker)
 
-    cluster = sub.add_parser("cluster", help="start a ZooKeeper or DSBS cluster in the foreground")
-    cluster.add_argument("--arch", choices=("zk", "dsbs"), required=True,
-                         help="coordination architecture")
+    arches = architectures.ARCHITECTURES.values()
+    cluster = sub.add_parser("cluster", help="start a cluster of one architecture in the "
+                                             "foreground")
+    cluster.add_argument("--arch", choices=architectures.names(), required=True,
+                         help="; ".join(f"{a.name}: {a.summary}" for a in arches))
     cluster.add_argument("--brokers", type=int, default=3, help="broker processes (default 3)")
     cluster.add_argument("--port", type=int, default=0,
                          help="broker i listens on PORT+i (default: free ports)")
@@ -64,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the cluster's state file (default: the newest cluster's)")
 
     run = sub.add_parser("run", help="run a workload file against one or both architectures")
-    run.add_argument("--arch", choices=("zk", "dsbs", "both"), required=True,
-                     help="coordination architecture; both = zk and dsbs interleaved session "
-                          "by session, one run log each")
+    run.add_argument("--arch", choices=architectures.run_choices(), required=True,
+                     help=f"coordination architecture; {architectures.BOTH} = "
+                          f"{' and '.join(architectures.names())} interleaved session by "
+                          "session, one run log each")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -206,8 +211,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.tries is not None and args.tries < 1:
         raise UserError("--tries must be at least 1")
-    if args.zookeeper and args.arch == "dsbs":
-        raise UserError("--zookeeper only applies to --arch zk or both")
+    if args.zookeeper and not any(architectures.get(a).uses(ZOOKEEPER)
+                                  for a in architectures.expand(args.arch)):
+        names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
+        raise UserError(f"--zookeeper only applies to --arch {names}")
     workload = load_workload(args.workload)  # validated before anything starts
     outcome = run(RunOptions(
         arch=args.arch, workload=workload, out=args.out, tries=args.tries, seed=args.seed,

@@ -1,4 +1,4 @@
-"""Start and stop a cluster of one architecture: ZooKeeper (zk only) and N broker processes.
+"""Start and stop a cluster of one architecture: its services (ZooKeeper) and N broker processes.
 
 `twinbench cluster` and `twinbench run` both come through here, so a benchmark runs against
 exactly the cluster a user can start by hand. Readiness is observed, never assumed: every
@@ -6,11 +6,14 @@ broker prints ``listening=HOST:PORT``, then every broker must answer Metadata li
 brokers before the cluster counts as up. Everything started is stopped by PID, brokers first.
 
 A cluster outlives its members: a broker that exits is reported (``poll_exits``) and the rest
-keep serving. The fault operations (kill, pause, resume, restart, partition, heal; for zk, stop
-and start ZooKeeper or one server of an ensemble) are methods here, so ``twinbench fault``, the
-fault workloads and the tests act on a cluster the same way; ``repair()`` undoes them all.
+keep serving. The fault operations (kill, pause, resume, restart, partition, heal; where the
+architecture has ZooKeeper, stop and start it or one server of an ensemble) are methods here,
+so ``twinbench fault``, the fault workloads and the tests act on a cluster the same way;
+``repair()`` undoes them all.
 With ``network="netns"`` every broker runs in its own network namespace (harness/netns.py), the
-only way a partition can be made on one machine; the default is loopback.
+only way a partition can be made on one machine; the default is loopback. What differs between
+architectures (the broker program and its arguments, the services) comes from their registry
+entries (harness/architectures.py).
 """
 
 from __future__ import annotations
@@ -23,28 +26,27 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import psutil
 
 from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
+from harness import architectures
+from harness.architectures import ZOOKEEPER, Architecture, Launch
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, ProcessError
 
-Arch = Literal["zk", "dsbs"]
-ARCHITECTURES: tuple[Arch, ...] = ("zk", "dsbs")
 NETWORKS = ("loopback", "netns")
-# In a namespace every broker has an address of its own, so all can use the usual ports.
+# In a namespace every broker has an address of its own, so all can use the usual port.
 NETNS_KAFKA_PORT = 9092
-NETNS_GOSSIP_PORT = 7946
 STATE_KIND = "twinbench.cluster"
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    # Which coordination architecture the brokers use.
-    arch: Arch
+    # Which coordination architecture the brokers use: a name in harness/architectures.py.
+    arch: str
     # Broker processes to start (the paper uses 3-5).
     brokers: int = 3
     # Broker i listens on port + i; 0 lets each broker pick a free port.
@@ -73,17 +75,21 @@ class ClusterSpec:
     # Extra arguments appended to every broker's command line.
     broker_args: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def architecture(self) -> Architecture:
+        return architectures.get(self.arch)
+
     def __post_init__(self) -> None:
-        if self.arch not in ARCHITECTURES:
-            raise UserError(f"unknown architecture {self.arch!r}; choose zk or dsbs")
+        entry = self.architecture  # UserError for an unknown name
         if not 1 <= self.brokers <= 64:
             raise UserError("--brokers must be between 1 and 64")
         if self.port and not 1024 <= self.port <= 65535 - self.brokers:
             raise UserError(f"--port {self.port} leaves no room for {self.brokers} brokers")
         if self.zk_nodes not in (1, 3):
             raise UserError("--zk-nodes must be 1 or 3")
-        if self.zookeeper and self.arch != "zk":
-            raise UserError("--zookeeper only applies to --arch zk")
+        if self.zookeeper and not entry.uses(ZOOKEEPER):
+            names = architectures.choice(architectures.using(ZOOKEEPER))
+            raise UserError(f"--zookeeper only applies to --arch {names}")
         if self.network not in NETWORKS:
             raise UserError(f"unknown network {self.network!r}; choose loopback or netns")
         if self.network == "netns" and self.zookeeper:
@@ -125,7 +131,7 @@ class Cluster:
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
         self.brokers: list[BrokerProcess] = []
-        self.zookeeper = None  # harness.zookeeper.ZooKeeperHandle for zk clusters
+        self.zookeeper = None  # harness.zookeeper.ZooKeeperHandle when the arch uses ZooKeeper
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.root: Path = Path()
         self.started_at = 0.0
@@ -248,8 +254,10 @@ class Cluster:
         return b
 
     def _ensemble(self, what: str):  # -> harness.zookeeper.ZooKeeperEnsemble
-        if self.spec.arch != "zk":
-            raise UserError(f"{what} applies to zk clusters only; this one is {self.spec.arch}")
+        if not self.spec.architecture.uses(ZOOKEEPER):
+            names = architectures.choice(architectures.using(ZOOKEEPER))
+            raise UserError(
+                f"{what} applies to {names} clusters only; this one is {self.spec.arch}")
         zk = self.zookeeper
         if zk is None or zk.ensemble is None:
             raise UserError(f"{what}: this cluster uses a ZooKeeper it did not start")
@@ -333,37 +341,21 @@ class Cluster:
             hosts = ["127.0.0.1"] * spec.brokers
             ports = [spec.port + i if spec.port else 0 for i in range(spec.brokers)]
             prefixes = [[] for _ in range(spec.brokers)]
-        argvs = []
-        if spec.arch == "zk":
+        entry = spec.architecture
+        connect = None
+        if entry.uses(ZOOKEEPER):
             from harness.zookeeper import ZooKeeperConfig, provision
 
             cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
             self.zookeeper = provision(spec.zookeeper, spec.zk_nodes, self.root / "zookeeper",
                                        cfg)
             connect = f"{self.zookeeper.connect_string}/twinbench"
-            session = ([] if spec.zk_session_timeout_ms is None else
-                       ["--zk-session-timeout-ms", str(spec.zk_session_timeout_ms)])
-            for i, port in enumerate(ports):
-                argvs.append([*prefixes[i], sys.executable, "-m", "brokers.zk_broker",
-                              "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
-                              "--data-dir", str(self.root / f"broker-{i}"),
-                              "--zookeeper", connect, *session, *common])
-        else:
-            from harness.zookeeper import free_ports
-
-            if self.network is not None:
-                gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in hosts]
-            else:
-                gossip = [f"127.0.0.1:{p}" for p in free_ports(spec.brokers)]
-            key = write_gossip_key(self.root)
-            for i, port in enumerate(ports):
-                argvs.append([*prefixes[i], sys.executable, "-m", "brokers.dsbs_broker",
-                              "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
-                              "--data-dir", str(self.root / f"broker-{i}"),
-                              "--gossip", gossip[i], "--seeds", ",".join(gossip),
-                              "--gossip-preset", spec.gossip_preset,
-                              "--gossip-key-file", str(key), *common])
-        return argvs
+        extra = entry.broker_args(Launch(spec, self.root, tuple(hosts),
+                                         self.network is not None, connect))
+        return [[*prefixes[i], sys.executable, "-m", entry.module,
+                 "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
+                 "--data-dir", str(self.root / f"broker-{i}"), *extra[i], *common]
+                for i, port in enumerate(ports)]
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""

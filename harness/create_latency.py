@@ -3,9 +3,11 @@
 ``python -m harness.create_latency [--arch dsbs|zk] [--preset lan|local] [--topics N]
 [--brokers N] [--partitions N]`` starts a cluster, sends N CreateTopics requests (one topic
 each) round robin to the brokers over persistent connections, and prints latency percentiles.
-On DSBS each request is also classed by whether the broker it reached is the topic's arbiter
-(the top rendezvous rank of the name over the brokers, ``brokers/dsbs_broker/creation.py``): a
-non-arbiter forwards the creation over gossip, so its requests pay one more round trip.
+Where the architecture has a topic arbiter (``Architecture.arbiter`` in
+harness/architectures.py; DSBS: the top rendezvous rank of the name over the brokers,
+``brokers/dsbs_broker/creation.py``), each request is also classed by whether the broker it
+reached is the arbiter: a non-arbiter forwards the creation over gossip, so its requests pay
+one more round trip.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import uuid
 from brokers.core.errors import UserError
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from brokers.dsbs_broker.placement import rendezvous_order
+from harness import architectures
 from harness.cluster import Cluster, ClusterSpec
 from harness.kafka_probe import KafkaProbe
 
@@ -32,8 +34,9 @@ def _percentiles(ms: list[float]) -> str:
 
 
 def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[float]]:
-    """Latencies in ms, keyed "all", and for DSBS "arbiter" / "forwarded"."""
+    """Latencies in ms, keyed "all", and with a topic arbiter "arbiter" / "forwarded"."""
     out: dict[str, list[float]] = {"all": [], "arbiter": [], "forwarded": []}
+    arbiter = spec.architecture.arbiter
     with Cluster(spec) as cluster:
         ids = [b.node_id for b in cluster.brokers]
         probes = [KafkaProbe(b.host, b.port) for b in cluster.brokers]
@@ -52,9 +55,8 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
                 if code != 0:
                     raise UserError(f"CreateTopics {name} answered error {code}")
                 out["all"].append(ms)
-                if spec.arch == "dsbs":
-                    arbiter = rendezvous_order(name, ids)[0] == ids[k]
-                    out["arbiter" if arbiter else "forwarded"].append(ms)
+                if arbiter is not None:
+                    out["arbiter" if arbiter(name, ids) == ids[k] else "forwarded"].append(ms)
         finally:
             for p in probes:
                 p.close()
@@ -64,7 +66,8 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.create_latency",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", choices=("dsbs", "zk"), default="dsbs")
+    parser.add_argument("--arch", choices=architectures.names(),
+                        default=architectures.DSBS.name)
     parser.add_argument("--preset", choices=("local", "lan"), default="lan")
     parser.add_argument("--topics", type=int, default=300)
     parser.add_argument("--brokers", type=int, default=3)
@@ -75,10 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     spec = ClusterSpec(args.arch, brokers=args.brokers, gossip_preset=args.preset)
     got = measure(spec, args.topics, args.partitions)
     head = f"arch={args.arch} brokers={args.brokers}"
-    if args.arch == "dsbs":
+    if "gossip_preset" in spec.architecture.options:
         head += f" preset={args.preset}"
     print(f"{head} all: {_percentiles(got['all'])}")
-    if args.arch == "dsbs":
+    if spec.architecture.arbiter is not None:
         print(f"{head} at the arbiter: {_percentiles(got['arbiter'])}")
         print(f"{head} forwarded: {_percentiles(got['forwarded'])}")
     return 0

@@ -13,12 +13,14 @@ import sys
 import time
 
 from brokers.core.errors import UserError
+from harness import architectures
 from harness.cluster import Cluster, ClusterSpec
 from harness.kafka_probe import KafkaProbe
 
 
 def detection_time(preset: str, brokers: int) -> float:
-    with Cluster(ClusterSpec("dsbs", brokers=brokers, gossip_preset=preset)) as cluster:
+    spec = ClusterSpec(architectures.DSBS.name, brokers=brokers, gossip_preset=preset)
+    with Cluster(spec) as cluster:
         victim = cluster.brokers[-1]
         survivors = cluster.brokers[:-1]
         killed = time.monotonic()

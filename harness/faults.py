@@ -12,10 +12,13 @@ resume              broker     SIGCONT a paused broker
 restart             broker     start it again on the same id, address and data directory
 partition           broker     take its network link down (needs network netns)
 heal                broker     bring the link back up
-stop-zookeeper      -          stop every ZooKeeper server (zk)
+stop-zookeeper      -          stop every ZooKeeper server
 start-zookeeper     [server]   start ZooKeeper (every stopped server, or one)
-kill-zookeeper      server     SIGKILL one server of the ensemble (zk)
+kill-zookeeper      server     SIGKILL one server of the ensemble
 ==================  =========  ==========================================================
+
+The ZooKeeper actions act on a service (``Action.service``): they apply to the architectures
+whose registry entry has it (harness/architectures.py), zk's.
 
 Each action has an opener/closer relation (kill/restart, pause/resume, partition/heal,
 stop/start-zookeeper, kill/start-zookeeper) that workload validation and ``repair`` rely on.
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brokers.core.errors import UserError
+from harness.architectures import ZOOKEEPER
 
 if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts nothing
     from harness.cluster import Cluster
@@ -39,8 +43,9 @@ class Action:
     target: str
     # The action that undoes this one (None for the undoing actions themselves).
     undo: str | None
-    # Only meaningful on zk clusters.
-    zk_only: bool
+    # The external service it acts on (ZOOKEEPER), or None for a broker fault: it applies to
+    # an architecture whose registry entry has that service.
+    service: str | None
     # Needs brokers in network namespaces.
     needs_netns: bool
     # What the answer line says, e.g. "killed" -> "killed=1".
@@ -48,15 +53,16 @@ class Action:
 
 
 ACTIONS: dict[str, Action] = {a.name: a for a in (
-    Action("kill", "broker", "restart", False, False, "killed"),
-    Action("pause", "broker", "resume", False, False, "paused"),
-    Action("resume", "broker", None, False, False, "resumed"),
-    Action("restart", "broker", None, False, False, "restarted"),
-    Action("partition", "broker", "heal", False, True, "partitioned"),
-    Action("heal", "broker", None, False, True, "healed"),
-    Action("stop-zookeeper", "zookeeper", "start-zookeeper", True, False, "stopped_zookeeper"),
-    Action("start-zookeeper", "zookeeper", None, True, False, "started_zookeeper"),
-    Action("kill-zookeeper", "server", "start-zookeeper", True, False, "killed_zookeeper"),
+    Action("kill", "broker", "restart", None, False, "killed"),
+    Action("pause", "broker", "resume", None, False, "paused"),
+    Action("resume", "broker", None, None, False, "resumed"),
+    Action("restart", "broker", None, None, False, "restarted"),
+    Action("partition", "broker", "heal", None, True, "partitioned"),
+    Action("heal", "broker", None, None, True, "healed"),
+    Action("stop-zookeeper", "zookeeper", "start-zookeeper", ZOOKEEPER, False,
+           "stopped_zookeeper"),
+    Action("start-zookeeper", "zookeeper", None, ZOOKEEPER, False, "started_zookeeper"),
+    Action("kill-zookeeper", "server", "start-zookeeper", ZOOKEEPER, False, "killed_zookeeper"),
 )}
 # Actions that end an outage another action began.
 CLOSERS = {a.undo for a in ACTIONS.values() if a.undo}

@@ -84,7 +84,7 @@ LATENCY_KEYS = (
 MANIFEST_KEYS = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
     "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
-    "started_at", "finished_at", "incomplete", "failed_cells",
+    "architectures", "started_at", "finished_at", "incomplete", "failed_cells",
 )
 
 
@@ -302,6 +302,7 @@ def base_manifest(
     seed: int,
     started_at: datetime,
     run_arches: Sequence[str] | None = None,
+    architectures: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -322,6 +323,8 @@ def base_manifest(
         # Every architecture measured by the same `twinbench run`, interleaved session by
         # session (just this one's arch for a single-architecture run).
         "run_arches": list(run_arches or [arch]),
+        # How the analysis labels each of them (harness/architectures.py's Labels).
+        "architectures": {k: dict(v) for k, v in (architectures or {}).items()},
         "started_at": utc_iso(started_at),
         "finished_at": None,
         "incomplete": True,

@@ -138,9 +138,10 @@ class FaultCase:
     steps: tuple[FaultStep, ...]
 
     @property
-    def zk_only(self) -> bool:
-        """A case that acts on ZooKeeper has no counterpart on dsbs (it is not run there)."""
-        return any(ACTIONS[s.action].zk_only for s in self.steps)
+    def services(self) -> frozenset[str]:
+        """The external services the case acts on (ZooKeeper): it runs only on architectures
+        that have them, and has no counterpart on the others."""
+        return frozenset(service for s in self.steps if (service := ACTIONS[s.action].service))
 
 
 @dataclass(frozen=True)

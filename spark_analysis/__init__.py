@@ -8,6 +8,8 @@ Layout (one concept per module):
 
   schema.py       the run log format (1 and 2) as explicit Spark schemas; cell and fault-case
                   keys; supported versions; the paper's scenarios
+  archs.py        the architectures shown and how (names, colours, order, the baseline of every
+                  ratio), from the manifests' labels; built-in zk/dsbs labels for older runs
   session.py      the SparkSession (master URL, loopback, few shuffle partitions, quiet logs)
   loader.py       find runs, validate manifests/headers (one-line UserErrors), read with schemas;
                   header-only fault files are never handed to Spark

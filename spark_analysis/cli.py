@@ -29,10 +29,12 @@ def analyze_command(args: argparse.Namespace) -> int:
           f" {elapsed:.1f} s: {args.out / 'report.md'}")
     if args.write_baseline is not None:
         path = regress.write_baseline(analysis.comparison, analysis.noise,
-                                      [r.run_id for r in analysis.runs], args.write_baseline)
+                                      [r.run_id for r in analysis.runs], args.write_baseline,
+                                      archs=analysis.archs)
         print(f"wrote {path}")
     if args.check_baseline is not None:
-        ok, text = regress.run_check(analysis.comparison, args.check_baseline, args.out)
+        ok, text = regress.run_check(analysis.comparison, args.check_baseline, args.out,
+                                     analysis.archs)
         print(text)
         if not ok:
             return 1

@@ -1,6 +1,7 @@
 """The fault sessions' figures (format 2), PNG + SVG in the style of figures.py.
 
-* fig16-fault-<case>: throughput through one fault case. Columns ZooKeeper | DSBS, rows
+* fig16-fault-<case>: throughput through one fault case. Columns ZooKeeper | DSBS (one per
+  architecture, in their order), rows
   acknowledged (produced) | consumed records/s; the two architectures share both axes, so a
   dip is compared at a glance. Every try is a thin line, the mean over tries a thick one; each
   is smoothed over SMOOTH_S (a moving mean: single 0.1 s buckets are mostly Poisson noise of
@@ -33,9 +34,10 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
+from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.fault_tables import METRIC_TITLES, case_labels, with_keys
-from spark_analysis.figures import COLORS, NAMES, human, save, subtitle
-from spark_analysis.schema import ARCHS, FAULT_KEY
+from spark_analysis.figures import human, save, subtitle
+from spark_analysis.schema import FAULT_KEY
 
 # Width of the moving mean over the timeline's buckets (seconds).
 SMOOTH_S = 0.5
@@ -160,20 +162,22 @@ def _cap_row(axes: list[plt.Axes], peaks: list[tuple[float, float] | None],
 
 
 def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: str,
-                    caption: str, name: str, out: Path, rate: float | None = None
-                    ) -> list[Path]:
-    """fig16 for one case: 2 x 2 panels (produced / consumed x ZooKeeper / DSBS); ``rate`` is
-    the sessions' target rate (records/s), drawn as a reference line."""
-    fig, axes = plt.subplots(2, 2, figsize=(10.5, 6.0), sharex=True, sharey="row")
+                    caption: str, name: str, out: Path, rate: float | None = None,
+                    archs: Archs = DEFAULT) -> list[Path]:
+    """fig16 for one case: 2 x N panels (produced / consumed x ZooKeeper / DSBS ...); ``rate``
+    is the sessions' target rate (records/s), drawn as a reference line."""
+    fig, axes = plt.subplots(2, len(archs), figsize=(5.25 * len(archs), 6.0), sharex=True,
+                             sharey="row", squeeze=False)
     # Per row, per architecture: the mean's peak (value, time) for _cap_row.
-    peaks: list[list[tuple[float, float] | None]] = [[None] * len(ARCHS) for _ in SERIES]
-    for c, arch in enumerate(ARCHS):
+    peaks: list[list[tuple[float, float] | None]] = [[None] * len(archs) for _ in SERIES]
+    for c, a in enumerate(archs):
+        arch = a.name
         arch_rates = case_rates[case_rates["arch"] == arch]
         tries = arch_rates.groupby(TRY_KEY).ngroups if not arch_rates.empty else 0
         for r, (col, what) in enumerate(SERIES):
             ax = axes[r][c]
             if r == 0:
-                ax.set_title(f"{NAMES[arch]}" + (f" ({tries} tries)" if tries else ""),
+                ax.set_title(f"{a.display_name}" + (f" ({tries} tries)" if tries else ""),
                              fontsize=9)
             if c == 0:
                 ax.set_ylabel(f"{what}\n(records/s)")
@@ -182,13 +186,13 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
             ax.grid(alpha=0.3)
             ax.set_axisbelow(True)
             if arch_rates.empty:
-                ax.text(0.5, 0.5, f"n/a: not run on {NAMES[arch]}", transform=ax.transAxes,
+                ax.text(0.5, 0.5, f"n/a: not run on {a.display_name}", transform=ax.transAxes,
                         ha="center", va="center", fontsize=9, color="#555555")
                 continue
             for _k, one in arch_rates.groupby(TRY_KEY):
-                ax.plot(one["t_s"], one[col], color=COLORS[arch], linewidth=0.7, alpha=0.35)
+                ax.plot(one["t_s"], one[col], color=a.color, linewidth=0.7, alpha=0.35)
             mean = mean_over_tries(arch_rates, col)
-            ax.plot(mean["t_s"], mean["v"], color=COLORS[arch], linewidth=2.2)
+            ax.plot(mean["t_s"], mean["v"], color=a.color, linewidth=2.2)
             if not mean.empty:
                 i = int(np.argmax(mean["v"].to_numpy(float)))
                 peaks[r][c] = (float(mean["v"].iloc[i]), float(mean["t_s"].iloc[i]))
@@ -213,7 +217,7 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
 
 
 def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
-                   name: str = "fig17-fault-summary") -> list[Path]:
+                   name: str = "fig17-fault-summary", archs: Archs = DEFAULT) -> list[Path]:
     """fig17: detection, unavailability and group recovery per case, ZK vs DSBS, 95% CIs.
 
     One row per measure (sharing the case axis). The y axis follows the tries and the means,
@@ -224,7 +228,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
     names, setting = case_labels(stats_long)
     keys = list(names)
     x = np.arange(len(keys))
-    width = 0.38
+    width, offsets = archs.offsets()
     fig, axes = plt.subplots(len(SUMMARY_METRICS), 1, sharex=True,
                              figsize=(max(7.5, 1.0 * len(keys) + 3.5),
                                       2.3 * len(SUMMARY_METRICS) + 1.2))
@@ -233,8 +237,9 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
         index = {(*(r[k] for k in FAULT_KEY), r["arch"]): r for _, r in sub.iterrows()}
         top = 0.0
         his: list[tuple[float, float]] = []  # (x, upper end of the interval)
-        for i, arch in enumerate(ARCHS):
-            pos = x + (i - 0.5) * width
+        for a, offset in zip(archs, offsets, strict=True):
+            arch = a.name
+            pos = x + offset
             for p, key in zip(pos, keys, strict=True):
                 r = index.get((*key, arch))
                 sessions_n = int(r["sessions"]) if r is not None else 0
@@ -248,7 +253,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
                     # Durations are never negative: clip the interval's lower end at 0.
                     err = [[mean - max(0.0, float(r["ci_lo"]))], [float(r["ci_hi"]) - mean]]
                     his.append((p, float(r["ci_hi"])))
-                ax.bar(p, mean, width, color=COLORS[arch], yerr=err, capsize=4,
+                ax.bar(p, mean, width, color=a.color, yerr=err, capsize=4,
                        error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
                 top = max(top, mean)
                 if not sessions.empty:
@@ -274,11 +279,11 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
     last = np.atleast_1d(axes)[-1]
     last.set_xticks(x, [names[k] for k in keys], rotation=20, ha="right", fontsize=8)
     last.set_xlim(-0.6, len(keys) - 0.4)  # room for the outer bars' "n/a" labels
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[a]) for a in ARCHS]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=a.color) for a in archs]
     handles += [plt.Line2D([], [], marker="o", linestyle="", color="black", markersize=4),
                 plt.Line2D([], [], marker="^", linestyle="", color="#333333", markersize=5)]
     np.atleast_1d(axes)[0].legend(
-        handles, [*(f"{NAMES[a]} (mean ± 95% CI)" for a in ARCHS), "one try",
+        handles, [*(f"{a.display_name} (mean ± 95% CI)" for a in archs), "one try",
                   "interval continues above"],
         fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     sub = (subtitle(setting["workload"], setting["offset_commit"], setting["metadata_check"])
@@ -291,7 +296,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
 
 
 def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.DataFrame,
-                events: pd.DataFrame, out: Path) -> list[Path]:
+                events: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
     """fig16 per case and fig17; [] when there were no fault sessions."""
     if stats_long.empty:
         return []
@@ -329,6 +334,6 @@ def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.D
                 if not case_sessions.empty and case_sessions["rate"].notna().any() else None)
         paths += timeline_figure(case_rates, pick(all_marks),
                                  f"Fig. 16 ({label}): throughput through the fault",
-                                 caption, fname, out, rate=rate)
-    paths += summary_figure(stats_long, sessions, out)
+                                 caption, fname, out, rate=rate, archs=archs)
+    paths += summary_figure(stats_long, sessions, out, archs=archs)
     return paths

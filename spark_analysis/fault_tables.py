@@ -7,10 +7,11 @@
 * ``fault_outcomes``: one row per case x architecture - sessions, failed sessions and the sums
   of lost, duplicates, unreachable and produce_errors; ``status`` is ``failed`` as soon as one
   session lost acknowledged records.
-* ``fault_comparison``: ZooKeeper beside DSBS for every case x duration, with the ratio of the
-  means DSBS/ZK and its Fieller interval where both sides have one. A case run on one
-  architecture only (stop-zookeeper has no DSBS counterpart) keeps its row; the other side has
-  0 sessions, which the report prints as "n/a".
+* ``fault_comparison``: the baseline beside every other architecture (ZooKeeper beside DSBS)
+  for every case x duration, with the ratio of the means (DSBS/ZK) and its Fieller interval
+  where both sides have one. A case run on one architecture only (stop-zookeeper has no DSBS
+  counterpart) keeps its row; the other side has 0 sessions, which the report prints as "n/a".
+  With more than one other architecture, one block of rows per pair.
 
 Only A/A-unlabelled sessions (side ``*``) enter these tables, as for the paper's comparison.
 """
@@ -22,7 +23,8 @@ import math
 import pandas as pd
 
 from spark_analysis import stats
-from spark_analysis.schema import ARCHS, FAULT_COUNTS, FAULT_KEY, FAULT_METRICS
+from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.schema import FAULT_COUNTS, FAULT_KEY, FAULT_METRICS
 
 # What each duration is called in the report (and what the issue calls it).
 METRIC_TITLES: dict[str, str] = {
@@ -38,9 +40,11 @@ OUTCOME_COLUMNS = [*FAULT_KEY, "arch", "runs", "sessions", "failed_sessions", "r
                    "acked", "consumed", *FAULT_COUNTS, "group_rebalances", "hit_controller",
                    "hit_coordinator", "status"]
 _SIDE_COLUMNS = ("sessions", "n", "mean", "sd", "ci_lo", "ci_hi")
-COMPARISON_COLUMNS = [*FAULT_KEY, "metric",
-                      *(f"{a}_{c}" for a in ARCHS for c in _SIDE_COLUMNS),
-                      "ratio", "ratio_ci_lo", "ratio_ci_hi"]
+
+
+def comparison_columns(archs: Archs = DEFAULT) -> list[str]:
+    return [*FAULT_KEY, "metric", *(f"{a}_{c}" for a in archs.names for c in _SIDE_COLUMNS),
+            "ratio", "ratio_ci_lo", "ratio_ci_hi"]
 
 
 def with_keys(df: pd.DataFrame) -> pd.DataFrame:
@@ -67,12 +71,13 @@ def _main_side(wide: pd.DataFrame) -> pd.DataFrame:
     return wide[wide["side"] == "*"].drop(columns=["side"])
 
 
-def _order(df: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
-    """Cases in name order, ZooKeeper before DSBS, durations in report order."""
+def _order(df: pd.DataFrame, extra: list[str], archs: Archs = DEFAULT) -> pd.DataFrame:
+    """Cases in name order, architectures in their order (ZooKeeper before DSBS), durations in
+    report order."""
     if df.empty:
         return df.reset_index(drop=True)
     keys = df.assign(
-        _a=df["arch"].map({a: i for i, a in enumerate(ARCHS)}).fillna(9) if "arch" in df else 0,
+        _a=df["arch"].map(archs.rank).fillna(9) if "arch" in df else 0,
         _m=df["metric"].map({m: i for i, m in enumerate(FAULT_METRICS)}).fillna(9)
         if "metric" in df else 0,
     )
@@ -81,7 +86,7 @@ def _order(df: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
         .drop(columns=["_a", "_m"]).reset_index(drop=True)
 
 
-def fault_stats(wide: pd.DataFrame) -> pd.DataFrame:
+def fault_stats(wide: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
     """Long: one row per case x arch x duration with n, mean, sd and the 95% t interval."""
     sub = _main_side(wide)
     if sub.empty:
@@ -96,10 +101,10 @@ def fault_stats(wide: pd.DataFrame) -> pd.DataFrame:
             rows.append({**{k: r[k] for k in FAULT_KEY}, "arch": r["arch"], "metric": m,
                          "sessions": int(r["sessions"]), "n": n, "mean": mean, "sd": sd,
                          "ci_lo": lo, "ci_hi": hi})
-    return _order(pd.DataFrame(rows, columns=STATS_COLUMNS), ["_a", "_m"])
+    return _order(pd.DataFrame(rows, columns=STATS_COLUMNS), ["_a", "_m"], archs)
 
 
-def fault_outcomes(wide: pd.DataFrame) -> pd.DataFrame:
+def fault_outcomes(wide: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
     """One row per case x arch: sessions, failures and the summed data-integrity counters."""
     sub = _main_side(wide)
     if sub.empty:
@@ -108,34 +113,46 @@ def fault_outcomes(wide: pd.DataFrame) -> pd.DataFrame:
     lost = out["lost"].fillna(0)
     out["status"] = ["failed" if (f > 0 or lo > 0) else "ok"
                      for f, lo in zip(out["failed_sessions"], lost, strict=True)]
-    return _order(out[OUTCOME_COLUMNS], ["_a"])
+    return _order(out[OUTCOME_COLUMNS], ["_a"], archs)
 
 
-def fault_comparison(long: pd.DataFrame) -> pd.DataFrame:
-    """ZooKeeper beside DSBS per case x duration (outer: one-sided cases keep their row)."""
+def fault_comparison(long: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
+    """The baseline beside each other architecture per case x duration (outer: one-sided
+    cases keep their row, the side that did not run has 0 sessions), with the pair's ratio.
+    Several other architectures: one block of rows per pair."""
+    columns = comparison_columns(archs)
     if long.empty:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+        return pd.DataFrame(columns=columns)
     key = [*FAULT_KEY, "metric"]
 
     def side(arch: str) -> pd.DataFrame:
         part = long[long["arch"] == arch][[*key, *_SIDE_COLUMNS]]
         return part.rename(columns={c: f"{arch}_{c}" for c in _SIDE_COLUMNS})
 
-    zk, dsbs = (side(a) for a in ARCHS)
-    out = zk.merge(dsbs, on=key, how="outer")
-    for a in ARCHS:
-        out[f"{a}_sessions"] = out[f"{a}_sessions"].fillna(0).astype("int64")
-        out[f"{a}_n"] = out[f"{a}_n"].fillna(0).astype("int64")
-    ratio, lo, hi = [], [], []
-    for r in out.itertuples(index=False):
-        both = r.zk_n > 0 and r.dsbs_n > 0 and r.zk_mean != 0
-        ratio.append(r.dsbs_mean / r.zk_mean if both else math.nan)
-        f = (stats.fieller(r.dsbs_mean, r.dsbs_sd, r.dsbs_n, r.zk_mean, r.zk_sd, r.zk_n)
-             if both else (math.nan, math.nan))
-        lo.append(f[0])
-        hi.append(f[1])
-    out["ratio"], out["ratio_ci_lo"], out["ratio_ci_hi"] = ratio, lo, hi
-    return _order(out[COMPARISON_COLUMNS], ["_m"])
+    base = archs.baseline.name
+    frames = []
+    for other in (a.name for a in archs.others):
+        out = side(base).merge(side(other), on=key, how="outer")
+        for a in (base, other):
+            out[f"{a}_sessions"] = out[f"{a}_sessions"].fillna(0).astype("int64")
+            out[f"{a}_n"] = out[f"{a}_n"].fillna(0).astype("int64")
+        b_, o_ = (zip(*(out[f"{a}_{c}"] for c in ("n", "mean", "sd")), strict=True)
+                  for a in (base, other))
+        ratio, lo, hi = [], [], []
+        for (bn, bm, bs), (on, om, os_) in zip(b_, o_, strict=True):
+            both = bn > 0 and on > 0 and bm != 0
+            ratio.append(om / bm if both else math.nan)
+            f = stats.fieller(om, os_, on, bm, bs, bn) if both else (math.nan, math.nan)
+            lo.append(f[0])
+            hi.append(f[1])
+        out["ratio"], out["ratio_ci_lo"], out["ratio_ci_hi"] = ratio, lo, hi
+        frames.append(out)
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    # A pair's rows leave a third architecture's columns empty (that is how a reader tells the
+    # pairs apart); an architecture of no pair has columns all the same.
+    return _order(out.reindex(columns=columns), ["_m"], archs)
 
 
 def case_labels(df: pd.DataFrame) -> tuple[dict[tuple[str, ...], str], pd.Series | None]:

@@ -1,11 +1,13 @@
 """The report's figures (matplotlib, PNG + SVG), drawn from the analysis tables only.
 
-fig01-fig12 are the seed paper's twelve figures (ZK vs DSBS, one panel each), with error bars
-from the tries (95% confidence interval of the mean) and the paper's printed averages drawn as
-markers beside our bars. fig13 shows how the DSBS/ZK ratio moves with the coordination policy,
-fig14 the latency distributions (merged HDR histograms), fig15 the coordination cost.
+fig01-fig12 are the seed paper's twelve figures (ZK vs DSBS, one panel each; every architecture
+of the comparison side by side), with error bars from the tries (95% confidence interval of the
+mean) and the paper's printed averages drawn as markers beside our bars. fig13 shows how the
+DSBS/ZK ratio moves with the coordination policy, fig14 the latency distributions (merged HDR
+histograms), fig15 the coordination cost.
 fig16/fig17 (fault sessions) are drawn by fault_figures.py in the same style (colours, number
-format, file pair), which is why ``human``, ``save`` and ``subtitle`` are public here.
+format, file pair), which is why ``human``, ``save`` and ``subtitle`` are public here. Names,
+colours and order come from the run manifests (spark_analysis/archs.py), never from here.
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from spark_analysis.archs import DEFAULT, ArchLabel, Archs
+from spark_analysis.schema import PER_1K
 from spark_analysis.tables import primary_group
 
 if TYPE_CHECKING:
     from spark_analysis.job import Analysis
 
-COLORS = {"zk": "#4C72B0", "dsbs": "#DD8452"}
-NAMES = {"zk": "ZooKeeper", "dsbs": "DSBS"}
 UNITS = {"rps": "records/s", "kbps": "payload kB/s (the paper's \"kbps\")"}
 ROLE_TITLE = {"production": "Production", "consumption": "Consumption"}
 
@@ -84,7 +86,8 @@ def subtitle(workload: str, oc: str, mc: str) -> str:
     return f"workload {workload} · offset_commit={oc} · metadata_check={mc}"
 
 
-def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list[Path]:
+def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path,
+                 archs: Archs = DEFAULT) -> list[Path]:
     """One of the paper's figures; [] when the runs hold no such cells."""
     group = primary_group(comparison.assign(side="*"), spec.table)
     if group is None:
@@ -98,26 +101,33 @@ def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list
         return []
     axis = "batch" if spec.table == "batch_sweep" else "msg_size"
     sub = sub.sort_values(axis)
-    labels = [f"{v}" if axis == "batch" else f"{v} B" for v in sub[axis]]
-    x = np.arange(len(sub))
-    width = 0.38
+    cells = sub.drop_duplicates("cell_id")
+    labels = [f"{v}" if axis == "batch" else f"{v} B" for v in cells[axis]]
+    x = np.arange(len(cells))
+    shown = Archs(tuple(a for a in archs if f"{a.name}_mean" in sub))
+    width, offsets = shown.offsets()
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     values: list[float] = []
-    for i, arch in enumerate(("zk", "dsbs")):
-        mean = sub[f"{arch}_mean"].to_numpy(float)
+    for a, offset in zip(shown, offsets, strict=True):
+        # One row per cell: a pair's block of the comparison (the baseline is in every one).
+        part = (sub.dropna(subset=[f"{a.name}_n"]).drop_duplicates("cell_id")
+                .set_index("cell_id").reindex(cells["cell_id"]))
+        mean = part[f"{a.name}_mean"].to_numpy(float)
         # Throughput is never negative; with 2 tries t(0.975, 1) = 12.7 makes the interval reach
         # below zero, which would only draw the axis away from the data.
-        lo = mean - np.clip(sub[f"{arch}_ci_lo"].to_numpy(float), 0.0, None)
-        hi = sub[f"{arch}_ci_hi"].to_numpy(float) - mean
+        lo = mean - np.clip(part[f"{a.name}_ci_lo"].to_numpy(float), 0.0, None)
+        hi = part[f"{a.name}_ci_hi"].to_numpy(float) - mean
         err = np.nan_to_num(np.vstack([lo, hi]), nan=0.0)
-        pos = x + (i - 0.5) * width
-        ax.bar(pos, mean, width, color=COLORS[arch], label=f"{NAMES[arch]} (ours, mean ± 95% CI)",
+        pos = x + offset
+        ax.bar(pos, mean, width, color=a.color,
+               label=f"{a.display_name} (ours, mean ± 95% CI)",
                yerr=err, capsize=4, error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
-        paper_vals = sub[f"paper_{arch}"].to_numpy(float)
+        paper_vals = (part[f"paper_{a.name}"].to_numpy(float) if f"paper_{a.name}" in part
+                      else np.full(len(cells), np.nan))
         if np.isfinite(paper_vals).any():
-            ax.scatter(pos, paper_vals, marker="D", s=46, color=COLORS[arch],
+            ax.scatter(pos, paper_vals, marker="D", s=46, color=a.color,
                        edgecolor="black", linewidth=1.0, zorder=5,
-                       label=f"{NAMES[arch]} (paper's average)")
+                       label=f"{a.display_name} (paper's average)")
             values += [v for v in paper_vals if np.isfinite(v)]
         values += list(mean + err[1])
     positive = [v for v in values if v > 0]
@@ -143,8 +153,23 @@ def paper_figure(comparison: pd.DataFrame, spec: PaperFigure, out: Path) -> list
     return save(fig, out, spec.slug)
 
 
-def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
-    """fig13: DSBS/ZK rps ratio (Fieller 95% CI) for each coordination policy combination."""
+def ratio_vs_policy(comparison: pd.DataFrame, out: Path, archs: Archs = DEFAULT
+                    ) -> list[Path]:
+    """fig13 for each architecture compared with the baseline (one figure, unless several are:
+    then one per architecture, its name in the file's)."""
+    pairs = [a for a in archs.others if f"{a.name}_n" in comparison]
+    paths: list[Path] = []
+    for a in pairs:
+        block = comparison[comparison[f"{a.name}_n"].notna()]
+        slug = "fig13-ratio-vs-policy" + ("" if len(pairs) == 1 else f"-{a.name}")
+        paths += _ratio_vs_policy(block, out, archs.ratio_name(a), slug)
+    return paths
+
+
+def _ratio_vs_policy(comparison: pd.DataFrame, out: Path, ratio: str, slug: str
+                     ) -> list[Path]:
+    """fig13: the ``ratio`` (DSBS/ZK) of rps (Fieller 95% CI) for each coordination policy
+    combination."""
     sub = comparison[(comparison["table"] == "policy") & (comparison["metric"] == "rps")]
     if sub.empty:
         return []
@@ -177,12 +202,12 @@ def ratio_vs_policy(comparison: pd.DataFrame, out: Path) -> list[Path]:
     ax.text(-0.45, 1.0, "no difference", va="bottom", ha="left", fontsize=8)
     ax.set_xticks(range(len(policies)), policies, fontsize=8)
     ax.set_xlabel("coordination policy (offset_commit / metadata_check)")
-    ax.set_ylabel("throughput ratio DSBS / ZK (records/s)")
-    ax.set_title("DSBS/ZK ratio as coordination leaves the data path\n"
+    ax.set_ylabel(f"throughput ratio {ratio.replace('/', ' / ')} (records/s)")
+    ax.set_title(f"{ratio} ratio as coordination leaves the data path\n"
                  "(points: ratio of means; bars: Fieller 95% CI)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return save(fig, out, "fig13-ratio-vs-policy")
+    return save(fig, out, slug)
 
 
 def _pick_latency_cell(dist: pd.DataFrame) -> pd.DataFrame:
@@ -204,7 +229,8 @@ def _pick_latency_cell(dist: pd.DataFrame) -> pd.DataFrame:
     return dist.iloc[0:0]
 
 
-def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
+def latency_distributions(dist: pd.DataFrame, out: Path, archs: Archs = DEFAULT
+                          ) -> list[Path]:
     """fig14: request latency percentile curves, ZK vs DSBS, one panel per scenario x role."""
     dist = dist[dist["kind"] == "request"] if not dist.empty else dist
     cell = _pick_latency_cell(dist)
@@ -215,16 +241,16 @@ def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
     for r, scen in enumerate(("split", "streaming")):
         for c, role in enumerate(("production", "consumption")):
             ax = axes[r][c]
-            for arch in ("zk", "dsbs"):
+            for a in archs:
                 part = cell[(cell["scenario"] == scen) & (cell["role"] == role)
-                            & (cell["arch"] == arch) & (cell["percentile"] < 100)]
+                            & (cell["arch"] == a.name) & (cell["percentile"] < 100)]
                 if part.empty:
                     continue
                 part = part.sort_values("percentile")
                 # x = 1/(1-p): the usual HDR plot that stretches the tail.
                 x = 1.0 / (1.0 - part["percentile"].to_numpy(float) / 100.0)
                 ax.plot(x, part["value_us"].to_numpy(float) / 1000.0, marker=".",
-                        color=COLORS[arch], label=NAMES[arch])
+                        color=a.color, label=a.display_name)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xticks([1 / (1 - t / 100) for t in ticks], [f"{t:g}%" for t in ticks])
@@ -245,8 +271,10 @@ def latency_distributions(dist: pd.DataFrame, out: Path) -> list[Path]:
     return save(fig, out, "fig14-latency-distribution")
 
 
-def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
-    """fig15: coordination traffic per 1,000 messages by message size (size grid)."""
+def coordination_cost(cost: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
+    """fig15: coordination traffic per 1,000 messages by message size (size grid): each
+    architecture's own measure of it (its labels' cost_column: ZooKeeper requests, gossip
+    packets)."""
     if cost.empty:
         return []
     group = primary_group(cost.assign(side="*"), "size_grid")
@@ -260,13 +288,13 @@ def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
         part = sub[sub["scenario"] == scen]
         sizes = sorted(part["msg_size"].unique())
         x = np.arange(len(sizes))
-        for i, (arch, col, what) in enumerate((("zk", "zk_requests_per_1k", "ZooKeeper requests"),
-                                                ("dsbs", "gossip_packets_per_1k",
-                                                 "gossip packets"))):
-            vals = [part[(part["arch"] == arch) & (part["msg_size"] == s)][col].mean()
+        width, offsets = archs.offsets()
+        for a, offset in zip(archs, offsets, strict=True):
+            col = PER_1K[a.cost_column]
+            vals = [part[(part["arch"] == a.name) & (part["msg_size"] == s)][col].mean()
                     for s in sizes]
-            ax.bar(x + (i - 0.5) * 0.38, vals, 0.38, color=COLORS[arch],
-                   label=f"{NAMES[arch]}: {what}")
+            ax.bar(x + offset, vals, width, color=a.color,
+                   label=f"{a.display_name}: {a.cost_label}")
         ax.set_xticks(x, [f"{s} B" for s in sizes])
         ax.set_xlabel("message size (bytes), batch 20")
         ax.set_title(scen, fontsize=9)
@@ -280,16 +308,16 @@ def coordination_cost(cost: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
-                coordination: pd.DataFrame, out: Path) -> list[Path]:
+                coordination: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
     """Every figure the tables allow; returns the PNG and SVG paths written."""
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     if not comparison.empty:
         for spec in PAPER_FIGURES:
-            paths += paper_figure(comparison, spec, out)
-        paths += ratio_vs_policy(comparison, out)
-    paths += latency_distributions(latency_distribution, out)
-    paths += coordination_cost(coordination, out)
+            paths += paper_figure(comparison, spec, out, archs)
+        paths += ratio_vs_policy(comparison, out, archs)
+    paths += latency_distributions(latency_distribution, out, archs)
+    paths += coordination_cost(coordination, out, archs)
     return paths
 
 
@@ -298,8 +326,19 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
 
     f = analysis.faults
     return (draw_tables(analysis.comparison, analysis.latency_distribution,
-                        analysis.coordination, out)
-            + draw_faults(f.stats, f.sessions, f.timeline, f.events, out))
+                        analysis.coordination, out, analysis.archs)
+            + draw_faults(f.stats, f.sessions, f.timeline, f.events, out, analysis.archs))
+
+
+def read_archs(report_dir: Path) -> Archs:
+    """The architectures as the analysis that wrote ``report_dir`` showed them
+    (architectures.csv; reports written before that file: zk and dsbs)."""
+    path = report_dir / "architectures.csv"
+    if not path.is_file():
+        return DEFAULT
+    rows = pd.read_csv(path, keep_default_na=False).to_dict("records")
+    return Archs(tuple(ArchLabel(**{k: v.item() if hasattr(v, "item") else v
+                                    for k, v in r.items()}) for r in rows))
 
 
 def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:

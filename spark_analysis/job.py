@@ -7,6 +7,7 @@ regression check and the scale benchmark all call these two functions, so they c
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from pyspark.sql import SparkSession
 
 from brokers.core.errors import UserError
 from spark_analysis import aggregate, fault_tables, paper, tables
+from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
-from spark_analysis.schema import AA_LABELS, ARCHS
+from spark_analysis.schema import AA_LABELS
 
 DEFAULT_RUNS = Path("results/runs")
 DEFAULT_OUT = Path("results/report")
@@ -67,9 +69,11 @@ class Analysis:
     input_rows: int
     timings: dict[str, float] = field(default_factory=dict)
     faults: FaultTables = field(default_factory=FaultTables)
+    # The architectures shown and how (from the run manifests, spark_analysis/archs.py).
+    archs: Archs = DEFAULT
 
 
-def compute_faults(logs: RunLogs, notes: list[str]) -> FaultTables:
+def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
     """The fault tables; no Spark job at all when no run has a fault session."""
     if logs.faults is None:
         if logs.timeline is not None or logs.fault_events is not None:
@@ -86,11 +90,12 @@ def compute_faults(logs: RunLogs, notes: list[str]) -> FaultTables:
     if aa:
         notes.append(f"{aa} fault sessions of A/A calibration runs (labels A/B) are left out of "
                      "the fault tables")
-    stats_long = fault_tables.fault_stats(fault_tables.with_keys(wide))
+    stats_long = fault_tables.fault_stats(fault_tables.with_keys(wide), archs)
     return FaultTables(
         sessions=sessions[sessions["side"] == "*"].drop(columns=["side"]),
-        stats=stats_long, outcomes=fault_tables.fault_outcomes(fault_tables.with_keys(wide)),
-        comparison=fault_tables.fault_comparison(stats_long),
+        stats=stats_long,
+        outcomes=fault_tables.fault_outcomes(fault_tables.with_keys(wide), archs),
+        comparison=fault_tables.fault_comparison(stats_long, archs),
         timeline=timeline[timeline["side"] == "*"].drop(columns=["side"])
         if not timeline.empty else timeline,
         events=events[events["side"] == "*"].drop(columns=["side"])
@@ -102,6 +107,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     """Load and validate the runs, aggregate in Spark, and derive every table."""
     t0 = time.perf_counter()
     logs = load_runs(spark, paths)
+    archs = Archs.from_manifests(r.manifest for r in logs.runs)
     timings = {"validate_s": time.perf_counter() - t0}
     # The paper's tables, figures, comparison, calibration and regression are about the split
     # and streaming scenarios only: fault sessions (scenario `faults`) never reach them.
@@ -127,7 +133,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
                      if logs.latency is not None else pd.DataFrame())
             timings["aggregate_rest_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
-            faults = compute_faults(logs, notes)
+            faults = compute_faults(logs, notes, archs)
             timings["aggregate_faults_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
@@ -136,19 +142,19 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     ratios = paper.paper_ratios(paper_long)
     appendix = {}
     for table in tables.PAPER_TABLES:
-        for arch in ARCHS:
+        for arch in archs.names:
             t = tables.appendix(tries, cell_stats, table, arch)
             if not t.empty:
                 appendix[f"{table}_{arch}"] = t
     aa = tables.aa_calibration(cell_stats)
     analysis = Analysis(
         runs=logs.runs, notes=notes, cell_stats=cell_stats, tries=tries,
-        comparison=tables.comparison(cell_stats, ratios), appendix=appendix, aa=aa,
+        comparison=tables.comparison(cell_stats, ratios, archs), appendix=appendix, aa=aa,
         noise=tables.noise_floor(aa), latency=tables.latency(cell_latency),
         latency_distribution=tables.latency_distribution(hists),
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
-        timings=timings, faults=faults,
+        timings=timings, faults=faults, archs=archs,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -170,11 +176,17 @@ def runs_table(runs: Sequence[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def architectures_table(archs: Archs) -> pd.DataFrame:
+    """How the report shows each architecture (figures.read_tables reads it back)."""
+    return pd.DataFrame([dataclasses.asdict(a) for a in archs])
+
+
 def write_tables(analysis: Analysis, out: Path) -> list[Path]:
     """Every table as CSV in ``out``; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     frames: dict[str, pd.DataFrame] = {
         "runs": runs_table(analysis.runs),
+        "architectures": architectures_table(analysis.archs),
         "cell_stats": analysis.cell_stats,
         "comparison": analysis.comparison,
         "latency": analysis.latency,

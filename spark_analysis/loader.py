@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from brokers.core.errors import UserError
+from spark_analysis import archs
 from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
@@ -123,6 +124,8 @@ def read_manifest(run_dir: Path) -> RunInfo:
     missing = [k for k in ("run_id", "arch", "workload_name") if not isinstance(data.get(k), str)]
     if missing:
         raise UserError(f"{path}: manifest lacks {', '.join(missing)}")
+    if "architectures" in data:  # optional: absent in runs written before it existed
+        archs.validate(data["architectures"], str(path))
     failed = data.get("failed_cells") or []
     return RunInfo(
         path=run_dir, run_id=data["run_id"], arch=data["arch"], label=str(data.get("label") or ""),

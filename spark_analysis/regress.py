@@ -1,5 +1,8 @@
 """CI regression of DSBS/ZK throughput ratios against a committed baseline.
 
+The ratio is other / baseline architecture (spark_analysis/archs.py: DSBS/ZK for the paper's
+pair); a check compares one such pair, the one its baseline file was written for.
+
 The question CI asks: did a change move the cost of coordination? Each cell's DSBS/ZK rps ratio
 from the current runs must lie inside its band around the baseline ratio. The band is not a
 guessed percentage; it comes from the A/A calibration measured when the baseline was written:
@@ -39,6 +42,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from brokers.core.errors import UserError
+from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.schema import CELL_KEY, PAPER_SCENARIOS
 
 BASELINE_FILE = "baseline.json"
@@ -64,9 +68,22 @@ class Band:
         return self.k * self.sigma_log
 
 
+def pair_of(comparison: pd.DataFrame, archs: Archs = DEFAULT) -> tuple[str, str]:
+    """(baseline, other): the two architectures whose ratio ``comparison`` holds. A table
+    without architecture columns (made by hand) holds the first pair of ``archs``."""
+    others = [a.name for a in archs.others if f"{a.name}_n" in comparison]
+    if len(others) > 1:
+        raise UserError(f"the inputs compare {', '.join(others)} with "
+                        f"{archs.baseline.name}; the ratio regression checks one pair: give "
+                        "it the runs of one")
+    return archs.baseline.name, (others[0] if others else archs.others[0].name)
+
+
 def derive_band(noise: pd.DataFrame, workload: str, cells: int,
-                alpha: float = DEFAULT_ALPHA) -> tuple[Band, dict[str, dict[str, object]]]:
-    """The band from the measured A/A noise floor of ``workload`` (see module docstring)."""
+                alpha: float = DEFAULT_ALPHA, pair: tuple[str, str] | None = None
+                ) -> tuple[Band, dict[str, dict[str, object]]]:
+    """The band from the measured A/A noise floor of ``workload`` (see module docstring), for
+    the ratio of ``pair`` (baseline, other; the default's first pair: zk, dsbs)."""
     sub = noise[noise["workload"] == workload] if not noise.empty else noise
     measured = {r["arch"]: r for _, r in sub.iterrows() if math.isfinite(r["log_rms"])}
     if not measured:
@@ -77,7 +94,7 @@ def derive_band(noise: pd.DataFrame, workload: str, cells: int,
     detail: dict[str, dict[str, object]] = {}
     variances = []
     df = 0
-    for arch in ("zk", "dsbs"):
+    for arch in pair or pair_of(pd.DataFrame()):
         if arch in measured:
             r = measured[arch]
             detail[arch] = {"log_rms": float(r["log_rms"]), "cells": int(r["cells"]),
@@ -119,12 +136,14 @@ def _pick_workload(comparison: pd.DataFrame, workload: str | None) -> str:
 
 
 def build_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Sequence[str],
-                   workload: str | None = None, alpha: float = DEFAULT_ALPHA) -> dict[str, object]:
+                   workload: str | None = None, alpha: float = DEFAULT_ALPHA,
+                   archs: Archs = DEFAULT) -> dict[str, object]:
+    base, other = pair = pair_of(comparison, archs)
     comparison = _paper(comparison)
     name = _pick_workload(comparison, workload)
     cells = comparison[(comparison["workload"] == name) & (comparison["metric"] == METRIC)]
     cells = cells[cells["ratio"].map(lambda r: math.isfinite(r) and r > 0)]
-    band, detail = derive_band(noise, name, len(cells), alpha)
+    band, detail = derive_band(noise, name, len(cells), alpha, pair)
     h = band.half_width_log
     entries = []
     for _, r in cells.iterrows():
@@ -138,7 +157,8 @@ def build_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Seque
         "workload": name, "metric": METRIC, "alpha": alpha,
         "band": {"sigma_log": band.sigma_log, "k": band.k, "df": band.df, "cells": band.cells,
                  "half_width_log": h, "half_width_pct": math.expm1(h) * 100,
-                 "rule": "|ln(ratio_now) - ln(ratio_baseline)| <= k * sqrt(s_zk^2 + s_dsbs^2)"},
+                 "rule": "|ln(ratio_now) - ln(ratio_baseline)| <= "
+                         f"k * sqrt(s_{base}^2 + s_{other}^2)"},
         "noise_floor": detail,
         "runs": sorted(run_ids),
         "cells": entries,
@@ -163,8 +183,15 @@ def load_baseline(directory: Path) -> dict[str, object]:
     return data
 
 
-def check(comparison: pd.DataFrame, baseline: dict[str, object]) -> pd.DataFrame:
+def check(comparison: pd.DataFrame, baseline: dict[str, object], archs: Archs = DEFAULT
+          ) -> pd.DataFrame:
     """One row per baseline cell: the ratio now, the band, and ok / REGRESSION / MISSING."""
+    pair = pair_of(comparison, archs)
+    floor = baseline.get("noise_floor")
+    written_for = tuple(floor) if isinstance(floor, dict) else ()
+    if written_for and set(written_for) != set(pair):
+        raise UserError(f"the baseline holds {' and '.join(written_for)} ratios; these runs "
+                        f"compare {' and '.join(pair)}")
     workload = str(baseline["workload"])
     comparison = _paper(comparison)
     now = comparison[(comparison["workload"] == workload)
@@ -202,10 +229,10 @@ def summarize(result: pd.DataFrame, baseline: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def run_check(comparison: pd.DataFrame, baseline_dir: Path, out: Path | None = None
-              ) -> tuple[bool, str]:
+def run_check(comparison: pd.DataFrame, baseline_dir: Path, out: Path | None = None,
+              archs: Archs = DEFAULT) -> tuple[bool, str]:
     baseline = load_baseline(baseline_dir)
-    result = check(comparison, baseline)
+    result = check(comparison, baseline, archs)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         result.to_csv(out / "regression.csv", index=False)
@@ -214,8 +241,8 @@ def run_check(comparison: pd.DataFrame, baseline_dir: Path, out: Path | None = N
 
 def write_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Sequence[str],
                    baseline_dir: Path, workload: str | None = None,
-                   alpha: float = DEFAULT_ALPHA) -> Path:
-    data = build_baseline(comparison, noise, run_ids, workload, alpha)
+                   alpha: float = DEFAULT_ALPHA, archs: Archs = DEFAULT) -> Path:
+    data = build_baseline(comparison, noise, run_ids, workload, alpha, archs)
     baseline_dir.mkdir(parents=True, exist_ok=True)
     path = baseline_dir / BASELINE_FILE
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -245,10 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "write":
             path = write_baseline(analysis.comparison, analysis.noise,
                                   [r.run_id for r in analysis.runs], args.baseline,
-                                  args.workload, args.alpha)
+                                  args.workload, args.alpha, analysis.archs)
             print(f"wrote {path}")
             return 0
-        ok, text = run_check(analysis.comparison, args.baseline, args.out)
+        ok, text = run_check(analysis.comparison, args.baseline, args.out, analysis.archs)
         print(text)
         return 0 if ok else 1
     except UserError as exc:

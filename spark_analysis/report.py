@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from spark_analysis import aggregate, stats
+from spark_analysis.archs import DEFAULT, ArchLabel, Archs
 from spark_analysis.fault_tables import METRIC_TITLES, case_labels
 from spark_analysis.schema import FAULT_COUNTS, FAULT_KEY
 
@@ -57,28 +58,49 @@ def _cell(row: pd.Series) -> str:
     return text
 
 
-def comparison_md(cmp: pd.DataFrame) -> str:
+def pairs(cmp: pd.DataFrame, archs: Archs, marker: str = "n"
+          ) -> list[tuple[ArchLabel, pd.DataFrame]]:
+    """(other architecture, its rows) for every pair a comparison table holds (one block of
+    rows per architecture compared with the baseline)."""
+    return [(a, cmp[cmp[f"{a.name}_{marker}"].notna()]) for a in archs.others
+            if f"{a.name}_{marker}" in cmp]
+
+
+def comparison_md(cmp: pd.DataFrame, archs: Archs = DEFAULT) -> str:
     if cmp.empty:
         return ("_No cell was measured on both architectures (outside A/A runs); nothing to "
                 "compare._\n")
-    rows = []
-    for _, r in cmp[cmp["metric"] == "rps"].iterrows():
-        rows.append({
-            "workload": r["workload"], "cell": _cell(r), "scenario": r["scenario"],
-            "role": r["role"],
-            "ZK rps mean ± sd (n)": f"{fmt(r['zk_mean'])} ± {fmt(r['zk_sd'])} ({r['zk_n']})",
-            "ZK 95% CI": _interval(r["zk_ci_lo"], r["zk_ci_hi"]),
-            "DSBS rps mean ± sd (n)":
-                f"{fmt(r['dsbs_mean'])} ± {fmt(r['dsbs_sd'])} ({r['dsbs_n']})",
-            "DSBS 95% CI": _interval(r["dsbs_ci_lo"], r["dsbs_ci_hi"]),
-            "DSBS/ZK": fmt(r["ratio"]),
-            "ratio 95% CI (Fieller)": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"]),
-            "Welch p": fmt(r["p_welch"], 2), "BH q": fmt(r["q_bh"], 2),
-            "verdict": r["verdict"],
-            "paper DSBS/ZK (p)": (f"{fmt(r['paper_ratio'])} ({fmt(r['paper_p'], 2)})"
-                                  if pd.notna(r["paper_ratio"]) else "-"),
-        })
-    return md_table(pd.DataFrame(rows))
+    b = archs.baseline
+    tables = []
+    for o, block in pairs(cmp, archs):
+        rows = []
+        for _, r in block[block["metric"] == "rps"].iterrows():
+            rows.append({
+                "workload": r["workload"], "cell": _cell(r), "scenario": r["scenario"],
+                "role": r["role"],
+                **_side(b, r), **_side(o, r),
+                archs.ratio_name(o): fmt(r["ratio"]),
+                "ratio 95% CI (Fieller)": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"]),
+                "Welch p": fmt(r["p_welch"], 2), "BH q": fmt(r["q_bh"], 2),
+                "verdict": r["verdict"],
+                "paper DSBS/ZK (p)": (f"{fmt(r['paper_ratio'])} ({fmt(r['paper_p'], 2)})"
+                                      if pd.notna(r["paper_ratio"]) else "-"),
+            })
+        tables.append(md_table(pd.DataFrame(rows)))
+    return "\n".join(tables)
+
+
+def _side(a: ArchLabel, r: pd.Series) -> dict[str, str]:
+    """One architecture's columns of a comparison row in the report."""
+    n = a.name
+    return {f"{a.short_name} rps mean ± sd (n)":
+            f"{fmt(r[f'{n}_mean'])} ± {fmt(r[f'{n}_sd'])} ({_count(r[f'{n}_n'])})",
+            f"{a.short_name} 95% CI": _interval(r[f"{n}_ci_lo"], r[f"{n}_ci_hi"])}
+
+
+def _count(n: object) -> object:
+    """A count from a table that may hold empty cells (then pandas keeps it a float)."""
+    return int(n) if isinstance(n, float) and n.is_integer() else n
 
 
 def appendix_md(name: str, table: pd.DataFrame) -> str:
@@ -105,23 +127,29 @@ def aa_md(analysis: Analysis) -> str:
     return "\n".join(parts)
 
 
-def headline(cmp: pd.DataFrame) -> str:
+def headline(cmp: pd.DataFrame, archs: Archs = DEFAULT) -> str:
     if cmp.empty:
         return ""
+    return "".join(_pair_headline(block, archs, o) for o, block in pairs(cmp, archs))
+
+
+def _pair_headline(cmp: pd.DataFrame, archs: Archs, o: ArchLabel) -> str:
+    b = archs.baseline
     rps = cmp[cmp["metric"] == "rps"]
     sig = rps[rps["p_welch"] < stats.ALPHA]
     lines = [f"- {len(rps)} cells compared (rps; kbps ratios are identical because kbps = rps x "
              f"message size / 1000). {len(sig)} differ significantly at p < 0.05 "
-             f"({int((sig['ratio'] > 1).sum())} with DSBS faster, "
-             f"{int((sig['ratio'] < 1).sum())} with ZK faster)."]
+             f"({int((sig['ratio'] > 1).sum())} with {o.short_name} faster, "
+             f"{int((sig['ratio'] < 1).sum())} with {b.short_name} faster)."]
     for (scen, role), grp in rps.groupby(["scenario", "role"], sort=False):
-        lines.append(f"- {scen} {role}: DSBS/ZK ratio from {grp['ratio'].min():.2f} to "
+        lines.append(f"- {scen} {role}: {archs.ratio_name(o)} ratio from "
+                     f"{grp['ratio'].min():.2f} to "
                      f"{grp['ratio'].max():.2f} (median {grp['ratio'].median():.2f})"
                      + (f"; the paper's median {grp['paper_ratio'].median():.2f}"
                         if grp["paper_ratio"].notna().any() else ""))
     ns = rps[rps["p_welch"] >= stats.ALPHA]
     if not ns.empty:
-        n = int(min(ns["zk_n"].min(), ns["dsbs_n"].min()))
+        n = int(min(ns[f"{b.name}_n"].min(), ns[f"{o.name}_n"].min()))
         lines.append(f"- {len(ns)} cells are **not significant**. With {n} tries a side the test "
                      "is low-powered: \"not significant\" means the difference is smaller than "
                      "these runs can resolve (see each cell's detectable change in "
@@ -193,6 +221,15 @@ unbounded when the ZK mean is not itself clearly above 0).
 """
 
 
+def _fault_side(a: ArchLabel, r: pd.Series) -> dict[str, str]:
+    n = a.name
+    sessions, count = int(r[f"{n}_sessions"]), int(r[f"{n}_n"])
+    return {f"{a.short_name} mean ± sd (n)": _side_text(sessions, count, r[f"{n}_mean"],
+                                                        r[f"{n}_sd"]),
+            f"{a.short_name} 95% CI": _ci_text(sessions, count, r[f"{n}_ci_lo"],
+                                               r[f"{n}_ci_hi"])}
+
+
 def faults_md(analysis: Analysis) -> str:
     f = analysis.faults
     if f.empty:
@@ -220,23 +257,21 @@ def faults_md(analysis: Analysis) -> str:
     parts += ["**Outcomes** (sums over tries; `lost` must be 0: acknowledged on a partition "
               "whose broker came back and never consumed; `unreachable`: acknowledged on a "
               "partition whose broker never came back)\n", md_table(pd.DataFrame(rows))]
-    rows = []
-    for _, r in f.comparison.iterrows():
-        rows.append({
-            "case": names.get(tuple(r[k] for k in FAULT_KEY), r["case"]),
-            "measure": METRIC_TITLES.get(r["metric"], r["metric"]),
-            "ZK mean ± sd (n)": _side_text(r["zk_sessions"], r["zk_n"], r["zk_mean"],
-                                           r["zk_sd"]),
-            "ZK 95% CI": _ci_text(r["zk_sessions"], r["zk_n"], r["zk_ci_lo"], r["zk_ci_hi"]),
-            "DSBS mean ± sd (n)": _side_text(r["dsbs_sessions"], r["dsbs_n"], r["dsbs_mean"],
-                                             r["dsbs_sd"]),
-            "DSBS 95% CI": _ci_text(r["dsbs_sessions"], r["dsbs_n"], r["dsbs_ci_lo"],
-                                    r["dsbs_ci_hi"]),
-            "DSBS/ZK": fmt(r["ratio"]),
-            "ratio 95% CI": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"])
-            if pd.notna(r["ratio_ci_lo"]) else "-",
-        })
-    parts += ["\n**Timings (seconds)**\n", md_table(pd.DataFrame(rows)),
+    archs = analysis.archs
+    timings = []
+    for o, block in pairs(f.comparison, archs, marker="sessions"):
+        rows = []
+        for _, r in block.iterrows():
+            rows.append({
+                "case": names.get(tuple(r[k] for k in FAULT_KEY), r["case"]),
+                "measure": METRIC_TITLES.get(r["metric"], r["metric"]),
+                **_fault_side(archs.baseline, r), **_fault_side(o, r),
+                archs.ratio_name(o): fmt(r["ratio"]),
+                "ratio 95% CI": _interval(r["ratio_ci_lo"], r["ratio_ci_hi"])
+                if pd.notna(r["ratio_ci_lo"]) else "-",
+            })
+        timings.append(md_table(pd.DataFrame(rows)))
+    parts += ["\n**Timings (seconds)**\n", "\n".join(timings) or md_table(pd.DataFrame()),
               "\nEvery try: `fault_sessions.csv`; long form with every interval: "
               "`fault_stats.csv`; these tables: `fault_comparison.csv`, `fault_outcomes.csv`. "
               "Figures: `fig16-fault-*` (throughput through each fault), `fig17-fault-summary`."
@@ -275,13 +310,14 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
     from spark_analysis.job import runs_table
 
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    versus = " vs ".join(a.display_name for a in analysis.archs)
     parts = [
-        "# twinbench analysis: ZooKeeper vs DSBS\n",
+        f"# twinbench analysis: {versus}\n",
         f"Generated {now} from {len(analysis.runs)} runs ({analysis.input_rows:,} measurement "
         "rows" + (f", {len(analysis.faults.sessions):,} fault sessions"
                   if not analysis.faults.empty else "")
         + "). Every table below is also a CSV in this directory.\n",
-        "## Summary\n", headline(analysis.comparison) + fault_headline(analysis),
+        "## Summary\n", headline(analysis.comparison, analysis.archs) + fault_headline(analysis),
     ]
     if analysis.notes:
         parts += ["**Notes on the inputs**\n", "\n".join(f"- {n}" for n in analysis.notes) + "\n"]
@@ -297,9 +333,10 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
         parts += [appendix_md(name, t) for name, t in analysis.appendix.items()]
     else:
         parts.append("_No size_grid or batch_sweep cells among the inputs._\n")
-    parts += ["## ZooKeeper vs DSBS, cell by cell\n",
+    parts += [f"## {versus}, cell by cell\n",
               "Records per second; `comparison.csv` has the kbps rows and every column "
-              "(detectable change, the paper's means).\n", comparison_md(analysis.comparison)]
+              "(detectable change, the paper's means).\n",
+              comparison_md(analysis.comparison, analysis.archs)]
     lat_cols = ["workload", "cell_id", "scenario", "role", "arch", "lat_p50_us", "lat_p90_us",
                 "lat_p99_us", "lat_p999_us", "lat_max_us", "e2e_p50_us", "e2e_p99_us"]
     parts += ["## Latency percentiles (µs)\n",

@@ -33,9 +33,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from spark_analysis.synth import (
+    DSBS,
     KB_CELLS,
     PAPER_CELLS,
     POLICY_CELLS,
+    ZK,
     Cell,
     write_fault_run,
     write_run,
@@ -55,7 +57,7 @@ class NoisyValue:
 
     def __call__(self, arch: str, label: str, cell: Cell, scenario: str, role: str,
                  try_: int) -> float:
-        base = 60_000.0 if arch == "zk" else 120_000.0
+        base = 60_000.0 if arch == ZK else 120_000.0
         if cell.batch == 1:
             base /= 8
         if cell.msg_size >= 1024:
@@ -80,11 +82,11 @@ def generate(root: Path, rows: int, runs: int, workers: int,
     """Write ``runs`` run directories holding at least ``rows`` records.csv rows in total (and
     a fault run per architecture with ``fault_tries`` tries, if any)."""
     tries = math.ceil(rows / runs / ROWS_PER_TRY)
-    jobs = [(str(root), "zk" if i % 2 == 0 else "dsbs", i + 1, tries) for i in range(runs)]
+    jobs = [(str(root), ZK if i % 2 == 0 else DSBS, i + 1, tries) for i in range(runs)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         list(pool.map(_write_one, jobs))
     if fault_tries > 0:
-        for i, arch in enumerate(("zk", "dsbs")):
+        for i, arch in enumerate((ZK, DSBS)):
             write_fault_run(root, arch=arch, index=runs + 1 + i, tries=fault_tries)
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
     return tries * ROWS_PER_TRY * runs, size

@@ -154,6 +154,12 @@ FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)
 
+# coordination.csv's traffic columns -> their per-1,000-messages columns in the coordination
+# cost table (aggregate.coordination_cost); an architecture's labels name one as its cost.
+PER_1K: dict[str, str] = {"zk_requests": "zk_requests_per_1k",
+                          "gossip_packets": "gossip_packets_per_1k",
+                          "coordination_ops": "coord_ops_per_1k"}
+
 # What identifies a measured cell across runs. The workload name comes from the manifest (two
 # workloads may reuse a cell_id with different message counts) and the policies from the row
 # (the policy sweep reuses sizes and batches under different coordination policies).
@@ -187,7 +193,6 @@ LATENCY_COLUMNS: tuple[str, ...] = (
     "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us",
     "e2e_p50_us", "e2e_p99_us",
 )
-ARCHS: tuple[str, ...] = ("zk", "dsbs")
 # The A/A calibration's two sides (docs/result-format.md, manifest `label`).
 AA_LABELS: tuple[str, ...] = ("A", "B")
 # The paper's coordination conditions; figures prefer cells run under them.

@@ -13,6 +13,7 @@ workload's run: records.csv rows of scenario ``faults`` and the three fault file
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
+from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
     FAULT_EVENTS_COLUMNS,
@@ -32,6 +34,9 @@ from spark_analysis.schema import (
     TIMELINE_COLUMNS,
 )
 
+# The two twins the synthetic runs stand for (the paper's pair; the harness's registry has
+# them): ZK, the baseline, with its ZooKeeper; DSBS, gossip only.
+ZK, DSBS = (a.name for a in BUILTIN)
 SCENARIOS = ("split", "streaming")
 ROLES = ("production", "consumption")
 
@@ -74,7 +79,9 @@ def run_id_for(arch: str, workload: str, index: int, hour: int = 9) -> str:
 
 def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1,
              incomplete: bool = False, failed_cells: Iterable[str] = (),
-             format_version: int = 1) -> dict[str, object]:
+             format_version: int = 1, labels: bool = False) -> dict[str, object]:
+    """``labels``: with the ``architectures`` key (format 2 since the harness's registry wrote
+    it; without, a format-2 run written before)."""
     data: dict[str, object] = {
         "format_version": format_version, "kind": MANIFEST_KIND, "run_id": run_id,
         "arch": arch,
@@ -82,10 +89,10 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
         "workload_text": f"name: {workload}\n",
         "policies": {"offset_commit": "every_fetch", "metadata_check": "per_request",
                      "flush": "os"},
-        "cluster": {"brokers": 3, "partitions": 3, "zk_nodes": 1 if arch == "zk" else None,
-                    "gossip_preset": "lan" if arch == "dsbs" else None, "start_seconds": 1.0},
+        "cluster": {"brokers": 3, "partitions": 3, "zk_nodes": 1 if arch == ZK else None,
+                    "gossip_preset": "lan" if arch == DSBS else None, "start_seconds": 1.0},
         "versions": {"twinbench": "0.1.0", "python": "3.11", "uvloop": "0.23.0",
-                     "kazoo": "2.11.0", "zookeeper": "3.8" if arch == "zk" else None},
+                     "kazoo": "2.11.0", "zookeeper": "3.8" if arch == ZK else None},
         "host": {"cpu_model": "synthetic", "cpu_count": 2, "platform": "linux",
                  "placement": None},
         "git": {"commit": None, "dirty": False},
@@ -97,6 +104,10 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
         assert isinstance(cluster, dict)
         cluster.update(network="loopback", zk_session_timeout_ms=None)
         data["run_arches"] = [arch]
+        if labels:
+            data["architectures"] = {
+                a.name: {k: v for k, v in dataclasses.asdict(a).items() if k != "name"}
+                for a in BUILTIN if a.name == arch}
     return data
 
 
@@ -131,7 +142,7 @@ def records_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, 
 def coordination_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, try_: int,
                       *, messages: int = 30_000, per_1000: float = 5.0,
                       broker_cpu: float = 1.0) -> str:
-    zk = arch == "zk"
+    zk = arch == ZK
     ops = round(messages / 1000 * per_1000)
     fields = [
         run_id, arch, label, cell.cell_id, cell.table, scenario, str(cell.msg_size),
@@ -166,7 +177,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
               cells: Iterable[Cell], tries: int, value: ValueFn, hour: int = 9,
               latency_tries: int | None = None, messages: int = 30_000,
               coordination_per_1000: Callable[[str, Cell, str], float] | None = None,
-              format_version: int = 1) -> Path:
+              format_version: int = 1, labels: bool = False) -> Path:
     """Write one complete run directory and return its path (format 2: header-only fault
     files, as a run of a workload without faults)."""
     cells = tuple(cells)
@@ -175,11 +186,11 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "manifest.json").write_text(
         json.dumps(manifest(run_id, arch, label, workload, seed=index,
-                            format_version=format_version), indent=2) + "\n",
+                            format_version=format_version, labels=labels), indent=2) + "\n",
         encoding="utf-8")
     if format_version >= 2:
         _write_fault_files(run_dir)
-    per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == "zk" else 2.0)
+    per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == ZK else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
         rec.write(",".join(RECORDS_COLUMNS) + "\n")
@@ -269,7 +280,7 @@ def fault_fixture_value(arch: str, case: FaultCase, try_: int) -> dict[str, floa
         return {"detection_s": None, "rejoin_s": 0.5, "produce_gap_s": 0.2,
                 "consume_gap_s": 0.25, "commit_gap_s": 0.3, "group_recovery_s": 0.0,
                 "lost": 0, "duplicates": 0, "unreachable": 0, "produce_errors": 0}
-    detection = (1.0 + 0.5 * k) * (2 if arch == "dsbs" else 1)
+    detection = (1.0 + 0.5 * k) * (2 if arch == DSBS else 1)
     outage = case.closer_s - case.opener_s
     return {"detection_s": detection, "rejoin_s": 0.5 + 0.1 * k,
             "produce_gap_s": outage + detection, "consume_gap_s": outage + detection + 0.1,
@@ -352,7 +363,7 @@ def fault_session_rows(run_id: str, arch: str, label: str, case: FaultCase, try_
 def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: int,
                     tries: int, cases: Iterable[FaultCase] = FAULT_CASES,
                     value: FaultValueFn = fault_fixture_value, label: str = "",
-                    hour: int = 9) -> Path:
+                    hour: int = 9, labels: bool = False) -> Path:
     """A format-2 run of a fault workload: per try and case one session (cases marked zk_only
     are skipped on DSBS, as the driver skips them), its faults-scenario records.csv rows, a
     coordination.csv row and request-latency histograms, and the three fault files."""
@@ -360,14 +371,14 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
     run_dir = root / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, label, workload, seed=index, format_version=2),
-                   indent=2) + "\n", encoding="utf-8")
+        json.dumps(manifest(run_id, arch, label, workload, seed=index, format_version=2,
+                            labels=labels), indent=2) + "\n", encoding="utf-8")
     cell = FAULT_CELL
     files: dict[str, list[str]] = {name: [] for name, _ in FAULT_FILES}
     records, coord, latency = [], [], []
     for try_ in range(1, tries + 1):
         for case in cases:
-            if case.zk_only and arch != "zk":
+            if case.zk_only and arch != ZK:
                 continue
             session = fault_session_rows(run_id, arch, label, case, try_,
                                          value(arch, case, try_))
@@ -410,8 +421,8 @@ def fixture_value(arch: str, label: str, cell: Cell, scenario: str, role: str, t
     policy cell without coordination on the data path, where ZK runs at 1600 (ratio 1.25).
     Streaming halves, consumption takes 80%, batch 1 a tenth. A/A side B: +2% production,
     -2% consumption."""
-    base = 1000.0 if arch == "zk" else 2000.0
-    if arch == "zk" and cell.table == "policy" and cell.offset_commit == "none":
+    base = 1000.0 if arch == ZK else 2000.0
+    if arch == ZK and cell.table == "policy" and cell.offset_commit == "none":
         base = 1600.0
     if cell.batch == 1:
         base /= 10
@@ -424,8 +435,8 @@ def fixture_value(arch: str, label: str, cell: Cell, scenario: str, role: str, t
 
 def write_fixtures(root: Path) -> list[Path]:
     """The six fixture runs: ZK and DSBS, and an A/A pair (labels A and B) of each."""
-    runs = [("zk", "", 1), ("dsbs", "", 2), ("zk", "A", 3), ("zk", "B", 4), ("dsbs", "A", 5),
-            ("dsbs", "B", 6)]
+    runs = [(ZK, "", 1), (DSBS, "", 2), (ZK, "A", 3), (ZK, "B", 4), (DSBS, "A", 5),
+            (DSBS, "B", 6)]
     return [write_run(root, arch=a, label=lbl, workload=FIXTURE_WORKLOAD, index=i,
                       cells=FIXTURE_CELLS, tries=4, value=fixture_value, hour=9 + i)
             for a, lbl, i in runs]

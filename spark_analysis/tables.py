@@ -2,8 +2,8 @@
 
 * ``appendix``: the paper's appendix layout - rows scenario x role x metric, columns
   message size (or batch) x try 1..n + avg - one per architecture.
-* ``comparison``: every cell, ZK beside DSBS with intervals, the ratio and its test, the
-  paper's ratio beside ours.
+* ``comparison``: every cell, the baseline (ZK) beside every other architecture (DSBS) with
+  intervals, the ratio and its test, the paper's ratio beside ours.
 * ``aa_calibration`` / ``noise_floor``: the A/A runs' B/A ratios - the measured noise floor.
 * ``latency`` / ``latency_distribution``: percentiles per cell; merged HDR curves.
 """
@@ -17,7 +17,8 @@ from hdrh.histogram import HdrHistogram
 from scipy.stats import false_discovery_control
 
 from spark_analysis import stats
-from spark_analysis.paper import PAPER_KEY
+from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.paper import PAPER_ARCHS, PAPER_COLUMNS, PAPER_KEY
 from spark_analysis.schema import AA_LABELS, CELL_KEY, PAPER_POLICY
 
 SCENARIO_ORDER = {"split": 0, "streaming": 1}
@@ -141,24 +142,34 @@ def _ratio_stats(pair: pd.DataFrame, a_name: str, b_name: str) -> pd.DataFrame:
     return out
 
 
-def comparison(cell_stats: pd.DataFrame, paper_ratios: pd.DataFrame) -> pd.DataFrame:
-    """DSBS vs ZK for every cell measured on both, with the paper's ratio beside ours."""
-    pair = _pair(cell_stats, ("dsbs", "*"), ("zk", "*"))
-    if pair.empty:
+def comparison(cell_stats: pd.DataFrame, paper_ratios: pd.DataFrame,
+               archs: Archs = DEFAULT) -> pd.DataFrame:
+    """Every other architecture vs the baseline (DSBS vs ZK) for every cell measured on both,
+    with the paper's ratio beside ours. Columns ``<arch>_<stat>`` per architecture; with more
+    than one other architecture, one block of rows per pair (the other's columns empty)."""
+    base = archs.baseline
+    frames, shown = [], [base.name]
+    for other in archs.others:
+        pair = _pair(cell_stats, (other.name, "*"), (base.name, "*"))
+        if pair.empty:
+            continue
+        out = _ratio_stats(pair, other.short_name, base.short_name)
+        out = out.rename(columns={f"{p}_{c}": f"{arch}_{c}"
+                                  for p, arch in (("a", other.name), ("b", base.name))
+                                  for c in ("n", "mean", "sd", "ci_lo", "ci_hi", "failed_rows")})
+        # The paper's numbers are about its own two systems: beside that pair only.
+        paper_pair = (base.name, other.name) == PAPER_ARCHS
+        frames.append(out.merge(paper_ratios if paper_pair else paper_ratios.iloc[0:0],
+                                on=PAPER_KEY, how="left"))
+        shown.append(other.name)
+    if not frames:
         return pd.DataFrame()
-    out = _ratio_stats(pair, "DSBS", "ZK")
-    rename = {}
-    for p, arch in (("a", "dsbs"), ("b", "zk")):
-        for c in ("n", "mean", "sd", "ci_lo", "ci_hi", "failed_rows"):
-            rename[f"{p}_{c}"] = f"{arch}_{c}"
-    out = out.rename(columns=rename)
-    out = out.merge(paper_ratios, on=PAPER_KEY, how="left")
-    cols = [*CELL_KEY, "metric",
-            "zk_n", "zk_mean", "zk_sd", "zk_ci_lo", "zk_ci_hi",
-            "dsbs_n", "dsbs_mean", "dsbs_sd", "dsbs_ci_lo", "dsbs_ci_hi",
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    stats_cols = ("n", "mean", "sd", "ci_lo", "ci_hi")
+    cols = [*CELL_KEY, "metric", *(f"{a}_{c}" for a in shown for c in stats_cols),
             "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "detectable_change",
-            "verdict", "paper_ratio", "paper_p", "paper_zk", "paper_dsbs",
-            "zk_failed_rows", "dsbs_failed_rows"]
+            "verdict", "paper_ratio", "paper_p", *PAPER_COLUMNS,
+            *(f"{a}_failed_rows" for a in shown)]
     return _sort(out[cols])
 
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from brokers.core.counters import CoordinatorCounters
 from brokers.core.errors import InvalidReplicationFactor, InvalidTopic
 
 NO_LEADER = -1
@@ -208,5 +209,6 @@ class Coordinator(Protocol):
     async def allocate_producer_id(self) -> int:
         """A producer id unique across the cluster and across restarts."""
 
-    def counters(self) -> dict[str, float]:
-        """Coordination cost so far (e.g. zk_requests, gossip_packets_out), for run logs."""
+    def counters(self) -> CoordinatorCounters:
+        """A snapshot of the coordination cost so far: an instance of this architecture's
+        ``CoordinatorCounters`` subclass (brokers/core/counters.py), for run logs."""

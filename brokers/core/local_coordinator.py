@@ -12,7 +12,9 @@ broker halts) and is never retried; commits meanwhile get KAFKA_STORAGE_ERROR.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -26,6 +28,7 @@ from brokers.core.coordinator import (
     TopicPartition,
     validate_replication_factor,
 )
+from brokers.core.counters import CoordinatorCounters, total
 from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
@@ -34,6 +37,15 @@ from brokers.core.errors import (
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonDocument, JsonJournal
+
+
+@dataclass(kw_only=True)
+class LocalCounters(CoordinatorCounters):
+    """The single node's counters; ``coordination_ops`` is reads + writes."""
+
+    coordination_writes: int = total("writes of its tables: topic creations, offset commits")
+    coordination_reads: int = total("reads of its offset table (OffsetFetch)")
+
 
 # Producer ids are handed out in blocks; only the block's end is persisted, so a restart skips
 # the unused rest of a block instead of ever reissuing an id.
@@ -60,7 +72,7 @@ class LocalCoordinator(GroupRegistry):
         self._next_pid = 0
         self._pid_block_end = 0
         self._view = ClusterView(brokers=(), controller_id=-1, topics=MappingProxyType({}))
-        self._counters = {"coordination_writes": 0.0, "coordination_reads": 0.0}
+        self._counters = LocalCounters()
         for entry in self._offsets_journal.entries:
             tp = TopicPartition(entry["topic"], entry["partition"])
             self._offsets.setdefault(entry["group"], {})[tp] = OffsetAndMetadata(
@@ -128,7 +140,7 @@ class LocalCoordinator(GroupRegistry):
         self._datadir.check()
         topics = dict(self._topics)
         topics[name] = self._topic_info(name, num_partitions, configs or {})
-        self._counters["coordination_writes"] += 1
+        self._counters.coordination_writes += 1
         self._write(self._topics_doc.store, {
             t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
             for t in topics.values()
@@ -150,7 +162,7 @@ class LocalCoordinator(GroupRegistry):
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
         self._datadir.check()
-        self._counters["coordination_writes"] += 1
+        self._counters.coordination_writes += 1
         # Written (and fsynced, if asked) before the table changes: a failed commit leaves
         # neither the file nor what OffsetFetch answers claiming it.
         self._write(self._offsets_journal.append, [
@@ -166,7 +178,7 @@ class LocalCoordinator(GroupRegistry):
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        self._counters["coordination_reads"] += 1
+        self._counters.coordination_reads += 1
         table = self._offsets.get(group_id, {})
         if partitions is None:
             return dict(table)
@@ -190,6 +202,8 @@ class LocalCoordinator(GroupRegistry):
         self._next_pid += 1
         return pid
 
-    def counters(self) -> dict[str, float]:
-        return dict(self._counters)
+    def counters(self) -> LocalCounters:
+        c = self._counters
+        return dataclasses.replace(
+            c, coordination_ops=c.coordination_reads + c.coordination_writes)
 

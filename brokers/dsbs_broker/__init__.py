@@ -43,6 +43,8 @@ Layout (sans-IO core first, I/O at the edges):
                     tests and figures.
 * ``udp.py``        the UDP socket (bounded receive queue) and ``GossipDriver``, driving a
                     ``SwimNode`` with the loop's clock; no exception ends its loops.
+* ``counters.py``   ``DsbsCounters``: the gossip tally as this twin's part of the counters
+                    contract (brokers/core/counters.py).
 * ``coordinator.py`` ``DsbsCoordinator``: the ``brokers.core.coordinator.Coordinator`` seam.
 * ``__main__.py``   the broker process (``python -m brokers.dsbs_broker``), with the server.
 """

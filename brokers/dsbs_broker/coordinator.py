@@ -66,6 +66,7 @@ from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonJournal
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
+from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.creation import CreateOutcome, refusal
 from brokers.dsbs_broker.metadata import record_from_json, record_to_json
 from brokers.dsbs_broker.offset_writer import OffsetWriter
@@ -505,15 +506,13 @@ class DsbsCoordinator(GroupRegistry):
             self._pid_counter += 1
             return pid
 
-    def counters(self) -> dict[str, float]:
+    def counters(self) -> DsbsCounters:
         node = self._node
         if node is None:
-            return {}
-        out = {f"gossip_{k}": float(v) for k, v in node.counters.items()}
-        out["gossip_members_live"] = float(node.members.live_count())
-        out["gossip_members_known"] = float(len(node.members))
-        out["gossip_incarnation"] = float(node.incarnation)
-        return out
+            return DsbsCounters()
+        return DsbsCounters.from_gossip(node.counters, members_live=node.members.live_count(),
+                                        members_known=len(node.members),
+                                        incarnation=node.incarnation)
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()

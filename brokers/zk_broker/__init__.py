@@ -21,6 +21,7 @@ Layout::
                     per-request partition-state reads
     election.py     Election: the /controller election, the epoch bump, taking office
                     (a Controller) and resigning
+    counters.py     ZkCounters: this twin's counters (brokers/core/counters.py's contract)
     controller.py   the controller's duties (round-robin assignment, leader per partition,
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
     topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for

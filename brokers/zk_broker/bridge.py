@@ -145,5 +145,6 @@ class KazooBridge:
         """A blocking kazoo call (start/stop/close) in the default executor."""
         return await self.loop.run_in_executor(None, fn, *args)
 
-    def counters(self) -> dict[str, float]:
-        return {k: float(v) for k, v in self.stats.items()}
+    def counters(self) -> dict[str, int]:
+        """The request tally, keyed by brokers.zk_broker.counters.ZkCounters's names."""
+        return dict(self.stats)

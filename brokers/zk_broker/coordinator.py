@@ -45,6 +45,7 @@ from brokers.core.coordinator import (
 from brokers.core.errors import CoordinatorNotAvailable
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.config import ZkCoordinatorConfig
+from brokers.zk_broker.counters import ZkCounters
 from brokers.zk_broker.election import Election
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
@@ -265,10 +266,10 @@ class ZkCoordinator:
     async def allocate_producer_id(self) -> int:
         return await self._producer_ids.allocate()
 
-    def counters(self) -> dict[str, float]:
+    def counters(self) -> ZkCounters:
         out = dict(self._stats)
         out["controller_elections_won"] = self._election.elections_won
         out |= self._session.counters()
-        out.setdefault("zk_requests", 0.0)
-        out["is_controller"] = 1.0 if self._election.is_controller else 0.0
-        return out
+        snapshot = ZkCounters.of(out, is_controller=1.0 if self._election.is_controller else 0.0)
+        snapshot.coordination_ops = snapshot.zk_requests
+        return snapshot

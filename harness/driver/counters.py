@@ -1,17 +1,25 @@
 """Coordination cost, read from outside the processes before and after every session.
 
-* ZooKeeper (zk): ``mntr`` packets received, summed over the ensemble
-  (``ZooKeeperHandle.request_counters``): the requests ZooKeeper served.
 * Brokers: each broker writes its counters to ``<data_dir>/counters.json`` when sent SIGUSR1
   (brokers/core/broker.py). We note the wall clock, signal every broker, then poll until each
   file carries a ``written_unix_ns`` at or after that moment (a readiness probe with a
-  deadline, not a sleep). ``coordinator.zk_requests`` is what the zk brokers asked of
-  ZooKeeper; ``coordinator.gossip_packets_out`` is what the dsbs brokers sent.
+  deadline, not a sleep). The file's ``coordinator`` and ``broker`` objects are read back
+  through the counters contract (brokers/core/counters.py): the architecture's counter class
+  (its registry entry's ``counters``, harness/architectures.py) and ``BrokerCounters``.
+  ``delta`` takes the increase of every total and every family label, summed over brokers,
+  whatever the class declares, so a counter added to a class needs no change here.
+* ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble
+  (``ZooKeeperHandle.request_counters``): the requests ZooKeeper served.
 * CPU seconds of every broker and ZooKeeper process (psutil, via ``Cluster.cpu_seconds``).
 
-A reading that cannot be taken (a broker too old to answer SIGUSR1 would have been killed by
-it, so the harness only signals brokers started from this tree) leaves the field empty rather
-than guessing.
+coordination.csv's measured columns (docs/result-format.md) come from these: ``zk_requests``
+and ``zk_cpu_s`` from ZooKeeper, ``coordination_ops`` from the counter every coordinator
+reports, ``broker_cpu_s`` from the brokers' CPU, and the columns an entry maps to its own
+counters (``Architecture.columns``: dsbs's ``gossip_packets`` is ``gossip_packets_out``).
+
+A reading that cannot be taken (a broker that does not answer in time, a counters file that
+lacks a counter of the contract, a process restarted between the readings) leaves the field
+empty rather than guessing.
 """
 
 from __future__ import annotations
@@ -20,42 +28,64 @@ import json
 import math
 import signal
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
+from harness.architectures import Architecture
 from harness.cluster import Cluster
 
 # How long a broker may take to answer SIGUSR1 (it is one JSON dump on its event loop; a busy
 # broker finishes the request in hand first).
 DUMP_TIMEOUT_S = 5.0
+# coordination.csv's measured columns, in the file's order (harness/runlog.py has the file).
+COLUMNS = ("zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s")
+
+
+@dataclass(frozen=True)
+class BrokerReading:
+    coordinator: CoordinatorCounters
+    broker: BrokerCounters
 
 
 @dataclass(frozen=True)
 class Reading:
-    # Process name (broker-0, zookeeper-0, ...) -> CPU seconds so far.
+    # Process name and PID (broker-0:123, zookeeper-0:456, ...) -> CPU seconds so far.
     cpu: dict[str, float]
-    # ZooKeeper's ensemble-wide mntr totals (zk only).
-    zk: dict[str, int] | None
-    # node id -> that broker's coordinator counters (None when a broker did not answer).
-    coordinator: dict[int, dict[str, float]] | None
+    # ZooKeeper's ensemble-wide mntr totals (None when the cluster has no ZooKeeper).
+    zookeeper: dict[str, int] | None
+    # node id -> that broker's counters (None when a broker did not answer).
+    brokers: dict[int, BrokerReading] | None
 
 
 @dataclass(frozen=True)
 class Delta:
-    zk_requests: int | None
-    gossip_packets: int | None
-    coordination_ops: int | None
-    broker_cpu_s: float | None
-    zk_cpu_s: float | None
+    # coordination.csv's measured columns (COLUMNS); None = not measured.
+    columns: dict[str, int | float | None]
+    # Increase of every total and family label of the coordinators' counters (to_json names),
+    # summed over brokers; None = unknown (a broker restarted, or a reading is missing).
+    coordinator: dict[str, int | float | None]
+    # The same for the brokers' own counters (BrokerCounters).
+    broker: dict[str, int | float | None]
 
 
-def _broker_counters(cluster: Cluster) -> dict[int, dict[str, float]] | None:
+def _parse(doc: Mapping[str, Any], counters: type[CoordinatorCounters]) -> BrokerReading | None:
+    try:
+        return BrokerReading(counters.from_json(doc["coordinator"]),
+                             BrokerCounters.from_json(doc["broker"]))
+    except (KeyError, TypeError, ValueError):
+        return None  # not the contract this harness reads: the reading is unknown
+
+
+def _broker_counters(cluster: Cluster) -> dict[int, BrokerReading] | None:
+    counters = cluster.spec.architecture.counters_class()
     t0 = time.time_ns()
     paths = {}
     for b in cluster.brokers:
         paths[b.node_id] = cluster.root / f"broker-{b.node_id}" / "counters.json"
         b.process.signal(signal.SIGUSR1)
-    out: dict[int, dict[str, float]] = {}
+    out: dict[int, BrokerReading] = {}
     deadline = time.monotonic() + DUMP_TIMEOUT_S
     while len(out) < len(paths):
         for node, path in paths.items():
@@ -66,7 +96,10 @@ def _broker_counters(cluster: Cluster) -> dict[int, dict[str, float]] | None:
             except (OSError, ValueError):
                 continue
             if doc.get("written_unix_ns", 0) >= t0:
-                out[node] = {k: float(v) for k, v in doc.get("coordinator", {}).items()}
+                reading = _parse(doc, counters)
+                if reading is None:
+                    return None
+                out[node] = reading
         if len(out) < len(paths):
             if time.monotonic() > deadline:
                 return None
@@ -79,18 +112,27 @@ def read(cluster: Cluster) -> Reading:
     return Reading(cluster.cpu_seconds(), zk, _broker_counters(cluster))
 
 
-def _sum_delta(before: dict[int, dict[str, float]], after: dict[int, dict[str, float]],
-               key: str) -> int | None:
-    total = 0.0
-    seen = False
-    for node, counters in after.items():
-        if key in counters:
-            seen = True
-            step = counters[key] - before.get(node, {}).get(key, 0.0)
-            if step < 0:
-                return None  # the broker restarted and its counters began again
-            total += step
-    return round(total) if seen else None
+def increase(before: Iterable[tuple[int, Counters]], after: Iterable[tuple[int, Counters]]
+             ) -> dict[str, int | float | None]:
+    """Per total and family label (to_json names): the increase from ``before`` to ``after``,
+    summed over brokers (node id, counters); a label or broker absent before counts from 0.
+    A value that went down (the broker restarted and its counters began again) makes that
+    counter's increase unknown: None, never a negative number."""
+    old = dict(before)
+    out: dict[str, int | float | None] = {}
+    for node, counters in after:
+        was = _totals(old[node]) if node in old else {}
+        for name, value in _totals(counters).items():
+            step = value - was.get(name, 0)
+            total = out.get(name, 0)
+            out[name] = None if step < 0 or total is None else total + step
+    return out
+
+
+def _totals(counters: Counters) -> dict[str, int | float]:
+    """Every total and family label of ``counters`` (gauges are levels, not costs)."""
+    gauges = {s.name for s in counters.specs() if s.kind == "gauge"}
+    return {k: v for k, v in counters.to_json().items() if k not in gauges}
 
 
 def _cpu_delta(before: dict[str, float], after: dict[str, float], prefix: str) -> float | None:
@@ -101,25 +143,27 @@ def _cpu_delta(before: dict[str, float], after: dict[str, float], prefix: str) -
     return sum(values)
 
 
-def delta(arch: str, before: Reading, after: Reading) -> Delta:
+def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
     zk_requests = None
-    if before.zk is not None and after.zk is not None:
-        zk_requests = after.zk["zk_packets_received"] - before.zk["zk_packets_received"]
+    if before.zookeeper is not None and after.zookeeper is not None:
+        zk_requests = (after.zookeeper["zk_packets_received"]
+                       - before.zookeeper["zk_packets_received"])
         if zk_requests < 0:
             zk_requests = None  # a server restarted (a fault session): its counters began again
-    gossip = ops = None
-    if before.coordinator is not None and after.coordinator is not None:
-        if arch == "dsbs":
-            gossip = _sum_delta(before.coordinator, after.coordinator, "gossip_packets_out")
-        # The coordinator's own count of coordination-store operations when it keeps one;
-        # the zk coordinator counts every ZooKeeper call it makes as zk_requests.
-        ops = _sum_delta(before.coordinator, after.coordinator, "coordination_ops")
-        if ops is None and arch == "zk":
-            ops = _sum_delta(before.coordinator, after.coordinator, "zk_requests")
-    return Delta(
+    coordinator: dict[str, int | float | None] = {}
+    broker: dict[str, int | float | None] = {}
+    if before.brokers is not None and after.brokers is not None:
+        coordinator = increase(((n, r.coordinator) for n, r in before.brokers.items()),
+                               ((n, r.coordinator) for n, r in after.brokers.items()))
+        broker = increase(((n, r.broker) for n, r in before.brokers.items()),
+                          ((n, r.broker) for n, r in after.brokers.items()))
+    columns: dict[str, int | float | None] = dict.fromkeys(COLUMNS)
+    columns.update(
         zk_requests=zk_requests,
-        gossip_packets=gossip,
-        coordination_ops=ops,
+        coordination_ops=coordinator.get("coordination_ops"),
         broker_cpu_s=_cpu_delta(before.cpu, after.cpu, "broker-"),
-        zk_cpu_s=_cpu_delta(before.cpu, after.cpu, "zookeeper-") if arch == "zk" else None,
+        zk_cpu_s=_cpu_delta(before.cpu, after.cpu, "zookeeper-"),
     )
+    for column, counter in arch.columns.items():
+        columns[column] = coordinator.get(counter)
+    return Delta(columns, coordinator, broker)

@@ -6,8 +6,8 @@
 * A **cell** is one (table, message size, batch) point of a grid.
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
   consumers, verification, one set of rows. A fault workload's sessions are one per fault case
-  instead of per scenario (scenario ``faults``); a case that acts on ZooKeeper has no session
-  on dsbs.
+  instead of per scenario (scenario ``faults``); a case that acts on a service (ZooKeeper) has
+  no session on an architecture without it (harness/architectures.py).
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness import architectures
 from harness.workload import FaultCase, Workload
 from workloads.consumer import CommitPolicy
 
@@ -46,7 +47,7 @@ class Cell:
 class Side:
     # Position among the run's sides (stable across epochs).
     index: int
-    # zk | dsbs: whose cluster runs this side's sessions.
+    # A registry name (harness/architectures.py): whose cluster runs this side's sessions.
     arch: str
     # The manifest's `label` (A/B for an A/A run; the policies for a sweep; else the user's).
     label: str
@@ -89,10 +90,13 @@ def cells(workload: Workload) -> list[Cell]:
 
 
 def sides(
-    workload: Workload, label: str | None = None, arches: tuple[str, ...] = ("zk",)
+    workload: Workload, label: str | None = None, arches: tuple[str, ...] | None = None
 ) -> list[Side]:
-    """One side per architecture x label x policy combination. ``label`` (the CLI's) names a
-    single side; the architecture is not part of the label (each run log records its own)."""
+    """One side per architecture x label x policy combination (``arches``: the baseline
+    architecture alone by default). ``label`` (the CLI's) names a single side; the
+    architecture is not part of the label (each run log records its own)."""
+    if arches is None:
+        arches = (architectures.baseline().name,)
     labels = list(workload.labels)
     if label is not None:
         labels = [f"{label}-{x}" for x in labels] if len(labels) > 1 else [label]
@@ -109,6 +113,10 @@ def sides(
                 for arch in arches:
                     out.append(Side(len(out), arch, " ".join(parts), oc, mc))
     return out
+
+
+def _services(arch: str) -> frozenset[str]:
+    return architectures.get(arch).services
 
 
 def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
@@ -130,7 +138,7 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
                         case_cell = Cell(case.name, cell.msg_size, cell.batch)
                         current.extend(Session(side, case_cell, try_no, "faults", case)
                                        for side in order
-                                       if side.arch == "zk" or not case.zk_only)
+                                       if case.services <= _services(side.arch))
                     continue
                 for scenario in workload.scenarios:
                     current.extend(Session(side, cell, try_no, scenario) for side in order)

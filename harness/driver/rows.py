@@ -75,11 +75,7 @@ def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
     return {
         **_common(run_id, arch, s),
         "messages": r.messages,
-        "zk_requests": d.zk_requests,
-        "gossip_packets": d.gossip_packets,
-        "coordination_ops": d.coordination_ops,
-        "broker_cpu_s": d.broker_cpu_s,
-        "zk_cpu_s": d.zk_cpu_s,
+        **d.columns,
     }
 
 

@@ -1,13 +1,13 @@
 """``twinbench run``: start the cluster, run every session of a workload, write the run logs.
 
-Flow per epoch (sessions sharing clusters, see plan.py): start ZooKeeper (zk) and the brokers
-through ``harness.cluster`` with the brokers pinned away from the client - one cluster per
-architecture, both up at once for ``--arch both`` - open each cluster's clients once, then per
-session: create a fresh topic, read the coordination counters, run the scenario, read them
-again, write the rows. ``--arch both`` alternates the architectures session by session (zk
-dsbs, then dsbs zk on the next try), so drift on a shared machine hits both alike. A cluster
-is restarted only when the workload needs it (another metadata_check, or
-``restart: cell|try``).
+Flow per epoch (sessions sharing clusters, see plan.py): start each architecture's services
+(ZooKeeper) and brokers through ``harness.cluster`` with the brokers pinned away from the
+client - one cluster per architecture, both up at once for ``--arch both`` - open each
+cluster's clients once, then per session: create a fresh topic, read the coordination
+counters, run the scenario, read them again, write the rows. ``--arch both`` alternates the
+architectures of the registry (harness/architectures.py) session by session (zk dsbs, then
+dsbs zk on the next try), so drift on a shared machine hits both alike. A cluster is restarted
+only when the workload needs it (another metadata_check, or ``restart: cell|try``).
 
 Interruption: Ctrl-C (SIGINT) or SIGTERM cancels the session in progress; every cluster
 process is stopped by PID, every run log gets ``incomplete: true`` and an end time, rows
@@ -37,7 +37,7 @@ from typing import Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import runlog
+from harness import architectures, runlog
 from harness.cluster import Cluster, ClusterSpec
 from harness.driver import counters, placement, plan, rows
 from harness.driver.faults import run_fault_session
@@ -47,7 +47,6 @@ from harness.workload import LoadedWorkload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
-ARCH_CHOICES = ("zk", "dsbs", "both")
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
 EXIT_INTERRUPTED = 130
@@ -55,7 +54,7 @@ EXIT_INTERRUPTED = 130
 
 @dataclass(frozen=True)
 class RunOptions:
-    # zk | dsbs | both (the two interleaved session by session, one run log each)
+    # A registry name, or both (all of them interleaved session by session, one run log each)
     arch: str
     # The validated workload file.
     workload: LoadedWorkload
@@ -67,7 +66,7 @@ class RunOptions:
     seed: int | None = None
     # The manifest label (an A/A workload's labels are prefixed with it).
     label: str | None = None
-    # zk: use this ZooKeeper instead of starting one.
+    # Architectures with ZooKeeper: use this one instead of starting one.
     zookeeper: str | None = None
     # Progress bar and summary table; None = only when stdout is a terminal.
     progress: bool | None = None
@@ -104,7 +103,7 @@ class _Run:
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
         self.placement = placement.choose(wl.placement)
-        self.arches = arches_of(opts.arch)
+        self.arches = architectures.expand(opts.arch)
         self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
@@ -127,10 +126,11 @@ class _Run:
     # --- clusters --------------------------------------------------------------------------
     def spec(self, arch: str, metadata_check: str) -> ClusterSpec:
         wl = self.workload
+        uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
         return ClusterSpec(
-            arch=arch,  # type: ignore[arg-type]
+            arch=arch,
             brokers=wl.brokers,
-            zookeeper=self.opts.zookeeper if arch == "zk" else None,
+            zookeeper=self.opts.zookeeper if uses_zookeeper else None,
             zk_nodes=wl.zk_nodes,
             flush=wl.flush,
             metadata_check=metadata_check,
@@ -165,11 +165,8 @@ class _Run:
             "start_seconds": round(cluster.start_seconds, 3),
             "network": wl.network,
         }
-        if arch == "zk":
-            cluster_info["zk_nodes"] = wl.zk_nodes
-            cluster_info["zk_session_timeout_ms"] = wl.zk_session_timeout_ms
-        else:
-            cluster_info["gossip_preset"] = wl.gossip_preset
+        for option in cluster.spec.architecture.options:
+            cluster_info[option] = getattr(cluster.spec, option)
         zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
         manifest = runlog.base_manifest(
             run_id=run_id,
@@ -185,6 +182,7 @@ class _Run:
             seed=self.seed,
             started_at=self.started,
             run_arches=self.arches,
+            architectures=architectures.manifest_labels(self.arches),
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -257,7 +255,7 @@ class _Run:
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
         coord = rows.coordination_row(run_id, arch, s, result,
-                                      counters.delta(arch, before, after))
+                                      counters.delta(cluster.spec.architecture, before, after))
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_latency(rows.latency_entries(run_id, s, result))
@@ -310,7 +308,7 @@ class _Run:
         rec = rows.record_rows(run_id, arch, s, result)
         log.add_records(rec)
         coord = rows.coordination_row(run_id, arch, s, result,
-                                      counters.delta(arch, before, after))
+                                      counters.delta(cluster.spec.architecture, before, after))
         log.add_coordination(coord)
         self.coordination[s.side.index].append(coord)
         log.add_latency(rows.latency_entries(run_id, s, result))
@@ -348,13 +346,6 @@ class _Run:
 
 class ClusterDied(RuntimeError):
     """A cluster process exited during a run: nothing further can be measured."""
-
-
-def arches_of(arch: str) -> tuple[str, ...]:
-    """``--arch`` -> the architectures a run measures (``both``: zk and dsbs, interleaved)."""
-    if arch not in ARCH_CHOICES:
-        raise UserError(f"unknown architecture {arch!r}; choose zk, dsbs or both")
-    return ("zk", "dsbs") if arch == "both" else (arch,)
 
 
 def run(opts: RunOptions) -> RunOutcome:

@@ -15,7 +15,7 @@ import psutil
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from harness import runlog
+from harness import architectures, runlog
 from harness.driver import plan
 from harness.processes import pid_alive
 from harness.workload import load_workload
@@ -86,6 +86,8 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
     assert m["policies"] == {"offset_commit": "every_fetch", "metadata_check": "per_request",
                              "flush": "os"}
     assert (m["versions"]["zookeeper"] is None) == (arch == "dsbs")
+    # How the analysis will label it: the registry entry's labels.
+    assert m["architectures"] == architectures.manifest_labels([arch])
     if psutil.cpu_count() >= 2:
         assert m["host"]["placement"]["client"] != m["host"]["placement"]["brokers"]
 
@@ -123,6 +125,8 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
         else:
             assert row["zk_requests"] == "" and row["zk_cpu_s"] == ""
             assert int(row["gossip_packets"]) >= 0
+            # dsbs's unit of coordination is the gossip datagram it sends.
+            assert row["coordination_ops"] == row["gossip_packets"]
 
     entries = [json.loads(line) for line in (run_dir / "latency.jsonl").read_text().splitlines()]
     assert {(e["role"], e["kind"]) for e in entries} == {
@@ -167,6 +171,7 @@ def test_both_architectures_interleaved_in_one_run(tmp_path):
     for d in dirs:
         m = json.loads((d / "manifest.json").read_text())
         assert m["run_arches"] == ["zk", "dsbs"] and m["incomplete"] is False
+        assert list(m["architectures"]) == ["zk", "dsbs"]
         assert (m["versions"]["zookeeper"] is None) == (m["arch"] == "dsbs")
         with open(d / "records.csv", newline="") as f:
             rows = list(csv.DictReader(f))

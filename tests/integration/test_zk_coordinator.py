@@ -178,7 +178,7 @@ def test_registration_election_and_create_topic_on_a_non_controller(
                 await other.create_topic("too-wide", 1, 4)
             with pytest.raises(InvalidTopic):
                 await other.create_topic("no/slashes", 1, 1)
-            assert all(c.counters()["zk_requests"] > 0 for c in cs.values())
+            assert all(c.counters().zk_requests > 0 for c in cs.values())
 
     run(scenario)
 
@@ -191,16 +191,16 @@ def test_partition_state_fresh_reads_zookeeper_cached_does_not(
         async with brokers(config(zk.connect_string, chroot, data_path=data_path), (1, 2)) as cs:
             c = cs[1]
             await c.create_topic("t", 2, 1)
-            n0 = c.counters()["zk_requests"]
-            d0 = c.counters().get("zk_direct_requests", 0)
+            n0 = c.counters().zk_requests
+            d0 = c.counters().zk_direct_requests
             cached = await c.partition_state("t", 1, fresh=False)
             assert cached is not None and cached.leader == 2
-            assert c.counters()["zk_requests"] == n0
+            assert c.counters().zk_requests == n0
             fresh = await c.partition_state("t", 1, fresh=True)
             assert fresh == cached
-            assert c.counters()["zk_requests"] == n0 + 1  # one getData per check
+            assert c.counters().zk_requests == n0 + 1  # one getData per check
             # ...carried by the client the configuration names.
-            direct = c.counters().get("zk_direct_requests", 0) - d0
+            direct = c.counters().zk_direct_requests - d0
             assert direct == (1 if data_path == "direct" else 0)
             assert await c.partition_state("t", 7, fresh=True) is None
             assert await c.partition_state("nope", 0, fresh=False) is None
@@ -232,11 +232,11 @@ def test_offsets_live_in_the_offset_registry(
             await a.commit_offsets("g1", {tp0: OffsetAndMetadata(42), tp1: OffsetAndMetadata(7)})
             assert kz.get(f"{chroot}/consumers/g1/offsets/t/0")[0] == b"42"
             assert kz.get(f"{chroot}/consumers/g1/offsets/t/1")[0] == b"7"
-            n0 = a.counters()["zk_requests"]
+            n0 = a.counters().zk_requests
             await a.commit_offsets("g1", {tp0: OffsetAndMetadata(43)})
-            assert a.counters()["zk_requests"] - n0 == 1  # steady state: one setData
+            assert a.counters().zk_requests - n0 == 1  # steady state: one setData
             if data_path == "direct":
-                assert a.counters()["zk_direct_requests"] >= 2  # this setData, and the first
+                assert a.counters().zk_direct_requests >= 2  # this setData, and the first
             assert kz.get(f"{chroot}/consumers/g1/offsets/t/0")[0] == b"43"
             # Any broker reads the same registry.
             got = await b.fetch_offsets("g1", [tp0, TopicPartition("t", 5)])
@@ -394,7 +394,7 @@ def test_session_expiry_reregisters_and_restores_registrations(
             def reregistered() -> bool:
                 stat = kz.exists(f"{chroot}/brokers/ids/1")
                 return (
-                    a.counters()["zk_session_lost"] >= 1
+                    a.counters().zk_session_lost >= 1
                     and a.connected
                     and stat is not None
                     and stat.ephemeralOwner not in (0, old_session)
@@ -460,13 +460,13 @@ def test_zookeeper_down_and_back(tmp_path: Path, chroot: str) -> None:
                 )
                 # The data path's own session comes back too, by itself.
                 await async_wait_until(
-                    lambda: a.counters()["zk_direct_connects"] >= 2,
+                    lambda: a.counters().zk_direct_connects >= 2,
                     3 * SESSION_S,
                     "the direct session to reconnect",
                 )
-                d0 = a.counters()["zk_direct_requests"]
+                d0 = a.counters().zk_direct_requests
                 assert await a.partition_state("t", 0, fresh=True) is not None
-                assert a.counters()["zk_direct_requests"] == d0 + 1
+                assert a.counters().zk_direct_requests == d0 + 1
                 await async_wait_until(
                     lambda: sum(c.is_controller for c in cs.values()) == 1,
                     2 * SESSION_S,

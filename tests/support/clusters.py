@@ -1,8 +1,11 @@
 """Clusters for the contract suite: the same tests run against every architecture.
 
-"single" is the one-node core broker (`twinbench broker`); "zk" and "dsbs" are three-broker
-clusters started by the harness's own launcher (the code behind `twinbench cluster`), so the
-contract covers exactly what users run. Every broker is a real process on loopback.
+"single" is the one-node core broker (`twinbench broker`); every architecture of the harness's
+registry (harness/architectures.py: zk, dsbs) is a three-broker cluster started by the
+harness's own launcher (the code behind `twinbench cluster`), so the contract covers exactly
+what users run, and a new architecture is covered as soon as it has its entry. Every broker is
+a real process on loopback. "single" is not a registry entry: it is one process with no
+cluster to launch, no services and no place in the comparison.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from harness import architectures
 from harness.cluster import Cluster, ClusterSpec
 from tests.support.brokers import RunningBroker, start_single_broker
 
-ARCHITECTURES = ["single", "zk", "dsbs"]
+SINGLE = "single"
+ARCHITECTURES = [SINGLE, *architectures.names()]
 
 
 @dataclass
@@ -24,7 +29,7 @@ class SingleBrokerCluster:
     """The one-broker cluster, shaped like harness.cluster.Cluster for the tests."""
 
     brokers: list[RunningBroker]
-    arch: str = "single"
+    arch: str = SINGLE
 
     @property
     def bootstrap(self) -> str:
@@ -39,12 +44,12 @@ def start_cluster(
     arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
 ) -> SingleBrokerCluster | Cluster:
     """``extra``: more command-line options for every broker (limits, for instance)."""
-    if arch == "single":
+    if arch == SINGLE:
         return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
                                                         flush=flush)])
-    spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir,  # type: ignore[arg-type]
-                       broker_args=tuple(extra), flush=flush)
-    if arch == "zk":
+    spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir, broker_args=tuple(extra),
+                       flush=flush)
+    if spec.architecture.uses(architectures.ZOOKEEPER):
         from harness.zookeeper import ZooKeeperUnavailable
 
         try:

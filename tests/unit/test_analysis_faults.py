@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from spark_analysis import fault_figures, fault_tables, report
+from spark_analysis.archs import DEFAULT
 from spark_analysis.job import FaultTables
 from spark_analysis.schema import FAULT_COUNTS, FAULT_METRICS
 
@@ -111,7 +112,7 @@ def test_report_section_says_what_is_missing_and_what_failed(wide: pd.DataFrame)
     faults = FaultTables(sessions=pd.DataFrame({"x": [1]}), stats=long,
                          outcomes=fault_tables.fault_outcomes(wide),
                          comparison=fault_tables.fault_comparison(long))
-    analysis = SimpleNamespace(faults=faults)
+    analysis = SimpleNamespace(faults=faults, archs=DEFAULT)
     text = report.faults_md(analysis)  # type: ignore[arg-type]
     lines = text.splitlines()
 

@@ -8,6 +8,7 @@ import pytest
 
 from brokers.core.errors import UserError
 from harness import faults
+from harness.architectures import ZOOKEEPER
 from harness.driver import plan
 from harness.driver.faults import (
     Sample,
@@ -44,8 +45,8 @@ def test_a_fault_workload_parses_into_steps_with_targets():
     assert wl.faults is not None and wl.faults.rate == 1000
     kill_case, zk_case = wl.faults.cases
     assert [s.action for s in kill_case.steps] == ["kill", "restart"]
-    assert kill_case.steps[0].target == "leader:0" and not kill_case.zk_only
-    assert zk_case.zk_only and zk_case.steps[0].target == "zookeeper"
+    assert kill_case.steps[0].target == "leader:0" and not kill_case.services
+    assert zk_case.services == {ZOOKEEPER} and zk_case.steps[0].target == "zookeeper"
 
 
 @pytest.mark.parametrize("cases,top,needle", [

@@ -19,7 +19,7 @@ def test_zk_coordinator_implements_the_seam() -> None:
     c = ZkCoordinator(ZkCoordinatorConfig("127.0.0.1:2181"), 3)
     assert isinstance(c, Coordinator)
     assert c.node_id == 3
-    assert c.counters()["zk_requests"] == 0
+    assert c.counters().zk_requests == 0
 
 
 def test_paths_follow_kafkas_layout_under_a_chroot() -> None:

@@ -1,0 +1,74 @@
+"""DsbsCounters: what a DSBS broker counts, as its part of the counters contract
+(brokers/core/counters.py).
+
+The gossip node (``SwimNode.counters``, and the driver and creation code that share it) keeps a
+running tally under bare names (``packets_out``, ``dropped_<reason>``); in the contract every
+one of them is ``gossip_<name>``, which is the one place that prefix is applied
+(``from_gossip``). ``coordination_ops`` equals ``gossip_packets_out``: a gossip datagram sent is
+this twin's unit of coordination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Self
+
+from brokers.core.counters import CoordinatorCounters, by_label, gauge, total
+
+# The contract's name of a gossip tally entry is this prefix + the tally's name.
+GOSSIP_PREFIX = "gossip_"
+
+
+@dataclass(kw_only=True)
+class DsbsCounters(CoordinatorCounters):
+    gossip_packets_out: int = total("gossip datagrams sent")
+    gossip_bytes_out: int = total("bytes of gossip datagrams sent")
+    gossip_packets_in: int = total("gossip datagrams received (before any check)")
+    gossip_bytes_in: int = total("bytes of gossip datagrams received")
+    gossip_dropped: Mapping[str, int] = by_label(
+        "datagrams or updates dropped, by reason (unauthenticated, truncated, replayed, "
+        "invalid_<field>, topics_full, queue_full, ...)")
+    gossip_declared: Mapping[str, int] = by_label(
+        "members this broker declared, by status (suspect, dead, ...)")
+    gossip_late_acks: int = total("acks matching no probe or relay in flight (late)")
+    gossip_sync_replies_in: int = total("member-table syncs received in answer to ours")
+    gossip_reconnect_syncs: int = total("syncs sent to a seed that is not among the peers")
+    gossip_refutations: int = total("suspicions of this broker it refuted")
+    gossip_members_declared_down_by_gossip: int = total(
+        "updates from peers saying a member is dead or has left")
+    gossip_peer_restarts_seen: int = total("peers seen to come back as a new process")
+    gossip_replay_windows_evicted: int = total("replay windows dropped to stay within the cap")
+    gossip_replies_capped: int = total(
+        "replies cut to 3x the request to a sender not yet a verified member")
+    gossip_offset_batches_out: int = total("batches of committed offsets sent to successors")
+    gossip_creates_forwarded: int = total("topic creations forwarded to the name's arbiter")
+    gossip_creates_redirected: int = total("creations that reached a broker not their arbiter")
+    gossip_creates_busy: int = total("creations put off: the name promised, or too many pending")
+    gossip_proposals: int = total("creation proposals this broker made as arbiter")
+    gossip_proposals_committed: int = total("proposals committed: every live member voted for")
+    gossip_proposals_abandoned: int = total("proposals dropped (their waiters retry)")
+    gossip_proposals_met_a_record: int = total(
+        "answers to this broker's proposals that held a record of the name")
+    gossip_proposals_refused: int = total("votes against this broker's proposals")
+    gossip_votes_refused: int = total("votes this broker refused to another arbiter")
+    gossip_socket_errors: int = total("sends the kernel refused (OSError)")
+    gossip_socket_errors_reported: int = total("errors the socket reported (ICMP unreachable...)")
+    gossip_send_errors: int = total("sends that failed otherwise (counted, loop goes on)")
+    gossip_receive_errors: int = total("received datagrams whose handling raised")
+    gossip_tick_errors: int = total("timer ticks that raised")
+    gossip_activity_errors: int = total("activity callbacks (view changes) that raised")
+    gossip_members_live: float = gauge("members alive in this broker's table")
+    gossip_members_known: float = gauge("members in this broker's table, any status")
+    gossip_incarnation: float = gauge("this broker's incarnation number")
+
+    @classmethod
+    def from_gossip(cls, tally: Mapping[str, int], *, members_live: int, members_known: int,
+                    incarnation: int) -> Self:
+        """A snapshot of the gossip node's tally and its member table."""
+        counters = cls.of({GOSSIP_PREFIX + k: v for k, v in tally.items()},
+                          gossip_members_live=float(members_live),
+                          gossip_members_known=float(members_known),
+                          gossip_incarnation=float(incarnation))
+        counters.coordination_ops = counters.gossip_packets_out
+        return counters

@@ -1,0 +1,236 @@
+"""The architectures twinbench compares, chosen by name: one registry entry per twin.
+
+As uvicorn picks its event loop and its HTTP protocol from a table of names, the harness picks
+a twin from ``ARCHITECTURES`` by the name a user gives (``--arch zk``) and asks its entry, never
+the name, whatever differs between twins:
+
+* how to launch a broker: ``python -m <module>`` with the core's arguments (node id, listen
+  address, data directory, flush and metadata policies, limits) plus ``broker_args``;
+* which external services a cluster needs first (``services``: ZooKeeper, provisioned by
+  harness/zookeeper.py); a fault that acts on a service (harness/faults.py ``Action.service``:
+  stop-zookeeper ...) applies only to the architectures that have it;
+* which ``ClusterSpec`` knobs it reads (``options``), which the run manifest records;
+* how the harness reads its counters: ``counters`` names its class of the counters contract
+  (brokers/core/counters.py), which harness/driver/counters.py diffs as a whole, and
+  ``columns`` which of those counters fill coordination.csv columns of its own (the
+  ZooKeeper service's readings, mntr and CPU, come with the service, not the entry);
+* how tables and figures label it and which architecture is the comparison's reference
+  (``labels``: every ratio is other / baseline; zk is the baseline, hence DSBS/ZK).
+
+Adding an architecture (say a Raft-based metadata quorum, as KRaft) is one package under
+brokers/ (its Coordinator, its ``CoordinatorCounters`` subclass, its ``python -m`` entry point)
+plus one entry here; the CLI's ``--arch`` choices, the driver, the fault planner and the
+contract suite (tests/support/clusters.py) all read this table.
+
+The analysis and this table. spark_analysis promises to import no broker, client or harness
+code and to read run logs only, so it cannot import this module. Rather than a second copy of
+the labels there, the harness writes each measured architecture's ``labels`` into its run
+manifests (key ``architectures``, docs/result-format.md), and the analysis labels what it finds
+in the manifests. Run logs written before that key (format 1, and format 2 until now) carry no
+labels; for them the analysis has a built-in fallback for zk and dsbs
+(spark_analysis/archs.py), which a unit test holds equal to the entries below. So the
+definition stays here, data still flows one way (harness -> run log -> analysis), and a run log
+stays self-describing when the registry changes later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brokers.core.errors import UserError
+
+if TYPE_CHECKING:
+    from brokers.core.counters import CoordinatorCounters
+    from harness.cluster import ClusterSpec
+
+# The external coordination service a twin may need: a real Apache ZooKeeper (or ensemble).
+ZOOKEEPER = "zookeeper"
+# ``--arch both``: every architecture of the registry, interleaved session by session.
+BOTH = "both"
+# In a network namespace every broker has an address of its own, so all use the usual port.
+NETNS_GOSSIP_PORT = 7946
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What the analysis needs to show an architecture; written into run manifests."""
+
+    # Legends, panel titles and headings: "ZooKeeper".
+    display_name: str
+    # Table columns and ratios: "ZK" (as in "DSBS/ZK").
+    short_name: str
+    # Its colour in every figure (a matplotlib colour).
+    color: str
+    # Its place in tables and figures, lowest first.
+    order: int
+    # The comparison's reference: every ratio is other / baseline. Exactly one entry has it.
+    baseline: bool
+    # The coordination.csv column that is its coordination traffic in the cost figure, and what
+    # that column counts.
+    cost_column: str
+    cost_label: str
+
+    def as_manifest(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a cluster knows when it writes its brokers' command lines."""
+
+    spec: ClusterSpec
+    # Parent of every broker's data directory (and of files the brokers share).
+    root: Path
+    # Each broker's host address: its namespace's with network netns, else loopback.
+    hosts: tuple[str, ...]
+    # The brokers run in network namespaces (harness/netns.py).
+    netns: bool
+    # The provisioned ZooKeeper's connect string with the cluster's chroot (ZOOKEEPER users).
+    zookeeper: str | None
+
+
+@dataclass(frozen=True)
+class Architecture:
+    # The name on the command line (--arch), in run ids and in run logs' arch columns.
+    name: str
+    # One line for --help.
+    summary: str
+    # The broker program: python -m MODULE (it takes brokers/core/cli.py's arguments).
+    module: str
+    # Its arguments beyond the core's: one list per broker, in node id order.
+    broker_args: Callable[[Launch], list[list[str]]]
+    # External services the cluster starts before the brokers (ZOOKEEPER), whose faults apply.
+    services: frozenset[str]
+    # The ClusterSpec knobs only this architecture reads; run manifests record them (cluster).
+    options: tuple[str, ...]
+    # Its class of the counters contract, as "module:attribute" (imported when first needed:
+    # a twin's package may pull in its client libraries).
+    counters: str
+    # coordination.csv column -> the counter whose increase, summed over brokers, fills it.
+    columns: Mapping[str, str]
+    labels: Labels
+    # Which broker decides the creation of a topic, for benchmarks (None: a central store).
+    arbiter: Callable[[str, Sequence[int]], int] | None = None
+
+    def counters_class(self) -> type[CoordinatorCounters]:
+        module, _, attr = self.counters.partition(":")
+        cls: type[CoordinatorCounters] = getattr(importlib.import_module(module), attr)
+        return cls
+
+    def uses(self, service: str | None) -> bool:
+        """Whether a fault or option acting on ``service`` applies (None: applies to all)."""
+        return service is None or service in self.services
+
+
+# --- the twins' launch details ------------------------------------------------------------------
+
+
+def _zk_broker_args(launch: Launch) -> list[list[str]]:
+    assert launch.zookeeper is not None, "the cluster provisions ZooKeeper first"
+    timeout = launch.spec.zk_session_timeout_ms
+    session = [] if timeout is None else ["--zk-session-timeout-ms", str(timeout)]
+    return [["--zookeeper", launch.zookeeper, *session] for _ in launch.hosts]
+
+
+def _dsbs_broker_args(launch: Launch) -> list[list[str]]:
+    from harness.cluster import write_gossip_key
+    from harness.zookeeper import free_ports
+
+    if launch.netns:
+        gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in launch.hosts]
+    else:
+        gossip = [f"127.0.0.1:{p}" for p in free_ports(len(launch.hosts))]
+    key = write_gossip_key(launch.root)
+    return [["--gossip", g, "--seeds", ",".join(gossip),
+             "--gossip-preset", launch.spec.gossip_preset, "--gossip-key-file", str(key)]
+            for g in gossip]
+
+
+def _dsbs_arbiter(topic: str, node_ids: Sequence[int]) -> int:
+    """The top rendezvous rank of the name over the brokers (brokers/dsbs_broker/creation.py)."""
+    from brokers.dsbs_broker.placement import rendezvous_order
+
+    return rendezvous_order(topic, node_ids)[0]
+
+
+ZK = Architecture(
+    name="zk",
+    summary="coordinated by a real Apache ZooKeeper, as Kafka was before KRaft",
+    module="brokers.zk_broker",
+    broker_args=_zk_broker_args,
+    services=frozenset({ZOOKEEPER}),
+    options=("zk_nodes", "zk_session_timeout_ms"),
+    counters="brokers.zk_broker.counters:ZkCounters",
+    columns={},
+    labels=Labels(display_name="ZooKeeper", short_name="ZK", color="#4C72B0", order=0,
+                  baseline=True, cost_column="zk_requests", cost_label="ZooKeeper requests"),
+)
+DSBS = Architecture(
+    name="dsbs",
+    summary="every broker keeps its own tables and gossips over UDP (SWIM)",
+    module="brokers.dsbs_broker",
+    broker_args=_dsbs_broker_args,
+    services=frozenset(),
+    options=("gossip_preset",),
+    counters="brokers.dsbs_broker.counters:DsbsCounters",
+    columns={"gossip_packets": "gossip_packets_out"},
+    labels=Labels(display_name="DSBS", short_name="DSBS", color="#DD8452", order=1,
+                  baseline=False, cost_column="gossip_packets", cost_label="gossip packets"),
+    arbiter=_dsbs_arbiter,
+)
+
+# Every architecture by name, in the order of their labels (tables, figures, `--arch both`).
+ARCHITECTURES: dict[str, Architecture] = {
+    a.name: a for a in sorted((ZK, DSBS), key=lambda a: a.labels.order)}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(ARCHITECTURES)
+
+
+def choice(options: Sequence[str]) -> str:
+    """``a, b or c``: how an error message lists what may be chosen."""
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
+
+
+def get(name: str) -> Architecture:
+    """The entry named ``name``; a UserError listing the names otherwise."""
+    try:
+        return ARCHITECTURES[name]
+    except KeyError:
+        raise UserError(f"unknown architecture {name!r}; choose {choice(names())}") from None
+
+
+def run_choices() -> tuple[str, ...]:
+    """What ``twinbench run --arch`` takes: a name, or ``both``."""
+    return (*names(), BOTH)
+
+
+def expand(arch: str) -> tuple[str, ...]:
+    """``--arch`` -> the architectures a run measures (``both``: all, interleaved)."""
+    if arch == BOTH:
+        return names()
+    if arch not in ARCHITECTURES:
+        raise UserError(f"unknown architecture {arch!r}; choose {choice(run_choices())}")
+    return (arch,)
+
+
+def baseline() -> Architecture:
+    """The comparison's reference."""
+    return next(a for a in ARCHITECTURES.values() if a.labels.baseline)
+
+
+def using(service: str) -> tuple[str, ...]:
+    """The architectures whose clusters have ``service``."""
+    return tuple(a.name for a in ARCHITECTURES.values() if service in a.services)
+
+
+def manifest_labels(arches: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The ``architectures`` key of a run manifest: the labels of every architecture the run
+    measured (docs/result-format.md)."""
+    return {name: get(name).labels.as_manifest() for name in arches}

@@ -1,0 +1,151 @@
+"""The architectures among the inputs and how to show them: names, colours, order, baseline.
+
+They are defined by the harness's registry (harness/architectures.py), which this package may
+not import: the harness writes each measured architecture's labels into the run manifests
+(``architectures``, docs/result-format.md) and ``Archs.from_manifests`` reads them there. Run
+logs written before that key carry no labels; ``BUILTIN`` labels zk and dsbs for them (a unit
+test holds it equal to the registry's entries). An architecture named by a run (``arch``,
+``run_arches``) but described nowhere gets plain labels: its name, a colour of its own, after
+the others, never the baseline.
+
+The set shown: zk and dsbs always (the pair every run log so far implies; a side that did not
+run shows as n/a, as before), then every other architecture the inputs name. The baseline is
+the comparison's reference: every ratio is other / baseline (DSBS/ZK).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from brokers.core.errors import UserError
+
+# Colours for architectures whose manifests give none (after the built-in pair's).
+_PALETTE = ("#55A868", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
+
+
+@dataclass(frozen=True)
+class ArchLabel:
+    """How one architecture is shown (the manifest's ``architectures.<name>``, plus its name)."""
+
+    name: str
+    # Legends, panel titles and headings ("ZooKeeper").
+    display_name: str
+    # Table columns and ratios ("ZK", as in "DSBS/ZK").
+    short_name: str
+    color: str
+    # Place in tables and figures, lowest first.
+    order: int
+    # The comparison's reference (ratios are other / baseline).
+    baseline: bool
+    # The coordination.csv column that is its coordination traffic, and what it counts.
+    cost_column: str
+    cost_label: str
+
+
+# The labels of runs written before manifests carried them (harness/architectures.py's zk and
+# dsbs entries at the time the key was introduced).
+BUILTIN: tuple[ArchLabel, ...] = (
+    ArchLabel("zk", "ZooKeeper", "ZK", "#4C72B0", 0, True, "zk_requests", "ZooKeeper requests"),
+    ArchLabel("dsbs", "DSBS", "DSBS", "#DD8452", 1, False, "gossip_packets", "gossip packets"),
+)
+LABEL_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ArchLabel) if f.name != "name")
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "display_name": str, "short_name": str, "color": str, "order": int, "baseline": bool,
+    "cost_column": str, "cost_label": str}
+
+
+def validate(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    """A manifest's ``architectures`` value, checked: name -> labels; a UserError otherwise."""
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: architectures is not an object")
+    for name, labels in value.items():
+        if not isinstance(labels, dict):
+            raise UserError(f"{where}: architectures.{name} is not an object")
+        for key in LABEL_KEYS:
+            v = labels.get(key)
+            wrong = not isinstance(v, _TYPES[key]) or (key == "order" and isinstance(v, bool))
+            if wrong:
+                raise UserError(f"{where}: architectures.{name}.{key} is {v!r}, expected "
+                                f"{getattr(_TYPES[key], '__name__', _TYPES[key])}")
+    return value
+
+
+@dataclass(frozen=True)
+class Archs:
+    """The architectures to show, in order; exactly one of them the baseline."""
+
+    labels: tuple[ArchLabel, ...]
+
+    @classmethod
+    def from_manifests(cls, manifests: Iterable[Mapping[str, Any]]) -> Archs:
+        """Built-in zk and dsbs, overridden and extended by the manifests' labels (a later
+        manifest wins for the same name; run ids sort by time) and by the architectures they
+        name without labels."""
+        known: dict[str, ArchLabel] = {a.name: a for a in BUILTIN}
+        named: list[str] = []
+        for m in manifests:
+            for name, labels in (m.get("architectures") or {}).items():
+                known[name] = ArchLabel(name, **{k: labels[k] for k in LABEL_KEYS})
+            named += [str(m.get("arch")), *(str(a) for a in m.get("run_arches") or ())]
+        for name in dict.fromkeys(named):
+            if name not in known and name != "None":
+                i = len(known) - len(BUILTIN)
+                known[name] = ArchLabel(
+                    name, name, name, _PALETTE[i % len(_PALETTE)],
+                    max(a.order for a in known.values()) + 1, False, "coordination_ops",
+                    "coordination messages")
+        ordered = sorted(known.values(), key=lambda a: (a.order, a.name))
+        bases = [a for a in ordered if a.baseline]
+        # One reference: the first in order that says it is one (zk when nobody says so).
+        base = bases[0].name if bases else BUILTIN[0].name
+        return cls(tuple(_with_baseline(a, a.name == base) for a in ordered))
+
+    def __iter__(self) -> Iterator[ArchLabel]:
+        return iter(self.labels)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, name: str) -> ArchLabel:
+        for a in self.labels:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.labels)
+
+    @property
+    def baseline(self) -> ArchLabel:
+        return next(a for a in self.labels if a.baseline)
+
+    @property
+    def others(self) -> tuple[ArchLabel, ...]:
+        """Every architecture compared with the baseline, in order."""
+        return tuple(a for a in self.labels if not a.baseline)
+
+    def rank(self, name: object) -> float:
+        """Sort key of an arch column's value (unknown names last)."""
+        return next((float(i) for i, a in enumerate(self.labels) if a.name == name), math.inf)
+
+    def offsets(self, width: float = 0.76) -> tuple[float, list[float]]:
+        """Bar width and each architecture's offset from a group's centre, side by side."""
+        w = width / len(self.labels)
+        return w, [(i - (len(self.labels) - 1) / 2) * w for i in range(len(self.labels))]
+
+    def ratio_name(self, other: ArchLabel) -> str:
+        """``DSBS/ZK``."""
+        return f"{other.short_name}/{self.baseline.short_name}"
+
+
+def _with_baseline(a: ArchLabel, baseline: bool) -> ArchLabel:
+    return a if a.baseline == baseline else dataclasses.replace(a, baseline=baseline)
+
+
+# When no run says otherwise: zk and dsbs, as every run log before the labels.
+DEFAULT = Archs.from_manifests(())
