@@ -122,6 +122,7 @@ def test_every_zookeeper_tally_name_is_declared() -> None:
     for path in (ROOT / "brokers" / "zk_broker").glob("*.py"):
         names |= _literals(path, r"stats\[\s*\"(\w+)\"")
         names |= _literals(path, r"\"(zk_\w+)\"")
+        names |= _literals(path, r"out\[\"(\w+)\"\]")
     assert {"zk_requests", "zk_reads", "zk_direct_connects", "zk_session_lost",
             "controller_elections_won"} <= names
     declared = {s.name for s in ZkCounters.specs()}
