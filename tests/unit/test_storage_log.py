@@ -15,7 +15,7 @@ from brokers.core.errors import (
     OffsetOutOfRange,
 )
 from brokers.core.storage import AppendResult, PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
 
 
 def cfg(**kw) -> StorageConfig:

@@ -6,7 +6,7 @@ from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.errors import InvalidTopic, UnknownTopicOrPartition, UserError
 from brokers.core.storage import LogManager
 from brokers.core.storage.manager import parse_partition_dir
-from tests.unit.batches import build_batch
+from tests.support.batches import build_batch
 
 
 def test_layout_and_reload(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.storage import LogManager, PartitionLog
-from tests.unit.batches import build_batch, parse_batches
+from tests.support.batches import build_batch, parse_batches
 
 
 def open_segment_fds(root: Path) -> int:

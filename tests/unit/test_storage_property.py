@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from brokers.core.config import StorageConfig
 from brokers.core.storage import PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
 
 batch_st = st.lists(st.binary(min_size=0, max_size=120), min_size=1, max_size=6)
 # One append call = 1-3 concatenated batches.

@@ -9,7 +9,7 @@ import pytest
 
 from brokers.core.config import StorageConfig
 from brokers.core.storage import PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
 
 SEG = dict(segment_bytes=1024, index_interval_bytes=128)
 
