@@ -17,6 +17,9 @@ from brokers.core.errors import (
 from brokers.core.storage import AppendResult, PartitionLog
 from tests.support.batches import build_batch, parse_batches, stored_form
 
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
+
 
 def cfg(**kw) -> StorageConfig:
     return StorageConfig(**kw)

@@ -12,6 +12,9 @@ from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.storage import LogManager, PartitionLog
 from tests.support.batches import build_batch, parse_batches
 
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
+
 
 def open_segment_fds(root: Path) -> int:
     """Descriptors of this process pointing at a .log file under ``root``."""
