@@ -5,7 +5,10 @@ Layout:
 - ``processes.py``    child processes: start, wait for a readiness line, stop by PID
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
 - ``zookeeper.py``    find or start a real ZooKeeper (user address, jars, testcontainers)
-- ``cluster.py``      start/stop a zk or dsbs cluster of broker processes
+- ``cluster.py``      start/stop a zk or dsbs cluster of broker processes, and its faults
+- ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
+- ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
+- ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session

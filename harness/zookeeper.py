@@ -1,6 +1,6 @@
 """ZooKeeper provisioning: find or start the real ZooKeeper the zk broker is coordinated by.
 
-Order (design.md, "Real components and set-up"), first match wins:
+Order (README.md says the same to users), first match wins:
 
 1. an address the user gives (``--zookeeper HOST:PORT[,HOST:PORT...]`` or ``ZOOKEEPER_CONNECT``);
 2. a local server (or a 3-node ensemble on loopback) started from the ZooKeeper jars: Debian's

@@ -24,7 +24,7 @@ import pandas as pd
 from spark_analysis import stats
 from spark_analysis.schema import ARCHS, FAULT_COUNTS, FAULT_KEY, FAULT_METRICS
 
-# What each duration is called in the report (and what the issue calls it).
+# What each duration is called in the report.
 METRIC_TITLES: dict[str, str] = {
     "detection_s": "detection",
     "rejoin_s": "rejoin",

@@ -30,7 +30,7 @@ Protocol, per member and per period (``GossipConfig.period_s``):
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
 number, or comes from ourselves is counted under ``dropped_<reason>`` and otherwise ignored.
 
-Hostile input (issue 13). With a cluster key every datagram is authenticated before it is
+Hostile input. With a cluster key every datagram is authenticated before it is
 decoded (``auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
 gets through is still checked (``validation.py``) and capped (``GossipLimits``): invalid
 updates are dropped one by one, the member, topic, replay and relay tables have caps, offsets
@@ -801,7 +801,7 @@ class SwimNode:
         r.mask |= 1 << back
         return True
 
-    # --- hostile input (issue 13) -----------------------------------------------------------
+    # --- hostile input ----------------------------------------------------------------------
     def _open(self, data: bytes) -> Packet | None:
         """Size, header, then the tag (with a key), then decode; None (counted) for junk."""
         limit = self.cfg.max_packet_bytes

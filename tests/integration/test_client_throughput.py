@@ -9,8 +9,9 @@ broker's.
 Run ``python -m tests.integration.test_client_throughput [--placement split|same|none]`` for the
 table (32 B x batch 1/20/50 and 1 KB x batch 20, sync; plus pipelined and 128 KiB), and
 ``--profile`` for a cProfile of the client. Placement matters enormously for sync ping-pong on
-this VM (design.md: a cross-core wake-up costs ~40 us): measured on an idle VM, 32 B x 50 sync
-reached ~1.05M records/s with client and server on the same core, ~0.40M on split cores.
+this VM (docs/architecture.md: a cross-core wake-up costs ~40 us): measured on an idle VM,
+32 B x 50 sync reached ~1.05M records/s with client and server on the same core, ~0.40M on
+split cores.
 The test checks only that the client drives the server to completion and reports sane figures:
 speed is a benchmark's business (`make perf`, this module's table), never a test's assertion on a
 shared machine (a CPU-cost floor here once failed CI at 266k records per CPU-second under load).
