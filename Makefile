@@ -68,8 +68,9 @@ bench-faults: setup
 	@$(MAKE) --no-print-directory analyze
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
-# Both architectures in one run, interleaved session by session (design.md: A B A B, not A
-# then B), so drift on a shared machine hits both alike; then the analysis.
+# Both architectures in one run, interleaved session by session (docs/architecture.md,
+# "Measuring on a small VM": A B B A, not A then B), so drift on a shared machine hits both
+# alike; then the analysis.
 bench: setup
 	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
@@ -78,7 +79,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis results/runs results/report results/perf
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-# --- analysis (issue 6) -----------------------------------------------------------------------
+# --- analysis ----------------------------------------------------------------------------------
 .PHONY: analyze baseline analyze-scale
 RUNS ?= results/runs
 REPORT ?= results/report

@@ -8,7 +8,10 @@ Layout:
 - ``zookeeper/``      find or start a real ZooKeeper (user address, jars, testcontainers);
                       its __init__ maps the modules
 - ``architectures.py`` the registry: one entry per twin (launch, services, counters, labels)
-- ``cluster.py``      start/stop a cluster of one architecture's broker processes
+- ``cluster.py``      start/stop a cluster of one architecture's broker processes, and its faults
+- ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
+- ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
+- ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session

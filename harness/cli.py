@@ -1,8 +1,8 @@
 """The ``twinbench`` command line.
 
-Subcommands map one-to-one onto the pipeline stages of design.md. User mistakes (bad arguments,
-missing files, unreachable services) print one line ``twinbench: error: ...`` and exit 2; a
-traceback means a bug in twinbench.
+Subcommands follow the stages of docs/architecture.md ("From a workload file to a figure").
+User mistakes (bad arguments, missing files, unreachable services) print one line
+``twinbench: error: ...`` and exit 2; a traceback means a bug in twinbench.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class ClusterSpec:
     zk_nodes: int = 1
     # Storage flush policy of every broker (every_batch | interval_ms:N | os).
     flush: str = "os"
-    # Fairness rule 2: per_request | cached, applied to every broker.
+    # per_request | cached, applied to every broker (docs/architecture.md, fairness rule 2).
     metadata_check: str = "cached"
     # dsbs only: gossip timing preset: lan (1 s protocol period, realistic) or local (fast
     # failure detection for tests on one host).

@@ -4,7 +4,7 @@ Both are `twinbench broker` processes running identical server code; the null si
 (``--storage null``) acknowledges every batch without storing it. The same load client (the
 synchronous producer of the paper) drives both, interleaved A B / B A per repetition so drift on
 this shared machine hits both sides alike, with the brokers pinned to one core and the client to
-another when there are two (design.md: placement changes results up to 3x).
+another when there are two (docs/architecture.md: placement changes results up to 3x).
 
 Prints a table of records/s per cell and the ratio broker/null-sink, ends with
 ``efficiency_min=<lowest ratio>``, and writes a self-describing JSON file under results/perf/.
@@ -31,7 +31,8 @@ from workloads.connection import run as run_async
 from workloads.producer import Producer
 
 FORMAT_VERSION = 1
-# (message size in bytes, records per produce request): the grid.
+# (message size in bytes, records per produce request): the paper's batch sweep at 32 B, and
+# 1 KiB at batch 20.
 CELLS = [(32, 1), (32, 20), (32, 50), (1024, 20)]
 
 

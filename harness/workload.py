@@ -192,7 +192,8 @@ class Workload:
     # split = produce everything, then consume it (each phase timed alone); streaming = both at
     # once.
     scenarios: tuple[str, ...] = SCENARIOS
-    # Fairness rule 2, swept when more than one value is given (one run log per combination).
+    # docs/architecture.md, fairness rule 2; swept when more than one value is given (one run
+    # log per combination).
     offset_commit: tuple[str, ...] = ("every_fetch",)
     metadata_check: tuple[str, ...] = ("per_request",)
     # Storage flush policy of every broker.
@@ -204,7 +205,8 @@ class Workload:
     # per cell, or per try (the KiB grid writes gigabytes per session).
     restart: str = "never"
     # auto: pin the load client and the brokers (and ZooKeeper) to different CPUs when there
-    # are two or more (design.md, "Measuring on a 2-core VM"); none: leave it to the scheduler.
+    # are two or more (docs/architecture.md, "Measuring on a small VM"); none: leave it to the
+    # scheduler.
     placement: str = "auto"
     # zk: ZooKeeper servers started for the cluster (1 standalone, 3 ensemble).
     zk_nodes: int = 1

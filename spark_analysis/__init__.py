@@ -1,5 +1,5 @@
-"""PySpark analysis: run logs -> the paper's tables and figures, with statistics (issue 6), and
-the fault sessions' tables and figures (issue 10).
+"""PySpark analysis: run logs -> the paper's tables and figures, with statistics, and the fault
+sessions' tables and figures.
 
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
@@ -17,7 +17,7 @@ Layout (one concept per module):
                   paper_only keeps the `faults` scenario out of them; fault sessions, timeline,
                   events)
   stats.py        t intervals, Welch's test, Fieller's ratio interval, detectable change
-  paper.py        the seed paper's appendix numbers (paper_appendix.csv), its ratios and p-values
+  paper.py        the DSBS paper's appendix numbers (paper_appendix.csv), its ratios and p-values
   tables.py       paper-layout appendix tables, ZK-vs-DSBS comparison, A/A noise floor, latency
   fault_tables.py fault sessions: per case x arch mean/sd/n/95% CI of the durations, outcomes
                   (lost, duplicates, ...), ZK beside DSBS with the ratio

@@ -26,7 +26,7 @@ from spark_analysis import stats
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.schema import FAULT_COUNTS, FAULT_KEY, FAULT_METRICS
 
-# What each duration is called in the report (and what the issue calls it).
+# What each duration is called in the report.
 METRIC_TITLES: dict[str, str] = {
     "detection_s": "detection",
     "rejoin_s": "rejoin",

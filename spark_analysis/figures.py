@@ -1,6 +1,6 @@
 """The report's figures (matplotlib, PNG + SVG), drawn from the analysis tables only.
 
-fig01-fig12 are the seed paper's twelve figures (ZK vs DSBS, one panel each; every architecture
+fig01-fig12 are the DSBS paper's twelve figures (ZK vs DSBS, one panel each; every architecture
 of the comparison side by side), with error bars from the tries (95% confidence interval of the
 mean) and the paper's printed averages drawn as markers beside our bars. fig13 shows how the
 DSBS/ZK ratio moves with the coordination policy, fig14 the latency distributions (merged HDR

@@ -1,8 +1,9 @@
-"""The seed paper's own numbers (its appendix, long format) for side-by-side comparison.
+"""The DSBS paper's own numbers (its appendix, long format) for side-by-side comparison.
 
-``paper_appendix.csv`` is a copy of shared/reference/dsbs_paper_appendix.csv shipped with the
-package so a report can always show the paper beside our numbers. The paper says ``stream``
-where our logs say ``streaming``; it is renamed on load so the two join on equal keys.
+``paper_appendix.csv`` holds the paper's appendix tables (docs/architecture.md cites the paper)
+in long format, shipped with the package so a report can always show the paper beside our
+numbers. The paper says ``stream`` where our logs say ``streaming``; it is renamed on load so
+the two join on equal keys.
 """
 
 from __future__ import annotations

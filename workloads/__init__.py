@@ -3,7 +3,7 @@
 A lean asyncio producer and consumer written for measurement, not convenience. It shares the
 sans-IO wire codec in ``brokers.core.protocol`` but never imports a broker twin.
 
-Layout (one concept per module; imports point down the list)::
+Layout (one concept per module; a module imports only modules above it in the list)::
 
     payload.py     fixed-layout RecordBatch v2 for our records: per-(msg_size, batch) template,
                    in-place stamping of (producer id, sequence, send µs) + CRC-32C; fast
@@ -11,6 +11,8 @@ Layout (one concept per module; imports point down the list)::
     verify.py      Verifier: count, per-partition order, loss, duplicates (bytearrays per
                    producer, O(1) per batch) -> VerifyReport
     latency.py     LatencyRecorder: HDR histogram (µs, 1 µs..60 s, 3 digits), bulk-folded
+    timeline.py    Timeline: records per time bucket and the longest gap per partition (fault
+                   sessions)
     wire.py        hand-written Produce / Fetch / ApiVersions encoding and parsing (hot path)
     connection.py  KafkaConnection: asyncio.Protocol, pipelining, correlation ids, per-request
                    latency, ApiVersions handshake; new_event_loop()/run() pick uvloop
@@ -20,6 +22,8 @@ Layout (one concept per module; imports point down the list)::
                    records per Produce request)
     consumer.py    Consumer.run(expected) -> ConsumerResult (static assignment, ~`batch`
                    records per Fetch, OffsetCommit every fetch / on an interval / never)
+    group.py       GroupMember: a consumer-group member that only joins, syncs and heartbeats
+                   (the probe timing group recovery after a fault)
 
 Typical use (inside ``workloads.connection.run``)::
 

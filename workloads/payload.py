@@ -24,8 +24,8 @@ batches whose value is at least 8 bytes with a null key are still read as ours, 
 counted as foreign.
 
 Buffers are reused (see :class:`BatchBuilder`): allocating fresh 128 KiB x 20 buffers per request
-is the bottleneck for large messages on this VM (~1.8 GB/s, design.md), while patching in place is
-nearly free.
+is the bottleneck for large messages on this VM (~1.8 GB/s, docs/architecture.md), while
+patching in place is nearly free.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Modes:
 * ``sync``: one request at a time; the next is built only after the previous one was
-  acknowledged (the seed paper's producer). Throughput = batch / round trip.
+  acknowledged (the DSBS paper's producer). Throughput = batch / round trip.
 * ``pipelined``: up to ``window`` requests in flight (over all partitions); responses are
   consumed oldest first (Kafka answers in order per connection, and the oldest request overall
   is the one whose buffer we need back first).

@@ -5,8 +5,8 @@ shared schema codec in ``brokers.core.protocol``; these three are written out wi
 because the client sends one of them per measured operation and must stay far cheaper than the
 broker it measures. Tests check them byte-for-byte against the shared codec.
 
-Versions: Produce 3..8 and Fetch 4..11 (non-flexible, no topic ids; see
-reference/kafka-protocol.md), ApiVersions 0..2 (empty request body in all three).
+Versions: Produce 3..8 and Fetch 4..11 (non-flexible, no topic ids; see docs/kafka-protocol.md),
+ApiVersions 0..2 (empty request body in all three).
 
 A Produce request for one partition is laid out so the whole frame lives in one reusable buffer:
 ``[frame prefix][RecordBatch]``. The prefix is built once per (topic, partition); per request only

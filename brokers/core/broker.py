@@ -212,7 +212,8 @@ class Broker:
 
 
 def install_event_loop_policy() -> str:
-    """Use uvloop when it is installed (design.md: the fastest server shape); name the loop."""
+    """Use uvloop when it is installed (the fastest server shape measured, docs/architecture.md);
+    name the loop."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a pinned dependency

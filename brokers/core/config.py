@@ -140,8 +140,9 @@ class BrokerConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     # Address clients are told to connect to in Metadata; None means host:port as bound.
     advertised_host: str | None = None
-    # Fairness rule 2: `per_request` asks the coordination store on every produce/fetch whether
-    # this broker leads the partition (the paper's condition); `cached` trusts the cache.
+    # docs/architecture.md, fairness rule 2: `per_request` asks the coordination store on
+    # every produce/fetch whether this broker leads the partition (the paper's condition);
+    # `cached` trusts the cache.
     metadata_check: MetadataCheck = "cached"
     # Largest request frame accepted (socket.request.max.bytes). Checked on the length prefix,
     # before allocating, so a 2 GiB prefix costs nothing.

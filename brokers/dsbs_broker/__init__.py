@@ -1,4 +1,4 @@
-"""The Decentralized Stateful Broker (issue 4): embedded coordination tables and UDP gossip.
+"""The Decentralized Stateful Broker: embedded coordination tables and UDP gossip.
 
 No external process: every broker keeps the paper's tables itself (membership, topic ->
 partition -> broker, consumer -> offset) and gossips with its peers.

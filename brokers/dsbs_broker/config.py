@@ -7,7 +7,7 @@ Two gossip presets:
 * ``GossipConfig.LOCAL``: fast timers for brokers on one machine (tests, the benchmark's
   single-host runs); a SIGKILLed broker is declared dead well inside 3 s.
 
-``GossipLimits`` caps what gossip input can make a broker hold or send (issue 13): a forged or
+``GossipLimits`` caps what gossip input can make a broker hold or send: a forged or
 runaway datagram must cost a bounded amount of memory and reply bytes, whatever it claims.
 
 Every knob is validated in ``__post_init__``; a bad value raises ``UserError`` naming the knob.

@@ -34,7 +34,7 @@ Every datagram that does not parse, belongs to another cluster, replays an alrea
 number (``replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
 otherwise ignored.
 
-Hostile input (issue 13). With a cluster key every datagram is authenticated before it is
+Hostile input. With a cluster key every datagram is authenticated before it is
 decoded (``auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
 gets through is still checked (``validation.py``) and capped (``GossipLimits``): invalid
 updates are dropped one by one, the member, topic, replay and relay tables have caps, offsets
@@ -596,7 +596,7 @@ class SwimNode:
     def _drop(self, reason: str) -> None:
         self.counters[f"dropped_{reason}"] += 1
 
-    # --- hostile input (issue 13) -----------------------------------------------------------
+    # --- hostile input ----------------------------------------------------------------------
     def _open(self, data: bytes) -> Packet | None:
         """Size, header, then the tag (with a key), then decode; None (counted) for junk."""
         limit = self.cfg.max_packet_bytes

@@ -4,7 +4,7 @@ Election is Kafka's: the first broker to create the ephemeral ``/controller`` wi
 persistent ``/controller_epoch`` and becomes the controller until its session ends.
 ``election.py`` runs the election; this module holds what the winner does.
 
-Duties (Kafka 0.8's, minus replication, which is a later issue):
+Duties (Kafka 0.8's, minus replication, which does not exist yet):
 
 * on election: read the world (brokers, topics, partition states; done by the cache's
   resync), then reconcile;

@@ -1,11 +1,11 @@
 """CPU placement: the load client on one CPU, the brokers (and ZooKeeper) on the others.
 
-design.md ("Measuring on a 2-core VM"): placement changes synchronous results up to 3x, so a
-benchmark pins its processes and records where. Mechanism: Linux children inherit the CPU mask
-of the thread that forks them, so the driver narrows its *main thread* to the broker CPUs while
-the cluster starts (every broker, every ZooKeeper JVM thread, kazoo's threads and the like
-inherit it), then pins *every* thread of its own process to the client CPU. Nothing outside the
-processes we start is touched.
+docs/architecture.md ("Measuring on a small VM"): placement changes synchronous results up to
+3x, so a benchmark pins its processes and records where. Mechanism: Linux children inherit the
+CPU mask of the thread that forks them, so the driver narrows its *main thread* to the broker
+CPUs while the cluster starts (every broker, every ZooKeeper JVM thread, kazoo's threads and
+the like inherit it), then pins *every* thread of its own process to the client CPU. Nothing
+outside the processes we start is touched.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@
 
 Order inside an epoch: cell, then try, then scenario, then side, so the sides of a comparison
 (zk and dsbs, A and B, or two offset_commit policies) alternate instead of running A then B
-(design.md, "Measuring on a 2-core VM"); odd tries run the sides in order and even tries in
-reverse (A B B A), so neither side always goes first after the other.
+(docs/architecture.md, "Measuring on a small VM"); odd tries run the sides in order and even
+tries in reverse (A B B A), so neither side always goes first after the other.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Session:
 
 @dataclass(frozen=True)
 class Epoch:
-    # Broker setting of this epoch's clusters (fairness rule 2).
+    # Broker setting of this epoch's clusters (docs/architecture.md, fairness rule 2).
     metadata_check: str
     sessions: tuple[Session, ...]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,6 @@ from brokers.core.protocol.messages.offset_commit import (
 from brokers.core.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess
-from tests.integration import zk_fixtures
 from tests.support.brokers import RunningBroker, start_broker_process
 from tests.support.clusters import ARCHITECTURES
 from tests.support.faulty_fs import fill, loop_ext4, small_tmpfs
@@ -48,11 +46,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.hostile]
 # ZooKeeper's fsync policy), so the disk-failure tests run on these two.
 LOCAL_STATE = ["single", "dsbs"]
 ERROR_LINE = re.compile(r"^(twinbench|python -m brokers\.\w+): error: ")
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory) -> Iterator[zk_fixtures.ZooKeeperHandle]:
-    yield from zk_fixtures.module_zookeeper(tmp_path_factory)
 
 
 def broker_argv(arch: str, data_dir: Path, flush: str, zk_connect: str | None) -> list[str]:

@@ -1,15 +1,17 @@
 """How fast is the load client itself? Measured against a null server that only acks.
 
-The null server (a uvloop ``asyncio.Protocol`` in its own process, pinned to the other core when
-there are two) decodes each request's header and Produce body with the shared codec and answers
-with a cached encoded ProduceResponse: about the cheapest Kafka-protocol peer possible, so the
-records/s measured here are the client's ceiling, not a broker's.
+The null server (tests/support/null_broker.py: a uvloop ``asyncio.Protocol`` in its own process,
+pinned to the other core when there are two) decodes each request's header and Produce body with
+the shared codec and answers with a cached encoded ProduceResponse: about the cheapest
+Kafka-protocol peer possible, so the records/s measured here are the client's ceiling, not a
+broker's.
 
 Run ``python -m tests.integration.test_client_throughput [--placement split|same|none]`` for the
 table (32 B x batch 1/20/50 and 1 KB x batch 20, sync; plus pipelined and 128 KiB), and
 ``--profile`` for a cProfile of the client. Placement matters enormously for sync ping-pong on
-this VM (design.md: a cross-core wake-up costs ~40 us): measured on an idle VM, 32 B x 50 sync
-reached ~1.05M records/s with client and server on the same core, ~0.40M on split cores.
+this VM (docs/architecture.md: a cross-core wake-up costs ~40 us): measured on an idle VM,
+32 B x 50 sync reached ~1.05M records/s with client and server on the same core, ~0.40M on
+split cores.
 The test checks only that the client drives the server to completion and reports sane figures:
 speed is a benchmark's business (`make perf`, this module's table), never a test's assertion on a
 shared machine (a CPU-cost floor here once failed CI at 266k records per CPU-second under load).
@@ -17,109 +19,18 @@ shared machine (a CPU-cost floor here once failed CI at 266k records per CPU-sec
 
 from __future__ import annotations
 
-import asyncio
-import multiprocessing as mp
 import os
 import sys
 import time
 
 import pytest
 
-from brokers.core.protocol import api
-from brokers.core.protocol.framing import FrameDecoder, frame
-from brokers.core.protocol.header import RequestHeader, encode_response_header
-from brokers.core.protocol.messages import metadata, produce
+from tests.support.null_broker import TOPIC, start_null_server
 from workloads.cluster import Cluster
 from workloads.connection import new_event_loop
 from workloads.producer import Producer
 
 pytestmark = pytest.mark.integration
-
-TOPIC = "null"
-PARTITIONS = 1
-
-
-class NullProtocol(asyncio.Protocol):
-    def __init__(self, port_holder: list[int]) -> None:
-        self.decoder = FrameDecoder(1 << 28)
-        self.port = port_holder
-        self.cache: dict[tuple[int, str, int], list] = {}
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        out = []
-        for f in self.decoder.feed(data):
-            header, pos = RequestHeader.decode(f)
-            key, version = header.api_key, header.api_version
-            corr = encode_response_header(header.correlation_id)
-            if key == api.ApiKey.PRODUCE:
-                req = produce.ProduceRequest.decode(f[pos:], version)
-                t = req.topic_data[0]
-                p = t.partition_data[0].index
-                body = self.cache.get((version, t.name, p))
-                if body is None:
-                    resp = produce.ProduceResponse(
-                        responses=[
-                            produce.TopicProduceResponse(
-                                name=t.name,
-                                partition_responses=[
-                                    produce.PartitionProduceResponse(
-                                        index=p, error_code=0, base_offset=0
-                                    )
-                                ],
-                            )
-                        ]
-                    )
-                    body = self.cache[(version, t.name, p)] = resp.encode(version)
-                out += frame([corr, *body])
-                continue
-            req = api.decode_request(key, version, f[pos:])
-            if key == api.ApiKey.API_VERSIONS:
-                resp = api.api_versions_response()
-            elif key == api.ApiKey.METADATA:
-                resp = metadata.MetadataResponse(
-                    brokers=[metadata.MetadataResponseBroker(0, "127.0.0.1", self.port[0])],
-                    controller_id=0,
-                    topics=[
-                        metadata.MetadataResponseTopic(
-                            0,
-                            TOPIC,
-                            partitions=[
-                                metadata.MetadataResponsePartition(
-                                    0, p, 0, replica_nodes=[0], isr_nodes=[0]
-                                )
-                                for p in range(PARTITIONS)
-                            ],
-                        )
-                    ],
-                )
-            else:
-                raise AssertionError(f"null server: unexpected api {key}")
-            out += frame([corr, *api.encode_response(key, version, resp)])
-        self.transport.writelines(out)
-
-
-def _serve(port_q, cpu: int | None) -> None:
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
-    loop = new_event_loop()
-    holder = [0]
-    server = loop.run_until_complete(
-        loop.create_server(lambda: NullProtocol(holder), "127.0.0.1", 0)
-    )
-    holder[0] = server.sockets[0].getsockname()[1]
-    port_q.put(holder[0])
-    loop.run_forever()
-
-
-def start_null_server(cpu: int | None):
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    proc = ctx.Process(target=_serve, args=(q, cpu), daemon=True)
-    proc.start()
-    return proc, q.get(timeout=10)
 
 
 def _cpus(placement: str = "split") -> tuple[int | None, int | None]:

@@ -26,10 +26,10 @@ from brokers.core.errors import InvalidReplicationFactor, TopicAlreadyExists
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
 from brokers.dsbs_broker.wire import Status
+from tests.support.dsbs_member import KEY
 
 pytestmark = pytest.mark.integration
 
-KEY = b"test cluster key of 32 bytes ok!"
 SCENARIO_TIMEOUT_S = 90.0
 
 
@@ -264,26 +264,6 @@ def test_junk_datagrams_are_counted_and_dropped(tmp_path):
     _run(tmp_path, scenario)
 
 
-_CHILD = """
-import asyncio, sys
-from pathlib import Path
-from brokers.core.coordinator import BrokerInfo
-from brokers.dsbs_broker.config import DsbsConfig, GossipConfig
-from brokers.dsbs_broker.coordinator import DsbsCoordinator
-
-async def main():
-    node_id, port, data, seeds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    cfg = DsbsConfig(gossip_port=port, seeds=tuple(seeds.split(",")), gossip=GossipConfig.LOCAL,
-                     join_timeout_s=2.0, gossip_key=b"test cluster key of 32 bytes ok!")
-    c = DsbsCoordinator(node_id, Path(data), cfg)
-    await c.start(BrokerInfo(node_id, "127.0.0.1", 30000 + node_id))
-    print("ready", c.node.incarnation, flush=True)
-    await asyncio.Event().wait()
-
-asyncio.run(main())
-"""
-
-
 def test_sigkilled_process_is_declared_dead_within_3s_and_rejoins(tmp_path, record_property):
     import os
     import signal
@@ -297,8 +277,8 @@ def test_sigkilled_process_is_declared_dead_within_3s_and_rejoins(tmp_path, reco
 
         def spawn() -> tuple[subprocess.Popen, int]:
             p = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, str(victim), str(cl.ports[victim]),
-                 str(cl.tmp / "child"), ",".join(cl.seeds)],
+                [sys.executable, "-m", "tests.support.dsbs_member", str(victim),
+                 str(cl.ports[victim]), str(cl.tmp / "child"), ",".join(cl.seeds)],
                 stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
             line = p.stdout.readline().split()  # blocks until the child has joined
             assert line and line[0] == "ready", line

@@ -1,4 +1,4 @@
-"""The gossip UDP adapter and the coordinator's start/stop on real loopback sockets (issue 13).
+"""The gossip UDP adapter and the coordinator's start/stop on real loopback sockets.
 
 No exception ends a gossip loop, shutdown never hangs, the receive queue is capped, and host
 names are resolved once at start (or refused there in one line). Every wait has a bound. The

@@ -1,4 +1,4 @@
-"""Hostile gossip against a real DSBS broker process (issue 13): forged, oversized and endless
+"""Hostile gossip against a real DSBS broker process: forged, oversized and endless
 datagrams on its real UDP gossip port, while a real Kafka client (confluent-kafka) is served.
 
 Two brokers are attacked, one with a cluster key (the attacker has none) and one in insecure

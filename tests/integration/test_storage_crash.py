@@ -22,48 +22,19 @@ import pytest
 
 from brokers.core.config import StorageConfig
 from brokers.core.storage import PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import parse_batches, stored_form
+from tests.support.storage_writer import CONFIG, RECORDS_PER_BATCH, batch_for
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDS_PER_BATCH = 3
-CONFIG = dict(segment_bytes=64 * 1024, index_interval_bytes=1024)
-
-
-def batch_for(i: int) -> bytes:
-    """Batch number i: fixed record count (offset = 3 i), varying sizes and contents."""
-    size = 50 + (i * 7919) % 1500
-    return build_batch(
-        [f"{i}:{j}:".encode() + bytes([(i + j) % 256]) * size for j in range(RECORDS_PER_BATCH)],
-        base_timestamp=1_700_000_000_000 + i,
-    )
-
-
-CHILD = f"""
-import sys
-from pathlib import Path
-from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
-from brokers.core.storage import PartitionLog
-from tests.integration.test_storage_crash import batch_for
-
-log = PartitionLog.open(Path(sys.argv[1]), StorageConfig(
-    flush=FlushPolicy(FlushMode.EVERY_BATCH), **{CONFIG!r}))
-assert log.log_end_offset % {RECORDS_PER_BATCH} == 0, log.log_end_offset
-i = log.log_end_offset // {RECORDS_PER_BATCH}
-print("ready", i, flush=True)
-while True:
-    r = log.append(batch_for(i))
-    print(r.base_offset, flush=True)
-    i += 1
-"""
 
 
 class Child:
     def __init__(self, directory: Path) -> None:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(directory)],
+            [sys.executable, "-m", "tests.support.storage_writer", str(directory)],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.sel = selectors.DefaultSelector()

@@ -39,17 +39,12 @@ from brokers.core.errors import (
 )
 from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig, ZooKeeperUnreachable
 from harness.zookeeper import ZooKeeperHandle, free_ports
-from tests.integration import zk_fixtures
-from tests.integration.zk_fixtures import TEST_SESSION_TIMEOUT_MS, async_wait_until
+from tests.support import zk_fixtures
+from tests.support.zk_fixtures import TEST_SESSION_TIMEOUT_MS, async_wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
 T = TypeVar("T")
 SESSION_S = TEST_SESSION_TIMEOUT_MS / 1000
-
-
-@pytest.fixture(scope="module")
-def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperHandle]:
-    yield from zk_fixtures.module_zookeeper(tmp_path_factory)
 
 
 @pytest.fixture
@@ -485,23 +480,6 @@ def test_zookeeper_down_and_back(tmp_path: Path, chroot: str) -> None:
         run(scenario)
 
 
-CHILD_BROKER = """
-import asyncio, sys
-from brokers.core.coordinator import BrokerInfo
-from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig
-
-async def main() -> None:
-    connect, chroot, node = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    cfg = ZkCoordinatorConfig(connect, chroot=chroot, session_timeout_ms=int(sys.argv[4]))
-    c = ZkCoordinator(cfg, node)
-    await c.start(BrokerInfo(node, "127.0.0.1", 19000 + node))
-    print("ready", flush=True)
-    await asyncio.Event().wait()
-
-asyncio.run(main())
-"""
-
-
 def test_killed_controller_process_is_replaced_and_its_partitions_lose_their_leader(
     zk: ZooKeeperHandle, chroot: str, kz: KazooClient
 ) -> None:
@@ -510,8 +488,8 @@ def test_killed_controller_process_is_replaced_and_its_partitions_lose_their_lea
     child = subprocess.Popen(
         [
             sys.executable,
-            "-c",
-            CHILD_BROKER,
+            "-m",
+            "tests.support.zk_member",
             zk.connect_string,
             chroot,
             "1",

@@ -9,8 +9,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from harness import zookeeper as zk
-from tests.integration import zk_fixtures
-from tests.integration.zk_fixtures import pid_alive
+from tests.support import zk_fixtures
+from tests.support.zk_fixtures import pid_alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness import zkclient
-from tests.integration import zk_fixtures
+from tests.support import zk_fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
 

@@ -64,6 +64,7 @@ def test_one_baseline_even_when_manifests_disagree() -> None:
     ({"kraft": {**KRAFT, "order": True}}, "architectures.kraft.order is True"),
     ({"kraft": {k: v for k, v in KRAFT.items() if k != "color"}}, "kraft.color is None"),
 ])
+@pytest.mark.filesystem
 def test_a_malformed_key_is_one_line_naming_the_file(tmp_path: Path, value: object,
                                                      needle: str) -> None:
     run = synth.write_run(tmp_path, arch="zk", label="", workload="w", index=1,
@@ -76,6 +77,7 @@ def test_a_malformed_key_is_one_line_naming_the_file(tmp_path: Path, value: obje
     assert str(path) in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.filesystem
 def test_report_directory_remembers_the_architectures(tmp_path: Path) -> None:
     archs = Archs.from_manifests([{"arch": "kraft", "architectures": {"kraft": KRAFT}}])
     job.architectures_table(archs).to_csv(tmp_path / "architectures.csv", index=False)

@@ -195,6 +195,7 @@ def test_case_names_qualified_only_when_settings_differ() -> None:
     assert fault_figures.slug("Kill Leader:0") == "kill-leader-0"
 
 
+@pytest.mark.filesystem
 def test_summary_figure_files(wide: pd.DataFrame, tmp_path: Path) -> None:
     long = fault_tables.fault_stats(wide)
     paths = fault_figures.summary_figure(long, pd.DataFrame(), tmp_path)

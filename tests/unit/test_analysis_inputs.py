@@ -41,6 +41,7 @@ def set_manifest(run: Path, **changes: object) -> None:
     path.write_text(json.dumps(data))
 
 
+@pytest.mark.filesystem
 def test_fixture_runs_are_found() -> None:
     found = discover_runs([FIXTURES])
     assert len(found) == 6
@@ -50,22 +51,26 @@ def test_fixture_runs_are_found() -> None:
         ("zk", ""), ("dsbs", ""), ("zk", "A"), ("zk", "B"), ("dsbs", "A"), ("dsbs", "B")}
 
 
+@pytest.mark.filesystem
 def test_empty_directory(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no run directories here"):
         discover_runs([tmp_path])
 
 
+@pytest.mark.filesystem
 def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such directory"):
         discover_runs([tmp_path / "nope"])
 
 
+@pytest.mark.filesystem
 def test_corrupt_manifest(runs: Path) -> None:
     (one_run(runs) / "manifest.json").write_text("{not json")
     with pytest.raises(UserError, match="unreadable manifest"):
         read_manifests(discover_runs([runs]))
 
 
+@pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
         set_manifest(run, format_version=3)
@@ -74,6 +79,7 @@ def test_unknown_format_version_names_it(runs: Path) -> None:
         read_manifests(discover_runs([runs]))
 
 
+@pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
     set_manifest(one_run(runs), format_version=3)
     with pytest.raises(UserError) as exc:
@@ -84,6 +90,7 @@ def test_mixed_format_versions(runs: Path) -> None:
     assert "\n" not in message
 
 
+@pytest.mark.filesystem
 def test_format_1_and_2_runs_mix(runs: Path) -> None:
     """A format-1 run has no fault files and needs none; a format-2 run beside it is fine."""
     synth.write_fault_run(runs, arch="zk", index=7, tries=1)
@@ -94,6 +101,7 @@ def test_format_1_and_2_runs_mix(runs: Path) -> None:
         "faults.csv": 1, "fault_events.csv": 1, "timeline.csv": 1}
 
 
+@pytest.mark.filesystem
 def test_header_only_fault_files_are_not_read(tmp_path: Path) -> None:
     """A format-2 run of a workload without faults: three header-only files, none handed to
     Spark (so the analysis starts no job for them)."""
@@ -107,6 +115,7 @@ def test_header_only_fault_files_are_not_read(tmp_path: Path) -> None:
     assert all(files == [] for files in found.faults.values())
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize("name", ["faults.csv", "fault_events.csv", "timeline.csv"])
 def test_format_2_run_without_a_fault_file(tmp_path: Path, name: str) -> None:
     run = synth.write_fault_run(tmp_path, arch="zk", index=1, tries=1)
@@ -115,6 +124,7 @@ def test_format_2_run_without_a_fault_file(tmp_path: Path, name: str) -> None:
         validate_runs([tmp_path])
 
 
+@pytest.mark.filesystem
 def test_fault_file_with_a_wrong_header(tmp_path: Path) -> None:
     run = synth.write_fault_run(tmp_path, arch="zk", index=1, tries=1)
     lines = (run / "faults.csv").read_text().splitlines()
@@ -125,6 +135,7 @@ def test_fault_file_with_a_wrong_header(tmp_path: Path) -> None:
         validate_runs([tmp_path])
 
 
+@pytest.mark.filesystem
 def test_has_rows(tmp_path: Path) -> None:
     path = tmp_path / "timeline.csv"
     path.write_text("a,b\n")
@@ -146,12 +157,14 @@ def test_analysis_schemas_are_the_writers_columns() -> None:
     assert runlog.FORMAT_VERSION in schema.SUPPORTED_FORMAT_VERSIONS
 
 
+@pytest.mark.filesystem
 def test_not_a_run_log(runs: Path) -> None:
     set_manifest(one_run(runs), kind="something.else")
     with pytest.raises(UserError, match=r"kind is 'something\.else'"):
         read_manifests(discover_runs([runs]))
 
 
+@pytest.mark.filesystem
 def test_duplicate_run_id(runs: Path) -> None:
     a, b = sorted(runs.iterdir())[:2]
     set_manifest(b, run_id=json.loads((a / "manifest.json").read_text())["run_id"])
@@ -159,6 +172,7 @@ def test_duplicate_run_id(runs: Path) -> None:
         read_manifests(discover_runs([runs]))
 
 
+@pytest.mark.filesystem
 def test_empty_records_file(tmp_path: Path) -> None:
     path = tmp_path / "records.csv"
     path.write_text("")
@@ -166,6 +180,7 @@ def test_empty_records_file(tmp_path: Path) -> None:
         check_header(path, RECORDS_COLUMNS)
 
 
+@pytest.mark.filesystem
 def test_wrong_header_says_what_differs(tmp_path: Path) -> None:
     path = tmp_path / "records.csv"
     path.write_text(",".join(c for c in RECORDS_COLUMNS if c != "rps") + ",speed\n")

@@ -65,6 +65,7 @@ def test_workload_must_be_chosen_when_several() -> None:
     assert data["workload"] == "smoke"
 
 
+@pytest.mark.filesystem
 def test_baseline_round_trip_and_check(tmp_path: Path) -> None:
     path = regress.write_baseline(comparison(BASE), noise(), ["r2", "r1"], tmp_path)
     data = json.loads(path.read_text())
@@ -90,6 +91,7 @@ def test_baseline_round_trip_and_check(tmp_path: Path) -> None:
     assert not ok and "MISSING    c3" in text
 
 
+@pytest.mark.filesystem
 def test_fault_sessions_are_not_regressed(tmp_path: Path) -> None:
     """A comparison carrying fault-session rows (scenario `faults`, its own workload) neither
     makes the workload ambiguous nor enters the baseline, and a wild ratio there is no
@@ -104,6 +106,7 @@ def test_fault_sessions_are_not_regressed(tmp_path: Path) -> None:
     assert ok, text
 
 
+@pytest.mark.filesystem
 def test_check_refuses_missing_or_foreign_baselines(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"no baseline here.*make baseline"):
         regress.load_baseline(tmp_path)

@@ -114,6 +114,7 @@ def test_log_rms() -> None:
     assert math.isnan(stats.log_rms([]))
 
 
+@pytest.mark.filesystem
 def test_paper_ratios_from_its_appendix() -> None:
     long = paper.load_paper()
     assert set(long["scenario"]) == {"split", "streaming"}  # "stream" renamed

@@ -109,6 +109,7 @@ def with_kraft(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(architectures.ARCHITECTURES, KRAFT.name, KRAFT)
 
 
+@pytest.mark.filesystem
 @pytest.mark.usefixtures("with_kraft")
 def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
     assert architectures.names() == ("zk", "dsbs", "kraft")
@@ -141,6 +142,7 @@ def test_service_faults_run_only_where_the_service_is() -> None:
         ACTIONS["stop-zookeeper"], ACTIONS["start-zookeeper"], ACTIONS["kill-zookeeper"]}
 
 
+@pytest.mark.filesystem
 def test_broker_arguments_of_the_twins(tmp_path: Path) -> None:
     spec = ClusterSpec("zk", zk_session_timeout_ms=6000)
     launch = Launch(spec, tmp_path, ("127.0.0.1",) * 2, False, "127.0.0.1:2181/twinbench")

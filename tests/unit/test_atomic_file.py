@@ -10,6 +10,7 @@ import pytest
 
 from brokers.core.atomic_file import TMP_SUFFIX, replace_file
 
+pytestmark = pytest.mark.filesystem  # real files and directories
 
 def test_replaces_content_and_leaves_no_temporary_file(tmp_path: Path) -> None:
     path = tmp_path / "doc.json"

@@ -32,6 +32,7 @@ def _signed(auth: Authenticator) -> bytes:
     return auth.sign(data)
 
 
+@pytest.mark.filesystem
 def test_key_file_is_read_with_trailing_whitespace_removed(tmp_path):
     text = b"ab" * 32
     assert load_key_file(_key_file(tmp_path, text + b"\n")) == text
@@ -39,6 +40,7 @@ def test_key_file_is_read_with_trailing_whitespace_removed(tmp_path):
     assert load_key_file(_key_file(tmp_path, raw)) == raw
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize(("make", "message"), [
     (lambda d: d / "absent.key", "No such file"),
     (lambda d: d, "not a regular file"),

@@ -10,6 +10,7 @@ from brokers.dsbs_broker.offsets import OffsetLog, OffsetTable
 from brokers.dsbs_broker.state import NodeState, StateFile
 
 
+@pytest.mark.filesystem
 def test_offset_log_replays_newest_per_key_and_skips_a_torn_tail(tmp_path):
     path = tmp_path / "offsets.jsonl"
     log = OffsetLog(path)
@@ -45,6 +46,7 @@ def test_merge_is_last_writer_wins_and_idempotent():
     assert b.merge(a.unpersisted[-1:]) and b.fetch("g", None)[tp].offset == 30
 
 
+@pytest.mark.filesystem
 def test_state_file_round_trip_and_node_mismatch(tmp_path):
     sf = StateFile(tmp_path)
     assert sf.load(3) == NodeState(3)

@@ -1,4 +1,4 @@
-"""Forged and hostile gossip against the sans-IO state machine (issue 13; no I/O).
+"""Forged and hostile gossip against the sans-IO state machine (no I/O).
 
 Every rule of ``validation.py`` and every cap of ``GossipLimits`` is exercised through
 ``SwimNode.receive`` with crafted datagrams, authenticated with the cluster key (an insider or a

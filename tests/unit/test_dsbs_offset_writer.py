@@ -36,6 +36,7 @@ def _replay(path) -> dict[tuple[str, str, int], int]:
         log.close()
 
 
+@pytest.mark.filesystem
 def test_concurrent_commits_share_fsyncs_and_are_acked_only_once_synced(tmp_path, monkeypatch):
     real_fsync = offsets_mod.os.fsync
     gate = threading.Event()
@@ -73,6 +74,7 @@ def test_concurrent_commits_share_fsyncs_and_are_acked_only_once_synced(tmp_path
                                               ("g", "t", 2): 11}
 
 
+@pytest.mark.filesystem
 def test_compaction_uses_the_snapshot_and_keeps_later_commits(tmp_path):
     async def scenario() -> None:
         log = OffsetLog(tmp_path / "o.jsonl")
@@ -95,6 +97,7 @@ def test_compaction_uses_the_snapshot_and_keeps_later_commits(tmp_path):
     assert _replay(path) == {("g", "t", 0): 1098, ("g", "t", 1): 1099}
 
 
+@pytest.mark.filesystem
 def test_a_failed_write_fails_the_waiting_commits(tmp_path):
     async def scenario() -> None:
         log = OffsetLog(tmp_path / "o.jsonl")  # never opened: every write raises

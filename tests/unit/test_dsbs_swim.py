@@ -133,7 +133,7 @@ def test_false_positives_under_10_percent_loss(record_property):
     _report(record_property, "loss10_n20_300periods", probes=probes,
             suspicion_rate=suspicions / probes, false_dead_rate=deaths / probes,
             refutations=refutations)
-    assert suspicions / probes < 0.10  # the brief's bar: false positives under 10% loss
+    assert suspicions / probes < 0.10  # the bar: under 10% suspicions per probe at 10% loss
     assert deaths / probes < 0.01
     net.run_for(30 * cfg.period_s)
     assert _all_alive(net, set(range(n)))  # any false death was refuted and healed

@@ -48,6 +48,7 @@ def test_flush_policy_rejects_bad_spellings_with_a_user_error(text):
         FlushPolicy.parse(text)
 
 
+@pytest.mark.filesystem
 def test_configs_reject_out_of_range_knobs(tmp_path):
     with pytest.raises(errors.UserError, match="segment_bytes"):
         StorageConfig(segment_bytes=10)
@@ -67,6 +68,7 @@ def test_configs_reject_out_of_range_knobs(tmp_path):
                      default_partitions=5, max_partitions_per_topic=4)
 
 
+@pytest.mark.filesystem
 def test_limits_that_do_not_fit_the_descriptor_limit_are_one_user_error(tmp_path, monkeypatch):
     from brokers.core import cli
 

@@ -27,6 +27,7 @@ def context(coordinator: Coordinator, policy: str, tmp_path: Path) -> BrokerCont
     return BrokerContext(config, coordinator, None, None, None)  # type: ignore[arg-type]
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize("policy", ["per_request", "cached"])
 def test_only_a_remote_store_takes_the_async_path(tmp_path: Path, policy: str) -> None:
     zk = ZkCoordinator(ZkCoordinatorConfig("127.0.0.1:2181"), 0)

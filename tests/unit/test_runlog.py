@@ -35,6 +35,7 @@ def table_keys(section: str) -> list[str]:
     return keys
 
 
+@pytest.mark.filesystem
 def test_records_columns_are_the_documented_ones():
     section = doc_section("records.csv")
     keys = table_keys(section)
@@ -50,14 +51,17 @@ def test_records_columns_are_the_documented_ones():
     assert list(runlog.RECORD_COLUMNS) == expected
 
 
+@pytest.mark.filesystem
 def test_coordination_columns_are_the_documented_ones():
     assert list(runlog.COORDINATION_COLUMNS) == table_keys(doc_section("coordination.csv"))
 
 
+@pytest.mark.filesystem
 def test_manifest_keys_are_the_documented_ones():
     assert list(runlog.MANIFEST_KEYS) == table_keys(doc_section("manifest.json"))
 
 
+@pytest.mark.filesystem
 def test_latency_keys_are_the_documented_ones():
     section = doc_section("latency.jsonl")
     for key in runlog.LATENCY_KEYS:
@@ -81,6 +85,7 @@ def manifest(tmp_path: Path, run_id: str = "20261121T090000Z-zk-t-abcdef") -> di
     )
 
 
+@pytest.mark.filesystem
 def test_manifest_is_incomplete_until_finished(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
     m = json.loads((log.path / "manifest.json").read_text())
@@ -95,6 +100,7 @@ def test_manifest_is_incomplete_until_finished(tmp_path: Path):
     assert m["incomplete"] is False and m["finished_at"].endswith("Z")
 
 
+@pytest.mark.filesystem
 def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
     row = {k: None for k in runlog.RECORD_COLUMNS} | {"run_id": log.run_id, "rps": 1234.5,
@@ -120,6 +126,7 @@ def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
     assert json.loads((log.path / "manifest.json").read_text())["incomplete"] is True
 
 
+@pytest.mark.filesystem
 def test_unknown_fields_are_refused(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
     with pytest.raises(ValueError, match="rpss"):
@@ -128,6 +135,7 @@ def test_unknown_fields_are_refused(tmp_path: Path):
         runlog.RunLog(tmp_path, manifest(tmp_path, "other") | {"extra": 1})
 
 
+@pytest.mark.filesystem
 def test_failed_cells_reach_the_manifest_at_once(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
     log.mark_failed("size_grid-32B-b20")
@@ -136,12 +144,14 @@ def test_failed_cells_reach_the_manifest_at_once(tmp_path: Path):
     assert m["failed_cells"] == ["size_grid-32B-b20"]
 
 
+@pytest.mark.filesystem
 def test_run_directories_are_never_reused(tmp_path: Path):
     runlog.RunLog(tmp_path, manifest(tmp_path))
     with pytest.raises(FileExistsError):
         runlog.RunLog(tmp_path, manifest(tmp_path))
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize("title,columns", [
     ("faults.csv", runlog.FAULT_COLUMNS),
     ("fault_events.csv", runlog.FAULT_EVENT_COLUMNS),

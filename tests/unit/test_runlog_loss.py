@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from harness import runlog
 from harness.driver import rows
 from harness.driver.plan import Cell, Session, Side
@@ -73,6 +75,7 @@ def test_reordering_fails_the_cell_and_duplicates_are_counted():
     assert r.report.duplicates == 20 and not r.failed  # duplicates are counted, not fatal
 
 
+@pytest.mark.filesystem
 def test_failed_cell_lands_in_the_manifest_and_the_exit_code(tmp_path):
     r = session_result(feed(skip=range(0, 1)), 99)
     m = runlog.base_manifest(

@@ -12,7 +12,7 @@ from brokers.core.storage.batch_header import (
     validate_batches,
 )
 from brokers.core.storage.index import SparseIndex
-from tests.unit.batches import build_batch, parse_batches, recrc, zigzag_varint
+from tests.support.batches import build_batch, parse_batches, recrc, zigzag_varint
 
 MAX = 1 << 20
 

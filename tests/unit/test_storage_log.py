@@ -15,7 +15,10 @@ from brokers.core.errors import (
     OffsetOutOfRange,
 )
 from brokers.core.storage import AppendResult, PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
+
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
 
 
 def cfg(**kw) -> StorageConfig:

@@ -6,9 +6,10 @@ from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.errors import InvalidTopic, UnknownTopicOrPartition, UserError
 from brokers.core.storage import LogManager
 from brokers.core.storage.manager import parse_partition_dir
-from tests.unit.batches import build_batch
+from tests.support.batches import build_batch
 
 
+@pytest.mark.filesystem
 def test_layout_and_reload(tmp_path):
     m = LogManager(tmp_path, StorageConfig())
     a = m.get_or_create("orders", 0)
@@ -31,6 +32,7 @@ def test_layout_and_reload(tmp_path):
     m2.close()
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize("topic", ["", ".", "..", "../etc", "a/b", "a\\b", "x" * 250, "nul\0",
                                    "spa ce", "ünï"])
 def test_unsafe_topic_names_are_refused(tmp_path, topic):
@@ -41,6 +43,7 @@ def test_unsafe_topic_names_are_refused(tmp_path, topic):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".storage.lock"]
 
 
+@pytest.mark.filesystem
 def test_negative_partition_refused(tmp_path):
     m = LogManager(tmp_path, StorageConfig())
     with pytest.raises(UnknownTopicOrPartition):
@@ -55,6 +58,7 @@ def test_parse_partition_dir():
         assert parse_partition_dir(bad) is None
 
 
+@pytest.mark.filesystem
 def test_flush_dirty_counts_logs_flushed(tmp_path):
     m = LogManager(tmp_path, StorageConfig(flush=FlushPolicy(FlushMode.INTERVAL_MS, 10)))
     m.get_or_create("t", 0).append(build_batch([b"a"]))
@@ -65,6 +69,7 @@ def test_flush_dirty_counts_logs_flushed(tmp_path):
     m.close()
 
 
+@pytest.mark.filesystem
 def test_retention_fans_out(tmp_path):
     m = LogManager(tmp_path, StorageConfig(segment_bytes=1024, retention_ms=10))
     for p in range(2):
@@ -77,6 +82,7 @@ def test_retention_fans_out(tmp_path):
     m.close()
 
 
+@pytest.mark.filesystem
 def test_second_manager_on_same_dir_is_refused(tmp_path):
     m = LogManager(tmp_path, StorageConfig())
     with pytest.raises(UserError, match="in use"):

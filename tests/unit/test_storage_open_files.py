@@ -10,7 +10,10 @@ import pytest
 
 from brokers.core.config import FlushMode, FlushPolicy, StorageConfig
 from brokers.core.storage import LogManager, PartitionLog
-from tests.unit.batches import build_batch, parse_batches
+from tests.support.batches import build_batch, parse_batches
+
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
 
 
 def open_segment_fds(root: Path) -> int:

@@ -4,12 +4,16 @@ import tempfile
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokers.core.config import StorageConfig
 from brokers.core.storage import PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
+
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
 
 batch_st = st.lists(st.binary(min_size=0, max_size=120), min_size=1, max_size=6)
 # One append call = 1-3 concatenated batches.

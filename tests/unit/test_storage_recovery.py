@@ -9,7 +9,10 @@ import pytest
 
 from brokers.core.config import StorageConfig
 from brokers.core.storage import PartitionLog
-from tests.unit.batches import build_batch, parse_batches, stored_form
+from tests.support.batches import build_batch, parse_batches, stored_form
+
+# Every test here works on real files (partition logs in a temporary directory).
+pytestmark = pytest.mark.filesystem
 
 SEG = dict(segment_bytes=1024, index_interval_bytes=128)
 

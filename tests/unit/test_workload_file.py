@@ -25,6 +25,7 @@ def with_(**changes: object) -> dict[str, object]:
     return {**MINIMAL, **changes}
 
 
+@pytest.mark.filesystem
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_workloads_load(name):
     loaded = load_workload(name)
@@ -32,6 +33,7 @@ def test_shipped_workloads_load(name):
     assert loaded.text == (WORKLOAD_DIR / f"{name}.yaml").read_text()
 
 
+@pytest.mark.filesystem
 def test_paper_is_the_papers_experiment():
     wl = load_workload("paper").workload
     cells = [c.cell_id for c in plan.cells(wl)]
@@ -44,6 +46,7 @@ def test_paper_is_the_papers_experiment():
     assert wl.offset_commit == ("every_fetch",) and wl.metadata_check == ("per_request",)
 
 
+@pytest.mark.filesystem
 def test_paper_kb_spans_1_to_128_kib():
     wl = load_workload("paper-kb").workload
     sizes = [c.msg_size for c in plan.cells(wl)]
@@ -111,6 +114,7 @@ def test_bad_workloads_give_one_clear_line(doc, expected):
     assert message.startswith("t.yaml: ")
 
 
+@pytest.mark.filesystem
 def test_bad_yaml_names_the_line(tmp_path: Path):
     path = tmp_path / "broken.yaml"
     path.write_text("name: x\ncells: [\n  - oops: : :\n")
@@ -119,11 +123,13 @@ def test_bad_yaml_names_the_line(tmp_path: Path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.filesystem
 def test_missing_file_lists_the_shipped_workloads():
     with pytest.raises(WorkloadError, match=r"not found.*paper.*smoke"):
         load_workload("no-such-workload")
 
 
+@pytest.mark.filesystem
 def test_a_file_path_wins_over_shipped_names(tmp_path: Path):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(with_(name="mine", tries=1)))
@@ -142,6 +148,7 @@ def test_parse_size(text, value):
 # --- the plan --------------------------------------------------------------------------------
 
 
+@pytest.mark.filesystem
 def test_aa_has_two_sides_interleaved_try_by_try():
     wl = load_workload("aa").workload
     sides = plan.sides(wl)
@@ -153,6 +160,7 @@ def test_aa_has_two_sides_interleaved_try_by_try():
         ("B", 2, "split"), ("A", 2, "split"), ("B", 2, "streaming"), ("A", 2, "streaming")]
 
 
+@pytest.mark.filesystem
 def test_policy_sweep_has_one_side_per_combination_and_restarts_per_metadata_check():
     wl = load_workload("policy-sweep").workload
     sides = plan.sides(wl)
@@ -190,6 +198,7 @@ def test_both_architectures_alternate_session_by_session_abba():
     ]
 
 
+@pytest.mark.filesystem
 def test_both_architectures_times_an_aa_workload_gives_four_run_logs():
     wl = load_workload("aa").workload
     sides = plan.sides(wl, arches=("zk", "dsbs"))
@@ -239,6 +248,7 @@ def test_commit_policy_spelling(text, policy):
     assert plan.commit_policy(text) == policy
 
 
+@pytest.mark.filesystem
 def test_cli_refuses_a_bad_workload_before_starting_anything(tmp_path: Path, capsys):
     from harness.cli import main
 

@@ -37,6 +37,7 @@ def test_parse_mntr() -> None:
     assert out == {"zk_version": "3.8.0", "zk_packets_received": 17, "zk_avg_latency": "0.5"}
 
 
+@pytest.mark.filesystem
 def test_standalone_config_is_loopback_without_admin_server(tmp_path: Path) -> None:
     m = zk.Member(1, 2181, 0, 0)
     text = zk.render_config(zk.ZooKeeperConfig(tick_time_ms=500), m, [m], tmp_path)
@@ -47,6 +48,7 @@ def test_standalone_config_is_loopback_without_admin_server(tmp_path: Path) -> N
     assert not any(line.startswith("server.") for line in lines)
 
 
+@pytest.mark.filesystem
 def test_ensemble_config_lists_every_member(tmp_path: Path) -> None:
     members = [zk.Member(i, 3000 + i, 4000 + i, 5000 + i) for i in (1, 2, 3)]
     text = zk.render_config(zk.ZooKeeperConfig(nodes=3), members[1], members, tmp_path)
@@ -69,11 +71,13 @@ def test_parse_connect_string() -> None:
             zk.parse_connect_string(bad)
 
 
+@pytest.mark.filesystem
 def test_free_ports_are_distinct() -> None:
     ports = zk.free_ports(9)
     assert len(set(ports)) == 9 and all(p > 0 for p in ports)
 
 
+@pytest.mark.filesystem
 def test_manifest_class_path_unwraps_continuation_lines(tmp_path: Path) -> None:
     jar = tmp_path / "z.jar"
     manifest = (
@@ -89,6 +93,7 @@ def test_manifest_class_path_unwraps_continuation_lines(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.filesystem
 def test_classpath_from_a_release_home(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
     (tmp_path / "conf").mkdir()

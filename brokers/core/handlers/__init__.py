@@ -3,17 +3,22 @@
 Layout:
 - ``context.py``   BrokerContext (config, coordinator, storage, groups, notifier) and the
                    leadership checks every data-path handler uses
-- ``dispatch.py``  RequestDispatcher: header, version check, routing, response framing
-- ``produce.py``   Produce (acks 0/1/-1)
+- ``dispatch.py``  RequestDispatcher: header, version check, body decoding (the protocol's
+                   REQUESTS registry), routing, response framing; it answers Produce v0-2
+                   itself (decoded only to name their partitions in UNSUPPORTED_VERSION)
+- ``produce.py``   Produce v3-8 (acks 0/1/-1): batches checked by their headers and stored as
+                   sent; records are never decoded
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
 - ``metadata.py``  Metadata (with auto-creation) and CreateTopics, topic-name rules
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup
-- ``admin.py``     ApiVersions (with the KIP-511 fallback), InitProducerId
+- ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
+                   dispatcher's KIP-511 fallback), InitProducerId
 
-A handler takes (context, header, decoded request) and returns a response message, an
-awaitable of one, or None (acks=0). Errors a client must see become error codes inside the
-response; nothing a client sends can raise out of a handler except ProtocolViolation.
+A handler takes (context, ``Call``: API version, client id and peer address, decoded request)
+and returns a response message, an awaitable of one, or None (acks=0). Errors a client must see
+become error codes inside the response; nothing a client sends can raise out of a handler
+except ProtocolViolation.
 """
 
 from brokers.core.handlers.context import BrokerContext

@@ -38,9 +38,10 @@ class BrokerContext:
 
     @property
     def per_request(self) -> bool:
-        """Fairness rule 2: ask the coordination store on every produce/fetch - over the
-        network (the async path) unless the coordinator's view *is* the store, in which case
-        the synchronous cached check already reads it (``Coordinator.view_is_store``)."""
+        """docs/architecture.md, fairness rule 2: ask the coordination store on every
+        produce/fetch - over the network (the async path) unless the coordinator's view *is*
+        the store, in which case the synchronous cached check already reads it
+        (``Coordinator.view_is_store``)."""
         return (self.config.metadata_check == "per_request"
                 and not self.coordinator.view_is_store)
 

@@ -10,12 +10,16 @@ Layout::
                     peek_header(), response header v0.
     framing.py      FrameDecoder (int32 length prefix, zero-copy, size-checked before
                     buffering) and frame(parts).
-    api.py          ApiKey, SUPPORTED (advertised) / SERVED ranges, REQUESTS / RESPONSES
-                    registries, decode_request/encode_response/..., is_supported,
-                    the KIP-511 ApiVersions fallback, response_frame/request_frame.
+    api.py          ApiKey, SUPPORTED (advertised) / SERVED ranges (docs/kafka-protocol.md),
+                    REQUESTS / RESPONSES registries (the broker's dispatcher decodes through
+                    them after is_served), is_supported / is_served, the KIP-511 ApiVersions
+                    fallback, response_frame / request_frame, and decode_request /
+                    encode_response / ... checked against SUPPORTED (for clients and tests).
     records.py      RecordBatch v2: the one definition of the header layout (fields,
-                    offsets, structs, the broker-owned prefix), iter_batches, decode_records;
-                    re-exports ConsumerProtocolSubscription / ConsumerProtocolAssignment.
+                    offsets, structs, the broker-owned prefix), iter_batches, CRC-32C check,
+                    decode_records (re-exports the consumer_protocol blobs).
+    consumer_protocol.py  ConsumerProtocolSubscription / ConsumerProtocolAssignment: the
+                    "consumer" blobs inside JoinGroup metadata and SyncGroup assignments.
     messages/       one module per API (produce, fetch, list_offsets, metadata,
                     offset_commit, offset_fetch, find_coordinator, join_group, sync_group,
                     heartbeat, leave_group, api_versions, create_topics, init_producer_id);

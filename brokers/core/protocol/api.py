@@ -50,7 +50,7 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
 
 
-# Advertised (min, max) per API: the table in shared/reference/kafka-protocol.md.
+# Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),

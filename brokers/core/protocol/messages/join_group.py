@@ -3,7 +3,8 @@
 
 rebalance_timeout_ms is v1+ (v0 clients: use session_timeout_ms). group_instance_id
 (v5+, static membership) is nullable; we may accept and ignore it. Protocol metadata and
-member metadata are opaque bytes to the broker (see records.ConsumerProtocolSubscription).
+member metadata are opaque bytes to the broker (see
+consumer_protocol.ConsumerProtocolSubscription).
 """
 
 from __future__ import annotations

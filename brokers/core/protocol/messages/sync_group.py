@@ -1,6 +1,6 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
 """SyncGroup (key 14), versions 0-3. Only the leader sends assignments; every member gets
-its own assignment bytes back (see records.ConsumerProtocolAssignment)."""
+its own assignment bytes back (see consumer_protocol.ConsumerProtocolAssignment)."""
 
 from __future__ import annotations
 

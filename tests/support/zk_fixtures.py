@@ -1,17 +1,11 @@
-"""Shared helpers for tests that need a real ZooKeeper.
+"""Shared helpers for tests that need a real ZooKeeper (the integration and hostile tiers).
 
-A test module that wants one server for all its tests declares::
-
-    from tests.integration import zk_fixtures
-
-    @pytest.fixture(scope="module")
-    def zk(tmp_path_factory):
-        yield from zk_fixtures.module_zookeeper(tmp_path_factory)
-
-(a wrapper rather than an imported fixture, so ruff's unused-import/redefinition checks stay
-quiet). The server is a local one started from the jars by ``harness.zookeeper`` on free
-loopback ports with a short tick, so expired sessions are noticed in about a second; when Java
-or the jars are missing the tests skip with the reason and how to fix it.
+``module_zookeeper`` is the body of the module-scoped fixtures the tiers' conftests define
+(``zk`` in tests/integration, ``zookeeper`` in tests/hostile): one server per test module.
+``local_zookeeper`` starts one (or an ensemble) for a single test. The server is a local one
+started from the jars by ``harness.zookeeper`` on free loopback ports with a short tick, so
+expired sessions are noticed in about a second; when Java or the jars are missing the tests
+skip with the reason and how to fix it.
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ from harness.zookeeper import (
 # 500 ms ticks: sessions may be as short as 1 s and expire on a 500 ms grid, so failover tests
 # take seconds, not tens of seconds. Everything else is ZooKeeper's default.
 TEST_TICK_MS = 500
-# Session timeout the coordinator tests ask for (the brief: "a short session timeout like 4000").
+# Session timeout the coordinator tests ask for: short, so a lost session expires in seconds.
 TEST_SESSION_TIMEOUT_MS = 4000
 
 
