@@ -43,7 +43,7 @@ perf: setup
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 perf-zk: setup
-	@$(PY) -m harness.zkclient
+	@$(PY) -m harness.perf_zk
 
 # What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
 perf-gossip: setup

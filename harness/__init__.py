@@ -8,13 +8,13 @@ Layout:
 - ``zookeeper/``      find or start a real ZooKeeper (user address, jars, testcontainers);
                       its __init__ maps the modules
 - ``architectures.py`` the registry: one entry per twin (launch, services, counters, labels)
-- ``cluster.py``      start/stop a cluster of one architecture's broker processes, and its faults
+- ``cluster.py``      ProcessCluster: start/stop one architecture's broker processes, and faults
 - ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
 - ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``perf.py``         `make perf`: the broker against a null sink, side by side
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
-- ``zkclient.py``     `make perf-zk`: one ZooKeeper request through kazoo and the direct session
+- ``perf_zk.py``      `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead
 - ``create_latency.py`` benchmark: CreateTopics latency (DSBS: at the arbiter / forwarded)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)

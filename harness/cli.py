@@ -125,7 +125,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
     from brokers.core.config import FlushPolicy
     from harness import faults
-    from harness.cluster import Cluster, ClusterSpec
+    from harness.cluster import ClusterSpec, ProcessCluster
     from harness.control import ControlServer, default_state, socket_path
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
@@ -140,7 +140,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     lock = threading.Lock()  # the watch loop and the control thread share the cluster
-    with Cluster(spec) as cluster:
+    with ProcessCluster(spec) as cluster:
         own_state = cluster.root / "cluster.json"
         shared_state = args.state or default_state()
         control = socket_path(cluster.root)

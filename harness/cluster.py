@@ -125,8 +125,10 @@ class BrokerProcess:
         return "paused" if self.paused else "isolated" if self.isolated else "running"
 
 
-class Cluster:
-    """A running cluster; use as a context manager or call start()/stop()."""
+class ProcessCluster:
+    """The broker processes (and ZooKeeper, when the architecture needs it) of one running
+    cluster; use as a context manager or call start()/stop(). The load client's view of a
+    cluster is ``workloads.cluster.ClusterClient``."""
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
@@ -142,13 +144,13 @@ class Cluster:
         self._reported: set[int] = set()
 
     # --- lifecycle --------------------------------------------------------------------------
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> ProcessCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> Cluster:
+    def start(self) -> ProcessCluster:
         t0 = time.monotonic()
         self.started_at = time.time()
         if self.spec.data_dir is None:

@@ -3,7 +3,7 @@
 ``twinbench cluster`` owns every process of its cluster (it started them and must stop them
 by PID), so a fault is not injected from outside by signalling PIDs found in a file: the fault
 command asks the cluster process to do it, over a Unix socket, and the cluster process runs the
-same ``Cluster`` method the fault workloads use. One JSON request per connection, one JSON
+same ``ProcessCluster`` method the fault workloads use. One JSON request per connection, one JSON
 answer: ``{"action": "kill", "broker": 1}`` -> ``{"ok": true, "line": "killed=1"}`` or
 ``{"ok": false, "error": "no broker 7 in this cluster (brokers: 0, 1, 2)"}``.
 

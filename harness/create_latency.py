@@ -22,7 +22,7 @@ from brokers.core.errors import UserError
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from harness import architectures
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from harness.kafka_probe import KafkaProbe
 
 
@@ -37,7 +37,7 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
     """Latencies in ms, keyed "all", and with a topic arbiter "arbiter" / "forwarded"."""
     out: dict[str, list[float]] = {"all": [], "arbiter": [], "forwarded": []}
     arbiter = spec.architecture.arbiter
-    with Cluster(spec) as cluster:
+    with ProcessCluster(spec) as cluster:
         ids = [b.node_id for b in cluster.brokers]
         probes = [KafkaProbe(b.host, b.port) for b in cluster.brokers]
         try:

@@ -14,13 +14,13 @@ import time
 
 from brokers.core.errors import UserError
 from harness import architectures
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from harness.kafka_probe import KafkaProbe
 
 
 def detection_time(preset: str, brokers: int) -> float:
     spec = ClusterSpec(architectures.DSBS.name, brokers=brokers, gossip_preset=preset)
-    with Cluster(spec) as cluster:
+    with ProcessCluster(spec) as cluster:
         victim = cluster.brokers[-1]
         survivors = cluster.brokers[:-1]
         killed = time.monotonic()

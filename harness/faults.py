@@ -33,7 +33,7 @@ from brokers.core.errors import UserError
 from harness.architectures import ZOOKEEPER
 
 if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts nothing
-    from harness.cluster import Cluster
+    from harness.cluster import ProcessCluster
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def action(name: str) -> Action:
         raise UserError(f"unknown fault {name!r}; choose one of {', '.join(ACTIONS)}") from None
 
 
-def apply(cluster: Cluster, name: str, broker: int | None = None,
+def apply(cluster: ProcessCluster, name: str, broker: int | None = None,
           server: int | None = None) -> str:
     """Inject one fault into ``cluster``; returns the answer line (``killed=1``). Raises
     UserError for a target that does not exist or a fault this cluster cannot take."""
@@ -104,7 +104,7 @@ def apply(cluster: Cluster, name: str, broker: int | None = None,
     return f"{a.verb}={server}"
 
 
-def handle(cluster: Cluster, message: dict[str, Any]) -> str:
+def handle(cluster: ProcessCluster, message: dict[str, Any]) -> str:
     """A control-socket request -> ``apply``; validates the request's shape."""
     name = message.get("action")
     if not isinstance(name, str):

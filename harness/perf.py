@@ -26,7 +26,7 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness.processes import ManagedProcess
-from workloads.cluster import Cluster
+from workloads.cluster import ClusterClient
 from workloads.connection import run as run_async
 from workloads.producer import Producer
 
@@ -74,7 +74,7 @@ def _start(kind: str, workdir: Path, cpu: int | None) -> tuple[ManagedProcess, s
 
 
 async def _produce(bootstrap: str, msg_size: int, batch: int, count: int) -> Sample:
-    cluster = await Cluster.open(bootstrap)
+    cluster = await ClusterClient.open(bootstrap)
     try:
         topic = f"perf-{uuid.uuid4().hex[:12]}"
         await cluster.create_topic(topic, partitions=1)

@@ -14,9 +14,9 @@ Layout (one concept per module; a module imports only modules above it in the li
     timeline.py    Timeline: records per time bucket and the longest gap per partition (fault
                    sessions)
     wire.py        hand-written Produce / Fetch / ApiVersions encoding and parsing (hot path)
-    connection.py  KafkaConnection: asyncio.Protocol, pipelining, correlation ids, per-request
+    connection.py  BrokerConnection: asyncio.Protocol, pipelining, correlation ids, per-request
                    latency, ApiVersions handshake; new_event_loop()/run() pick uvloop
-    cluster.py     Cluster: bootstrap, Metadata, leaders, CreateTopics, FindCoordinator,
+    cluster.py     ClusterClient: bootstrap, Metadata, leaders, CreateTopics, FindCoordinator,
                    bounded retries with backoff on retriable errors
     producer.py    Producer.run(count) -> ProducerResult (sync or pipelined, exactly `batch`
                    records per Produce request)
@@ -27,7 +27,7 @@ Layout (one concept per module; a module imports only modules above it in the li
 
 Typical use (inside ``workloads.connection.run``)::
 
-    cluster = await Cluster.open("127.0.0.1:9092")
+    cluster = await ClusterClient.open("127.0.0.1:9092")
     await cluster.create_topic("bench", partitions=3)
     prod = await Producer(cluster, "bench", msg_size=32, batch=20, producer_id=1).run(30_000)
     verifier = Verifier()

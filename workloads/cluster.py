@@ -38,9 +38,9 @@ from brokers.core.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from workloads.connection import ConnectionClosed, ConnectionConfig, KafkaConnection
+from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 
-__all__ = ["Cluster", "ClusterConfig", "PartitionInfo", "raise_for_code"]
+__all__ = ["ClusterClient", "ClusterClientConfig", "PartitionInfo", "raise_for_code"]
 
 T = TypeVar("T")
 
@@ -57,7 +57,7 @@ def raise_for_code(code: int, what: str = "") -> None:
 
 
 @dataclass(frozen=True)
-class ClusterConfig:
+class ClusterClientConfig:
     # "host:port" addresses to bootstrap from (any one broker is enough).
     bootstrap: tuple[str, ...]
     # Settings for every broker connection.
@@ -87,16 +87,18 @@ class PartitionInfo:
     leader_epoch: int
 
 
-class Cluster:
-    """Connections by node id plus a metadata cache. Use ``await Cluster.open(...)``."""
+class ClusterClient:
+    """The load client's view of a cluster: connections by node id plus a metadata cache.
+    Use ``await ClusterClient.open(...)``. (The harness's processes are
+    ``harness.cluster.ProcessCluster``.)"""
 
-    def __init__(self, config: ClusterConfig) -> None:
+    def __init__(self, config: ClusterClientConfig) -> None:
         self.config = config
         self.brokers: dict[int, tuple[str, int]] = {}
         self.controller_id = -1
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
-        self._conns: dict[int, KafkaConnection] = {}
-        self._bootstrap_conn: KafkaConnection | None = None
+        self._conns: dict[int, BrokerConnection] = {}
+        self._bootstrap_conn: BrokerConnection | None = None
         self._coordinators: dict[str, int] = {}
         self._opening: dict[int, asyncio.Future] = {}
         # Counters a run log may report.
@@ -105,18 +107,18 @@ class Cluster:
 
     @classmethod
     async def open(
-        cls, bootstrap: str | list[str] | tuple[str, ...], config: ClusterConfig | None = None
-    ) -> Cluster:
+        cls, bootstrap: str | list[str] | tuple[str, ...], config: ClusterClientConfig | None = None
+    ) -> ClusterClient:
         if isinstance(bootstrap, str):
             bootstrap = tuple(bootstrap.split(","))
         if config is None:
-            config = ClusterConfig(bootstrap=tuple(bootstrap))
+            config = ClusterClientConfig(bootstrap=tuple(bootstrap))
         self = cls(config)
         await self.refresh_metadata()
         return self
 
     # -- connections --------------------------------------------------------------------------
-    async def _any_connection(self) -> KafkaConnection:
+    async def _any_connection(self) -> BrokerConnection:
         """A live connection to some broker (known brokers first, then bootstrap)."""
         for conn in self._conns.values():
             if not conn.closed:
@@ -127,7 +129,7 @@ class Cluster:
         for addr in list(self.config.bootstrap) + [f"{h}:{p}" for h, p in self.brokers.values()]:
             host, _, port = addr.rpartition(":")
             try:
-                self._bootstrap_conn = await KafkaConnection.open(
+                self._bootstrap_conn = await BrokerConnection.open(
                     host, int(port), self.config.connection
                 )
                 return self._bootstrap_conn
@@ -135,7 +137,7 @@ class Cluster:
                 last = exc
         raise ConnectionClosed(f"no bootstrap broker reachable ({last})")
 
-    async def connection(self, node_id: int) -> KafkaConnection:
+    async def connection(self, node_id: int) -> BrokerConnection:
         conn = self._conns.get(node_id)
         if conn is not None and not conn.closed:
             return conn
@@ -150,7 +152,7 @@ class Cluster:
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._opening[node_id] = fut
         try:
-            conn = await KafkaConnection.open(host, port, self.config.connection)
+            conn = await BrokerConnection.open(host, port, self.config.connection)
             self._conns[node_id] = conn
             fut.set_result(conn)
             return conn
@@ -169,7 +171,7 @@ class Cluster:
         self._bootstrap_conn = None
         await asyncio.sleep(0)
 
-    async def __aenter__(self) -> Cluster:
+    async def __aenter__(self) -> ClusterClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -222,7 +224,7 @@ class Cluster:
         info = self.partitions.get(topic, {}).get(partition)
         return -1 if info is None else info.leader
 
-    async def leader_connection(self, topic: str, partition: int) -> KafkaConnection:
+    async def leader_connection(self, topic: str, partition: int) -> BrokerConnection:
         """Connection to the partition's leader; refreshes metadata when none is known."""
         leader = self.leader_of(topic, partition)
         if leader < 0:
@@ -301,7 +303,7 @@ class Cluster:
 
         await self.retrying(ready)
 
-    async def coordinator(self, group: str, *, refresh: bool = False) -> KafkaConnection:
+    async def coordinator(self, group: str, *, refresh: bool = False) -> BrokerConnection:
         """Connection to ``group``'s coordinator (FindCoordinator, cached)."""
         node = None if refresh else self._coordinators.get(group)
         if node is None:

@@ -31,9 +31,9 @@ from workloads import wire
 from workloads.latency import LatencyRecorder
 
 __all__ = [
+    "BrokerConnection",
     "ConnectionClosed",
     "ConnectionConfig",
-    "KafkaConnection",
     "new_event_loop",
     "run",
 ]
@@ -76,9 +76,11 @@ class ConnectionConfig:
     request_timeout_s: float | None = 60.0
 
 
-class KafkaConnection(asyncio.Protocol):
-    """Use :meth:`open`; then :meth:`request` / :meth:`send_frame` return futures of the
-    response frame (a memoryview starting at the correlation id; body at offset 4)."""
+class BrokerConnection(asyncio.Protocol):
+    """The load client's connection to one broker (the broker's end is
+    ``brokers.core.server.ServerConnection``). Use :meth:`open`; then :meth:`request` /
+    :meth:`send_frame` return futures of the response frame (a memoryview starting at the
+    correlation id; body at offset 4)."""
 
     def __init__(self, host: str, port: int, config: ConnectionConfig) -> None:
         self.host = host
@@ -106,7 +108,7 @@ class KafkaConnection(asyncio.Protocol):
     @classmethod
     async def open(
         cls, host: str, port: int, config: ConnectionConfig | None = None, *, handshake: bool = True
-    ) -> KafkaConnection:
+    ) -> BrokerConnection:
         config = config or ConnectionConfig()
         loop = asyncio.get_running_loop()
         proto = cls(host, port, config)

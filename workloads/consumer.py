@@ -48,8 +48,8 @@ from brokers.core.protocol.messages.offset_fetch import (
     OffsetFetchResponse,
 )
 from workloads import wire
-from workloads.cluster import Cluster, raise_for_code
-from workloads.connection import ConnectionClosed, KafkaConnection
+from workloads.cluster import ClusterClient, raise_for_code
+from workloads.connection import BrokerConnection, ConnectionClosed
 from workloads.latency import LatencyRecorder
 from workloads.payload import MIN_MSG_SIZE, batch_layout, decode_batches, now_us
 from workloads.verify import Verifier
@@ -160,7 +160,7 @@ class _Done(Exception):
 class Consumer:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ClusterClient,
         topic: str | None = None,
         partitions: tuple[int, ...] | list[int] = (),
         *,
@@ -446,7 +446,7 @@ class Consumer:
         beyond the request itself (this is the load client's hot loop)."""
         cfg = self.config
         try:
-            conn: KafkaConnection = await self.cluster.connection(leader)
+            conn: BrokerConnection = await self.cluster.connection(leader)
         except (KafkaError, ConnectionClosed, OSError) as exc:
             raise _LeaderMoved() from exc
         version = conn.pick_version(wire.FETCH, *_FETCH_VERSIONS)

@@ -51,8 +51,8 @@ from brokers.core.protocol.messages.sync_group import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
-from workloads.cluster import Cluster, raise_for_code
-from workloads.connection import ConnectionClosed, KafkaConnection
+from workloads.cluster import ClusterClient, raise_for_code
+from workloads.connection import BrokerConnection, ConnectionClosed
 
 __all__ = ["GroupMember", "GroupMemberConfig", "assign_range", "stable_intervals"]
 
@@ -117,7 +117,7 @@ def stable_intervals(histories: list[list[tuple[float, bool, int]]], end: float
 
 
 class GroupMember:
-    def __init__(self, cluster: Cluster, config: GroupMemberConfig) -> None:
+    def __init__(self, cluster: ClusterClient, config: GroupMemberConfig) -> None:
         self.cluster = cluster
         self.config = config
         self.member_id = ""
@@ -131,7 +131,7 @@ class GroupMember:
             self._stable = stable
             self.transitions.append((time.perf_counter(), stable, self.generation))
 
-    async def _timed(self, conn: KafkaConnection, aw: Awaitable[T], timeout_s: float) -> T:
+    async def _timed(self, conn: BrokerConnection, aw: Awaitable[T], timeout_s: float) -> T:
         try:
             return await asyncio.wait_for(aw, timeout_s)
         except TimeoutError:
@@ -158,13 +158,13 @@ class GroupMember:
                     await asyncio.wait_for(stop.wait(), cfg.retry_backoff_s)
         await self._leave()
 
-    async def _timed_find(self, refresh: bool) -> KafkaConnection:
+    async def _timed_find(self, refresh: bool) -> BrokerConnection:
         if refresh:
             self.cluster.forget_coordinator(self.config.group)
         return await asyncio.wait_for(self.cluster.coordinator(self.config.group),
                                       self.config.request_timeout_s * 3)
 
-    async def _join_and_sync(self, conn: KafkaConnection) -> None:
+    async def _join_and_sync(self, conn: BrokerConnection) -> None:
         cfg = self.config
         version = conn.pick_version(JOIN_GROUP, 0, 5)
         meta = ConsumerProtocolSubscription(topics=[cfg.topic]).encode()
@@ -204,7 +204,7 @@ class GroupMember:
         self.assignment = [p for tp in (got.assigned_partitions if got else [])
                            for p in tp.partitions]
 
-    async def _heartbeat_until_trouble(self, conn: KafkaConnection, stop: asyncio.Event
+    async def _heartbeat_until_trouble(self, conn: BrokerConnection, stop: asyncio.Event
                                        ) -> bool:
         """Heartbeat until something is wrong; returns whether to look the coordinator up."""
         cfg = self.config

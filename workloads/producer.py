@@ -34,8 +34,8 @@ from typing import Literal
 
 from brokers.core.errors import KafkaError, UserError, error_for_code
 from workloads import wire
-from workloads.cluster import Cluster
-from workloads.connection import ConnectionClosed, KafkaConnection
+from workloads.cluster import ClusterClient
+from workloads.connection import BrokerConnection, ConnectionClosed
 from workloads.latency import LatencyRecorder
 from workloads.payload import MIN_MSG_SIZE, BatchBuilder, now_us
 
@@ -156,20 +156,20 @@ class _Routes:
 
     __slots__ = ("cluster", "conns", "topic", "versions")
 
-    def __init__(self, cluster: Cluster, topic: str) -> None:
+    def __init__(self, cluster: ClusterClient, topic: str) -> None:
         self.cluster = cluster
         self.topic = topic
-        self.conns: dict[int, KafkaConnection] = {}
+        self.conns: dict[int, BrokerConnection] = {}
         self.versions: dict[int, int] = {}
 
-    async def route(self, p: int) -> KafkaConnection:
+    async def route(self, p: int) -> BrokerConnection:
         """Look up ``p``'s leader (from the metadata the cluster holds) and connect to it."""
         conn = await self.cluster.leader_connection(self.topic, p)
         self.conns[p] = conn
         self.versions[p] = conn.pick_version(wire.PRODUCE, *_PRODUCE_VERSIONS)
         return conn
 
-    async def reroute(self, p: int) -> KafkaConnection:
+    async def reroute(self, p: int) -> BrokerConnection:
         """``route``, retried with a metadata refresh while the leader is unknown or down."""
         return await self.cluster.retrying(lambda: self.route(p), refresh=[self.topic])
 
@@ -177,7 +177,7 @@ class _Routes:
 class Producer:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ClusterClient,
         topic: str | None = None,
         msg_size: int = 32,
         batch: int = 20,

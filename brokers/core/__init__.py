@@ -16,7 +16,8 @@ Layout (one concept per module):
 - ``group_registry.py``    the member and owner registries kept in memory (single node, DSBS)
 - ``notify.py``            wake-ups for long-polling fetches
 - ``handlers/``            one module per family of Kafka APIs, and the request dispatcher
-- ``server.py``            the asyncio Protocol: frames in, responses out in request order
+- ``server.py``            KafkaServer and ServerConnection, the asyncio Protocol: frames in,
+                           responses out in request order
 - ``broker.py``            wiring, timers, and the process entry point (run_broker)
 - ``cli.py``               the command-line options every broker entry point shares
 """

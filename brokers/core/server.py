@@ -72,7 +72,10 @@ def _size(buffers: Buffers) -> int:
     return n
 
 
-class KafkaConnection(asyncio.Protocol):
+class ServerConnection(asyncio.Protocol):
+    """The server's end of one client's connection (the load client's end is
+    ``workloads.connection.BrokerConnection``)."""
+
     def __init__(self, server: KafkaServer) -> None:
         self._server = server
         self._dispatcher = server.dispatcher
@@ -260,7 +263,7 @@ class KafkaServer:
         self.config = config or ListenerConfig()
         self._server: asyncio.base_events.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
-        self.connections: set[KafkaConnection] = set()
+        self.connections: set[ServerConnection] = set()
         self._per_ip: dict[str, int] = {}
         # Refusals since the last summary line, by reason; and when that line was written.
         self._refused: dict[str, int] = {}
@@ -270,14 +273,14 @@ class KafkaServer:
     async def start(self, host: str, port: int) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: KafkaConnection(self), host, port, reuse_address=True, backlog=1024,
+            lambda: ServerConnection(self), host, port, reuse_address=True, backlog=1024,
         )
         self._idle_task = loop.create_task(self._close_idle())
         sockname = self._server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
     # --- connection limits ------------------------------------------------------------------
-    def admit(self, conn: KafkaConnection) -> bool:
+    def admit(self, conn: ServerConnection) -> bool:
         cfg = self.config
         if len(self.connections) >= cfg.max_connections:
             self._refuse(f"max_connections={cfg.max_connections} reached")
@@ -292,7 +295,7 @@ class KafkaServer:
         conn.admitted = True
         return True
 
-    def release(self, conn: KafkaConnection) -> None:
+    def release(self, conn: ServerConnection) -> None:
         if not conn.admitted:
             return
         conn.admitted = False

@@ -10,7 +10,7 @@
   whatever the class declares, so a counter added to a class needs no change here.
 * ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble
   (``ZooKeeperHandle.request_counters``): the requests ZooKeeper served.
-* CPU seconds of every broker and ZooKeeper process (psutil, via ``Cluster.cpu_seconds``).
+* CPU seconds of every broker and ZooKeeper process (psutil, via ``ProcessCluster.cpu_seconds``).
 
 coordination.csv's measured columns (docs/result-format.md) come from these: ``zk_requests``
 and ``zk_cpu_s`` from ZooKeeper, ``coordination_ops`` from the counter every coordinator
@@ -34,7 +34,7 @@ from typing import Any
 
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures import Architecture
-from harness.cluster import Cluster
+from harness.cluster import ProcessCluster
 
 # How long a broker may take to answer SIGUSR1 (it is one JSON dump on its event loop; a busy
 # broker finishes the request in hand first).
@@ -78,7 +78,7 @@ def _parse(doc: Mapping[str, Any], counters: type[CoordinatorCounters]) -> Broke
         return None  # not the contract this harness reads: the reading is unknown
 
 
-def _broker_counters(cluster: Cluster) -> dict[int, BrokerReading] | None:
+def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None:
     counters = cluster.spec.architecture.counters_class()
     t0 = time.time_ns()
     paths = {}
@@ -107,7 +107,7 @@ def _broker_counters(cluster: Cluster) -> dict[int, BrokerReading] | None:
     return out
 
 
-def read(cluster: Cluster) -> Reading:
+def read(cluster: ProcessCluster) -> Reading:
     zk = cluster.zookeeper.request_counters() if cluster.zookeeper is not None else None
     return Reading(cluster.cpu_seconds(), zk, _broker_counters(cluster))
 

@@ -43,7 +43,7 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponse,
 )
 from harness import faults
-from harness.cluster import Cluster
+from harness.cluster import ProcessCluster
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.driver.session import (
@@ -54,9 +54,8 @@ from harness.driver.session import (
     timed,
 )
 from harness.workload import FaultCase, Workload
-from workloads.cluster import Cluster as ClientCluster
-from workloads.cluster import ClusterConfig
-from workloads.connection import ConnectionClosed, ConnectionConfig, KafkaConnection
+from workloads.cluster import ClusterClient, ClusterClientConfig
+from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 from workloads.consumer import Consumer
 from workloads.group import GroupMember, GroupMemberConfig, stable_intervals
 from workloads.producer import Producer
@@ -155,14 +154,14 @@ class MetadataMonitor:
         await asyncio.gather(*(self._poll(n, h, p, stop) for n, (h, p) in self.brokers.items()))
 
     async def _poll(self, node: int, host: str, port: int, stop: asyncio.Event) -> None:
-        conn: KafkaConnection | None = None
+        conn: BrokerConnection | None = None
         config = ConnectionConfig(client_id="twinbench-monitor", connect_timeout_s=self.timeout_s,
                                   request_timeout_s=None)
         while not stop.is_set():
             t_next = time.perf_counter() + self.period_s
             try:
                 if conn is None or conn.closed:
-                    conn = await KafkaConnection.open(host, port, config)
+                    conn = await BrokerConnection.open(host, port, config)
                 version = conn.pick_version(METADATA, 1, 8)
                 req = MetadataRequest(topics=[MetadataRequestTopic(name=self.topic)],
                                       allow_auto_topic_creation=False)
@@ -209,7 +208,7 @@ class Event:
     was_coordinator: bool | None = None
 
 
-async def _resolve(target: str, admin: ClientCluster, topic: str, group: str) -> int:
+async def _resolve(target: str, admin: ClusterClient, topic: str, group: str) -> int:
     """A schedule's broker target -> node id, asked of the cluster through the protocol."""
     if target.isdigit():
         return int(target)
@@ -225,7 +224,7 @@ async def _resolve(target: str, admin: ClientCluster, topic: str, group: str) ->
     return node
 
 
-async def run_schedule(case: FaultCase, t0: float, cluster: Cluster, admin: ClientCluster,
+async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admin: ClusterClient,
                        topic: str, group: str) -> list[Event]:
     events: list[Event] = []
     resolved: dict[str, int] = {}
@@ -253,7 +252,7 @@ async def run_schedule(case: FaultCase, t0: float, cluster: Cluster, admin: Clie
     return events
 
 
-async def _roles(admin: ClientCluster, node: int, topic: str, group: str
+async def _roles(admin: ClusterClient, node: int, topic: str, group: str
                  ) -> dict[str, bool | None]:
     with contextlib.suppress(KafkaError, ConnectionClosed, OSError, TimeoutError):
         coordinator = await asyncio.wait_for(admin.coordinator_id(group), 2.0)
@@ -288,9 +287,9 @@ async def _settle(members: list[GroupMember], timeout_s: float) -> None:
     raise UserError(f"the probe group did not settle within {timeout_s:.0f} s")
 
 
-async def run_fault_session(cluster: Cluster, clients: Clients, workload: Workload, cell: Cell,
-                            case: FaultCase, offset_commit: str, topic: str, group: str
-                            ) -> FaultOutcome:
+async def run_fault_session(cluster: ProcessCluster, clients: Clients, workload: Workload,
+                            cell: Cell, case: FaultCase, offset_commit: str, topic: str,
+                            group: str) -> FaultOutcome:
     """Run one fault case on ``topic`` (created by the caller) and measure it."""
     wl = workload
     fp = wl.faults
@@ -355,19 +354,19 @@ class _ProbeGroup:
         self.group = group
         self.stop = asyncio.Event()
         self.members: list[GroupMember] = []
-        self.clusters: list[ClientCluster] = []
+        self.clusters: list[ClusterClient] = []
         self.tasks: list[asyncio.Future] = []
 
     @classmethod
     async def start(cls, bootstrap: str, group: str, topic: str, size: int) -> _ProbeGroup:
         probe = cls(group)
-        config = ClusterConfig(bootstrap=tuple(bootstrap.split(",")),
+        config = ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
                                connection=ConnectionConfig(client_id="twinbench-probe",
                                                            connect_timeout_s=1.0,
                                                            request_timeout_s=None),
                                retries=3, retry_backoff_ms=20, retry_backoff_max_ms=100)
         for _ in range(size):
-            pc = await ClientCluster.open(bootstrap, config)
+            pc = await ClusterClient.open(bootstrap, config)
             probe.clusters.append(pc)
             probe.members.append(GroupMember(pc, GroupMemberConfig(group=group, topic=topic)))
         probe.tasks = [asyncio.ensure_future(m.run(probe.stop)) for m in probe.members]
@@ -410,7 +409,7 @@ def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: st
 
 
 def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],
-             timeline: Timeline, result: SessionResult, cluster: Cluster, wl: Workload,
+             timeline: Timeline, result: SessionResult, cluster: ProcessCluster, wl: Workload,
              t0: float, t_prod_end: float, prod: list) -> dict[str, Any]:
     fp = wl.faults
     assert fp is not None

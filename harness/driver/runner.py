@@ -38,7 +38,7 @@ from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, runlog
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows
 from harness.driver.faults import run_fault_session
 from harness.driver.progress import RunProgress, summary_table
@@ -110,7 +110,7 @@ class _Run:
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, Cluster] = {}
+        self.clusters: dict[str, ProcessCluster] = {}
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -139,9 +139,9 @@ class _Run:
             network=wl.network,
         )
 
-    def start_cluster(self, arch: str, metadata_check: str) -> Cluster:
+    def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster:
         with placement.children_on(self.placement):
-            cluster = Cluster(self.spec(arch, metadata_check))
+            cluster = ProcessCluster(self.spec(arch, metadata_check))
             self.clusters[arch] = cluster
             cluster.start()
         return cluster
@@ -152,7 +152,7 @@ class _Run:
             cluster.stop()
 
     # --- run logs --------------------------------------------------------------------------
-    def log_for(self, side: plan.Side, cluster: Cluster) -> runlog.RunLog:
+    def log_for(self, side: plan.Side, cluster: ProcessCluster) -> runlog.RunLog:
         log = self.logs.get(side.index)
         if log is not None:
             return log
@@ -220,7 +220,7 @@ class _Run:
                     await c.close()
             self.stop_clusters()
 
-    async def run_one(self, cluster: Cluster, clients: Clients, s: plan.Session) -> None:
+    async def run_one(self, cluster: ProcessCluster, clients: Clients, s: plan.Session) -> None:
         log = self.log_for(s.side, cluster)
         self.session_no += 1
         arch = s.side.arch
@@ -278,7 +278,7 @@ class _Run:
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
-    async def run_fault(self, cluster: Cluster, clients: Clients, s: plan.Session,
+    async def run_fault(self, cluster: ProcessCluster, clients: Clients, s: plan.Session,
                         log: runlog.RunLog, topic: str) -> None:
         """A fault session; the cluster is made whole again afterwards, whatever happened."""
         assert s.case is not None

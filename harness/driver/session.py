@@ -9,7 +9,7 @@ consumers in one group, and verification of every consumed record.
 A phase's wall time runs from the first request any of its clients sent to the last response
 (producers) or last record (consumers) any of them got: the paper's rps is the group's, not
 the mean of per-client rates. Each client has its own connections (its own
-``workloads.cluster.Cluster``), like the paper's one-thread-per-client producer group.
+``workloads.cluster.ClusterClient``), like the paper's one-thread-per-client producer group.
 
 Verification: one :class:`~workloads.verify.Verifier` per session sees every consumed record:
 count, order within each partition, loss against what was acknowledged, duplicates.
@@ -26,8 +26,7 @@ from typing import Literal, TypeVar, cast
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.workload import Workload
-from workloads.cluster import Cluster as ClientCluster
-from workloads.cluster import ClusterConfig
+from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionConfig
 from workloads.consumer import Consumer, ConsumerResult
 from workloads.latency import LatencyRecorder
@@ -37,13 +36,13 @@ from workloads.verify import Verifier, VerifyReport
 T = TypeVar("T")
 
 
-def client_config(bootstrap: str, workload: Workload) -> ClusterConfig:
+def client_config(bootstrap: str, workload: Workload) -> ClusterClientConfig:
     """The load client's settings. Under faults the client behaves like a patient Kafka
     client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
     seconds, so an outage shows as a gap in the timeline rather than ending the session."""
     if workload.faults is None:
-        return ClusterConfig(bootstrap=tuple(bootstrap.split(",")))
-    return ClusterConfig(
+        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")))
+    return ClusterClientConfig(
         bootstrap=tuple(bootstrap.split(",")),
         connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0),
         retries=1_000_000, retry_backoff_ms=20, retry_backoff_max_ms=250)
@@ -53,18 +52,18 @@ def client_config(bootstrap: str, workload: Workload) -> ClusterConfig:
 class Clients:
     """Long-lived client connections for one cluster: reused by every session on it."""
 
-    admin: ClientCluster
-    producers: list[ClientCluster]
-    consumers: list[ClientCluster]
+    admin: ClusterClient
+    producers: list[ClusterClient]
+    consumers: list[ClusterClient]
 
     @classmethod
     async def open(cls, bootstrap: str, workload: Workload) -> Clients:
         config = client_config(bootstrap, workload)
-        admin = await ClientCluster.open(bootstrap, config)
+        admin = await ClusterClient.open(bootstrap, config)
         try:
-            producers = [await ClientCluster.open(bootstrap, config)
+            producers = [await ClusterClient.open(bootstrap, config)
                          for _ in range(workload.producers)]
-            consumers = [await ClientCluster.open(bootstrap, config)
+            consumers = [await ClusterClient.open(bootstrap, config)
                          for _ in range(workload.consumers)]
         except BaseException:
             await admin.close()

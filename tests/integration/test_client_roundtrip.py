@@ -10,8 +10,8 @@ import contextlib
 import pytest
 
 from tests.support.memory_broker import MemoryCluster
-from workloads.cluster import Cluster
-from workloads.connection import KafkaConnection, new_event_loop
+from workloads.cluster import ClusterClient
+from workloads.connection import BrokerConnection, new_event_loop
 from workloads.consumer import Consumer
 from workloads.producer import Producer
 from workloads.verify import Verifier
@@ -31,7 +31,7 @@ async def _with_cluster(body, nodes: int = 2):
     mc = await MemoryCluster(nodes).start()
     cluster = None
     try:
-        cluster = await Cluster.open(mc.bootstrap)
+        cluster = await ClusterClient.open(mc.bootstrap)
         return await body(mc, cluster)
     finally:
         if cluster is not None:
@@ -51,7 +51,7 @@ async def _with_cluster(body, nodes: int = 2):
 def test_produce_then_consume_split(msg_size, batch, mode):
     count = 1003 if msg_size < 100_000 else 31
 
-    async def body(mc: MemoryCluster, cluster: Cluster):
+    async def body(mc: MemoryCluster, cluster: ClusterClient):
         await cluster.create_topic("t", partitions=3)
         prod = await Producer(
             cluster, "t", msg_size=msg_size, batch=batch, mode=mode, window=4, producer_id=5
@@ -185,7 +185,7 @@ def test_deadline_reports_missing_records():
 
 def test_connection_pipelines_and_records_latency():
     async def body(mc, cluster):
-        conn = await KafkaConnection.open("127.0.0.1", mc.ports[0])
+        conn = await BrokerConnection.open("127.0.0.1", mc.ports[0])
         futs = [conn.request(18, 2, b"") for _ in range(50)]
         frames = await asyncio.gather(*futs)
         assert len(frames) == 50 and conn.in_flight == 0

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from tests.support.null_broker import TOPIC, start_null_server
-from workloads.cluster import Cluster
+from workloads.cluster import ClusterClient
 from workloads.connection import new_event_loop
 from workloads.producer import Producer
 
@@ -47,7 +47,7 @@ async def measure(
     port: int, msg_size: int, batch: int, count: int, mode: str = "sync", window: int = 1
 ) -> tuple[float, float]:
     """(records/s by wall clock, records per second of client CPU time)."""
-    cluster = await Cluster.open(f"127.0.0.1:{port}")
+    cluster = await ClusterClient.open(f"127.0.0.1:{port}")
     try:
         prod = Producer(cluster, TOPIC, msg_size=msg_size, batch=batch, mode=mode, window=window)
         await prod.run(min(count, 20 * batch))  # warm-up: buffers, connections, caches

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from tests.support.ops import (
     connect,
     create_everywhere,
@@ -27,7 +27,8 @@ DETECTION_BUDGET_S = 3.0
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(ClusterSpec("dsbs", brokers=3, data_dir=tmp_path, gossip_preset="local")).start()
+    spec = ClusterSpec("dsbs", brokers=3, data_dir=tmp_path, gossip_preset="local")
+    c = ProcessCluster(spec).start()
     yield c
     c.stop()
 

@@ -54,7 +54,7 @@ async def _until(cond: Callable[[], bool], timeout: float, what: str) -> float:
     return time.monotonic() - start
 
 
-class Cluster:
+class InProcessCoordinators:
     def __init__(self, tmp: Path, n: int = 3) -> None:
         self.tmp = tmp
         self.ports = _free_udp_ports(n)
@@ -88,7 +88,7 @@ class Cluster:
 
 def _run(tmp_path: Path, scenario) -> None:
     async def main() -> None:
-        cluster = Cluster(tmp_path)
+        cluster = InProcessCoordinators(tmp_path)
         async with asyncio.timeout(SCENARIO_TIMEOUT_S):
             try:
                 await scenario(cluster)
@@ -99,7 +99,7 @@ def _run(tmp_path: Path, scenario) -> None:
 
 
 def test_membership_topics_and_group_coordinator(tmp_path):
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start_all()
         assert all(isinstance(c, Coordinator) for c in cl.coords.values())
         await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
@@ -138,7 +138,7 @@ def test_membership_topics_and_group_coordinator(tmp_path):
 
 
 def test_offsets_survive_their_coordinator_via_the_successor(tmp_path):
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start_all()
         await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
         group = "readers"
@@ -172,7 +172,7 @@ def test_offsets_survive_their_coordinator_via_the_successor(tmp_path):
 
 
 def test_killed_broker_declared_dead_then_rejoins(tmp_path, record_property):
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start_all()
         await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
         await cl.coords[0].create_topic("t", 3, 1)
@@ -214,7 +214,7 @@ def test_killed_broker_declared_dead_then_rejoins(tmp_path, record_property):
 
 
 def test_topic_records_survive_a_whole_cluster_restart(tmp_path):
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start_all()
         await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
         await cl.coords[1].create_topic("kept", 3, 1, {"retention.ms": "1000"})
@@ -238,7 +238,7 @@ def test_topic_records_survive_a_whole_cluster_restart(tmp_path):
 
 
 def test_junk_datagrams_are_counted_and_dropped(tmp_path):
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start_all()
         await _until(lambda: cl.converged({0, 1, 2}), 5, "membership")
         target = cl.coords[1]
@@ -270,7 +270,7 @@ def test_sigkilled_process_is_declared_dead_within_3s_and_rejoins(tmp_path, reco
     import subprocess
     import sys
 
-    async def scenario(cl: Cluster) -> None:
+    async def scenario(cl: InProcessCoordinators) -> None:
         await cl.start(0)
         await cl.start(1)
         victim = 2

@@ -19,7 +19,7 @@ from brokers.core.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from tests.support.ops import (
     connect,
     create_everywhere,
@@ -42,7 +42,7 @@ def cluster(tmp_path):
     spec = ClusterSpec("zk", brokers=3, data_dir=tmp_path,
                        broker_args=("--zk-session-timeout-ms", str(SESSION_MS)))
     try:
-        c = Cluster(spec).start()
+        c = ProcessCluster(spec).start()
     except ZooKeeperUnavailable as exc:
         pytest.skip(f"no ZooKeeper on this machine: {exc}")
     yield c

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness import architectures
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from tests.support.brokers import RunningBroker, start_single_broker
 
 SINGLE = "single"
@@ -26,7 +26,7 @@ ARCHITECTURES = [SINGLE, *architectures.names()]
 
 @dataclass
 class SingleBrokerCluster:
-    """The one-broker cluster, shaped like harness.cluster.Cluster for the tests."""
+    """The one-broker cluster, shaped like harness.cluster.ProcessCluster for the tests."""
 
     brokers: list[RunningBroker]
     arch: str = SINGLE
@@ -42,7 +42,7 @@ class SingleBrokerCluster:
 
 def start_cluster(
     arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
-) -> SingleBrokerCluster | Cluster:
+) -> SingleBrokerCluster | ProcessCluster:
     """``extra``: more command-line options for every broker (limits, for instance)."""
     if arch == SINGLE:
         return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
@@ -53,7 +53,7 @@ def start_cluster(
         from harness.zookeeper import ZooKeeperUnavailable
 
         try:
-            return Cluster(spec).start()
+            return ProcessCluster(spec).start()
         except ZooKeeperUnavailable as exc:
             pytest.skip(f"no ZooKeeper on this machine: {exc}")
-    return Cluster(spec).start()
+    return ProcessCluster(spec).start()

@@ -13,7 +13,7 @@ from brokers.core.counters import CoordinatorCounters
 from brokers.core.errors import UserError
 from harness import architectures, cli, runlog
 from harness.architectures import ZOOKEEPER, Architecture, Labels, Launch
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters as driver_counters
 from harness.driver import plan
 from harness.faults import ACTIONS
@@ -117,7 +117,7 @@ def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
     parser = cli.build_parser()
     assert parser.parse_args(["cluster", "--arch", "kraft"]).arch == "kraft"
     # Its cluster: its module and arguments after the core's, no ZooKeeper provisioned.
-    cluster = Cluster(ClusterSpec("kraft", brokers=2, flush="os"))
+    cluster = ProcessCluster(ClusterSpec("kraft", brokers=2, flush="os"))
     cluster.root = tmp_path
     argvs = cluster._broker_argvs()
     assert cluster.zookeeper is None

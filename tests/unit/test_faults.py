@@ -92,7 +92,7 @@ def test_a_zookeeper_case_has_no_dsbs_session_and_sides_alternate():
 
 
 class FakeCluster:
-    """Records which Cluster method a fault name reaches."""
+    """Records which ProcessCluster method a fault name reaches."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple]] = []

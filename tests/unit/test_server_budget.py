@@ -10,7 +10,7 @@ import asyncio
 import struct
 
 from brokers.core.config import ListenerConfig
-from brokers.core.server import KafkaConnection, KafkaServer
+from brokers.core.server import KafkaServer, ServerConnection
 
 MiB = 1024 * 1024
 
@@ -59,11 +59,11 @@ def frames(*bodies: bytes) -> bytes:
     return b"".join(struct.pack(">i", len(b)) + b for b in bodies)
 
 
-def connection(limit: int = 4 * MiB, **kw) -> tuple[KafkaServer, KafkaConnection, Transport,
+def connection(limit: int = 4 * MiB, **kw) -> tuple[KafkaServer, ServerConnection, Transport,
                                                        Dispatcher]:
     d = Dispatcher()
     server = KafkaServer(d, 1 << 20, ListenerConfig(queued_max_request_bytes=limit, **kw))
-    conn = KafkaConnection(server)
+    conn = ServerConnection(server)
     t = Transport()
     conn.connection_made(t)
     return server, conn, t, d
@@ -104,8 +104,8 @@ def test_connection_limits_total_and_per_address():
     server = KafkaServer(Dispatcher(), 1 << 20,
                          ListenerConfig(max_connections=3, max_connections_per_ip=2))
 
-    def open_from(ip: str) -> tuple[KafkaConnection, Transport]:
-        c, t = KafkaConnection(server), Transport(ip)
+    def open_from(ip: str) -> tuple[ServerConnection, Transport]:
+        c, t = ServerConnection(server), Transport(ip)
         c.connection_made(t)
         return c, t
 

@@ -15,7 +15,7 @@ from brokers.core.protocol.header import RequestHeader
 from brokers.core.protocol.messages import fetch, produce
 from brokers.core.protocol.primitives import join
 from workloads import wire
-from workloads.connection import ConnectionClosed, ConnectionConfig, KafkaConnection
+from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 from workloads.payload import BatchBuilder
 from workloads.producer import _parse
 
@@ -184,7 +184,7 @@ def _response(corr: int, body: bytes) -> bytes:
 )
 def test_framing_survives_any_fragmentation(sizes, cuts):
     async def body():
-        conn = KafkaConnection("h", 1, ConnectionConfig(request_timeout_s=None))
+        conn = BrokerConnection("h", 1, ConnectionConfig(request_timeout_s=None))
         conn.transport = FakeTransport()  # type: ignore[assignment]
         futs = [conn.request(18, 0, b"") for _ in sizes]
         stream = b"".join(_response(i + 1, bytes([i]) * n) for i, n in enumerate(sizes))
@@ -206,7 +206,7 @@ def test_framing_survives_any_fragmentation(sizes, cuts):
 
 def test_correlation_mismatch_closes_and_fails_everything():
     async def body():
-        conn = KafkaConnection("h", 1, ConnectionConfig(request_timeout_s=None))
+        conn = BrokerConnection("h", 1, ConnectionConfig(request_timeout_s=None))
         t = FakeTransport()
         conn.transport = t  # type: ignore[assignment]
         f1 = conn.request(18, 0, b"")
@@ -224,7 +224,7 @@ def test_correlation_mismatch_closes_and_fails_everything():
 
 def test_request_timeout_fails_the_connection():
     async def body():
-        conn = KafkaConnection("h", 1, ConnectionConfig(request_timeout_s=0.05))
+        conn = BrokerConnection("h", 1, ConnectionConfig(request_timeout_s=0.05))
         conn.transport = FakeTransport()  # type: ignore[assignment]
         f = conn.request(18, 0, b"")
         with pytest.raises(ConnectionClosed):
@@ -235,7 +235,7 @@ def test_request_timeout_fails_the_connection():
 
 def test_oversized_frame_is_refused_before_allocation():
     async def body():
-        conn = KafkaConnection("h", 1, ConnectionConfig(max_frame_bytes=1000))
+        conn = BrokerConnection("h", 1, ConnectionConfig(max_frame_bytes=1000))
         conn.transport = FakeTransport()  # type: ignore[assignment]
         f = conn.request(18, 0, b"")
         conn.data_received((10**9).to_bytes(4, "big"))

@@ -1,4 +1,4 @@
-"""`python -m harness.zkclient` end to end on a tiny budget: both clients measured against a
+"""`python -m harness.perf_zk` end to end on a tiny budget: both clients measured against a
 real ZooKeeper, a table printed, a self-describing JSON written; bad arguments are one line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import zkclient
+from harness import perf_zk
 from tests.support import zk_fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
@@ -18,14 +18,14 @@ def test_measures_both_clients_and_writes_a_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with zk_fixtures.local_zookeeper(tmp_path / "zk") as zk:
-        code = zkclient.main(["--requests", "60", "--repetitions", "2",
+        code = perf_zk.main(["--requests", "60", "--repetitions", "2",
                               "--zookeeper", zk.connect_string, "--out", str(tmp_path)])
     assert code == 0
     out = capsys.readouterr().out
     assert "kazoo/direct" in out
     (result,) = tmp_path.glob("zkclient-*.json")
     doc = json.loads(result.read_text())
-    assert doc["format_version"] == zkclient.FORMAT_VERSION and doc["kind"] == "zkclient"
+    assert doc["format_version"] == perf_zk.FORMAT_VERSION and doc["kind"] == "zkclient"
     cells = {(r["concurrency"], r["op"]) for r in doc["summary"]}
     assert cells == {(1, "get"), (1, "set"), (3, "get"), (3, "set")}
     assert {s["client"] for s in doc["samples"]} == {"kazoo", "direct"}
@@ -36,6 +36,6 @@ def test_measures_both_clients_and_writes_a_result(
 
 
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert zkclient.main(["--requests", "2"]) == 2
+    assert perf_zk.main(["--requests", "2"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("python -m harness.zkclient:") and "\n" not in err
+    assert err.startswith("python -m harness.perf_zk:") and "\n" not in err

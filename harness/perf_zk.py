@@ -35,7 +35,7 @@ from brokers.zk_broker.bridge import KazooBridge
 from brokers.zk_broker.direct import DirectSession
 from harness.zookeeper import ZooKeeperHandle, provisioned
 
-PROG = "python -m harness.zkclient"
+PROG = "python -m harness.perf_zk"
 FORMAT_VERSION = 1
 CLIENTS = ("kazoo", "direct")
 OPS = ("get", "set")
