@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from brokers.core.errors import UserError
+from twinbench_common.errors import UserError
 
 # Colours for architectures whose manifests give none (after the built-in pair's).
 _PALETTE = ("#55A868", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")

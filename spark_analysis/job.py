@@ -17,11 +17,11 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from brokers.core.errors import UserError
 from spark_analysis import aggregate, fault_tables, paper, tables
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
+from twinbench_common.errors import UserError
 
 DEFAULT_RUNS = Path("results/runs")
 DEFAULT_OUT = Path("results/report")

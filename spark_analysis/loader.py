@@ -18,7 +18,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from brokers.core.errors import UserError
 from spark_analysis import archs
 from spark_analysis.schema import (
     AA_LABELS,
@@ -37,6 +36,7 @@ from spark_analysis.schema import (
     TIMELINE_COLUMNS,
     TIMELINE_SCHEMA,
 )
+from twinbench_common.errors import UserError
 
 MANIFEST = "manifest.json"
 RECORDS = "records.csv"

@@ -41,9 +41,9 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats as sps
 
-from brokers.core.errors import UserError
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.schema import CELL_KEY, PAPER_SCENARIOS
+from twinbench_common.errors import UserError
 
 BASELINE_FILE = "baseline.json"
 DEFAULT_BASELINE = Path("results/baseline")

@@ -10,20 +10,18 @@ stop, which the CLI reports like a UserError but with exit status 1):
 * ``ProtocolViolation`` means the byte stream itself cannot be trusted (bad framing, a header we
   cannot parse). The only safe answer is to log it and close that one connection.
 * ``UserError`` is a mistake by the person at the keyboard (bad CLI argument, bad workload file).
-  The CLI prints its message as one line and exits 2, never a traceback.
+  The CLI prints its message as one line and exits 2, never a traceback. It and the root
+  ``TwinbenchError`` are defined in ``twinbench_common/errors.py`` (the analysis imports them
+  from there) and re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-
-class TwinbenchError(Exception):
-    """Root of every error this project raises on purpose."""
-
-
-class UserError(TwinbenchError):
-    """A bad argument, file or environment; the message is shown to the user verbatim."""
+# Defined where the analysis can import them without importing broker code.
+from twinbench_common.errors import TwinbenchError as TwinbenchError
+from twinbench_common.errors import UserError as UserError
 
 
 class BrokerHalted(TwinbenchError):

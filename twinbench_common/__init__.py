@@ -1,0 +1,9 @@
+"""What every part of twinbench may import: it imports nothing of the project itself.
+
+The analysis (``spark_analysis``) promises to import no broker, harness or load-client code
+(docs/architecture.md, "Imports point one way"), yet its command-line errors are the same
+one-line errors as everyone else's; the class they share lives here.
+
+Layout:
+- ``errors.py``   the root of the project's errors and ``UserError``, the one-line CLI error
+"""
