@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -36,6 +36,10 @@ from harness import architectures
 from harness.architectures import ZOOKEEPER, Architecture, Launch
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, ProcessError
+
+if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root, ZooKeeper Java
+    from harness.netns import NetnsNetwork
+    from harness.zookeeper import ZooKeeperHandle
 
 NETWORKS = ("loopback", "netns")
 # In a namespace every broker has an address of its own, so all can use the usual port.
@@ -133,13 +137,13 @@ class ProcessCluster:
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
         self.brokers: list[BrokerProcess] = []
-        self.zookeeper = None  # harness.zookeeper.ZooKeeperHandle when the arch uses ZooKeeper
+        self.zookeeper: ZooKeeperHandle | None = None  # when the architecture uses ZooKeeper
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.root: Path = Path()
         self.started_at = 0.0
         self.start_seconds = 0.0
         self._argvs: list[list[str]] = []
-        self.network = None  # harness.netns.NetnsNetwork when spec.network == "netns"
+        self.network: NetnsNetwork | None = None  # when spec.network == "netns"
         # Exits already reported by poll_exits(), per broker incarnation (pid).
         self._reported: set[int] = set()
 
@@ -335,6 +339,7 @@ class ProcessCluster:
         spec = self.spec
         common = ["--flush", spec.flush, "--metadata-check", spec.metadata_check,
                   "--log-level", "INFO", *spec.broker_args]
+        prefixes: list[list[str]]  # what each broker's command line runs under (ip netns exec)
         if self.network is not None:
             hosts = [h.address for h in self.network.hosts]
             ports = [NETNS_KAFKA_PORT] * spec.brokers
@@ -349,9 +354,9 @@ class ProcessCluster:
             from harness.zookeeper import ZooKeeperConfig, provision
 
             cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
-            self.zookeeper = provision(spec.zookeeper, spec.zk_nodes, self.root / "zookeeper",
-                                       cfg)
-            connect = f"{self.zookeeper.connect_string}/twinbench"
+            self.zookeeper = zk = provision(spec.zookeeper, spec.zk_nodes,
+                                            self.root / "zookeeper", cfg)
+            connect = f"{zk.connect_string}/twinbench"
         extra = entry.broker_args(Launch(spec, self.root, tuple(hosts),
                                          self.network is not None, connect))
         return [[*prefixes[i], sys.executable, "-m", entry.module,

@@ -26,6 +26,7 @@ stop/start-zookeeper, kill/start-zookeeper) that workload validation and ``repai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,9 +85,11 @@ def apply(cluster: ProcessCluster, name: str, broker: int | None = None,
         if broker is None:
             raise UserError(f"{name} needs --broker N")
         node = broker
-        {"kill": cluster.kill_broker, "pause": cluster.pause_broker,
-         "resume": cluster.resume_broker, "restart": cluster.restart_broker,
-         "partition": cluster.isolate_broker, "heal": cluster.heal_broker}[name](node)
+        operations: dict[str, Callable[[int], object]] = {
+            "kill": cluster.kill_broker, "pause": cluster.pause_broker,
+            "resume": cluster.resume_broker, "restart": cluster.restart_broker,
+            "partition": cluster.isolate_broker, "heal": cluster.heal_broker}
+        operations[name](node)
         return f"{a.verb}={node}"
     if name == "stop-zookeeper":
         cluster.stop_zookeeper()

@@ -235,7 +235,7 @@ class RunLog:
         for f in self._files():
             f.flush()
 
-    def add_records(self, rows: list[Mapping[str, Any]]) -> None:
+    def add_records(self, rows: Sequence[Mapping[str, Any]]) -> None:
         for row in rows:
             self._check(row, RECORD_COLUMNS)
             self._rec.writerow({k: _cell(row.get(k)) for k in RECORD_COLUMNS})
@@ -246,14 +246,14 @@ class RunLog:
         self._coord.writerow({k: _cell(row.get(k)) for k in COORDINATION_COLUMNS})
         self._flush()
 
-    def add_latency(self, entries: list[Mapping[str, Any]]) -> None:
+    def add_latency(self, entries: Sequence[Mapping[str, Any]]) -> None:
         for entry in entries:
             self._check(entry, LATENCY_KEYS)
             obj = {k: entry[k] for k in LATENCY_KEYS}
             self._latency.write(json.dumps(obj, separators=(",", ":")) + "\n")
         self._flush()
 
-    def add_rows(self, name: str, rows: list[Mapping[str, Any]]) -> None:
+    def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
         ``timeline.csv``)."""
         _, writer, columns = self._tables[name]

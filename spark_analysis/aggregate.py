@@ -67,7 +67,8 @@ def cell_stats(records: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         aggs.append(agg(F.when(ok, F.col(c))).alias(c))
     for c in ("lost", "duplicates", "out_of_order", "errors"):
         aggs.append(F.sum(F.col(c)).alias(c))
-    wide = records.groupBy(*GROUP).agg(*aggs).toPandas()
+    # pandas ships no type stubs here: pyspark's own name for what toPandas returns is unknown.
+    wide: pd.DataFrame = records.groupBy(*GROUP).agg(*aggs).toPandas()
     frames = []
     for m in METRICS:
         part = wide[[*GROUP, "rows", "failed_rows", "runs"]].copy()
@@ -85,7 +86,7 @@ def cell_stats(records: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def per_try(records: DataFrame) -> pd.DataFrame:
     """Per cell x arch x side x try (try <= MAX_TRY_COLUMNS): the metric, averaged over runs
     when several runs of one side exist (with one run it is the try's own value)."""
-    grouped = (
+    grouped: pd.DataFrame = (
         records.where(_ok() & (F.col("try") <= MAX_TRY_COLUMNS))
         .groupBy(*GROUP, "try")
         .agg(*(F.avg(m).alias(m) for m in METRICS))

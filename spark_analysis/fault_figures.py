@@ -31,6 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
@@ -243,7 +244,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
             for p, key in zip(pos, keys, strict=True):
                 r = index.get((*key, arch))
                 sessions_n = int(r["sessions"]) if r is not None else 0
-                if sessions_n == 0 or int(r["n"]) == 0:
+                if r is None or sessions_n == 0 or int(r["n"]) == 0:
                     ax.text(p, 0, "n/a" if sessions_n == 0 else "none", rotation=90,
                             ha="center", va="bottom", fontsize=7, color="#555555")
                     continue
@@ -279,7 +280,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
     last = np.atleast_1d(axes)[-1]
     last.set_xticks(x, [names[k] for k in keys], rotation=20, ha="right", fontsize=8)
     last.set_xlim(-0.6, len(keys) - 0.4)  # room for the outer bars' "n/a" labels
-    handles = [plt.Rectangle((0, 0), 1, 1, color=a.color) for a in archs]
+    handles: list[Artist] = [plt.Rectangle((0, 0), 1, 1, color=a.color) for a in archs]
     handles += [plt.Line2D([], [], marker="o", linestyle="", color="black", markersize=4),
                 plt.Line2D([], [], marker="^", linestyle="", color="#333333", markersize=5)]
     np.atleast_1d(axes)[0].legend(

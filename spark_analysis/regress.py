@@ -147,7 +147,8 @@ def build_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Seque
     h = band.half_width_log
     entries = []
     for _, r in cells.iterrows():
-        entry = {k: (int(r[k]) if k in ("msg_size", "batch") else str(r[k])) for k in CHECK_KEY}
+        entry: dict[str, int | float | str] = {
+            k: (int(r[k]) if k in ("msg_size", "batch") else str(r[k])) for k in CHECK_KEY}
         entry.update(ratio=float(r["ratio"]), lo=float(r["ratio"] * math.exp(-h)),
                      hi=float(r["ratio"] * math.exp(h)))
         entries.append(entry)
@@ -199,7 +200,10 @@ def check(comparison: pd.DataFrame, baseline: dict[str, object], archs: Archs = 
         if not comparison.empty else comparison
     index = {tuple(str(r[k]) for k in CHECK_KEY): r for _, r in now.iterrows()}
     rows = []
-    for cell in baseline["cells"]:  # type: ignore[union-attr]
+    cells = baseline["cells"]
+    if not isinstance(cells, list):
+        raise UserError("the baseline's cells are not a list; rewrite it with 'make baseline'")
+    for cell in cells:
         key = tuple(str(cell[k]) for k in CHECK_KEY)
         current = index.get(key)
         ratio = float(current["ratio"]) if current is not None else math.nan

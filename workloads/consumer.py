@@ -23,6 +23,7 @@ partition is caught up with its high watermark.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -405,7 +406,7 @@ class Consumer:
                 leader = self.cluster.leader_of(cfg.topic, p)
                 if leader < 0:
                     await self.cluster.retrying(
-                        lambda p=p: self.cluster.leader_connection(cfg.topic, p),
+                        functools.partial(self.cluster.leader_connection, cfg.topic, p),
                         refresh=[cfg.topic],
                     )
                     leader = self.cluster.leader_of(cfg.topic, p)

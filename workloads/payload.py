@@ -313,7 +313,7 @@ class DecodedBatch(NamedTuple):
     # Offset after this batch's last record (next fetch position).
     next_offset: int
     # Records in the batch (header's recordsCount).
-    count: int
+    record_count: int
     base_timestamp_ms: int
     # Per record of ours: producer id, sequence, send time (µs; from baseTimestamp for 8 B).
     producer_ids: tuple[int, ...]

@@ -31,7 +31,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from brokers.core.config import ListenerConfig
 from brokers.core.errors import ProtocolViolation
@@ -190,9 +190,10 @@ class ServerConnection(asyncio.Protocol):
         slot = _Slot(len(frame) + _PREFIX)
         self._slots.append(slot)
         self._held += slot.cost
-        task = asyncio.ensure_future(reply)
+        # Buffers come as a list or tuple (handled above); what is left is their awaitable.
+        task = asyncio.ensure_future(cast(Awaitable[Buffers | None], reply))
         self._tasks.add(task)
-        task.add_done_callback(lambda t, s=slot: self._completed(t, s))
+        task.add_done_callback(lambda t: self._completed(t, slot))
 
     def _update_reading(self) -> None:
         transport = self._transport

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
+from typing import TextIO
 
 from brokers.core.atomic_file import replace_file
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
@@ -184,7 +185,7 @@ class OffsetLog:
         self.path = path
         self._lines = 0
         self._live = 0
-        self._f = None
+        self._f: TextIO | None = None
 
     @property
     def is_open(self) -> bool:

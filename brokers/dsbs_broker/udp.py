@@ -27,6 +27,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
 import asyncio_dgram
 import asyncio_dgram.aio
@@ -54,6 +55,11 @@ async def resolve(host: str, port: int, *, family: int = 0, what: str) -> Addr:
     return str(infos[0][4][0]), port
 
 
+def _peer(addr: Any) -> Addr:
+    """(host, port) of a datagram's source (an IPv6 address has two more fields)."""
+    return addr[0], addr[1]
+
+
 class _CappedProtocol(asyncio_dgram.aio.Protocol):
     """asyncio-dgram's datagram protocol with a cap on its receive queue: a flood beyond
     ``max_queued`` datagrams is dropped and counted, never buffered without end. Socket errors
@@ -63,12 +69,14 @@ class _CappedProtocol(asyncio_dgram.aio.Protocol):
     def __init__(self, recvq: asyncio.Queue, excq: asyncio.Queue, drained: asyncio.Event,
                  max_queued: int) -> None:
         super().__init__(recvq, excq, drained)
+        self._queue = recvq  # the queue the base class fills (its own name for it is private)
         self.max_queued = max_queued
         self.dropped = 0
         self.errors = 0
 
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
-        if self._recvq.qsize() >= self.max_queued:
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        # Any: asyncio's stubs allow every kind of socket address; a UDP one is (host, port...)
+        if self._queue.qsize() >= self.max_queued:
             self.dropped += 1
             return
         super().datagram_received(data, addr)
@@ -81,8 +89,9 @@ class GossipSocket:
     """The bound gossip socket: an asyncio-dgram ``DatagramServer`` over the capped protocol."""
 
     def __init__(self, stream: asyncio_dgram.aio.DatagramServer, proto: _CappedProtocol,
-                 recvq: asyncio.Queue) -> None:
+                 recvq: asyncio.Queue, transport: asyncio.DatagramTransport) -> None:
         self._stream = stream
+        self._transport = transport
         self._proto = proto
         self._recvq = recvq
         self.closed = False
@@ -112,19 +121,19 @@ class GossipSocket:
         except asyncio_dgram.TransportClosed:
             self.closed = True
             return []
-        out = [(data, (addr[0], addr[1]))]
+        out = [(data, _peer(addr))]
         while len(out) < limit and not self._recvq.empty():
             data, addr = self._recvq.get_nowait()
             if data is None:  # asyncio-dgram's end-of-stream marker
                 self._recvq.put_nowait((None, None))
                 break
-            out.append((data, (addr[0], addr[1])))
+            out.append((data, _peer(addr)))
         return out
 
     def sendto(self, data: bytes, addr: Addr) -> None:
         # asyncio-dgram's send is a coroutine only to wait for a drained buffer; datagrams
         # are never buffered by the kernel-side transport, so send on the transport directly.
-        transport = self._stream._transport
+        transport = self._transport
         if not self.closed and not transport.is_closing():
             transport.sendto(data, addr)
 
@@ -140,8 +149,11 @@ async def bind(host: str, port: int, *, max_queued: int = 1024) -> GossipSocket:
     drained = asyncio.Event()
     transport, proto = await loop.create_datagram_endpoint(
         lambda: _CappedProtocol(recvq, excq, drained, max_queued), local_addr=(host, port))
-    stream = asyncio_dgram.aio.DatagramServer(transport, recvq, excq, drained)
-    return GossipSocket(stream, proto, recvq)
+    # asyncio-dgram's stub names the transport parameter's type as a protocol; it is stored and
+    # used as the transport (aio.py), which is what we pass.
+    stream = asyncio_dgram.aio.DatagramServer(
+        transport, recvq, excq, drained)  # type: ignore[arg-type]
+    return GossipSocket(stream, proto, recvq, transport)
 
 
 class GossipDriver:

@@ -319,9 +319,13 @@ class DirectSession:
         last: BaseException | None = None
         for host, port in self.hosts:
             conn = _Connection(self)
+
+            def protocol(c: _Connection = conn) -> _Connection:
+                return c
+
             try:
                 await asyncio.wait_for(
-                    loop.create_connection(lambda c=conn: c, host, port), self.connect_timeout_s
+                    loop.create_connection(protocol, host, port), self.connect_timeout_s
                 )
                 hs = await asyncio.wait_for(conn.handshake, self.connect_timeout_s)
             except (OSError, TimeoutError, ConnectionLoss) as exc:

@@ -426,7 +426,7 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
     detection = None
     if opener is not None and opener.node_id is not None:
         survivors = [n for n in nodes if n != opener.node_id]
-        detection = detection_time(samples, opener.node_id, survivors, fault_at)
+        detection = detection_time(samples, opener.node_id, survivors, t0 + opener.at_s)
     rejoin = (rejoin_time(samples, nodes, wl.partitions, closer_at)
               if closer_at is not None else None)
     produce_gap = timeline.longest_gap("produced", until=t_prod_end)

@@ -54,7 +54,7 @@ def test_fast_decode_equals_generic_decode(msg_size, n, first_seq):
     (fast,) = decode_batches(data)
     assert fast.fast and fast.crc_ok and fast.foreign == 0
     generic = codec_records.decode_records(data)
-    assert len(generic) == n == fast.count
+    assert len(generic) == n == fast.record_count
     assert fast.producer_ids == tuple(struct.unpack_from(">I", r.value)[0] for r in generic)
     assert fast.sequences == tuple(struct.unpack_from(">I", r.value, 4)[0] for r in generic)
     if msg_size >= 16:

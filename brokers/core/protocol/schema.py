@@ -146,16 +146,20 @@ def _codec(kind: Any, nullable: bool, version: int) -> tuple[Enc, Dec, int]:
 
 
 def _array_codec(elem: Any, nullable: bool, version: int) -> tuple[Enc, Dec, int]:
+    elem_enc: Enc
+    elem_dec: Dec
     if isinstance(elem, type) and issubclass(elem, Struct):
         p = plan(elem, version)
         # Smallest possible element: lets array_count reject absurd counts before allocating.
         size = max(1, sum(e[3] for e in p))
 
-        def elem_enc(w: Writer, item: Any) -> None:
+        def struct_enc(w: Writer, item: Any) -> None:
             encode_struct(w, item, p)
 
-        def elem_dec(r: Reader) -> Any:
+        def struct_dec(r: Reader) -> Any:
             return decode_struct(elem, p, r)
+
+        elem_enc, elem_dec = struct_enc, struct_dec
     else:
         elem_enc, elem_dec, size = _codec(elem, False, version)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Self
 
 from brokers.core.errors import ProtocolViolation
 from brokers.core.protocol.primitives import S16, S32, ZERO_COPY_THRESHOLD, Buffer, Parts
@@ -84,7 +83,7 @@ class FetchRequest(Message):
     rack_id: str = f(STRING, "11+", default="")
 
     @classmethod
-    def decode(cls, data: Buffer, version: int) -> Self:
+    def decode(cls, data: Buffer, version: int) -> FetchRequest:
         check_decode_version(cls, version)
         try:
             return _decode_fetch_request(cls, data, version)

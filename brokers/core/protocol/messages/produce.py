@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Self
 
 from brokers.core.errors import ProtocolViolation
 from brokers.core.protocol.primitives import S16, S32, Buffer, Parts
@@ -63,7 +62,7 @@ class ProduceRequest(Message):
     topic_data: list[TopicProduceData] = f(ArrayOf(TopicProduceData), "0+")
 
     @classmethod
-    def decode(cls, data: Buffer, version: int) -> Self:
+    def decode(cls, data: Buffer, version: int) -> ProduceRequest:
         check_decode_version(cls, version)
         try:
             return _decode_produce_request(cls, data, version)
