@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 
 test: setup
 	@$(PY) -m ruff check .
+	@$(PY) -m mypy
 	@$(PY) -m pytest
 	@$(MAKE) --no-print-directory regress
 

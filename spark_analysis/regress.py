@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 from scipy import stats as sps
@@ -221,10 +222,11 @@ def check(comparison: pd.DataFrame, baseline: dict[str, object], archs: Archs = 
 
 
 def summarize(result: pd.DataFrame, baseline: dict[str, object]) -> str:
-    band = baseline["band"]  # type: ignore[index]
+    # Written by baseline() and version-checked by load_baseline.
+    band = cast(dict[str, float], baseline["band"])
     bad = result[result["status"] != "ok"]
     head = (f"ratio regression vs baseline ({baseline['workload']}, {len(result)} cells, band"
-            f" ±{band['half_width_pct']:.1f}% from the A/A noise floor): ")  # type: ignore[index]
+            f" ±{band['half_width_pct']:.1f}% from the A/A noise floor): ")
     lines = [head + ("all within band" if bad.empty else f"{len(bad)} outside")]
     for _, r in result.iterrows():
         lines.append(f"  {r['status']:<10} {r['cell_id']} {r['scenario']} {r['role']}: "

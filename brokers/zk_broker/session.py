@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -44,6 +44,8 @@ from brokers.zk_broker.bridge import BridgeTimeout, KazooBridge
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.direct import DirectSession
 from brokers.zk_broker.paths import ZkPaths
+
+T = TypeVar("T")
 
 # Errors meaning "ZooKeeper cannot answer right now" (connection loss, expired session, closed
 # client, a request past its timeout). Group calls turn them into CoordinatorNotAvailable.
@@ -159,7 +161,7 @@ class ZkSession:
         return self.bridge
 
     @staticmethod
-    async def retriable(coro: Awaitable[Any]) -> Any:
+    async def retriable(coro: Awaitable[T]) -> T:
         """Await ``coro``; ZooKeeper being unavailable becomes CoordinatorNotAvailable."""
         try:
             return await coro
