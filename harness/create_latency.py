@@ -51,6 +51,7 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
                 t0 = time.perf_counter()
                 res = probes[k].request(ApiKey.CREATE_TOPICS, 4, req)
                 ms = (time.perf_counter() - t0) * 1000
+                # A CreateTopics request is answered by a CreateTopicsResponse.
                 code = res.topics[0].error_code  # type: ignore[attr-defined]
                 if code != 0:
                     raise UserError(f"CreateTopics {name} answered error {code}")

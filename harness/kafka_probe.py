@@ -70,6 +70,7 @@ class KafkaProbe:
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
+        # decode_response decodes a Metadata reply as a MetadataResponse.
         return self.request(ApiKey.METADATA, 8, req)  # type: ignore[return-value]
 
     def is_closed_by_peer(self) -> bool:

@@ -21,6 +21,7 @@ from brokers.core.errors import (
     KafkaError,
     LeaderNotAvailable,
     TopicAlreadyExists,
+    UnknownTopicOrPartition,
     UserError,
     error_for_code,
 )
@@ -218,7 +219,7 @@ class ClusterClient:
     async def _require_topic(self, topic: str) -> None:
         await self.refresh_metadata([topic])
         if topic not in self.partitions:
-            raise error_for_code(3)(f"topic {topic!r}")  # type: ignore[misc]
+            raise UnknownTopicOrPartition(f"topic {topic!r}")
 
     def leader_of(self, topic: str, partition: int) -> int:
         info = self.partitions.get(topic, {}).get(partition)

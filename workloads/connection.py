@@ -56,6 +56,7 @@ def run(main: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion on a fresh loop from :func:`new_event_loop`."""
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         coro = main() if callable(main) else main
+        # Runner.run is typed for coroutines; it runs any awaitable a caller passes here.
         return runner.run(coro)  # type: ignore[arg-type]
 
 
@@ -124,6 +125,7 @@ class BrokerConnection(asyncio.Protocol):
         return proto
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses; they quack the same.
         self.transport = transport  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -212,11 +214,11 @@ class BrokerConnection(asyncio.Protocol):
             if recorder is None:
                 recorder = self._recorder(api_key)
             self._pending.append((corr, fut, recorder, perf_counter_ns()))
-            self.transport.write(frame)  # type: ignore[union-attr]
+            self.transport.write(frame)  # type: ignore[union-attr]  # set when connected
             if self._timeout_handle is None:
                 self._arm_timeout()
         else:
-            self.transport.write(frame)  # type: ignore[union-attr]
+            self.transport.write(frame)  # type: ignore[union-attr]  # set when connected
             fut.set_result(None)
         return fut
 
@@ -241,7 +243,7 @@ class BrokerConnection(asyncio.Protocol):
             self._pending.append(
                 (corr, fut, recorder or self._recorder(api_key), perf_counter_ns())
             )
-        self.transport.writelines([header, *parts])  # type: ignore[union-attr]
+        self.transport.writelines([header, *parts])  # type: ignore[union-attr]  # connected
         if expect_response:
             self._arm_timeout()
         else:

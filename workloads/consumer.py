@@ -30,7 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from brokers.core.errors import KafkaError, OffsetOutOfRange, UserError, error_for_code
+from brokers.core.errors import (
+    KafkaError,
+    OffsetOutOfRange,
+    UnknownServerError,
+    UserError,
+    error_for_code,
+)
 from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -277,7 +283,7 @@ class Consumer:
                     for r in t.partitions:
                         raise_for_code(r.error_code, f"ListOffsets {t.name}-{r.partition_index}")
                         return r.offset
-                raise error_for_code(-1)("empty ListOffsets response")  # type: ignore[misc]
+                raise UnknownServerError("empty ListOffsets response")
 
             out[p] = await self.cluster.retrying(attempt, refresh=[cfg.topic])
         return out

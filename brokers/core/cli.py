@@ -15,6 +15,7 @@ import argparse
 import resource
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from brokers.core.config import BrokerConfig, FlushPolicy, ListenerConfig, StorageConfig
 from brokers.core.coordinator import Coordinator
@@ -31,7 +32,7 @@ FD_RESERVE = 128
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a bad argument as a UserError (one line) instead of usage text."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UserError(f"{message} (see '{self.prog} --help')")
 
 

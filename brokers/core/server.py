@@ -185,6 +185,7 @@ class ServerConnection(asyncio.Protocol):
                 self._slots.append(slot)
                 self._held += slot.cost
             else:
+                # Set by connection_made, before any data arrives.
                 self._transport.writelines(reply)  # type: ignore[union-attr]
             return
         slot = _Slot(len(frame) + _PREFIX)

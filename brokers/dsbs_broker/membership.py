@@ -91,8 +91,8 @@ class MemberTable:
             if m.live and pos is None:
                 self._peer_pos[u.node_id] = len(self._peers)
                 self._peers.append(m)
-            elif m.live:
-                self._peers[pos] = m  # type: ignore[index]
+            elif m.live and pos is not None:
+                self._peers[pos] = m
             elif pos is not None:
                 last = self._peers.pop()
                 if last.node_id != u.node_id:

@@ -96,7 +96,8 @@ class OffsetWriter:
         self._closed = True
         self._jobs.put(None)
         try:
-            await fut  # type: ignore[misc]
+            if fut is not None:  # always, with wait=True
+                await fut
         finally:
             # The thread exits right after that last job; bounded all the same, so a cancelled
             # close (shutdown_timeout_s) cannot be held up here by a thread stuck in the kernel.

@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -86,11 +86,12 @@ def summary_table(title: str, records: list[dict[str, Any]],
                           "p99 = median over tries of the per-request p99; coord/1k = ZooKeeper "
                           "requests (zk) or gossip packets (dsbs) per 1,000 messages",
                   caption_justify="left")
-    for col, justify in (("cell", "left"), ("scenario", "left"), ("role", "left"),
-                         ("n", "right"), ("rps", "right"), ("± sd", "right"),
-                         ("kbps", "right"), ("p99 µs", "right"), ("coord/1k", "right"),
-                         ("", "left")):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("cell", "left"), ("scenario", "left"), ("role", "left"), ("n", "right"),
+        ("rps", "right"), ("± sd", "right"), ("kbps", "right"), ("p99 µs", "right"),
+        ("coord/1k", "right"), ("", "left"))
+    for col, justify in columns:
+        table.add_column(col, justify=justify, no_wrap=True)
     for (cell_id, scenario, role), rows in groups.items():
         rps = [r["rps"] for r in rows if r["rps"] is not None]
         kbps = [r["kbps"] for r in rows if r["kbps"] is not None]

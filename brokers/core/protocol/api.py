@@ -89,8 +89,9 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
 }
-REQUESTS: dict[ApiKey, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
-RESPONSES: dict[ApiKey, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}
+# Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
+REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
+RESPONSES: dict[int, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}
 
 # Plain-int keyed copies: the server looks keys up straight from the wire, and building an
 # IntEnum member from an arbitrary int would raise ValueError for unknown keys.
@@ -119,7 +120,7 @@ def decode_request(api_key: int, version: int, body: Buffer) -> Message:
     """Decode a request body. Raises UnsupportedVersion (a KafkaError, code 35) for an unknown
     key or an unadvertised version, ProtocolViolation for malformed bytes."""
     _check(api_key, version)
-    return REQUESTS[api_key].decode(body, version)  # type: ignore[index]
+    return REQUESTS[api_key].decode(body, version)
 
 
 def encode_request(api_key: int, version: int, obj: Message) -> Parts:
@@ -129,7 +130,7 @@ def encode_request(api_key: int, version: int, obj: Message) -> Parts:
 
 def decode_response(api_key: int, version: int, body: Buffer) -> Message:
     _check(api_key, version)
-    return RESPONSES[api_key].decode(body, version)  # type: ignore[index]
+    return RESPONSES[api_key].decode(body, version)
 
 
 def encode_response(api_key: int, version: int, obj: Message) -> Parts:

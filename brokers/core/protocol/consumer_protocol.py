@@ -41,6 +41,7 @@ class _Embedded(Struct):
     __slots__ = ()
 
     def encode(self) -> bytes:
+        # Each embedded struct declares ``version`` (a field of the concrete dataclass).
         version: int = self.version  # type: ignore[attr-defined]
         if not 0 <= version <= MAX_VERSION:
             raise ValueError(f"{type(self).__name__} version {version} is outside 0-{MAX_VERSION}")
@@ -61,7 +62,7 @@ class _Embedded(Struct):
             raise
         except DECODE_ERRORS as exc:
             raise ProtocolViolation(f"malformed {cls.__name__}: {exc}") from exc
-        obj.version = version  # type: ignore[attr-defined]
+        obj.version = version  # type: ignore[attr-defined]  # as in encode()
         if version <= MAX_VERSION:
             r.done()
         return obj

@@ -90,5 +90,5 @@ def frame(parts: Sequence[Buffer]) -> Parts:
     for p in parts:
         total += len(p)
     out: Parts = [S32.pack(total)]
-    out.extend(parts)  # type: ignore[arg-type]
+    out.extend(parts)  # type: ignore[arg-type]  # a bytearray part is written as well
     return out
