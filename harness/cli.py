@@ -12,12 +12,16 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures
 from harness.architectures import ZOOKEEPER
 from harness.faults import ACTIONS
+
+if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
+    Subcommands = argparse._SubParsersAction[OneLineParser]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
     broker = sub.add_parser("broker", help="run one single-node broker in the foreground")
     add_broker_arguments(broker)
 
+    _add_cluster(sub)
+    _add_fault(sub)
+    _add_run(sub)
+    _add_analyze(sub)
+    return parser
+
+
+def _add_cluster(sub: Subcommands) -> None:
+    """``twinbench cluster``: one architecture's brokers in the foreground."""
     arches = architectures.ARCHITECTURES.values()
     cluster = sub.add_parser("cluster", help="start a cluster of one architecture in the "
                                              "foreground")
@@ -56,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
 
+
+def _add_fault(sub: Subcommands) -> None:
+    """``twinbench fault``: one fault into a running cluster."""
     fault = sub.add_parser("fault", help="inject a fault into a running `twinbench cluster`")
     fault.add_argument("action", choices=tuple(ACTIONS),
                        help="kill|pause|resume|restart|partition|heal --broker N; "
@@ -67,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     fault.add_argument("--state", type=Path, default=None, metavar="FILE",
                        help="the cluster's state file (default: the newest cluster's)")
 
+
+def _add_run(sub: Subcommands) -> None:
+    """``twinbench run``: a workload file against one or both architectures."""
     run = sub.add_parser("run", help="run a workload file against one or both architectures")
     run.add_argument("--arch", choices=architectures.run_choices(), required=True,
                      help=f"coordination architecture; {architectures.BOTH} = "
@@ -89,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     progress.add_argument("--quiet", dest="progress", action="store_false",
                           help="no progress bar or summary table")
 
+
+def _add_analyze(sub: Subcommands) -> None:
+    """``twinbench analyze``: run logs to tables, figures and a report."""
     analyze = sub.add_parser("analyze", help="run logs -> tables, figures and report (PySpark)")
     analyze.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR",
                          help="run directories or directories holding runs"
@@ -101,7 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
                          help="fail (exit 1) when a DSBS/ZK ratio leaves its baseline band")
     analyze.add_argument("--write-baseline", type=Path, default=None, metavar="DIR",
                          help="write the inputs' ratios and A/A noise floor as the baseline")
-    return parser
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
