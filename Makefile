@@ -77,7 +77,7 @@ bench: setup
 	@$(MAKE) --no-print-directory analyze
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis results/runs results/report results/perf
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis results/runs results/report results/perf
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # --- analysis ----------------------------------------------------------------------------------
