@@ -80,7 +80,8 @@ def _read(path: Path) -> pd.DataFrame:
 def read_runs(paths: Sequence[Path]) -> list[RegressionRun]:
     """The regression runs under ``paths``, one per ``twinbench run`` invocation (its run logs
     share a start time and a seed), oldest first."""
-    from spark_analysis.loader import validate_runs
+    from spark_analysis.loader import check_header, validate_runs
+    from spark_analysis.schema import COUNTER_COLUMNS
 
     found = validate_runs(paths)
     groups: dict[tuple[str, str], list[Any]] = {}
@@ -113,6 +114,8 @@ def read_runs(paths: Sequence[Path]) -> list[RegressionRun]:
                 if not path.is_file():
                     raise UserError(f"{path}: missing (the regression reads it; runs written "
                                     "before it existed cannot be checked)")
+                if file == COUNTERS:
+                    check_header(path, COUNTER_COLUMNS)
                 frames[name].append(_read(path))
         records = pd.concat(frames["records"], ignore_index=True)
         # Fault sessions and failed cells measure something else.
