@@ -95,7 +95,8 @@ def run_plant(plant: Plant, workload: str, baseline: dict[str, object], tmp: Pat
               ) -> regress.CheckResult:
     out = tmp / plant.name
     path = workload_file(workload, plant.policies, tmp)
-    with planted_registry(plant.modules):
+    # run() names the run directories on stdout; here they are temporary.
+    with planted_registry(plant.modules), contextlib.redirect_stdout(None):
         outcome = run(RunOptions(arch=architectures.BOTH, workload=load_workload(path), out=out,
                                  tries=plant.tries, progress=False))
     if outcome.exit_code != 0:
