@@ -175,7 +175,8 @@ def build_baseline(runs: Sequence[RegressionRun]) -> dict[str, Any]:
         "half_width_pct": max(finite) if finite else 0.0,
         "rule": "|per_1000_now - per_1000| <= tol, tol = max(floor_pct% of per_1000, "
                 "headroom x largest calibration deviation, abs_floor events per cell)",
-        "floor_pct": L.FLOOR_PCT, "headroom": L.HEADROOM, "abs_floor": L.ABS_FLOOR,
+        "floor_pct": L.FLOOR_PCT, "scenario_floor_pct": dict(L.SCENARIO_FLOOR_PCT),
+        "headroom": L.HEADROOM, "abs_floor": L.ABS_FLOOR,
         "excluded": dict(L.EXCLUDED), "statistics": exact_cells}}
     for name, stats in (("cost", [r.cost() for r in runs]),
                         ("throughput", [r.throughput() for r in runs])):

@@ -54,6 +54,12 @@ LAYERS = ("exact", "cost", "throughput")
 # exact layer: the smallest relative tolerance, the factor on the calibration's largest
 # deviation, and the absolute floor in events per cell and scenario (summed over tries).
 FLOOR_PCT = 1.0
+# In streaming the consumer fetches while the producer writes, so how many records one Fetch
+# returns (and with it the fetches, their per_request checks and every_fetch commits per record)
+# follows how far the consumer trails: the speed of the machine, not the code. Calibration on
+# one machine cannot see that; a faster or slower CI machine can move these counts by tens of
+# percent. The floor stays below what a planted extra round trip per produce moves (+50%).
+SCENARIO_FLOOR_PCT = {"streaming": 25.0}
 HEADROOM = 2.0
 ABS_FLOOR = 2.0
 
@@ -243,7 +249,8 @@ def exact_tolerances(runs: Sequence[pd.DataFrame]) -> dict[tuple[str, str, str, 
         records = min(float(f.loc[key, "records"]) for f in frames)
         mean = sum(values) / len(values)
         spread = max(abs(v - mean) for v in values)
-        tol = max(mean * FLOOR_PCT / 100, HEADROOM * spread, ABS_FLOOR / records * 1000)
+        floor_pct = SCENARIO_FLOOR_PCT.get(str(key[2]), FLOOR_PCT)
+        tol = max(mean * floor_pct / 100, HEADROOM * spread, ABS_FLOOR / records * 1000)
         out[tuple(str(k) for k in key)] = Tolerance(mean, tol)  # type: ignore[assignment]
     return out
 
