@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 from brokers.core.errors import InvalidRequest, KafkaError
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import SUPPORTED
@@ -15,13 +18,26 @@ from brokers.core.protocol.messages.init_producer_id import (
     InitProducerIdResponse,
 )
 
+log = logging.getLogger("twinbench.admin")
+
 _ADVERTISED = [ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
                for k, (lo, hi) in sorted(SUPPORTED.items())]
+
+
+# KIP-511: what a client software name or version may look like.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def handle_api_versions(
     ctx: BrokerContext, call: Call, req: ApiVersionsRequest
 ) -> ApiVersionsResponse:
+    if call.api_version >= 3 and not (_SOFTWARE.fullmatch(req.client_software_name)
+                                      and _SOFTWARE.fullmatch(req.client_software_version)):
+        # Kafka answers INVALID_REQUEST and still lists its versions, so the client can retry.
+        return ApiVersionsResponse(error_code=InvalidRequest.code, api_keys=_ADVERTISED)
+    if call.api_version >= 3:
+        log.debug("%s at %s runs %s %s", call.client_id, call.peer, req.client_software_name,
+                  req.client_software_version)
     return ApiVersionsResponse(error_code=0, api_keys=_ADVERTISED)
 
 

@@ -19,7 +19,11 @@ from brokers.core.protocol.messages.join_group import (
     JoinGroupResponse,
     JoinGroupResponseMember,
 )
-from brokers.core.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from brokers.core.protocol.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+)
 from brokers.core.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction (not served)
@@ -70,6 +74,7 @@ async def handle_join_group(
     return JoinGroupResponse(
         error_code=0,
         generation_id=result.generation_id,
+        protocol_type=req.protocol_type,  # v7+: the group's type, which the join matched
         protocol_name=result.protocol_name or "",
         leader=result.leader,
         member_id=result.member_id,
@@ -116,9 +121,22 @@ def handle_leave_group(
     ctx: BrokerContext, call: Call, req: LeaveGroupRequest
 ) -> LeaveGroupResponse:
     error = ctx.not_group_coordinator(req.group_id)
-    if error is None:
+    if error is not None:
+        return LeaveGroupResponse(error_code=error.code)
+    if call.api_version < 3:
         try:
             ctx.groups.leave(group_id=req.group_id, member_id=req.member_id)
         except KafkaError as exc:
-            error = exc
-    return LeaveGroupResponse(error_code=error.code if error else 0)
+            return LeaveGroupResponse(error_code=exc.code)
+        return LeaveGroupResponse(error_code=0)
+    # v3+ (KIP-345): a batch of members, each answered on its own.
+    members = []
+    for m in req.members:
+        code = 0
+        try:
+            ctx.groups.leave(group_id=req.group_id, member_id=m.member_id)
+        except KafkaError as exc:
+            code = exc.code
+        members.append(MemberResponse(member_id=m.member_id,
+                                      group_instance_id=m.group_instance_id, error_code=code))
+    return LeaveGroupResponse(error_code=0, members=members)

@@ -22,6 +22,7 @@ from brokers.core.errors import (
     PolicyViolation,
     RequestTimedOut,
     TopicAlreadyExists,
+    UnknownTopicId,
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
@@ -48,6 +49,14 @@ def handle_metadata(
     view = ctx.coordinator.cluster()
     if req.topics is None:
         return _response(view, None, {})
+    # v10+ may name a topic by id alone; topics here have no ids (Kafka 2.8 brokers answer
+    # such lookups with UNKNOWN_TOPIC_ID too).
+    by_id = [t.topic_id for t in req.topics if t.name is None]
+    if by_id:
+        response = handle_metadata(ctx, call, MetadataRequest(
+            topics=[t for t in req.topics if t.name is not None],
+            allow_auto_topic_creation=req.allow_auto_topic_creation))
+        return _add_unknown_ids(response, by_id)
     names = [t.name for t in req.topics]
     errors: dict[str, KafkaError] = {}
     for name in names:
@@ -61,6 +70,22 @@ def handle_metadata(
     if missing and allowed:
         return _auto_create(ctx, names, missing, errors)
     return _response(view, names, errors)
+
+
+def _add_unknown_ids(
+    response: MetadataResponse | Awaitable[MetadataResponse], ids: list[bytes]
+) -> MetadataResponse | Awaitable[MetadataResponse]:
+    def add(r: MetadataResponse) -> MetadataResponse:
+        r.topics += [MetadataResponseTopic(error_code=UnknownTopicId.code, name="", topic_id=i)
+                     for i in ids]
+        return r
+
+    if isinstance(response, MetadataResponse):
+        return add(response)
+
+    async def later() -> MetadataResponse:
+        return add(await response)  # type: ignore[misc]
+    return later()
 
 
 async def _auto_create(
@@ -153,7 +178,9 @@ async def handle_create_topics(
             results.append(CreatableTopicResult(
                 name=topic.name, error_code=exc.code, error_message=exc.message or None))
         else:
-            results.append(CreatableTopicResult(name=topic.name, error_code=0))
+            results.append(CreatableTopicResult(name=topic.name, error_code=0,
+                                                num_partitions=partitions,
+                                                replication_factor=replication))
     return CreateTopicsResponse(topics=results)
 
 

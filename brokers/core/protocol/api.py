@@ -12,7 +12,11 @@ from enum import IntEnum
 
 from brokers.core.errors import UnsupportedVersion
 from brokers.core.protocol.framing import frame
-from brokers.core.protocol.header import RequestHeader, encode_response_header
+from brokers.core.protocol.header import (
+    RequestHeader,
+    encode_response_header,
+    response_header_flexible,
+)
 from brokers.core.protocol.messages import (
     api_versions,
     create_topics,
@@ -52,23 +56,26 @@ class ApiKey(IntEnum):
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 8),
-    ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 5),
-    ApiKey.METADATA: (1, 8),
-    ApiKey.OFFSET_COMMIT: (2, 7),
-    ApiKey.OFFSET_FETCH: (1, 5),
-    ApiKey.FIND_COORDINATOR: (0, 2),
-    ApiKey.JOIN_GROUP: (0, 5),
-    ApiKey.HEARTBEAT: (0, 3),
-    ApiKey.LEAVE_GROUP: (0, 1),
-    ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.API_VERSIONS: (0, 2),
-    ApiKey.CREATE_TOPICS: (2, 4),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 6),
+    ApiKey.METADATA: (1, 11),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.JOIN_GROUP: (0, 7),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 4),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
 }
 
-SERVED: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, ApiKey.PRODUCE: (3, 8)}
+# Produce v0-2 is advertised, not served (see the module docstring).
+_FIRST_SERVED_PRODUCE = 3
+SERVED: dict[ApiKey, tuple[int, int]] = {
+    **SUPPORTED, ApiKey.PRODUCE: (_FIRST_SERVED_PRODUCE, SUPPORTED[ApiKey.PRODUCE][1])}
 
 _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.PRODUCE: (produce.ProduceRequest, produce.ProduceResponse),
@@ -105,8 +112,8 @@ def is_supported(api_key: int, version: int) -> bool:
 
 def is_served(api_key: int, version: int) -> bool:
     """Like ``is_supported`` but excluding the advertised-only Produce v0-2."""
-    if api_key == ApiKey.PRODUCE:
-        return 3 <= version <= 8
+    if api_key == ApiKey.PRODUCE and version < _FIRST_SERVED_PRODUCE:
+        return False
     return is_supported(api_key, version)
 
 
@@ -166,11 +173,12 @@ def api_versions_fallback_frame(correlation_id: int) -> Parts:
 
 
 def response_frame(correlation_id: int, api_key: int, version: int, obj: Message) -> Parts:
-    """Size prefix + response header v0 + encoded body, as a buffer list for writelines()."""
-    return frame([encode_response_header(correlation_id), *encode_response(api_key, version,
-                                                                           obj)])
+    """Size prefix + response header (v0, or v1 for a flexible version) + encoded body, as a
+    buffer list for writelines()."""
+    head = encode_response_header(correlation_id, response_header_flexible(api_key, version))
+    return frame([head, *encode_response(api_key, version, obj)])
 
 
 def request_frame(header: RequestHeader, obj: Message) -> Parts:
-    """Size prefix + request header v1 + encoded body (client side)."""
+    """Size prefix + request header (v1 or v2) + encoded body (client side)."""
     return frame([header.encode(), *encode_request(header.api_key, header.api_version, obj)])

@@ -1,6 +1,7 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""Produce (key 0). Advertised 0-8; the codec decodes all of 0-8 (0-2 only so the broker can
-recognise and reject them with UNSUPPORTED_VERSION: their records are magic 0/1 message sets).
+"""Produce (key 0). Advertised 0-9 (9 is flexible, no new fields); the codec decodes all of
+0-9 (0-2 only so the broker can recognise and reject them with UNSUPPORTED_VERSION: their
+records are magic 0/1 message sets).
 
 Subtleties: ``transactional_id`` (v3+) is nullable, default None. ``records`` is nullable and
 decodes to a memoryview into the request frame (zero copy; keep the frame alive while you use
@@ -9,7 +10,8 @@ it, or copy with ``bytes()``). acks=0 requests get no response at all. Response 
 ``error_message`` (nullable) v8+.
 
 ``ProduceRequest.decode`` and ``ProduceResponse.encode`` are hand-written (the broker's hot
-path); the other two directions use the generic schema codec. Tests check both agree.
+path), one branch for the classic versions and one for flexible v9; the other two
+directions use the generic schema codec. Tests check both agree.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 from typing import Self
 
 from brokers.core.errors import ProtocolViolation
-from brokers.core.protocol.primitives import S16, S32, Buffer, Parts
+from brokers.core.protocol.header import flexible_from
+from brokers.core.protocol.primitives import S16, S32, Buffer, Parts, Reader, put_uvarint
 from brokers.core.protocol.schema import (
     INT16,
     INT32,
@@ -32,6 +35,7 @@ from brokers.core.protocol.schema import (
     check_decode_version,
     check_encode_version,
     f,
+    skip_tagged_fields,
 )
 
 API_KEY = 0
@@ -56,7 +60,8 @@ _INDEX_LEN = struct.Struct(">ii")
 @dataclass(slots=True)
 class ProduceRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (0, 8)
+    VERSIONS = (0, 9)
+    FLEXIBLE = flexible_from(API_KEY)
     transactional_id: str | None = f(STRING, "3+", nullable="3+", default=None)
     acks: int = f(INT16, "0+")
     timeout_ms: int = f(INT32, "0+")
@@ -66,6 +71,8 @@ class ProduceRequest(Message):
     def decode(cls, data: Buffer, version: int) -> Self:
         check_decode_version(cls, version)
         try:
+            if version >= cls.FLEXIBLE:
+                return _decode_flexible_request(cls, data)
             return _decode_produce_request(cls, data, version)
         except (struct.error, ValueError) as exc:  # short buffer / bad UTF-8
             raise ProtocolViolation(f"malformed ProduceRequest v{version}: {exc}") from exc
@@ -127,6 +134,28 @@ def _decode_produce_request(cls: type[ProduceRequest], data: Buffer, version: in
     return cls(tid, acks, timeout, topics)
 
 
+def _decode_flexible_request(cls: type[ProduceRequest], data: Buffer) -> ProduceRequest:
+    # v9: per topic and partition a handful of bounds-checked Reader calls; the records stay
+    # a view into the frame, as in the classic path.
+    r = Reader(data)
+    tid = r.compact_nullable_string()
+    acks = r.int16()
+    timeout = r.int32()
+    topics = []
+    for _ in range(r.compact_array_count(3)):
+        name = r.compact_string()
+        parts = []
+        for _ in range(r.compact_array_count(6)):
+            index = r.int32()
+            parts.append(PartitionProduceData(index, r.compact_nullable_bytes_view()))
+            skip_tagged_fields(r)
+        skip_tagged_fields(r)
+        topics.append(TopicProduceData(name, parts))
+    skip_tagged_fields(r)
+    r.done()
+    return cls(tid, acks, timeout, topics)
+
+
 @dataclass(slots=True)
 class BatchIndexAndErrorMessage(Struct):
     batch_index: int = f(INT32, "8+")
@@ -166,15 +195,27 @@ def _nstring(out: bytearray, s: str | None) -> None:
         out += b
 
 
+def _compact_nstring(out: bytearray, s: str | None) -> None:
+    if s is None:
+        out.append(0)
+    else:
+        b = s.encode()
+        put_uvarint(out, len(b) + 1)
+        out += b
+
+
 @dataclass(slots=True)
 class ProduceResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (0, 8)
+    VERSIONS = (0, 9)
+    FLEXIBLE = flexible_from(API_KEY)
     responses: list[TopicProduceResponse] = f(ArrayOf(TopicProduceResponse), "0+")
     throttle_time_ms: int = f(INT32, "1+")
 
     def encode(self, version: int) -> Parts:
         check_encode_version(self, version)
+        if version >= self.FLEXIBLE:
+            return self._encode_flexible()
         out = bytearray(S32.pack(len(self.responses)))
         for t in self.responses:
             name = t.name.encode()
@@ -197,4 +238,25 @@ class ProduceResponse(Message):
                     out += _P0.pack(p.index, p.error_code, p.base_offset)
         if version >= 1:
             out += S32.pack(self.throttle_time_ms)
+        return [bytes(out)]
+
+    def _encode_flexible(self) -> Parts:
+        out = bytearray()
+        put_uvarint(out, len(self.responses) + 1)
+        for t in self.responses:
+            _compact_nstring(out, t.name)
+            put_uvarint(out, len(t.partition_responses) + 1)
+            for p in t.partition_responses:
+                out += _P5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+                                p.log_start_offset)
+                put_uvarint(out, len(p.record_errors) + 1)
+                for e in p.record_errors:
+                    out += S32.pack(e.batch_index)
+                    _compact_nstring(out, e.batch_index_error_message)
+                    out.append(0)  # no tagged fields
+                _compact_nstring(out, p.error_message)
+                out.append(0)
+            out.append(0)
+        out += S32.pack(self.throttle_time_ms)
+        out.append(0)
         return [bytes(out)]
