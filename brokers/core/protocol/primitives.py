@@ -386,6 +386,22 @@ class Writer:
         return self.parts
 
 
+def uvarint_at(buf: memoryview, pos: int) -> tuple[int, int]:
+    """(value, next position) of the unsigned varint at ``pos``, for hand-written decoders:
+    no Reader to build, and the usual one- or two-byte lengths take one or two loop turns."""
+    end = len(buf)
+    result = 0
+    shift = 0
+    while pos < end and shift < 35:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise ProtocolViolation("truncated or overlong varint")
+
+
 def put_uvarint(out: bytearray, v: int) -> None:
     """Append an unsigned varint to ``out`` (hand-written encoders of flexible versions)."""
     while v >= 0x80:

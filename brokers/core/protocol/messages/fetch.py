@@ -32,6 +32,7 @@ from brokers.core.protocol.primitives import (
     Parts,
     Reader,
     put_uvarint,
+    uvarint_at,
 )
 from brokers.core.protocol.schema import (
     INT8,
@@ -48,7 +49,7 @@ from brokers.core.protocol.schema import (
     decode_tagged,
     f,
     plan,
-    skip_tagged_fields,
+    skip_tagged_at,
 )
 
 API_KEY = 1
@@ -107,7 +108,7 @@ class FetchRequest(Message):
             if version >= cls.FLEXIBLE:
                 return _decode_flexible_request(cls, data, version)
             return _decode_fetch_request(cls, data, version)
-        except (struct.error, ValueError) as exc:
+        except (struct.error, ValueError, IndexError) as exc:
             raise ProtocolViolation(f"malformed FetchRequest v{version}: {exc}") from exc
 
 
@@ -183,34 +184,65 @@ def _decode_fetch_request(cls: type[FetchRequest], data: Buffer, version: int) -
 _PART_V12 = struct.Struct(">iiqiqi")  # partition, leader epoch, offset, last epoch, lso, max
 
 
+def _compact_string(mv: memoryview, pos: int, end: int) -> tuple[str, int]:
+    n, pos = uvarint_at(mv, pos)
+    n -= 1
+    if n < 0 or pos + n > end:
+        raise ProtocolViolation(f"bad compact string length {n}")
+    return str(mv[pos : pos + n], "utf-8"), pos + n
+
+
+def _compact_count(mv: memoryview, pos: int, end: int, min_size: int) -> tuple[int, int]:
+    n, pos = uvarint_at(mv, pos)
+    n -= 1
+    if n < 0 or n * min_size > end - pos:
+        raise ProtocolViolation(f"bad compact array length {n}")
+    return n, pos
+
+
 def _decode_flexible_request(cls: type[FetchRequest], data: Buffer, version: int
                              ) -> FetchRequest:
-    r = Reader(data)
-    replica_id, max_wait, min_bytes, max_bytes, isolation = _REQ_HEAD.unpack_from(r.buf,
-                                                                                  r._need(17))
-    session_id, session_epoch = _SESSION.unpack_from(r.buf, r._need(8))
+    # v12: the classic path's shape with compact lengths and tagged-field sections.
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    end = len(mv)
+    replica_id, max_wait, min_bytes, max_bytes, isolation = _REQ_HEAD.unpack_from(mv, 0)
+    session_id, session_epoch = _SESSION.unpack_from(mv, 17)
+    ntopics, pos = _compact_count(mv, 25, end, 3)
     topics = []
-    for _ in range(r.compact_array_count(2)):
-        name = r.compact_string()
+    for _ in range(ntopics):
+        name, pos = _compact_string(mv, pos, end)
+        nparts, pos = _compact_count(mv, pos, end, _PART_V12.size + 1)
         parts = []
-        for _ in range(r.compact_array_count(_PART_V12.size + 1)):
-            p, epoch, off, last_epoch, lso, pmax = _PART_V12.unpack_from(r.buf,
-                                                                         r._need(_PART_V12.size))
-            skip_tagged_fields(r)
+        for _ in range(nparts):
+            p, epoch, off, last_epoch, lso, pmax = _PART_V12.unpack_from(mv, pos)
+            pos += _PART_V12.size
+            if mv[pos]:
+                pos = skip_tagged_at(mv, pos)
+            else:
+                pos += 1
             parts.append(FetchPartition(p, epoch, off, last_epoch, lso, pmax))
-        skip_tagged_fields(r)
+        pos = skip_tagged_at(mv, pos)
         topics.append(FetchTopic(name, parts))
     forgotten = []
-    for _ in range(r.compact_array_count(3)):
-        name = r.compact_string()
-        forgotten.append(ForgottenTopic(name, r.compact_array(r.int32, 4)))
-        skip_tagged_fields(r)
-    rack_id = r.compact_string()
-    tags: dict[str, object] = {}
-    decode_tagged(r, plan(cls, version, True).tagged or (), tags)
-    r.done()
+    nforgot, pos = _compact_count(mv, pos, end, 3)
+    for _ in range(nforgot):
+        name, pos = _compact_string(mv, pos, end)
+        n, pos = _compact_count(mv, pos, end, 4)
+        forgotten.append(ForgottenTopic(name, list(struct.unpack_from(f">{n}i", mv, pos))))
+        pos = skip_tagged_at(mv, pos + 4 * n)
+    rack_id, pos = _compact_string(mv, pos, end)
+    cluster_id = None
+    if pos < end and mv[pos] == 0:
+        pos += 1
+    else:  # the one tagged field a request may carry: cluster_id
+        r = Reader(mv, pos)
+        tags: dict[str, object] = {}
+        decode_tagged(r, plan(cls, version, True).tagged or (), tags)
+        cluster_id, pos = tags.get("cluster_id"), r.pos
+    if pos != end:
+        raise ProtocolViolation(f"{end - pos} unexpected trailing bytes")
     return cls(replica_id, max_wait, min_bytes, max_bytes, isolation, session_id, session_epoch,
-               topics, forgotten, rack_id, tags.get("cluster_id"))  # type: ignore[arg-type]
+               topics, forgotten, rack_id, cluster_id)  # type: ignore[arg-type]
 
 
 @dataclass(slots=True)

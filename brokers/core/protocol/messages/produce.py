@@ -22,7 +22,7 @@ from typing import Self
 
 from brokers.core.errors import ProtocolViolation
 from brokers.core.protocol.header import flexible_from
-from brokers.core.protocol.primitives import S16, S32, Buffer, Parts, Reader, put_uvarint
+from brokers.core.protocol.primitives import S16, S32, Buffer, Parts, put_uvarint, uvarint_at
 from brokers.core.protocol.schema import (
     INT16,
     INT32,
@@ -35,7 +35,7 @@ from brokers.core.protocol.schema import (
     check_decode_version,
     check_encode_version,
     f,
-    skip_tagged_fields,
+    skip_tagged_at,
 )
 
 API_KEY = 0
@@ -74,7 +74,7 @@ class ProduceRequest(Message):
             if version >= cls.FLEXIBLE:
                 return _decode_flexible_request(cls, data)
             return _decode_produce_request(cls, data, version)
-        except (struct.error, ValueError) as exc:  # short buffer / bad UTF-8
+        except (struct.error, ValueError, IndexError) as exc:  # short buffer / bad UTF-8
             raise ProtocolViolation(f"malformed ProduceRequest v{version}: {exc}") from exc
 
 
@@ -135,24 +135,64 @@ def _decode_produce_request(cls: type[ProduceRequest], data: Buffer, version: in
 
 
 def _decode_flexible_request(cls: type[ProduceRequest], data: Buffer) -> ProduceRequest:
-    # v9: per topic and partition a handful of bounds-checked Reader calls; the records stay
-    # a view into the frame, as in the classic path.
-    r = Reader(data)
-    tid = r.compact_nullable_string()
-    acks = r.int16()
-    timeout = r.int32()
+    # v9: the classic path's shape with compact lengths (one byte each in practice) and empty
+    # tagged-field sections (one zero byte each).
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    end = len(mv)
+    n, pos = uvarint_at(mv, 0)
+    tid = None
+    if n:
+        n -= 1
+        if pos + n > end:
+            raise ProtocolViolation("truncated transactional_id")
+        tid = str(mv[pos : pos + n], "utf-8")
+        pos += n
+    acks, timeout = _ACKS_TIMEOUT.unpack_from(mv, pos)
+    pos += 6
+    ntopics, pos = uvarint_at(mv, pos)
+    ntopics -= 1
+    if ntopics < 0 or ntopics * 3 > end - pos:
+        raise ProtocolViolation(f"bad topic count {ntopics}")
     topics = []
-    for _ in range(r.compact_array_count(3)):
-        name = r.compact_string()
+    for _ in range(ntopics):
+        n, pos = uvarint_at(mv, pos)
+        n -= 1
+        if n < 0 or pos + n > end:
+            raise ProtocolViolation(f"bad topic name length {n}")
+        name = str(mv[pos : pos + n], "utf-8")
+        pos += n
+        nparts, pos = uvarint_at(mv, pos)
+        nparts -= 1
+        if nparts < 0 or nparts * 6 > end - pos:
+            raise ProtocolViolation(f"bad partition count {nparts}")
         parts = []
-        for _ in range(r.compact_array_count(6)):
-            index = r.int32()
-            parts.append(PartitionProduceData(index, r.compact_nullable_bytes_view()))
-            skip_tagged_fields(r)
-        skip_tagged_fields(r)
+        for _ in range(nparts):
+            index = S32.unpack_from(mv, pos)[0]
+            pos += 4
+            # Inlined: the per-partition work stays bytecode, no calls, in the usual case.
+            rlen = mv[pos]
+            if rlen < 0x80:
+                pos += 1
+            else:
+                rlen, pos = uvarint_at(mv, pos)
+            if rlen:
+                rlen -= 1
+                if pos + rlen > end:
+                    raise ProtocolViolation("truncated records")
+                records: memoryview | None = mv[pos : pos + rlen]
+                pos += rlen
+            else:
+                records = None
+            if mv[pos]:
+                pos = skip_tagged_at(mv, pos)
+            else:
+                pos += 1
+            parts.append(PartitionProduceData(index, records))
+        pos = skip_tagged_at(mv, pos)
         topics.append(TopicProduceData(name, parts))
-    skip_tagged_fields(r)
-    r.done()
+    pos = skip_tagged_at(mv, pos)
+    if pos != end:
+        raise ProtocolViolation(f"{end - pos} unexpected trailing bytes")
     return cls(tid, acks, timeout, topics)
 
 
