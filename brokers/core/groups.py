@@ -89,6 +89,25 @@ class SyncResult:
     protocol_name: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes  # the member's metadata for the group's chosen protocol
+    assignment: bytes  # what the leader assigned it (empty before SyncGroup)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: GroupState
+    protocol_type: str
+    protocol_name: str
+    members: tuple[DescribedMember, ...]
+
+
 @dataclass(slots=True)
 class _Member:
     member_id: str
@@ -149,6 +168,25 @@ class GroupCoordinator:
         if group is None:
             return GroupState.EMPTY, 0, []
         return group.state, group.generation, list(group.members)
+
+    def group_ids(self) -> list[tuple[str, str, GroupState]]:
+        """(group id, protocol type, state) of every group this broker holds (ListGroups)."""
+        return [(g.group_id, g.protocol_type or "", g.state) for g in self._groups.values()]
+
+    def description(self, group_id: str) -> GroupDescription | None:
+        """What DescribeGroups reports about one group; None when this broker holds none."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        protocol = group.protocol_name or ""
+        return GroupDescription(
+            group_id=group.group_id, state=group.state, protocol_type=group.protocol_type or "",
+            protocol_name=protocol,
+            members=tuple(DescribedMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                metadata=m.metadata_for(protocol) if protocol else b"",
+                assignment=m.assignment) for m in group.members.values()))
 
     # --- JoinGroup --------------------------------------------------------------------------
     async def join(

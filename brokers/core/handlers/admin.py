@@ -1,13 +1,23 @@
-"""ApiVersions and InitProducerId."""
+"""ApiVersions, InitProducerId, and the ACL APIs (SECURITY_DISABLED: no authorizer)."""
 
 from __future__ import annotations
 
 import logging
 import re
 
-from brokers.core.errors import InvalidRequest, KafkaError
+from brokers.core.errors import InvalidRequest, KafkaError, SecurityDisabled
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import SUPPORTED
+from brokers.core.protocol.messages.acls import (
+    AclCreationResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsFilterResult,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from brokers.core.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -53,3 +63,29 @@ async def handle_init_producer_id(
     except KafkaError as exc:
         return InitProducerIdResponse(error_code=exc.code, producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
+
+
+# Kafka's words when no authorizer is configured.
+_NO_AUTHORIZER = "No Authorizer is configured on the broker"
+
+
+def handle_describe_acls(
+    ctx: BrokerContext, call: Call, req: DescribeAclsRequest
+) -> DescribeAclsResponse:
+    return DescribeAclsResponse(error_code=SecurityDisabled.code, error_message=_NO_AUTHORIZER)
+
+
+def handle_create_acls(
+    ctx: BrokerContext, call: Call, req: CreateAclsRequest
+) -> CreateAclsResponse:
+    return CreateAclsResponse(results=[
+        AclCreationResult(error_code=SecurityDisabled.code, error_message=_NO_AUTHORIZER)
+        for _ in req.creations])
+
+
+def handle_delete_acls(
+    ctx: BrokerContext, call: Call, req: DeleteAclsRequest
+) -> DeleteAclsResponse:
+    return DeleteAclsResponse(filter_results=[
+        DeleteAclsFilterResult(error_code=SecurityDisabled.code, error_message=_NO_AUTHORIZER)
+        for _ in req.filters])

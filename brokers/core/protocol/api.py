@@ -18,14 +18,17 @@ from brokers.core.protocol.header import (
     response_header_flexible,
 )
 from brokers.core.protocol.messages import (
+    acls,
     api_versions,
     create_topics,
+    describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
     init_producer_id,
     join_group,
     leave_group,
+    list_groups,
     list_offsets,
     metadata,
     offset_commit,
@@ -49,9 +52,14 @@ class ApiKey(IntEnum):
     HEARTBEAT = 12
     LEAVE_GROUP = 13
     SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
@@ -67,9 +75,14 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.HEARTBEAT: (0, 4),
     ApiKey.LEAVE_GROUP: (0, 4),
     ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -90,11 +103,17 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.HEARTBEAT: (heartbeat.HeartbeatRequest, heartbeat.HeartbeatResponse),
     ApiKey.LEAVE_GROUP: (leave_group.LeaveGroupRequest, leave_group.LeaveGroupResponse),
     ApiKey.SYNC_GROUP: (sync_group.SyncGroupRequest, sync_group.SyncGroupResponse),
+    ApiKey.DESCRIBE_GROUPS: (describe_groups.DescribeGroupsRequest,
+                             describe_groups.DescribeGroupsResponse),
+    ApiKey.LIST_GROUPS: (list_groups.ListGroupsRequest, list_groups.ListGroupsResponse),
     ApiKey.API_VERSIONS: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (create_topics.CreateTopicsRequest,
                            create_topics.CreateTopicsResponse),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
+    ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),
+    ApiKey.CREATE_ACLS: (acls.CreateAclsRequest, acls.CreateAclsResponse),
+    ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
 }
 REQUESTS: dict[ApiKey, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
 RESPONSES: dict[ApiKey, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}
