@@ -8,7 +8,7 @@ broker/null-sink measures exactly what storage costs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from brokers.core.errors import CorruptMessage, OffsetOutOfRange
@@ -41,6 +41,8 @@ class LogStore(Protocol):
     def get_or_create(self, topic: str, partition: int) -> PartitionLogLike: ...
     def flush_dirty(self) -> int: ...
     def enforce_retention(self, now_ms: int) -> int: ...
+    def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Apply each topic's own configs (retention, segment size) to its partition logs."""
     def on_failure(self, listener: Callable[[str], None]) -> None:
         """``listener(reason)`` once, when a disk error takes the store offline."""
     def close(self) -> None: ...
@@ -101,6 +103,9 @@ class NullLogStore:
 
     def flush_dirty(self) -> int:
         return 0
+
+    def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        pass  # nothing is stored, so nothing is retained or rolled
 
     def enforce_retention(self, now_ms: int) -> int:
         return 0

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers.core.errors import SecurityDisabled
+from brokers.core.errors import InvalidConfig, SecurityDisabled
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.acls import DescribeAclsRequest
 from harness.kafka_probe import KafkaProbe
@@ -122,3 +122,64 @@ def test_acl_apis_answer_security_disabled_and_the_broker_stays_up(cluster):
         eventually(lambda: kp.list_groups() is not None, timeout_s=10)  # still serving
     finally:
         kp.close()
+
+
+def test_create_topics_validates_configs_with_invalid_config(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    bad = {"unknown": {"retention.millis": "5"}, "compact": {"cleanup.policy": "compact"},
+           "value": {"retention.ms": "soon"}, "small": {"segment.bytes": "10"}}
+    topics = {kind: f"adm-bad-{kind}-{uuid.uuid4().hex[:6]}" for kind in bad}
+    futures = admin.create_topics([ck_admin.NewTopic(topics[k], 1, 1, config=c)
+                                   for k, c in bad.items()])
+    for fut in futures.values():
+        with pytest.raises(ck.KafkaException) as info:
+            fut.result(30)
+        assert info.value.args[0].code() == InvalidConfig.code
+    assert "compaction is not implemented" in str(_error(futures[topics["compact"]]))
+    # Nothing was created, and validate_only with good configs creates nothing either.
+    name = f"adm-validate-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([ck_admin.NewTopic(name, 2, 1, config={"retention.ms": "60000"})],
+                        validate_only=True)[name].result(30)
+    listed = admin.list_topics(timeout=30).topics
+    assert not set(topics.values()) & set(listed) and name not in listed
+
+
+def _error(fut):
+    try:
+        fut.result(0)
+    except Exception as exc:  # the KafkaException carrying the broker's message
+        return exc
+    return None
+
+
+def test_topic_configs_are_described_by_both_admin_clients(cluster):
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    name = f"adm-cfg-{uuid.uuid4().hex[:8]}"
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(name, 1, 1, config={
+        "retention.ms": "3600000", "segment.bytes": "1048576",
+        "min.insync.replicas": "1"})])[name].result(30)
+    res = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, name)
+    entries = eventually(lambda: admin.describe_configs([res])[res].result(30), timeout_s=15)
+    assert entries["retention.ms"].value == "3600000"
+    assert entries["retention.ms"].source == ck_admin.ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert entries["segment.bytes"].value == "1048576"
+    assert entries["cleanup.policy"].value == "delete"
+    assert entries["retention.bytes"].source == ck_admin.ConfigSource.DEFAULT_CONFIG.value
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = kp.describe_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name)])
+        assert "3600000" in str(got)
+        broker_id = next(iter(admin.list_topics(timeout=30).brokers))
+        brokers = kp.describe_configs([kadmin.ConfigResource(
+            kadmin.ConfigResourceType.BROKER, str(broker_id))], config_filter="all")
+        assert "num.partitions" in str(brokers)
+    finally:
+        kp.close()
+    # An unknown topic is an error for that resource only.
+    missing = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, "adm-no-such-topic")
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART|nknown topic"):
+        admin.describe_configs([missing])[missing].result(30)

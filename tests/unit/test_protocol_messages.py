@@ -132,8 +132,11 @@ def test_truncated_or_mutated_encodings(key: ApiKey, version: int, data: st.Data
             mutated = raw[:i] + bytes([raw[i] ^ data.draw(st.integers(1, 255))]) + raw[i + 1 :]
             with contextlib.suppress(ProtocolViolation):
                 cls.decode(mutated, version)
-        with pytest.raises(ProtocolViolation):
-            cls.decode(raw + b"\x00", version)  # trailing bytes
+        if version < cls.TRAILING_IGNORED_FROM:
+            with pytest.raises(ProtocolViolation):
+                cls.decode(raw + b"\x00", version)  # trailing bytes
+        else:  # ignored, as Kafka ignores them (see MetadataRequest)
+            assert cls.decode(raw + b"\x00", version) == cls.decode(raw, version)
 
 
 def test_huge_array_count_is_rejected_before_allocating() -> None:
@@ -220,6 +223,14 @@ def test_unknown_tagged_fields_are_skipped_and_bad_ones_rejected() -> None:
                 b"\x05"):  # more tags than bytes
         with pytest.raises(ProtocolViolation):
             api.decode_request(ApiKey.HEARTBEAT, 4, body + bad)
+
+
+def test_metadata_v11_all_topics_as_librdkafka_sends_it() -> None:
+    # Captured from confluent-kafka 2.16's AdminClient.list_topics(): 3 bytes past the fields.
+    req = api.decode_request(ApiKey.METADATA, 11, bytes.fromhex("00000000010000"))
+    assert req.topics is None
+    with pytest.raises(ProtocolViolation):  # still strict where no client needs leniency
+        api.decode_request(ApiKey.METADATA, 8, join(metadata.MetadataRequest().encode(8)) + b"x")
 
 
 def test_flexible_response_header_except_api_versions() -> None:

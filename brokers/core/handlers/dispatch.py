@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokers.core.errors import ProtocolViolation, UnsupportedVersion
-from brokers.core.handlers import admin, fetch, groups, metadata, offsets, produce
+from brokers.core.handlers import admin, configs, fetch, groups, metadata, offsets, produce
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import (
     REQUESTS,
@@ -63,6 +63,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_ACLS: admin.handle_describe_acls,
     ApiKey.CREATE_ACLS: admin.handle_create_acls,
     ApiKey.DELETE_ACLS: admin.handle_delete_acls,
+    ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
 }
 
 

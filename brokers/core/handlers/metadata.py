@@ -27,10 +27,12 @@ from brokers.core.errors import (
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.protocol.messages.create_topics import (
+    CreatableTopicConfigs,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from brokers.core.protocol.messages.describe_configs import DEFAULT_CONFIG, TOPIC_CONFIG
 from brokers.core.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -38,6 +40,7 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from brokers.core.topic_config import effective_configs, validate_topic_configs
 
 # How long an auto-creating Metadata request waits for the new topic to get leaders.
 AUTO_CREATE_TIMEOUT_S = 10.0
@@ -165,8 +168,8 @@ async def handle_create_topics(
             if topic.name in ctx.coordinator.cluster().topics:
                 raise TopicAlreadyExists(f"topic {topic.name!r} already exists")
             check_topic_limits(ctx, partitions)
+            configs = validate_topic_configs({c.name: c.value for c in topic.configs})
             if not req.validate_only:
-                configs = {c.name: c.value for c in topic.configs if c.value is not None}
                 create = ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
                 try:
                     await asyncio.wait_for(create, timeout_s or AUTO_CREATE_TIMEOUT_S)
@@ -178,9 +181,15 @@ async def handle_create_topics(
             results.append(CreatableTopicResult(
                 name=topic.name, error_code=exc.code, error_message=exc.message or None))
         else:
-            results.append(CreatableTopicResult(name=topic.name, error_code=0,
-                                                num_partitions=partitions,
-                                                replication_factor=replication))
+            # v5+: what the topic got (validate_only: what it would get).
+            results.append(CreatableTopicResult(
+                name=topic.name, error_code=0, num_partitions=partitions,
+                replication_factor=replication,
+                configs=[CreatableTopicConfigs(name=spec.name, value=value, read_only=False,
+                                               config_source=TOPIC_CONFIG if own
+                                               else DEFAULT_CONFIG, is_sensitive=False)
+                         for spec, value, own in effective_configs(ctx.config.storage,
+                                                                   configs)]))
     return CreateTopicsResponse(topics=results)
 
 

@@ -21,6 +21,7 @@ from brokers.core.protocol.messages import (
     acls,
     api_versions,
     create_topics,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
@@ -60,6 +61,7 @@ class ApiKey(IntEnum):
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
@@ -83,6 +85,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (0, 2),
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -114,6 +117,8 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),
     ApiKey.CREATE_ACLS: (acls.CreateAclsRequest, acls.CreateAclsResponse),
     ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
+    ApiKey.DESCRIBE_CONFIGS: (describe_configs.DescribeConfigsRequest,
+                              describe_configs.DescribeConfigsResponse),
 }
 REQUESTS: dict[ApiKey, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
 RESPONSES: dict[ApiKey, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}

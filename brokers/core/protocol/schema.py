@@ -305,6 +305,9 @@ class Message(Struct):
     API_KEY: ClassVar[int]
     VERSIONS: ClassVar[tuple[int, int]]  # versions this codec can encode/decode
     FLEXIBLE: ClassVar[int] = _NEVER  # first flexible version (the spec's "flexibleVersions")
+    # From this version on, bytes after the last field are ignored instead of refused: only
+    # where a real client sends them and Kafka, which never checks, accepts the request.
+    TRAILING_IGNORED_FROM: ClassVar[int] = _NEVER
 
     def encode(self, version: int) -> Parts:
         return generic_encode(self, version)
@@ -347,5 +350,6 @@ def generic_decode(cls: type[M], data: Buffer, version: int) -> M:
         raise
     except DECODE_ERRORS as exc:
         raise ProtocolViolation(f"malformed {cls.__name__} v{version}: {exc}") from exc
-    r.done()
+    if version < cls.TRAILING_IGNORED_FROM:
+        r.done()
     return obj

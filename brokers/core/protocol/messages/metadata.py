@@ -40,6 +40,10 @@ class MetadataRequest(Message):
     API_KEY = API_KEY
     VERSIONS = (1, 11)
     FLEXIBLE = flexible_from(API_KEY)
+    # librdkafka 2.16's AdminClient asks for all topics at v11 with a body of 7 bytes
+    # (00 00 00 00 01 00 00) where the fields take 4: Kafka reads the fields it knows and
+    # ignores the rest (null topic list: all topics), and so must we, or list_topics fails.
+    TRAILING_IGNORED_FROM = 9
     topics: list[MetadataRequestTopic] | None = f(ArrayOf(MetadataRequestTopic), "0+",
                                                   nullable="1+")
     allow_auto_topic_creation: bool = f(BOOL, "4+", default=True)
