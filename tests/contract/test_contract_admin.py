@@ -181,5 +181,5 @@ def test_topic_configs_are_described_by_both_admin_clients(cluster):
         kp.close()
     # An unknown topic is an error for that resource only.
     missing = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, "adm-no-such-topic")
-    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART|nknown topic"):
+    with pytest.raises(Exception, match=r"UNKNOWN_TOPIC_OR_PART|nknown topic"):
         admin.describe_configs([missing])[missing].result(30)
