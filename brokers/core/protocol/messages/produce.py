@@ -173,6 +173,9 @@ def _decode_flexible_request(cls: type[ProduceRequest], data: Buffer) -> Produce
             rlen = mv[pos]
             if rlen < 0x80:
                 pos += 1
+            elif mv[pos + 1] < 0x80:  # batches under 16 KiB
+                rlen = (rlen & 0x7F) | (mv[pos + 1] << 7)
+                pos += 2
             else:
                 rlen, pos = uvarint_at(mv, pos)
             if rlen:
@@ -188,9 +191,9 @@ def _decode_flexible_request(cls: type[ProduceRequest], data: Buffer) -> Produce
             else:
                 pos += 1
             parts.append(PartitionProduceData(index, records))
-        pos = skip_tagged_at(mv, pos)
+        pos = skip_tagged_at(mv, pos) if mv[pos] else pos + 1
         topics.append(TopicProduceData(name, parts))
-    pos = skip_tagged_at(mv, pos)
+    pos = skip_tagged_at(mv, pos) if pos < end and mv[pos] else pos + 1
     if pos != end:
         raise ProtocolViolation(f"{end - pos} unexpected trailing bytes")
     return cls(tid, acks, timeout, topics)
