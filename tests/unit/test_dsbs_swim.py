@@ -315,6 +315,8 @@ def test_retransmit_limit_grows_with_log_n_and_the_queue_drains():
 
 
 @pytest.mark.slow
+# ~100 s of CPU alone; the suite's 300 s net is too tight when the machine is shared.
+@pytest.mark.timeout(900)
 def test_membership_bootstrap_1000_from_one_seed(record_property):
     """1,000 members joining at once through one seed (~100 s of CPU: marked slow)."""
     n = 1000
