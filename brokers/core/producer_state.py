@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 # requests in flight with idempotence on, so a retry always finds its batch among the last 5.
 CACHED_BATCHES = 5
 # Producers remembered per partition; the least recently active is forgotten beyond this, and
-# its next batch is treated as a new producer's. Producer ids come from client-written headers,
-# so without a bound one client could grow the table forever (Kafka expires them after
-# producer.id.expiration.ms instead).
-MAX_PRODUCERS = 10_000
+# its next batch is treated as a new producer's (accepted at any sequence). Producer ids come
+# from client-written headers, so without a bound one client could grow the table forever
+# (Kafka expires them after producer.id.expiration.ms instead). An entry is ~0.5 KB, so a
+# partition's table stays under 1 MB.
+MAX_PRODUCERS = 1_000
 # producerId -1 marks a batch of a producer without idempotence.
 NO_PRODUCER_ID = -1
 _INT32_MAX = 2**31 - 1
