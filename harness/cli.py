@@ -103,9 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--master", default="local[*]", help="Spark master URL")
     analyze.add_argument("--no-figures", action="store_true", help="tables and report only")
     analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
-                         help="fail (exit 1) when a DSBS/ZK ratio leaves its baseline band")
+                         help="check the inputs (one regression run) against the baseline in "
+                         "DIR, layer by layer; fail (exit 1) when one leaves its band")
     analyze.add_argument("--write-baseline", type=Path, default=None, metavar="DIR",
-                         help="write the inputs' ratios and A/A noise floor as the baseline")
+                         help="write the inputs (several regression runs) as the baseline")
     return parser
 
 

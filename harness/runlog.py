@@ -2,10 +2,10 @@
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
-incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl`` and the
-fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``; header only unless the
-workload injects faults) as each session ends, flushing every time: rows already written stay
-valid whatever happens next.
+incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
+``counters.csv`` and the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
+header only unless the workload injects faults) as each session ends, flushing every time: rows
+already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
 
@@ -34,6 +34,7 @@ from brokers.core.atomic_file import replace_file
 
 __all__ = [
     "COORDINATION_COLUMNS",
+    "COUNTER_COLUMNS",
     "FAULT_COLUMNS",
     "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
@@ -78,6 +79,11 @@ FAULT_EVENT_COLUMNS = (
     "result",
 )
 TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
+# Every counter's increase over a session, one row per counter (optional in format 2: added
+# later; the CI regression's exact layer reads it, spark_analysis/regress.py).
+COUNTER_COLUMNS = (
+    "run_id", "arch", "label", "cell_id", "scenario", "try", "source", "counter", "increase",
+)
 LATENCY_KEYS = (
     "run_id", "cell_id", "scenario", "role", "try", "kind", "unit", "count", "histogram",
 )
@@ -207,7 +213,8 @@ class RunLog:
         self._tables: dict[str, tuple[Any, csv.DictWriter, tuple[str, ...]]] = {}
         for name, columns in (("faults.csv", FAULT_COLUMNS),
                               ("fault_events.csv", FAULT_EVENT_COLUMNS),
-                              ("timeline.csv", TIMELINE_COLUMNS)):
+                              ("timeline.csv", TIMELINE_COLUMNS),
+                              ("counters.csv", COUNTER_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()
@@ -255,7 +262,7 @@ class RunLog:
 
     def add_rows(self, name: str, rows: list[Mapping[str, Any]]) -> None:
         """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
-        ``timeline.csv``)."""
+        ``timeline.csv``) or to ``counters.csv``."""
         _, writer, columns = self._tables[name]
         for row in rows:
             self._check(row, columns)

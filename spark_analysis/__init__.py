@@ -28,8 +28,11 @@ Layout (one concept per module):
   report.py       report.md
   job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)
-  regress.py      CI ratio regression: baseline write/check, band from the A/A noise floor
+  regress.py      CI regression: read regression runs (plain CSV, counters.csv included),
+                  baseline write/check, one table per layer
                   (`python -m spark_analysis.regress write|check RUN_DIR...`)
+  regress_layers.py the layers (exact counts, CPU cost, pooled throughput): statistics, bands
+                  from the calibration runs' spread, verdicts (pure)
   synth.py        synthetic run directories in the documented format (fixtures, scale bench)
   scale_bench.py  `python -m spark_analysis.scale_bench`: analysis time on 10M records.csv rows
 """

@@ -1,30 +1,22 @@
-"""CI regression of DSBS/ZK throughput ratios against a committed baseline.
+"""CI regression against a committed baseline, in layers (exact, cost, throughput).
 
-The ratio is other / baseline architecture (spark_analysis/archs.py: DSBS/ZK for the paper's
-pair); a check compares one such pair, the one its baseline file was written for.
+What each layer measures and how its band is set is ``regress_layers.py`` (pure); this module
+reads run directories, writes and reads the baseline file, checks, and prints one small table
+per layer. Run directories are read as plain CSV (no Spark: CI pays seconds, not a JVM start);
+they are validated by the same code as the analysis's (``loader.validate_runs``).
 
-The question CI asks: did a change move the cost of coordination? Each cell's DSBS/ZK rps ratio
-from the current runs must lie inside its band around the baseline ratio. The band is not a
-guessed percentage; it comes from the A/A calibration measured when the baseline was written:
-
-* For each architecture X, the A/A runs give s_X = RMS over cells of ln(B/A). Since A and B
-  are independent runs of the same thing, s_X² estimates 2·v_X, where v_X is the variance of
-  the log of one run's cell mean.
-* A ratio r = DSBS/ZK has var(ln r) = v_D + v_Z; the difference of two independent ratios
-  (now vs baseline) has twice that: s_D² + s_Z². So the band is
-  ``|ln r_now - ln r_base| <= k · sqrt(s_D² + s_Z²)``.
-* k = t quantile at 1 - alpha/(2m) with m checked cells (Bonferroni, alpha = 0.01 for the whole
-  check by default) and as many degrees of freedom as A/A cells went into the s estimates: an
-  unchanged system fails the check in at most about 1% of CI runs.
+A regression run is one ``twinbench run --arch both --workload regress``: two run logs (zk and
+dsbs) sharing a start time and a seed. ``write`` takes the K calibration runs ``make baseline``
+made (K >= 2, all of one workload); ``check`` takes one regression run (several are pooled,
+session by session, as one longer run would be).
 
 Commands::
 
     python -m spark_analysis.regress write [--baseline results/baseline] RUN_DIR...
     python -m spark_analysis.regress check [--baseline results/baseline] RUN_DIR...
 
-``write`` needs the smoke workload's ZK and DSBS runs and its A/A runs (labels A and B);
-``check`` needs the ZK and DSBS runs of a fresh smoke run. Exit 0 = within bands, 1 = a ratio
-left its band (or a cell is missing), 2 = unusable input.
+Exit 0 = every layer within its band, 1 = a layer failed (or a statistic is missing), 2 =
+unusable input (one ``twinbench: error:`` line).
 """
 
 from __future__ import annotations
@@ -34,219 +26,329 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from scipy import stats as sps
 
 from brokers.core.errors import UserError
-from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.schema import CELL_KEY, PAPER_SCENARIOS
+from spark_analysis import regress_layers as L
+from spark_analysis.archs import Archs
 
 BASELINE_FILE = "baseline.json"
 DEFAULT_BASELINE = Path("results/baseline")
-DEFAULT_ALPHA = 0.01
-METRIC = "rps"
 BASELINE_KIND = "twinbench.ratio-baseline"
-BASELINE_VERSION = 1
-# Cell identity inside one workload (the workload itself is stored once).
-CHECK_KEY = [k for k in CELL_KEY if k != "workload"]
+BASELINE_VERSION = 2
+COUNTERS = "counters.csv"
 
 
-@dataclass(frozen=True)
-class Band:
-    sigma_log: float   # sqrt(s_dsbs^2 + s_zk^2)
-    k: float           # t multiplier
-    df: int
-    alpha: float
-    cells: int
-
-    @property
-    def half_width_log(self) -> float:
-        return self.k * self.sigma_log
+# --- reading regression runs -------------------------------------------------------------------
 
 
-def pair_of(comparison: pd.DataFrame, archs: Archs = DEFAULT) -> tuple[str, str]:
-    """(baseline, other): the two architectures whose ratio ``comparison`` holds. A table
-    without architecture columns (made by hand) holds the first pair of ``archs``."""
-    others = [a.name for a in archs.others if f"{a.name}_n" in comparison]
-    if len(others) > 1:
-        raise UserError(f"the inputs compare {', '.join(others)} with "
-                        f"{archs.baseline.name}; the ratio regression checks one pair: give "
-                        "it the runs of one")
-    return archs.baseline.name, (others[0] if others else archs.others[0].name)
+@dataclass
+class RegressionRun:
+    """One or more ``--arch both`` runs of one workload, as the layers read them."""
+
+    workload: str
+    base: str        # the comparison's reference architecture (zk)
+    other: str       # the architecture compared with it (dsbs)
+    run_ids: list[str]
+    records: pd.DataFrame
+    coordination: pd.DataFrame
+    counters: pd.DataFrame
+    host: dict[str, Any] = field(default_factory=dict)
+
+    def exact(self) -> pd.DataFrame:
+        return L.exact_stats(self.coordination, self.counters)
+
+    def cost(self) -> dict[str, float]:
+        return L.cost_stats(self.coordination, self.base, self.other)
+
+    def throughput(self) -> dict[str, float]:
+        return L.throughput_stats(self.records, self.base, self.other)
 
 
-def derive_band(noise: pd.DataFrame, workload: str, cells: int,
-                alpha: float = DEFAULT_ALPHA, pair: tuple[str, str] | None = None
-                ) -> tuple[Band, dict[str, dict[str, object]]]:
-    """The band from the measured A/A noise floor of ``workload`` (see module docstring), for
-    the ratio of ``pair`` (baseline, other; the default's first pair: zk, dsbs)."""
-    sub = noise[noise["workload"] == workload] if not noise.empty else noise
-    measured = {r["arch"]: r for _, r in sub.iterrows() if math.isfinite(r["log_rms"])}
-    if not measured:
-        raise UserError(
-            f"no A/A calibration runs for workload {workload!r} among the inputs: the regression"
-            " band comes from the measured noise floor, so run the A/A calibration (two runs of"
-            " one architecture labelled A and B) with the same workload first")
-    detail: dict[str, dict[str, object]] = {}
-    variances = []
-    df = 0
-    for arch in pair or pair_of(pd.DataFrame()):
-        if arch in measured:
-            r = measured[arch]
-            detail[arch] = {"log_rms": float(r["log_rms"]), "cells": int(r["cells"]),
-                            "measured": True}
-            df += int(r["cells"])
-            variances.append(float(r["log_rms"]) ** 2)
-        else:
-            # Only one architecture was calibrated: assume the other is as noisy (stated in the
-            # baseline file so a reader sees it).
-            other = next(iter(measured.values()))
-            detail[arch] = {"log_rms": float(other["log_rms"]), "cells": 0, "measured": False,
-                            "assumed_from": str(other["arch"])}
-            variances.append(float(other["log_rms"]) ** 2)
-    sigma = math.sqrt(sum(variances))
-    k = float(sps.t.ppf(1 - alpha / (2 * max(cells, 1)), max(df, 1)))
-    return Band(sigma_log=sigma, k=k, df=df, alpha=alpha, cells=cells), detail
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, keep_default_na=True)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable ({exc})") from None
 
 
-def _paper(comparison: pd.DataFrame) -> pd.DataFrame:
-    """The ratios the regression is about: the paper's scenarios. job.compute already keeps
-    fault sessions out of the comparison; this guards a comparison.csv read from elsewhere."""
-    if comparison.empty:
-        return comparison
-    return comparison[comparison["scenario"].isin(PAPER_SCENARIOS)]
+def read_runs(paths: Sequence[Path]) -> list[RegressionRun]:
+    """The regression runs under ``paths``, one per ``twinbench run`` invocation (its run logs
+    share a start time and a seed), oldest first."""
+    from spark_analysis.loader import check_header, validate_runs
+    from spark_analysis.schema import COUNTER_COLUMNS
+
+    found = validate_runs(paths)
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for run in found.runs:
+        if run.label:
+            raise UserError(f"run {run.run_id} is labelled {run.label!r}: the regression reads "
+                            "plain --arch both runs")
+        key = (str(run.manifest.get("started_at")), str(run.manifest.get("seed")))
+        groups.setdefault(key, []).append(run)
+    out = []
+    for key in sorted(groups):
+        runs = groups[key]
+        archs = Archs.from_manifests(r.manifest for r in runs)
+        names = {r.arch for r in runs}
+        base = archs.baseline.name
+        others = [a.name for a in archs.others if a.name in names]
+        if base not in names or len(others) != 1:
+            ids = ", ".join(r.run_id for r in runs)
+            raise UserError(f"runs {ids}: the regression needs one {base} run and one other "
+                            "architecture's from the same 'twinbench run --arch both'")
+        workloads = {r.workload for r in runs}
+        if len(workloads) != 1:
+            raise UserError(f"runs {', '.join(r.run_id for r in runs)} mix workloads")
+        frames: dict[str, list[pd.DataFrame]] = {"records": [], "coordination": [],
+                                                 "counters": []}
+        for r in runs:
+            for name, file in (("records", "records.csv"), ("coordination", "coordination.csv"),
+                               ("counters", COUNTERS)):
+                path = r.path / file
+                if not path.is_file():
+                    raise UserError(f"{path}: missing (the regression reads it; runs written "
+                                    "before it existed cannot be checked)")
+                if file == COUNTERS:
+                    check_header(path, COUNTER_COLUMNS)
+                frames[name].append(_read(path))
+        records = pd.concat(frames["records"], ignore_index=True)
+        # Fault sessions and failed cells measure something else.
+        records = records[(records["scenario"] != "faults") & (records["status"] == "ok")]
+        out.append(RegressionRun(
+            workload=workloads.pop(), base=base, other=others[0],
+            run_ids=sorted(r.run_id for r in runs), records=records,
+            coordination=pd.concat(frames["coordination"], ignore_index=True),
+            counters=pd.concat(frames["counters"], ignore_index=True),
+            host=dict(runs[0].manifest.get("host") or {})))
+    return out
 
 
-def _pick_workload(comparison: pd.DataFrame, workload: str | None) -> str:
-    names = sorted(comparison["workload"].unique()) if not comparison.empty else []
-    if workload:
-        if workload not in names:
-            raise UserError(f"workload {workload!r} has no ZK-and-DSBS cells among the inputs"
-                            f" (found: {', '.join(names) or 'none'})")
-        return workload
-    if len(names) != 1:
-        raise UserError("the inputs hold " + (f"several workloads ({', '.join(names)}); choose"
-                                               " one with --workload" if names else
-                                               "no cell measured on both ZK and DSBS"))
-    return names[0]
+def pooled(runs: Sequence[RegressionRun]) -> RegressionRun:
+    """Several regression runs read as one (their sessions keep their own try numbers, so a
+    run's key gets the run's position)."""
+    if len(runs) == 1:
+        return runs[0]
+    if len({(r.workload, r.base, r.other) for r in runs}) != 1:
+        raise UserError("the runs to check are not all of one workload and pair")
+
+    def tag(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        tagged = []
+        for i, f in enumerate(frames):
+            f = f.copy()
+            f["try"] = f["try"].astype(str) + f"@{i}"
+            tagged.append(f)
+        return pd.concat(tagged, ignore_index=True)
+
+    first = runs[0]
+    return RegressionRun(first.workload, first.base, first.other,
+                         sorted(i for r in runs for i in r.run_ids),
+                         tag([r.records for r in runs]), tag([r.coordination for r in runs]),
+                         tag([r.counters for r in runs]), first.host)
 
 
-def build_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Sequence[str],
-                   workload: str | None = None, alpha: float = DEFAULT_ALPHA,
-                   archs: Archs = DEFAULT) -> dict[str, object]:
-    base, other = pair = pair_of(comparison, archs)
-    comparison = _paper(comparison)
-    name = _pick_workload(comparison, workload)
-    cells = comparison[(comparison["workload"] == name) & (comparison["metric"] == METRIC)]
-    cells = cells[cells["ratio"].map(lambda r: math.isfinite(r) and r > 0)]
-    band, detail = derive_band(noise, name, len(cells), alpha, pair)
-    h = band.half_width_log
-    entries = []
-    for _, r in cells.iterrows():
-        entry = {k: (int(r[k]) if k in ("msg_size", "batch") else str(r[k])) for k in CHECK_KEY}
-        entry.update(ratio=float(r["ratio"]), lo=float(r["ratio"] * math.exp(-h)),
-                     hi=float(r["ratio"] * math.exp(h)))
-        entries.append(entry)
+# --- the baseline file -------------------------------------------------------------------------
+
+
+def build_baseline(runs: Sequence[RegressionRun]) -> dict[str, Any]:
+    """The baseline of K >= 2 calibration runs of one workload (regress_layers)."""
+    if len(runs) < 2:
+        raise UserError(f"{len(runs)} regression run(s) among the inputs; the bands come from "
+                        "the spread of at least two (make baseline runs several)")
+    if len({(r.workload, r.base, r.other) for r in runs}) != 1:
+        raise UserError("the calibration runs are not all of one workload and pair")
+    first = runs[0]
+    tolerances = L.exact_tolerances([r.exact() for r in runs])
+    if not tolerances:
+        raise UserError("the calibration runs have no counters in common (counters.csv)")
+    exact_cells = [
+        {"arch": k[0], "cell_id": k[1], "scenario": k[2], "counter": k[3],
+         "per_1000": t.per_1000, "tol": t.tol}
+        for k, t in sorted(tolerances.items())]
+    finite = [t.tol_pct for t in tolerances.values() if math.isfinite(t.tol_pct)]
+    layers: dict[str, Any] = {"exact": {
+        "half_width_pct": max(finite) if finite else 0.0,
+        "rule": "|per_1000_now - per_1000| <= tol, tol = max(floor_pct% of per_1000, "
+                "headroom x largest calibration deviation, abs_floor events per cell)",
+        "floor_pct": L.FLOOR_PCT, "scenario_floor_pct": dict(L.SCENARIO_FLOOR_PCT),
+        "headroom": L.HEADROOM, "abs_floor": L.ABS_FLOOR,
+        "excluded": dict(L.EXCLUDED), "statistics": exact_cells}}
+    for name, stats in (("cost", [r.cost() for r in runs]),
+                        ("throughput", [r.throughput() for r in runs])):
+        try:
+            band = L.derive_band(stats, L.LAYER_ALPHA[name], L.ALLOWANCE_PCT[name])
+        except ValueError as exc:
+            raise UserError(f"{name} layer: {exc}") from None
+        layers[name] = {
+            "half_width_pct": band.half_width_pct, **asdict(band),
+            "half_width_log": band.half_width_log,
+            "rule": "|ln(now) - ln(baseline)| <= k * sigma_log * sqrt(1 + 1/runs) "
+                    "+ ln(1 + allowance_pct/100)",
+            "statistics": L.baseline_values(stats),
+            "calibration": stats}
+    layers["cost"]["cpu_per_1000"] = L.baseline_values(
+        [L.cpu_per_1000(r.coordination) for r in runs])
     return {
         "kind": BASELINE_KIND, "version": BASELINE_VERSION,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "workload": name, "metric": METRIC, "alpha": alpha,
-        "band": {"sigma_log": band.sigma_log, "k": band.k, "df": band.df, "cells": band.cells,
-                 "half_width_log": h, "half_width_pct": math.expm1(h) * 100,
-                 "rule": "|ln(ratio_now) - ln(ratio_baseline)| <= "
-                         f"k * sqrt(s_{base}^2 + s_{other}^2)"},
-        "noise_floor": detail,
-        "runs": sorted(run_ids),
-        "cells": entries,
+        "workload": first.workload, "pair": [first.base, first.other], "alpha": L.ALPHA,
+        "host": first.host, "runs": sorted(i for r in runs for i in r.run_ids),
+        "layers": layers,
     }
 
 
-def load_baseline(directory: Path) -> dict[str, object]:
+def write_baseline(runs: Sequence[RegressionRun], baseline_dir: Path) -> Path:
+    data = build_baseline(runs)
+    baseline_dir.mkdir(parents=True, exist_ok=True)
+    path = baseline_dir / BASELINE_FILE
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load_baseline(directory: Path) -> dict[str, Any]:
     path = directory / BASELINE_FILE
     if not path.is_file():
-        raise UserError(f"{path}: no baseline here; create one deliberately with 'make baseline'"
-                        " (python -m spark_analysis.regress write RUN_DIR...)")
+        raise UserError(f"{path}: no baseline here; create one deliberately with 'make baseline'")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: unreadable baseline ({exc})") from None
     if not isinstance(data, dict) or data.get("kind") != BASELINE_KIND:
-        raise UserError(f"{path}: not a twinbench ratio baseline")
+        raise UserError(f"{path}: not a twinbench regression baseline")
     if data.get("version") != BASELINE_VERSION:
-        raise UserError(f"{path}: baseline version {data.get('version')} is not supported"
-                        f" (this twinbench reads {BASELINE_VERSION}); rewrite it with"
-                        " 'make baseline'")
+        raise UserError(f"{path}: baseline version {data.get('version')} (one band over single "
+                        f"smoke runs) is not read by this twinbench, which reads version "
+                        f"{BASELINE_VERSION} (layers); rewrite it with 'make baseline'")
     return data
 
 
-def check(comparison: pd.DataFrame, baseline: dict[str, object], archs: Archs = DEFAULT
-          ) -> pd.DataFrame:
-    """One row per baseline cell: the ratio now, the band, and ok / REGRESSION / MISSING."""
-    pair = pair_of(comparison, archs)
-    floor = baseline.get("noise_floor")
-    written_for = tuple(floor) if isinstance(floor, dict) else ()
-    if written_for and set(written_for) != set(pair):
-        raise UserError(f"the baseline holds {' and '.join(written_for)} ratios; these runs "
-                        f"compare {' and '.join(pair)}")
-    workload = str(baseline["workload"])
-    comparison = _paper(comparison)
-    now = comparison[(comparison["workload"] == workload)
-                     & (comparison["metric"] == baseline["metric"])] \
-        if not comparison.empty else comparison
-    index = {tuple(str(r[k]) for k in CHECK_KEY): r for _, r in now.iterrows()}
-    rows = []
-    for cell in baseline["cells"]:  # type: ignore[union-attr]
-        key = tuple(str(cell[k]) for k in CHECK_KEY)
-        current = index.get(key)
-        ratio = float(current["ratio"]) if current is not None else math.nan
-        if current is None or not math.isfinite(ratio):
-            status = "MISSING"
-        elif cell["lo"] <= ratio <= cell["hi"]:
-            status = "ok"
-        else:
-            status = "REGRESSION"
-        rows.append({**{k: cell[k] for k in CHECK_KEY}, "baseline_ratio": cell["ratio"],
-                     "band_lo": cell["lo"], "band_hi": cell["hi"], "ratio_now": ratio,
-                     "change_pct": (ratio / cell["ratio"] - 1) * 100 if math.isfinite(ratio)
-                     else math.nan, "status": status})
-    return pd.DataFrame(rows)
+# --- checking ----------------------------------------------------------------------------------
 
 
-def summarize(result: pd.DataFrame, baseline: dict[str, object]) -> str:
-    band = baseline["band"]  # type: ignore[index]
-    bad = result[result["status"] != "ok"]
-    head = (f"ratio regression vs baseline ({baseline['workload']}, {len(result)} cells, band"
-            f" ±{band['half_width_pct']:.1f}% from the A/A noise floor): ")  # type: ignore[index]
-    lines = [head + ("all within band" if bad.empty else f"{len(bad)} outside")]
-    for _, r in result.iterrows():
-        lines.append(f"  {r['status']:<10} {r['cell_id']} {r['scenario']} {r['role']}: "
-                     f"{r['ratio_now']:.3f} (baseline {r['baseline_ratio']:.3f}, band "
-                     f"{r['band_lo']:.3f}..{r['band_hi']:.3f})")
+@dataclass
+class CheckResult:
+    verdicts: list[L.Verdict]
+    baseline: dict[str, Any]
+
+    def layer(self, name: str) -> list[L.Verdict]:
+        return [v for v in self.verdicts if v.layer == name]
+
+    def failed(self, name: str) -> bool:
+        return any(v.status != L.OK for v in self.layer(name))
+
+    @property
+    def ok(self) -> bool:
+        return all(v.status == L.OK for v in self.verdicts)
+
+
+def check(run: RegressionRun, baseline: dict[str, Any]) -> CheckResult:
+    if run.workload != baseline["workload"]:
+        raise UserError(f"the baseline is of workload {baseline['workload']!r}; these runs are "
+                        f"of {run.workload!r}")
+    if [run.base, run.other] != list(baseline["pair"]):
+        raise UserError(f"the baseline holds {'/'.join(baseline['pair'][::-1])} ratios; these "
+                        f"runs compare {run.other} with {run.base}")
+    layers = baseline["layers"]
+    verdicts: list[L.Verdict] = []
+    now = run.exact()
+    index = {(r.arch, r.cell_id, r.scenario, r.counter): float(r.per_1000)
+             for r in now.itertuples()}
+    measured = {(r.arch, r.cell_id, r.scenario) for r in now.itertuples()}
+    for s in layers["exact"]["statistics"]:
+        key = (s["arch"], s["cell_id"], s["scenario"], s["counter"])
+        value = index.get(key)
+        if value is None and key[:3] in measured:
+            value = 0.0  # a family label never seen in this run: none happened
+        verdicts.append(L.exact_verdict(L.exact_name(*key), L.Tolerance(s["per_1000"], s["tol"]),
+                                        value))
+    for name, stats in (("cost", run.cost()), ("throughput", run.throughput())):
+        h = layers[name]["half_width_log"]
+        for stat, base in layers[name]["statistics"].items():
+            verdicts.append(L.ratio_verdict(name, stat, base, stats.get(stat), h))
+    return CheckResult(verdicts, baseline)
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return "-"
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
+
+
+def layer_table(result: CheckResult, name: str, limit: int = 6) -> list[str]:
+    """A small table of one layer: every statistic (exact: the failing ones, else the closest
+    to their tolerance)."""
+    info = result.baseline["layers"][name]
+    verdicts = result.layer(name)
+    bad = [v for v in verdicts if v.status != L.OK]
+    if name == "exact":
+        head = (f"exact: {len(verdicts)} counts per 1,000 records, each with its tolerance "
+                f"(up to ±{info['half_width_pct']:.1f}%): ")
+        shown = bad or sorted(verdicts, key=lambda v: -abs(v.now - v.baseline)
+                              / max(v.hi - v.baseline, 1e-12))[:limit]
+    else:
+        head = (f"{name}: DSBS/ZK ratios, band ±{info['half_width_pct']:.1f}% (A/A sigma "
+                f"{info['sigma_log'] * 100:.1f}% over {info['runs']} runs, k={info['k']:.2f}, "
+                f"+{info['allowance_pct']:g}% machine allowance): ")
+        shown = verdicts
+    lines = [head + (f"{len(bad)} outside" if bad else "all within")]
+    width = max([len(v.statistic) for v in shown] + [9])
+    lines.append(f"  {'statistic':<{width}}  {'baseline':>9}  {'now':>9}  {'band':>19}  "
+                 f"{'change':>8}  verdict")
+    for v in shown[:max(limit, len(bad))] if name == "exact" else shown:
+        band = f"{_fmt(v.lo)}..{_fmt(v.hi)}"
+        change = f"{v.change_pct:+.1f}%" if math.isfinite(v.change_pct) else "-"
+        lines.append(f"  {v.statistic:<{width}}  {_fmt(v.baseline):>9}  {_fmt(v.now):>9}  "
+                     f"{band:>19}  {change:>8}  {v.status}")
+    if bad and name == "exact":
+        lines.append("  " + "; ".join(f"{v.statistic} changed {v.change_pct:+.1f}%"
+                                      for v in bad[:3]) + (" ..." if len(bad) > 3 else ""))
+    return lines
+
+
+def summarize(result: CheckResult) -> str:
+    b = result.baseline
+    failed = [n for n in L.LAYERS if result.failed(n)]
+    lines = [f"regression vs baseline ({b['workload']}, {b['created_at']}, "
+             f"{len(b['layers']['cost']['calibration'])} calibration runs; family-wise "
+             f"false-failure rate <= {b['alpha']:.0%}): "
+             + ("all layers within their bands" if not failed
+                else "REGRESSION in " + ", ".join(failed))]
+    for name in L.LAYERS:
+        lines.extend(layer_table(result, name))
     return "\n".join(lines)
 
 
-def run_check(comparison: pd.DataFrame, baseline_dir: Path, out: Path | None = None,
-              archs: Archs = DEFAULT) -> tuple[bool, str]:
+def markdown(result: CheckResult) -> str:
+    """The report's section: one table per layer."""
+    out = ["## Regression vs baseline", "",
+           "```", summarize(result), "```", ""]
+    return "\n".join(out)
+
+
+def verdict_frame(result: CheckResult) -> pd.DataFrame:
+    return pd.DataFrame([{**asdict(v), "change_pct": v.change_pct} for v in result.verdicts])
+
+
+def run_check(paths: Sequence[Path], baseline_dir: Path, out: Path | None = None
+              ) -> tuple[bool, str]:
     baseline = load_baseline(baseline_dir)
-    result = check(comparison, baseline, archs)
+    runs = read_runs(paths)
+    runs = [r for r in runs if r.workload == baseline["workload"]] or runs
+    result = check(pooled(runs), baseline)
+    text = summarize(result)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        result.to_csv(out / "regression.csv", index=False)
-    return bool((result["status"] == "ok").all()), summarize(result, baseline)
-
-
-def write_baseline(comparison: pd.DataFrame, noise: pd.DataFrame, run_ids: Sequence[str],
-                   baseline_dir: Path, workload: str | None = None,
-                   alpha: float = DEFAULT_ALPHA, archs: Archs = DEFAULT) -> Path:
-    data = build_baseline(comparison, noise, run_ids, workload, alpha, archs)
-    baseline_dir.mkdir(parents=True, exist_ok=True)
-    path = baseline_dir / BASELINE_FILE
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
+        verdict_frame(result).to_csv(out / "regression.csv", index=False)
+        report = out / "report.md"
+        if report.is_file():
+            with report.open("a", encoding="utf-8") as f:
+                f.write("\n" + markdown(result))
+    return result.ok, text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -256,26 +358,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, default=[Path("results/runs")],
                         metavar="RUN_DIR")
     parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
-    parser.add_argument("--workload", default=None, help="which workload (write; default: the"
-                        " only one present)")
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
-                        help="false-alarm rate of the whole check (write; default 0.01)")
-    parser.add_argument("--master", default="local[*]")
     parser.add_argument("--out", type=Path, default=None, help="also write regression.csv here")
-    # Intermixed: `write --baseline DIR --master URL RUN_DIR...` must work in any order.
     args = parser.parse_intermixed_args(argv)
     try:
-        from spark_analysis.job import compute
-        from spark_analysis.session import build_session
-
-        analysis = compute(build_session(args.master), args.runs)
         if args.action == "write":
-            path = write_baseline(analysis.comparison, analysis.noise,
-                                  [r.run_id for r in analysis.runs], args.baseline,
-                                  args.workload, args.alpha, analysis.archs)
+            path = write_baseline(read_runs(args.runs), args.baseline)
             print(f"wrote {path}")
+            print(summarize(check(pooled(read_runs(args.runs)[-1:]), load_baseline(
+                args.baseline))))
             return 0
-        ok, text = run_check(analysis.comparison, args.baseline, args.out, analysis.archs)
+        ok, text = run_check(args.runs, args.baseline, args.out)
         print(text)
         return 0 if ok else 1
     except UserError as exc:

@@ -153,6 +153,10 @@ COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEM
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)
+# counters.csv (optional in format 2): read as plain CSV by the regression (regress.py), not by
+# Spark, so it has columns but no Spark schema.
+COUNTER_COLUMNS: tuple[str, ...] = (
+    "run_id", "arch", "label", "cell_id", "scenario", "try", "source", "counter", "increase")
 
 # coordination.csv's traffic columns -> their per-1,000-messages columns in the coordination
 # cost table (aggregate.coordination_cost); an architecture's labels name one as its cost.

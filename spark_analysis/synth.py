@@ -27,6 +27,7 @@ from hdrh.histogram import HdrHistogram
 from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
+    COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
     MANIFEST_KIND,
@@ -177,9 +178,11 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
               cells: Iterable[Cell], tries: int, value: ValueFn, hour: int = 9,
               latency_tries: int | None = None, messages: int = 30_000,
               coordination_per_1000: Callable[[str, Cell, str], float] | None = None,
-              format_version: int = 1, labels: bool = False) -> Path:
+              format_version: int = 1, labels: bool = False, counters: bool = False) -> Path:
     """Write one complete run directory and return its path (format 2: header-only fault
-    files, as a run of a workload without faults)."""
+    files, as a run of a workload without faults). ``counters``: with counters.csv too (the
+    optional file the regression's exact layer reads): per session, the coordination count
+    under the twin's counter name (zk_requests, gossip_packets_out) and coordination_ops."""
     cells = tuple(cells)
     run_id = run_id_for(arch, workload, index, hour)
     run_dir = root / run_id
@@ -197,6 +200,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
         coord.write(",".join(COORDINATION_COLUMNS) + "\n")
         lines: list[str] = []
         clines: list[str] = []
+        tlines: list[str] = []
         for try_ in range(1, tries + 1):
             for cell in cells:
                 for scenario in SCENARIOS:
@@ -207,6 +211,12 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                     clines.append(coordination_line(
                         run_id, arch, label, cell, scenario, try_, messages=messages,
                         per_1000=per_1000(arch, cell, scenario)))
+                    if counters:
+                        ops = round(messages / 1000 * per_1000(arch, cell, scenario))
+                        name = "zk_requests" if arch == ZK else "gossip_packets_out"
+                        key = f"{run_id},{arch},{label},{cell.cell_id},{scenario},{try_}"
+                        tlines.extend(f"{key},coordinator,{n},{ops}"
+                                      for n in (name, "coordination_ops"))
             if len(lines) >= 50_000:  # bounded memory for the scale benchmark
                 rec.write("\n".join(lines) + "\n")
                 coord.write("\n".join(clines) + "\n")
@@ -216,6 +226,10 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
             rec.write("\n".join(lines) + "\n")
         if clines:
             coord.write("\n".join(clines) + "\n")
+    if counters:
+        (run_dir / "counters.csv").write_text(
+            ",".join(COUNTER_COLUMNS) + "\n" + "".join(f"{t}\n" for t in tlines),
+            encoding="utf-8")
     with (run_dir / "latency.jsonl").open("w", encoding="utf-8") as lat:
         for try_ in range(1, min(tries, latency_tries or tries) + 1):
             for cell in cells:

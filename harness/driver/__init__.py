@@ -4,7 +4,8 @@ Layout (one concept per module; imports point down the list)::
 
     runner.py     run(): clusters up and down, the session loop, Ctrl-C, exit status
     progress.py   rich progress (sessions done / total, current cell, ETA) and the summary table
-    rows.py       a session's results -> records.csv / coordination.csv / latency.jsonl rows
+    rows.py       a session's results -> records.csv / coordination.csv / counters.csv /
+                  latency.jsonl rows
     faults.py     one fault session: paced load, the fault schedule, detection, rejoin, gaps,
                   group recovery, loss
     session.py    one session: producers and consumers (split or streaming), verification

@@ -1,6 +1,7 @@
 """A session's results as run-log rows (docs/result-format.md, format 2).
 
-records.csv: one production row and one consumption row per session. Loss, duplicates and
+records.csv: one production row and one consumption row per session; counters.csv: one row
+per counter of the counters contract per session. Loss, duplicates and
 order are properties of what consumers saw, so those columns are empty on production rows;
 ``status`` is the cell's verdict and is the same on both rows.
 
@@ -77,6 +78,17 @@ def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
         "messages": r.messages,
         **d.columns,
     }
+
+
+def counter_rows(run_id: str, arch: str, s: Session, d: Delta) -> list[dict[str, Any]]:
+    """counters.csv: every counter's increase over the session, summed over brokers (source
+    ``coordinator``: the architecture's class of the counters contract; ``broker``:
+    ``BrokerCounters``). An unknown increase (a broker restarted) is an empty field."""
+    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+           "scenario": s.scenario, "try": s.try_no}
+    return [{**key, "source": source, "counter": name, "increase": value}
+            for source, values in (("coordinator", d.coordinator), ("broker", d.broker))
+            for name, value in sorted(values.items())]
 
 
 def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:

@@ -254,10 +254,11 @@ class _Run:
         self.timed_s += result.timed_s(s.scenario)
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
-        coord = rows.coordination_row(run_id, arch, s, result,
-                                      counters.delta(cluster.spec.architecture, before, after))
+        change = counters.delta(cluster.spec.architecture, before, after)
+        coord = rows.coordination_row(run_id, arch, s, result, change)
         log.add_records(rec)
         log.add_coordination(coord)
+        log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)

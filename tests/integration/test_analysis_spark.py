@@ -188,11 +188,9 @@ def test_cli_reports_one_line_errors(spark: SparkSession, tmp_path: Path,
     assert "\n" not in err
 
 
-def test_cli_writes_report_and_checks_the_baseline(spark: SparkSession, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    out, baseline = tmp_path / "report", tmp_path / "baseline"
-    assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures",
-                      "--write-baseline", str(baseline)]) == 0
+def test_cli_writes_report(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures"]) == 0
     report = (out / "report.md").read_text()
     for heading in ("## Summary", "## The paper's appendix tables", "## ZooKeeper vs DSBS",
                     "## Latency percentiles", "## Coordination cost", "## A/A calibration",
@@ -202,34 +200,50 @@ def test_cli_writes_report_and_checks_the_baseline(spark: SparkSession, tmp_path
     for name in ("comparison", "appendix_size_grid_zk", "appendix_batch_sweep_dsbs",
                  "latency", "coordination_cost", "aa_calibration", "noise_floor"):
         assert (out / f"{name}.csv").is_file()
-    # The same runs are within their own band.
-    assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures",
-                      "--check-baseline", str(baseline)]) == 0
-    assert "all within band" in capsys.readouterr().out
 
 
-def test_regression_detects_a_moved_ratio(spark: SparkSession, tmp_path: Path) -> None:
-    baseline = tmp_path / "baseline"
-    a = job.compute(spark, [FIXTURES])
-    regress.write_baseline(a.comparison, a.noise, [r.run_id for r in a.runs], baseline)
-    h = regress.load_baseline(baseline)["band"]["half_width_log"]  # ~0.107 for the fixtures
-
-    def rerun(dsbs_factor: float) -> tuple[bool, str]:
-        root = tmp_path / f"now-{dsbs_factor}"
-        for arch, index in (("zk", 1), ("dsbs", 2)):
-            def value(a_: str, lbl: str, cell: synth.Cell, s: str, r: str, t: int) -> float:
-                factor = dsbs_factor if a_ == "dsbs" and cell.cell_id == "size_grid-16B-b20" \
-                    else 1.0
+def regression_runs(root: Path, indexes: range, dsbs_factor: float = 1.0) -> Path:
+    """``--arch both`` regression runs (zk and dsbs run logs sharing a seed) of the fixture
+    cells, with counters.csv; run ``i``'s rps move by a few percent so the bands have a spread
+    to measure; ``dsbs_factor`` multiplies dsbs's rps in every cell."""
+    for i in indexes:
+        for arch in ("zk", "dsbs"):
+            def value(a_: str, lbl: str, cell: synth.Cell, s: str, r: str, t: int,
+                      i: int = i) -> float:
+                wobble = 1 + 0.02 * ((i % 3) - 1)
+                factor = dsbs_factor * wobble if a_ == "dsbs" else 1.0
                 return synth.fixture_value(a_, lbl, cell, s, r, t) * factor
-            synth.write_run(root, arch=arch, label="", workload="tiny", index=index,
-                            cells=synth.FIXTURE_CELLS, tries=4, value=value, latency_tries=0)
-        return regress.run_check(job.compute(spark, [root]).comparison, baseline)
+            synth.write_run(root, arch=arch, label="", workload="tiny", index=i,
+                            cells=synth.FIXTURE_CELLS, tries=4, value=value, latency_tries=0,
+                            format_version=2, counters=True)
+    return root
 
-    ok, _ = rerun(math.exp(0.5 * h))
-    assert ok
-    ok, text = rerun(1.5)
-    assert not ok
-    assert text.count("REGRESSION") == 4  # the 16 B cell in both scenarios and roles
+
+def test_cli_checks_the_baseline_layer_by_layer(spark: SparkSession, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    cal, out, baseline = tmp_path / "cal", tmp_path / "report", tmp_path / "baseline"
+    regression_runs(cal, range(1, 5))
+    assert twinbench(["analyze", str(cal), "--out", str(out), "--no-figures",
+                      "--write-baseline", str(baseline)]) == 0
+    layers = regress.load_baseline(baseline)["layers"]
+    assert {"exact", "cost", "throughput"} <= set(layers)
+    capsys.readouterr()
+    now = regression_runs(tmp_path / "now", range(9, 10))
+    assert twinbench(["analyze", str(now), "--out", str(out), "--no-figures",
+                      "--check-baseline", str(baseline)]) == 0
+    printed = capsys.readouterr().out
+    assert "all layers within their bands" in printed
+    for layer in ("exact:", "cost:", "throughput:"):
+        assert layer in printed
+    report = (out / "report.md").read_text()
+    assert "## Regression vs baseline" in report and "split/production" in report
+    # DSBS 1.5x faster everywhere: the throughput layer fails, the counts do not move.
+    moved = regression_runs(tmp_path / "moved", range(9, 10), dsbs_factor=1.5)
+    assert twinbench(["analyze", str(moved), "--out", str(out), "--no-figures",
+                      "--check-baseline", str(baseline)]) == 1
+    printed = capsys.readouterr().out
+    assert "REGRESSION in throughput" in printed
+    assert printed.count("REGRESSION") == 1 + 4  # the headline, then every scenario x role
 
 
 # --- format 2: fault sessions -------------------------------------------------------------------

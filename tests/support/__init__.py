@@ -23,4 +23,11 @@ Child programs (``python -m tests.support.NAME ...``, killed by the test that st
     storage_writer.py appends deterministic batches under every_batch until SIGKILLed
     zk_member.py      one ZkCoordinator registered in ZooKeeper
     dsbs_member.py    one DsbsCoordinator gossiping on loopback
+
+Planted regressions (``planted/``: broker entry points with one known change, and the
+selftest that runs them through the CI regression, ``make regress-selftest``)::
+
+    planted/zk_extra_read.py  the zk twin with one more ZooKeeper read per produced partition
+    planted/busy_dsbs.py      the dsbs twin with a 200 µs busy loop per request
+    planted/selftest.py       runs every plant, checks each is caught by its layers
 """

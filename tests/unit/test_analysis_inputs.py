@@ -154,6 +154,7 @@ def test_analysis_schemas_are_the_writers_columns() -> None:
     assert schema.FAULTS_COLUMNS == runlog.FAULT_COLUMNS
     assert schema.FAULT_EVENTS_COLUMNS == runlog.FAULT_EVENT_COLUMNS
     assert schema.TIMELINE_COLUMNS == runlog.TIMELINE_COLUMNS
+    assert schema.COUNTER_COLUMNS == runlog.COUNTER_COLUMNS
     assert runlog.FORMAT_VERSION in schema.SUPPORTED_FORMAT_VERSIONS
 
 

@@ -57,6 +57,11 @@ def test_coordination_columns_are_the_documented_ones():
 
 
 @pytest.mark.filesystem
+def test_counter_columns_are_the_documented_ones():
+    assert list(runlog.COUNTER_COLUMNS) == table_keys(doc_section("counters.csv"))
+
+
+@pytest.mark.filesystem
 def test_manifest_keys_are_the_documented_ones():
     assert list(runlog.MANIFEST_KEYS) == table_keys(doc_section("manifest.json"))
 

@@ -10,6 +10,7 @@ import pytest
 
 from harness import runlog
 from harness.driver import rows
+from harness.driver.counters import Delta
 from harness.driver.plan import Cell, Session, Side
 from harness.driver.runner import EXIT_DATA_LOSS, EXIT_OK, RunOutcome
 from harness.driver.session import RoleResult, SessionResult
@@ -92,3 +93,23 @@ def test_failed_cell_lands_in_the_manifest_and_the_exit_code(tmp_path):
         assert [row["status"] for row in csv.DictReader(f)] == ["failed", "failed"]
     assert RunOutcome(failed_cells={"": ["size_grid-32B-b20"]}).exit_code == EXIT_DATA_LOSS
     assert RunOutcome().exit_code == EXIT_OK
+
+
+@pytest.mark.filesystem
+def test_every_counter_increase_lands_in_counters_csv(tmp_path):
+    m = runlog.base_manifest(
+        run_id="20261121T090000Z-zk-t-000001", arch="zk", label="", workload={"name": "t"},
+        workload_text="", policies={}, cluster={}, zookeeper_version=None, placement=None,
+        seed=1, started_at=runlog.datetime.now(runlog.UTC))
+    log = runlog.RunLog(tmp_path, m)
+    change = Delta(columns={}, coordinator={"zk_reads": 40, "zk_writes": None},
+                   broker={"cpu_user_s": 0.5})
+    log.add_rows("counters.csv", rows.counter_rows(log.run_id, "zk", SESSION, change))
+    log.finish(incomplete=False)
+    with open(log.path / "counters.csv", newline="") as f:
+        got = [(r["source"], r["counter"], r["increase"], r["scenario"], r["try"])
+               for r in csv.DictReader(f)]
+    # An unknown increase (a broker restarted) is an empty field, never a guess.
+    assert got == [("coordinator", "zk_reads", "40", "split", "1"),
+                   ("coordinator", "zk_writes", "", "split", "1"),
+                   ("broker", "cpu_user_s", "0.5", "split", "1")]
