@@ -7,7 +7,8 @@ Layout:
                    REQUESTS registry), routing, response framing; it answers Produce v0-2
                    itself (decoded only to name their partitions in UNSUPPORTED_VERSION)
 - ``produce.py``   Produce v3-9 (acks 0/1/-1): batches checked by their headers and stored as
-                   sent; records are never decoded
+                   sent; records are never decoded; idempotent producers' retries are
+                   answered from the partition's producer table
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
 - ``metadata.py``  Metadata (with auto-creation) and CreateTopics (with topic configs),
                    topic-name rules
