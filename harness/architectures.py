@@ -5,7 +5,9 @@ a twin from ``ARCHITECTURES`` by the name a user gives (``--arch zk``) and asks 
 the name, whatever differs between twins:
 
 * how to launch a broker: ``python -m <module>`` with the core's arguments (node id, listen
-  address, data directory, flush and metadata policies, limits) plus ``broker_args``;
+  address, data directory, flush and metadata policies, ``--num-partitions`` and
+  ``--[no-]auto-create-topics``, limits: one meaning on every twin, so they are the cluster's
+  ``ClusterSpec`` fields, not ``options``) plus ``broker_args``;
 * which external services a cluster needs first (``services``: ZooKeeper, provisioned by
   harness/zookeeper.py); a fault that acts on a service (harness/faults.py ``Action.service``:
   stop-zookeeper ...) applies only to the architectures that have it;

@@ -56,6 +56,11 @@ def _add_cluster(sub: Subcommands) -> None:
                          help="servers in the ZooKeeper ensemble started for the cluster")
     cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
     cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
+    cluster.add_argument("--num-partitions", type=int, default=1, metavar="N",
+                         help="partitions of an auto-created topic (num.partitions; default 1)")
+    cluster.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction,
+                         default=True, help="brokers create a topic a client names in "
+                         "Metadata (auto.create.topics.enable; default on)")
     cluster.add_argument("--gossip-preset", choices=("lan", "local"), default="lan",
                          help="dsbs: gossip timing (lan: 1 s period, detection in seconds; "
                               "local: fast timers for one host)")
@@ -156,7 +161,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
         zk_nodes=args.zk_nodes, flush=args.flush, metadata_check=args.metadata_check,
         gossip_preset=args.gossip_preset, zk_session_timeout_ms=args.zk_session_timeout_ms,
-        network=args.network,
+        network=args.network, num_partitions=args.num_partitions,
+        auto_create_topics=args.auto_create_topics,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

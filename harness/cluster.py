@@ -76,6 +76,10 @@ class ClusterSpec:
     network: str = "loopback"
     # How long the whole cluster may take to come up before start() gives up.
     ready_timeout_s: float = 90.0
+    # Partitions of an auto-created topic on every broker (Kafka's num.partitions).
+    num_partitions: int = 1
+    # Whether brokers create a topic a client names in Metadata (auto.create.topics.enable).
+    auto_create_topics: bool = True
     # Extra arguments appended to every broker's command line.
     broker_args: tuple[str, ...] = field(default_factory=tuple)
 
@@ -89,6 +93,8 @@ class ClusterSpec:
             raise UserError("--brokers must be between 1 and 64")
         if self.port and not 1024 <= self.port <= 65535 - self.brokers:
             raise UserError(f"--port {self.port} leaves no room for {self.brokers} brokers")
+        if not 1 <= self.num_partitions <= 1000:
+            raise UserError("--num-partitions must be between 1 and 1000")
         if self.zk_nodes not in (1, 3):
             raise UserError("--zk-nodes must be 1 or 3")
         if self.zookeeper and not entry.uses(ZOOKEEPER):
@@ -338,6 +344,9 @@ class ProcessCluster:
     def _broker_argvs(self) -> list[list[str]]:
         spec = self.spec
         common = ["--flush", spec.flush, "--metadata-check", spec.metadata_check,
+                  "--num-partitions", str(spec.num_partitions),
+                  "--auto-create-topics" if spec.auto_create_topics
+                  else "--no-auto-create-topics",
                   "--log-level", "INFO", *spec.broker_args]
         prefixes: list[list[str]]  # what each broker's command line runs under (ip netns exec)
         if self.network is not None:

@@ -12,7 +12,11 @@ import socket
 import struct
 
 from brokers.core.protocol.api import ApiKey, decode_response, request_frame
-from brokers.core.protocol.header import RequestHeader
+from brokers.core.protocol.header import (
+    RequestHeader,
+    decode_response_header,
+    response_header_flexible,
+)
 from brokers.core.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -44,9 +48,9 @@ class KafkaProbe:
     def request(self, api_key: int, version: int, request: Message) -> Message:
         correlation = self.send(api_key, version, request)
         frame = self.read_frame()
-        got = struct.unpack_from(">i", frame)[0]
+        got, body_at = decode_response_header(frame, response_header_flexible(api_key, version))
         assert got == correlation, f"correlation {got} != {correlation}"
-        return decode_response(api_key, version, frame[4:])
+        return decode_response(api_key, version, frame[body_at:])
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)

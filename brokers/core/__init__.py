@@ -12,7 +12,11 @@ Layout (one concept per module):
 - ``protocol/``            sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
 - ``storage/``             segment-log storage: one log per partition, index, flush, recovery
 - ``logs.py``              the storage seam as seen by handlers, and the null sink
-- ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit)
+- ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit,
+                           static membership)
+- ``producer_state.py``    idempotent produce: each producer's last batches per partition
+- ``topic_config.py``      the topic configs served: validation, effective values, and the
+                           storage settings they give a topic's logs
 - ``group_registry.py``    the member and owner registries kept in memory (single node, DSBS)
 - ``notify.py``            wake-ups for long-polling fetches
 - ``handlers/``            one module per family of Kafka APIs, and the request dispatcher

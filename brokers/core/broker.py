@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 
 from brokers.core.atomic_file import replace_file
 from brokers.core.config import BrokerConfig, FlushMode
-from brokers.core.coordinator import BrokerInfo, Coordinator, TopicPartition
+from brokers.core.coordinator import BrokerInfo, ClusterView, Coordinator, TopicPartition
 from brokers.core.counters import BrokerCounters
 from brokers.core.datadir import DataDir
 from brokers.core.errors import BrokerHalted, KafkaStorageError
@@ -104,13 +104,19 @@ class Broker:
             await self.server.stop()
             raise
         self.coordinator.subscribe(lambda _view: self.notifier.wake_all())
+        # Topic configs (retention, segment size) reach the logs with every view change.
+        self.coordinator.subscribe(self._apply_topic_configs)
+        self._apply_topic_configs(self.coordinator.cluster())
         storage = self.config.storage
         if storage.flush.mode is FlushMode.INTERVAL_MS:
             self._every(storage.flush.interval_ms / 1000, self._flush)
-        if storage.retention_ms is not None or storage.retention_bytes is not None:
-            self._every(storage.retention_check_interval_ms / 1000, self._retention)
+        # Always: any topic may carry its own retention.ms / retention.bytes.
+        self._every(storage.retention_check_interval_ms / 1000, self._retention)
         self._every(GROUP_TICK_S, self._group_tick)
         return host, port
+
+    def _apply_topic_configs(self, view: ClusterView) -> None:
+        self.store.configure_topics({name: t.configs for name, t in view.topics.items()})
 
     def _storage_failed(self, reason: str) -> None:
         if self.failure is not None:

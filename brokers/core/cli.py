@@ -66,6 +66,13 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="consult the coordination store on every produce/fetch, or not")
     parser.add_argument("--advertised-host", default=None,
                         help="host clients are told to connect to (default: the listen host)")
+    parser.add_argument("--num-partitions", type=int, default=BrokerConfig.default_partitions,
+                        metavar="N", help="partitions of an auto-created topic, and of a "
+                        "CreateTopics asking for -1 (num.partitions; default %(default)s)")
+    parser.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction,
+                        default=BrokerConfig.auto_create_topics,
+                        help="create a topic a client names in Metadata when the client allows "
+                        "it (auto.create.topics.enable; default on)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     limits = parser.add_argument_group(
@@ -119,7 +126,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         storage=StorageConfig(flush=args.flush, max_open_segments=args.max_open_segments),
         metadata_check=args.metadata_check, advertised_host=args.advertised_host,
         max_partitions_per_topic=args.max_partitions_per_topic, max_topics=args.max_topics,
-        group_max_size=args.group_max_size,
+        group_max_size=args.group_max_size, default_partitions=args.num_partitions,
+        auto_create_topics=args.auto_create_topics,
         listener=ListenerConfig(
             max_connections=args.max_connections,
             max_connections_per_ip=args.max_connections_per_ip,

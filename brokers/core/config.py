@@ -182,11 +182,12 @@ class BrokerConfig:
         if self.max_frame_bytes < 1024:
             raise UserError("max_frame_bytes must be at least 1024")
         if self.default_partitions < 1:
-            raise UserError("default_partitions must be at least 1")
+            raise UserError("default_partitions must be at least 1 (--num-partitions)")
         if self.max_partitions_per_topic < 1:
             raise UserError("max_partitions_per_topic must be at least 1")
         if self.default_partitions > self.max_partitions_per_topic:
-            raise UserError("default_partitions exceeds max_partitions_per_topic")
+            raise UserError("default_partitions exceeds max_partitions_per_topic "
+                            "(--num-partitions, --max-partitions-per-topic)")
         if self.max_topics < 1:
             raise UserError("max_topics must be at least 1")
         if self.group_max_size < 1:

@@ -14,6 +14,13 @@ States follow Kafka's classic group coordinator:
 Time is passed in through ``clock`` and ``tick()`` so tests drive expiry without sleeping.
 Member metadata and assignments are opaque bytes except that assignments of protocol type
 "consumer" are parsed (best effort) to fill the ownership registry.
+
+Static membership (KIP-345): a member that joins with a ``group.instance.id`` is known by it. When
+it restarts and joins again (without its old member id) within its session timeout, it takes
+over its old place: a new member id, the same assignment, and, in a stable group whose protocol
+it does not change, no rebalance; the other members never notice. Its previous incarnation is
+fenced (FENCED_INSTANCE_ID). A static member sends no LeaveGroup when it stops, so only its
+session timeout removes it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from enum import Enum
 
 from brokers.core.coordinator import Coordinator, MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
+    FencedInstanceId,
     GroupMaxSizeReached,
     IllegalGeneration,
     InconsistentGroupProtocol,
@@ -89,6 +97,25 @@ class SyncResult:
     protocol_name: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes  # the member's metadata for the group's chosen protocol
+    assignment: bytes  # what the leader assigned it (empty before SyncGroup)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: GroupState
+    protocol_type: str
+    protocol_name: str
+    members: tuple[DescribedMember, ...]
+
+
 @dataclass(slots=True)
 class _Member:
     member_id: str
@@ -124,6 +151,8 @@ class _Group:
     # clock time after which it is forgotten: a client that never rejoins leaves nothing behind.
     pending_ids: dict[str, float] = field(default_factory=dict)
     rebalance_deadline: float = 0.0
+    # group.instance.id -> the member id its current incarnation joined with (KIP-345).
+    static_members: dict[str, str] = field(default_factory=dict)
 
 
 class GroupCoordinator:
@@ -149,6 +178,25 @@ class GroupCoordinator:
         if group is None:
             return GroupState.EMPTY, 0, []
         return group.state, group.generation, list(group.members)
+
+    def group_ids(self) -> list[tuple[str, str, GroupState]]:
+        """(group id, protocol type, state) of every group this broker holds (ListGroups)."""
+        return [(g.group_id, g.protocol_type or "", g.state) for g in self._groups.values()]
+
+    def description(self, group_id: str) -> GroupDescription | None:
+        """What DescribeGroups reports about one group; None when this broker holds none."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        protocol = group.protocol_name or ""
+        return GroupDescription(
+            group_id=group.group_id, state=group.state, protocol_type=group.protocol_type or "",
+            protocol_name=protocol,
+            members=tuple(DescribedMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                metadata=m.metadata_for(protocol) if protocol else b"",
+                assignment=m.assignment) for m in group.members.values()))
 
     # --- JoinGroup --------------------------------------------------------------------------
     async def join(
@@ -177,8 +225,23 @@ class GroupCoordinator:
             )
         ):
             raise InconsistentGroupProtocol(f"group {group_id!r}: no protocol in common")
+        # Set before any await: a join arriving while this one registers its member (a
+        # ZooKeeper write on the zk twin) compares its protocol type with this one, and must
+        # not find the group with members but without a type (a spurious
+        # INCONSISTENT_GROUP_PROTOCOL).
+        group.protocol_type = protocol_type
+        if group_instance_id is not None:
+            known = group.static_members.get(group_instance_id)
+            if known is not None and not member_id:
+                return await self._replace_static_member(
+                    group, known, client_id, client_host, session_timeout_ms,
+                    rebalance_timeout_ms, protocols)
+            if known is not None and member_id != known:
+                raise FencedInstanceId(
+                    f"group.instance.id {group_instance_id!r} now belongs to member {known!r}")
         member_id = self._joining_id(
-            group, member_id, client_id, session_timeout_ms, require_known_member_id
+            group, member_id, client_id, session_timeout_ms,
+            require_known_member_id and group_instance_id is None,
         )
         now = self._clock()
         member = group.members.get(member_id)
@@ -194,7 +257,53 @@ class GroupCoordinator:
             member.session_timeout_ms = session_timeout_ms
             member.rebalance_timeout_ms = rebalance_timeout_ms
             member.last_heartbeat = now
-        group.protocol_type = protocol_type
+        return await self._await_join(group, member, now)
+
+    async def _replace_static_member(
+        self, group: _Group, old_id: str, client_id: str, client_host: str,
+        session_timeout_ms: int, rebalance_timeout_ms: int, protocols: list[tuple[str, bytes]],
+    ) -> JoinResult:
+        """A static member rejoining without its member id (KIP-345): it takes over its old
+        entry under a new id. A stable group whose protocol choice it leaves unchanged does not
+        rebalance; otherwise it joins the (possibly new) rebalance like any member."""
+        member = group.members.pop(old_id)
+        fenced = FencedInstanceId(f"member {old_id!r} was replaced by a new incarnation")
+        self._fail(member.join_waiter, fenced)
+        self._fail(member.sync_waiter, fenced)
+        member.join_waiter = member.sync_waiter = None
+        new_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+        old_metadata = (member.metadata_for(group.protocol_name)
+                        if group.protocol_name is not None else None)
+        member.member_id = new_id
+        member.client_id, member.client_host = client_id, client_host
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.protocols = protocols
+        now = member.last_heartbeat = self._clock()
+        group.members[new_id] = member
+        assert member.group_instance_id is not None
+        group.static_members[member.group_instance_id] = new_id
+        previous_leader = group.leader_id
+        if previous_leader == old_id:
+            group.leader_id = new_id
+        log.info("group %s: static member %s rejoined as %s (was %s)", group.group_id,
+                 member.group_instance_id, new_id, old_id)
+        self._unregister_later(group.group_id, old_id)
+        await self._coordinator.register_member(
+            group.group_id, MemberRecord(new_id, client_id, client_host))
+        if group.members.get(new_id) is not member:
+            raise UnknownMemberId(f"member {new_id!r} was removed while joining")
+        if (group.state is GroupState.STABLE and group.protocol_name is not None
+                and member.metadata_for(group.protocol_name) == old_metadata
+                and any(name == group.protocol_name for name, _ in protocols)):
+            await self._record_owners(group)
+            # The old leader id, as Kafka answers: the member does not take itself for the
+            # leader and reassign, which a stable group would never hand out.
+            return JoinResult(
+                member_id=new_id, generation_id=group.generation,
+                protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                leader=previous_leader,
+            )
         return await self._await_join(group, member, now)
 
     def _check_join(self, group_id: str, session_timeout_ms: int) -> None:
@@ -243,6 +352,8 @@ class GroupCoordinator:
         # the await neither drops the group as empty nor orphans this member.
         group.members[member_id] = member
         group.pending_ids.pop(member_id, None)
+        if member.group_instance_id is not None:
+            group.static_members[member.group_instance_id] = member_id
         try:
             await self._coordinator.register_member(
                 group.group_id, MemberRecord(member_id, member.client_id, member.client_host)
@@ -458,11 +569,15 @@ class GroupCoordinator:
         if member is None:
             return
         log.info("group %s: member %s removed (%s)", group.group_id, member_id, reason)
+        if member.group_instance_id is not None and (
+                group.static_members.get(member.group_instance_id) == member_id):
+            del group.static_members[member.group_instance_id]
         self._fail(member.join_waiter, UnknownMemberId(reason))
         self._fail(member.sync_waiter, UnknownMemberId(reason))
-        task = asyncio.get_running_loop().create_task(
-            self._unregister(group.group_id, member_id)
-        )
+        self._unregister_later(group.group_id, member_id)
+
+    def _unregister_later(self, group_id: str, member_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._unregister(group_id, member_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

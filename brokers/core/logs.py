@@ -8,7 +8,7 @@ broker/null-sink measures exactly what storage costs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from brokers.core.errors import CorruptMessage, OffsetOutOfRange
@@ -18,6 +18,8 @@ from brokers.core.protocol.records import (
     LAST_OFFSET_DELTA_AT,
     LOG_OVERHEAD,
     OFFSET_AND_LENGTH,
+    BatchHeader,
+    iter_batches,
 )
 from brokers.core.storage import AppendResult
 
@@ -41,9 +43,28 @@ class LogStore(Protocol):
     def get_or_create(self, topic: str, partition: int) -> PartitionLogLike: ...
     def flush_dirty(self) -> int: ...
     def enforce_retention(self, now_ms: int) -> int: ...
+    def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Apply each topic's own configs (retention, segment size) to its partition logs."""
     def on_failure(self, listener: Callable[[str], None]) -> None:
         """``listener(reason)`` once, when a disk error takes the store offline."""
     def close(self) -> None: ...
+
+
+# How much of a log ``stored_batch_headers`` reads at a time.
+SCAN_CHUNK_BYTES = 1024 * 1024
+
+
+def stored_batch_headers(log: PartitionLogLike) -> Iterator[BatchHeader]:
+    """The header of every batch in ``log``, oldest first (what rebuilding the idempotence
+    table after a restart reads: header fields only, never a record)."""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        last = None
+        for last in iter_batches(log.read(offset, SCAN_CHUNK_BYTES)):
+            yield last
+        if last is None:
+            return  # nothing readable here (the null sink keeps no bytes)
+        offset = last.next_offset
 
 
 class NullPartitionLog:
@@ -101,6 +122,9 @@ class NullLogStore:
 
     def flush_dirty(self) -> int:
         return 0
+
+    def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        pass  # nothing is stored, so nothing is retained or rolled
 
     def enforce_retention(self, now_ms: int) -> int:
         return 0

@@ -26,8 +26,9 @@ Layout::
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
     topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for
                     the leaders)
-    registry.py     GroupRegistry: the consumer registries (ids/owners/offsets) and their
-                    restoration after a session loss
+    registry.py     GroupRegistry: the consumer registries (ids/owners/offsets), offset
+                    commits kept in arrival order per znode, and their restoration after a
+                    session loss
     producer_ids.py ProducerIds: producer-id blocks claimed by compare-and-set
     coordinator.py  ZkCoordinator: the Coordinator seam; owns the parts above and wires them;
                     start/close, session SUSPENDED/LOST handling, counters()

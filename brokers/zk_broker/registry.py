@@ -9,6 +9,13 @@ Under ``/consumers/<group>`` (znode formats in ``paths.py``):
 * ``offsets/<topic>/<partition>``: committed offsets, written on every commit and read on every
   fetch, as Kafka 0.8.2 did with offsets.storage=zookeeper.
 
+Commits of one group and partition reach ZooKeeper in the order they arrived. A session's
+requests are applied in order, so once the offset znode exists, issuing each setData at once
+keeps the order. Before that, a setData fails with NoNode and the write is retried as a create
+after a few round trips; writes that arrived later must not overtake it, so while a znode is
+not known to exist, or a write to it is on that slow path, further writes to it queue behind
+one lock per znode, in arrival order (asyncio.Lock wakes waiters first come, first served).
+
 The registry remembers the ephemerals this broker registered: after a session loss ZooKeeper
 has deleted them, and ``restore()`` re-creates them on the new session. While the session is not
 usable every call raises CoordinatorNotAvailable (retriable) rather than pretending to store.
@@ -38,6 +45,10 @@ class GroupRegistry:
         # What this broker registered, to restore after a session loss.
         self._my_members: dict[str, dict[str, MemberRecord]] = {}
         self._my_owners: dict[str, dict[TopicPartition, str]] = {}
+        # Offset znodes known to exist: their commits go straight out as one setData.
+        self._offset_nodes: set[str] = set()
+        # Offset znodes with writes queued on their lock: (lock, writes queued or running).
+        self._offset_queues: dict[str, tuple[asyncio.Lock, int]] = {}
 
     # --- membership ----------------------------------------------------------------------------
     async def register_member(self, group_id: str, member: MemberRecord) -> None:
@@ -115,10 +126,35 @@ class GroupRegistry:
 
     async def _write_offset(self, group_id: str, tp: TopicPartition, om: OffsetAndMetadata) -> None:
         """Kafka 0.8.2's updatePersistentPath: setData, and only when the node does not exist
-        yet, create its parents and the node. Steady state: one request per partition."""
-        b = self._session.bridge
+        yet, create its parents and the node. Steady state: one request per partition, issued
+        at once; in arrival order always (the module docstring says how)."""
         path = self._paths.offset(group_id, tp)
         data = fmt.encode_offset(om.offset, om.metadata, om.leader_epoch)
+        if path in self._offset_nodes and path not in self._offset_queues:
+            try:
+                await self._session.data("set", path, data)
+                return
+            except NoNodeError:
+                # Deleted behind our back; writes issued after this one failed the same way
+                # and queue up behind it in the order their replies came, which is theirs.
+                self._offset_nodes.discard(path)
+        lock, queued = self._offset_queues.get(path) or (asyncio.Lock(), 0)
+        self._offset_queues[path] = (lock, queued + 1)
+        try:
+            async with lock:
+                await self._upsert_offset(group_id, tp, path, data)
+                self._offset_nodes.add(path)
+        finally:
+            lock, queued = self._offset_queues[path]
+            if queued == 1:
+                del self._offset_queues[path]
+            else:
+                self._offset_queues[path] = (lock, queued - 1)
+
+    async def _upsert_offset(
+        self, group_id: str, tp: TopicPartition, path: str, data: bytes
+    ) -> None:
+        b = self._session.bridge
         try:
             await self._session.data("set", path, data)
         except NoNodeError:

@@ -112,16 +112,18 @@ def test_torn_frame_then_disconnect_leaves_broker_serving(broker, client):
     still_serving(broker)
 
 
-def test_api_versions_v3_gets_the_kip511_fallback(broker, client):
-    # ApiVersions v3 uses request header v2: v1 plus an (empty) tagged-field section.
-    header = RequestHeader(ApiKey.API_VERSIONS, 3, 7, "x").encode() + b"\x00"
+def test_api_versions_v4_gets_the_kip511_fallback(broker, client):
+    # ApiVersions v4 (kafka-python 3 starts there) uses request header v2: v1 plus an (empty)
+    # tagged-field section, which RequestHeader.encode adds for a flexible version.
+    header = RequestHeader(ApiKey.API_VERSIONS, 4, 7, "x").encode()
+    assert header.endswith(b"\x00")
     body = b"\x03abc\x021\x00"  # compact strings "abc", "1", no tagged fields
     client.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
     frame = client.read_frame()
     assert struct.unpack_from(">i", frame)[0] == 7
     res = ApiVersionsResponse.decode(frame[4:], 0)
     assert res.error_code == errors.UnsupportedVersion.code
-    assert [(k.api_key, k.min_version, k.max_version) for k in res.api_keys] == [(18, 0, 2)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in res.api_keys] == [(18, 0, 3)]
 
 
 def test_produce_v2_is_answered_unsupported_version(broker, client):

@@ -42,13 +42,18 @@ class SingleBrokerCluster:
 
 def start_cluster(
     arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
+    num_partitions: int = 1, auto_create_topics: bool = True,
 ) -> SingleBrokerCluster | ProcessCluster:
-    """``extra``: more command-line options for every broker (limits, for instance)."""
+    """``extra``: more command-line options for every broker (limits, for instance);
+    ``num_partitions`` and ``auto_create_topics`` go the way `twinbench cluster` sends them."""
     if arch == SINGLE:
+        extra = [*extra, "--num-partitions", str(num_partitions),
+                 "--auto-create-topics" if auto_create_topics else "--no-auto-create-topics"]
         return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
                                                         flush=flush)])
     spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir, broker_args=tuple(extra),
-                       flush=flush)
+                       flush=flush, num_partitions=num_partitions,
+                       auto_create_topics=auto_create_topics)
     if spec.architecture.uses(architectures.ZOOKEEPER):
         from harness.zookeeper import ZooKeeperUnavailable
 

@@ -162,3 +162,22 @@ def test_arbiter_only_where_creation_has_one() -> None:
     assert architectures.DSBS.arbiter is not None
     ids = [0, 1, 2]
     assert architectures.DSBS.arbiter("t", ids) in ids
+
+
+@pytest.mark.filesystem
+def test_num_partitions_and_auto_create_reach_every_broker(tmp_path: Path) -> None:
+    # dsbs needs no ZooKeeper to build argv; zk clusters get the same core arguments, which
+    # the contract suite checks end to end (tests/contract/test_contract_semantics.py).
+    arch = "dsbs"
+    parser = cli.build_parser()
+    args = parser.parse_args(["cluster", "--arch", arch, "--num-partitions", "4",
+                              "--no-auto-create-topics"])
+    assert (args.num_partitions, args.auto_create_topics) == (4, False)
+    spec = ClusterSpec(arch, brokers=2, num_partitions=4, auto_create_topics=False)
+    cluster = ProcessCluster(spec)
+    cluster.root = tmp_path
+    for argv in cluster._broker_argvs():
+        assert argv[argv.index("--num-partitions") + 1] == "4"
+        assert "--no-auto-create-topics" in argv
+    with pytest.raises(UserError, match="--num-partitions must be between 1 and 1000"):
+        ClusterSpec(arch, num_partitions=0)

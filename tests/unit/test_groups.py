@@ -8,6 +8,7 @@ import pytest
 
 from brokers.core.coordinator import MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
+    FencedInstanceId,
     GroupMaxSizeReached,
     IllegalGeneration,
     InconsistentGroupProtocol,
@@ -321,5 +322,93 @@ def test_a_group_of_only_expired_pending_ids_is_dropped():
         assert "g" in groups._groups
         await settle(groups, clock, 11.0)
         assert "g" not in groups._groups
+
+    asyncio.run(scenario())
+
+
+class SlowRegistry(Registry):
+    """Registration takes a round trip, as a ZooKeeper write does."""
+
+    async def register_member(self, group_id, member):
+        await asyncio.sleep(0.01)
+        await super().register_member(group_id, member)
+
+
+def test_joins_racing_a_slow_registration_share_the_protocol():
+    async def scenario():
+        registry, clock = SlowRegistry(), Clock()
+        groups = GroupCoordinator(
+            registry,  # type: ignore[arg-type]
+            GroupConfig(min_session_timeout_ms=1000, max_session_timeout_ms=60_000,
+                        initial_rebalance_delay_ms=100),
+            clock=clock,
+        )
+        first = asyncio.ensure_future(groups.join(**join_args(client_id="a")))
+        await asyncio.sleep(0)  # the first join is inside its registration now
+        second = asyncio.ensure_future(groups.join(**join_args(client_id="b")))
+        await asyncio.sleep(0.05)
+        await settle(groups, clock, 6.0)
+        results = [await first, await second]  # neither INCONSISTENT_GROUP_PROTOCOL
+        assert {r.generation_id for r in results} <= {1, 2}
+
+    asyncio.run(scenario())
+
+
+async def stable_pair(groups: GroupCoordinator, clock: Clock):
+    """Two static members, a and b, in a stable group; their join results."""
+    joins = [asyncio.ensure_future(groups.join(**join_args(client_id=i, group_instance_id=i)))
+             for i in ("a", "b")]
+    await settle(groups, clock, 0.2)  # past the initial delay: one generation for both
+    a, b = [await j for j in joins]
+    leader = a if a.leader == a.member_id else b
+    assignments = {a.member_id: b"0", b.member_id: b"1"}
+    syncs = [asyncio.ensure_future(groups.sync(group_id="g", generation_id=r.generation_id,
+                                               member_id=r.member_id, assignments=assignments
+                                               if r is leader else {}))
+             for r in (a, b)]
+    for s in syncs:
+        await s
+    return a, b
+
+
+def test_a_static_member_rejoining_keeps_its_assignment_without_a_rebalance():
+    async def scenario():
+        groups, registry, clock = make(delay_ms=100)
+        a, b = await stable_pair(groups, clock)
+        rejoined = await groups.join(**join_args(client_id="b", group_instance_id="b"))
+        assert rejoined.member_id != b.member_id
+        assert rejoined.generation_id == b.generation_id and rejoined.members == ()
+        assert groups.describe("g")[0] is GroupState.STABLE
+        sync = await groups.sync(group_id="g", generation_id=rejoined.generation_id,
+                                 member_id=rejoined.member_id, assignments={})
+        assert sync.assignment == b"1"
+        groups.heartbeat(group_id="g", generation_id=a.generation_id, member_id=a.member_id)
+        with pytest.raises(UnknownMemberId):  # the old incarnation is gone
+            groups.heartbeat(group_id="g", generation_id=b.generation_id, member_id=b.member_id)
+        await asyncio.sleep(0)
+        assert set(registry.members["g"]) == {a.member_id, rejoined.member_id}
+
+    asyncio.run(scenario())
+
+
+def test_a_static_member_with_a_stale_member_id_is_fenced():
+    async def scenario():
+        groups, _, clock = make(delay_ms=100)
+        _, b = await stable_pair(groups, clock)
+        await groups.join(**join_args(client_id="b", group_instance_id="b"))
+        with pytest.raises(FencedInstanceId):
+            await groups.join(**join_args(b.member_id, client_id="b", group_instance_id="b"))
+
+    asyncio.run(scenario())
+
+
+def test_a_static_member_silent_past_its_session_timeout_is_removed():
+    async def scenario():
+        groups, _, clock = make(delay_ms=100)
+        a, _ = await stable_pair(groups, clock)
+        clock.now += 5
+        groups.heartbeat(group_id="g", generation_id=a.generation_id, member_id=a.member_id)
+        await settle(groups, clock, 6)  # b silent for 11 s > 10 s
+        assert groups.describe("g")[2] == [a.member_id]
 
     asyncio.run(scenario())

@@ -155,6 +155,19 @@ def test_truncated_headers(raw: bytes) -> None:
         RequestHeader.decode(raw)
 
 
+def test_request_header_v2_for_every_flexible_version() -> None:
+    h = RequestHeader(0, 9, 5, "cli")  # Produce v9 is flexible
+    raw = h.encode()
+    assert raw == b"\x00\x00\x00\x09\x00\x00\x00\x05\x00\x03cli\x00"
+    assert RequestHeader.decode(raw + b"BODY") == (h, len(raw))
+    assert RequestHeader(0, 8, 5, "cli").encode() == raw[:3] + b"\x08" + raw[4:-1]  # v1
+
+
+def test_response_header_v1() -> None:
+    assert encode_response_header(9, True) == b"\x00\x00\x00\x09\x00"
+    assert decode_response_header(b"\x00\x00\x00\x09\x01\x00\x01zrest", True) == (9, 8)
+
+
 def test_response_header_v0() -> None:
     assert encode_response_header(9) == b"\x00\x00\x00\x09"
     assert decode_response_header(b"\x00\x00\x00\x09rest") == (9, 4)

@@ -66,7 +66,7 @@ def test_kafka_python_produce_request_decodes_with_ours() -> None:
 
 def test_kafka_python_metadata_request_and_response_decode_with_ours() -> None:
     kp_req, kp_resp = kp_class("MetadataRequest"), kp_class("MetadataResponse")
-    for version in range(1, 9):
+    for version in range(1, 12):
         req = kp_req(topics=[kp_req.MetadataRequestTopic(name="a")], version=version,
                      **({"allow_auto_topic_creation": False} if version >= 4 else {}))
         ours = metadata.MetadataRequest.decode(bytes(req.encode()), version)
@@ -77,8 +77,9 @@ def test_kafka_python_metadata_request_and_response_decode_with_ours() -> None:
     ours_resp = metadata.MetadataResponse(
         brokers=[metadata.MetadataResponseBroker(1, "127.0.0.1", 9092, None)],
         cluster_id="c", controller_id=1, topics=[metadata.MetadataResponseTopic(
-            0, "a", False, [metadata.MetadataResponsePartition(0, 0, 1, 0, [1], [1], [])])])
-    for version in range(1, 9):
+            error_code=0, name="a", is_internal=False,
+            partitions=[metadata.MetadataResponsePartition(0, 0, 1, 0, [1], [1], [])])])
+    for version in range(1, 12):
         kp_obj = kp_resp.decode(join(ours_resp.encode(version)), version=version)
         assert kp_obj.brokers[0].host == "127.0.0.1" and kp_obj.controller_id == 1
         assert kp_obj.topics[0].partitions[0].leader_id == 1

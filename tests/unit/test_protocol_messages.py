@@ -25,6 +25,7 @@ from brokers.core.protocol.schema import (
     INT64,
     RECORDS,
     STRING,
+    UUID,
     ArrayOf,
     Message,
     Struct,
@@ -54,6 +55,8 @@ def _kind_strategy(kind: Any, version: int) -> st.SearchStrategy[Any]:
         return _TEXT
     if kind == BYTES:
         return st.binary(max_size=12)
+    if kind == UUID:
+        return st.binary(min_size=16, max_size=16)
     if kind == RECORDS:
         # Occasionally big enough to take the zero-copy path of the encoders.
         return st.binary(max_size=12) | st.binary(min_size=520, max_size=530)
@@ -129,8 +132,11 @@ def test_truncated_or_mutated_encodings(key: ApiKey, version: int, data: st.Data
             mutated = raw[:i] + bytes([raw[i] ^ data.draw(st.integers(1, 255))]) + raw[i + 1 :]
             with contextlib.suppress(ProtocolViolation):
                 cls.decode(mutated, version)
-        with pytest.raises(ProtocolViolation):
-            cls.decode(raw + b"\x00", version)  # trailing bytes
+        if version < cls.TRAILING_IGNORED_FROM:
+            with pytest.raises(ProtocolViolation):
+                cls.decode(raw + b"\x00", version)  # trailing bytes
+        else:  # ignored, as Kafka ignores them (see MetadataRequest)
+            assert cls.decode(raw + b"\x00", version) == cls.decode(raw, version)
 
 
 def test_huge_array_count_is_rejected_before_allocating() -> None:
@@ -146,7 +152,7 @@ def test_huge_array_count_is_rejected_before_allocating() -> None:
 
 
 def test_unsupported_versions_and_keys() -> None:
-    assert api.is_supported(0, 0) and api.is_supported(0, 8) and not api.is_supported(0, 9)
+    assert api.is_supported(0, 0) and api.is_supported(0, 9) and not api.is_supported(0, 10)
     assert not api.is_served(0, 2) and api.is_served(0, 3)
     assert not api.is_supported(17, 0)  # SASL: out of scope for now
     assert not api.is_supported(999, 0) and not api.is_supported(-1, 0)
@@ -179,10 +185,59 @@ def test_api_versions_v0_and_v1_response_bytes() -> None:
 
 
 def test_api_versions_fallback_frame() -> None:
-    # size, response header v0 (correlation id), v0 body: error 35, [{18, 0, 2}]
-    expected = bytes.fromhex("00000010" "0000002a" "0023" "00000001" "0012" "0000" "0002")
+    # size, response header v0 (correlation id), v0 body: error 35, [{18, 0, 3}]
+    expected = bytes.fromhex("00000010" "0000002a" "0023" "00000001" "0012" "0000" "0003")
     assert join(api.api_versions_fallback_frame(42)) == expected
     assert api.api_versions_fallback().error_code == 35
+
+
+def test_api_versions_v3_request_bytes_flexible() -> None:
+    # Header v2 (v1 + empty tags), then compact strings "rk" and "2.1" (length + 1) and no tags.
+    hdr = api.RequestHeader(18, 3, 1, "ab")
+    req = api_versions.ApiVersionsRequest("rk", "2.1")
+    frame = join(api.request_frame(hdr, req))
+    assert frame == (bytes.fromhex("00000015" "0012" "0003" "00000001" "0002") + b"ab" + b"\x00"
+                     + b"\x03rk" + b"\x042.1" + b"\x00")
+    assert api_versions.ApiVersionsRequest.decode(frame[17:], 3) == req
+
+
+def test_api_versions_v3_response_compact_array_and_tags() -> None:
+    resp = api_versions.ApiVersionsResponse(0, [api_versions.ApiVersion(18, 0, 3)], 0)
+    raw = join(resp.encode(3))
+    assert raw == bytes.fromhex("0000" "02" "0012" "0000" "0003" "00" "00000000" "00")
+    # A tagged field we know (finalized_features_epoch, tag 1) is written only when set.
+    resp.finalized_features_epoch = 5
+    raw = join(resp.encode(3))
+    assert raw.endswith(bytes.fromhex("01" "01" "08" "0000000000000005"))
+    assert api_versions.ApiVersionsResponse.decode(raw, 3) == resp
+
+
+def test_unknown_tagged_fields_are_skipped_and_bad_ones_rejected() -> None:
+    # Heartbeat v4 request: compact "g", generation 1, compact "m", null instance id, then a
+    # tag section with an unknown tag 7 of 2 bytes.
+    body = b"\x02g" + b"\x00\x00\x00\x01" + b"\x02m" + b"\x00"
+    req = api.decode_request(ApiKey.HEARTBEAT, 4, body + b"\x01\x07\x02zz")
+    assert (req.group_id, req.generation_id, req.member_id) == ("g", 1, "m")
+    for bad in (b"\x01\x07\x05zz",  # size beyond the body
+                b"\x02\x07\x00\x03\x00",  # tags out of order
+                b"\x05"):  # more tags than bytes
+        with pytest.raises(ProtocolViolation):
+            api.decode_request(ApiKey.HEARTBEAT, 4, body + bad)
+
+
+def test_metadata_v11_all_topics_as_librdkafka_sends_it() -> None:
+    # Captured from confluent-kafka 2.16's AdminClient.list_topics(): 3 bytes past the fields.
+    req = api.decode_request(ApiKey.METADATA, 11, bytes.fromhex("00000000010000"))
+    assert req.topics is None
+    with pytest.raises(ProtocolViolation):  # still strict where no client needs leniency
+        api.decode_request(ApiKey.METADATA, 8, join(metadata.MetadataRequest().encode(8)) + b"x")
+
+
+def test_flexible_response_header_except_api_versions() -> None:
+    produce_v9 = join(api.response_frame(3, ApiKey.PRODUCE, 9, produce.ProduceResponse()))
+    assert produce_v9[4:9] == b"\x00\x00\x00\x03\x00"  # header v1: correlation id + no tags
+    av3 = join(api.response_frame(3, ApiKey.API_VERSIONS, 3, api.api_versions_response()))
+    assert av3[4:10] == b"\x00\x00\x00\x03\x00\x00"  # header v0, then error_code 0
 
 
 def test_api_versions_response_lists_every_supported_range() -> None:

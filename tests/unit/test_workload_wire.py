@@ -153,9 +153,9 @@ def test_fetch_response_parsing(version):
 def test_api_versions_response_and_fallback():
     body = join(api.api_versions_response().encode(2))
     err, ranges = wire.decode_api_versions_response(body)
-    assert err == 0 and ranges[0] == (0, 8) and ranges[1] == (4, 11)
+    assert err == 0 and ranges[0] == (0, 9) and ranges[1] == (4, 12)
     err, ranges = wire.decode_api_versions_response(join(api.api_versions_fallback().encode(0)))
-    assert err == 35 and ranges == {18: (0, 2)}
+    assert err == 35 and ranges == {18: (0, 3)}
 
 
 class FakeTransport:

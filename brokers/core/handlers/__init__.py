@@ -6,14 +6,19 @@ Layout:
 - ``dispatch.py``  RequestDispatcher: header, version check, body decoding (the protocol's
                    REQUESTS registry), routing, response framing; it answers Produce v0-2
                    itself (decoded only to name their partitions in UNSUPPORTED_VERSION)
-- ``produce.py``   Produce v3-8 (acks 0/1/-1): batches checked by their headers and stored as
-                   sent; records are never decoded
+- ``produce.py``   Produce v3-9 (acks 0/1/-1): batches checked by their headers and stored as
+                   sent; records are never decoded; idempotent producers' retries are
+                   answered from the partition's producer table
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
-- ``metadata.py``  Metadata (with auto-creation) and CreateTopics, topic-name rules
+- ``metadata.py``  Metadata (with auto-creation) and CreateTopics (with topic configs),
+                   topic-name rules
+- ``configs.py``   DescribeConfigs: topic configs and the broker's settings
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
-- ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+- ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
+                   DescribeGroups
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
-                   dispatcher's KIP-511 fallback), InitProducerId
+                   dispatcher's KIP-511 fallback), InitProducerId, the ACL APIs
+                   (SECURITY_DISABLED)
 
 A handler takes (context, ``Call``: API version, client id and peer address, decoded request)
 and returns a response message, an awaitable of one, or None (acks=0). Errors a client must see

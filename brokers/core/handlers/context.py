@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brokers.core.config import BrokerConfig
 from brokers.core.coordinator import Coordinator, PartitionState
@@ -14,8 +14,9 @@ from brokers.core.errors import (
     UnknownTopicOrPartition,
 )
 from brokers.core.groups import GroupCoordinator
-from brokers.core.logs import LogStore
+from brokers.core.logs import LogStore, stored_batch_headers
 from brokers.core.notify import AppendNotifier
+from brokers.core.producer_state import ProducerStates
 
 # Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
 # that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
@@ -31,6 +32,9 @@ class BrokerContext:
     store: LogStore
     groups: GroupCoordinator
     notifier: AppendNotifier
+    # Idempotent producers' recent batches per partition (built from the log on first use).
+    producers: ProducerStates = field(
+        default_factory=lambda: ProducerStates(stored_batch_headers))
 
     @property
     def node_id(self) -> int:

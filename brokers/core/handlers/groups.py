@@ -1,4 +1,5 @@
-"""FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup: wire <-> group state machine.
+"""FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups:
+wire <-> group state machine.
 
 The state machine (``brokers.core.groups``) does the work; these functions check that this
 broker coordinates the group, translate fields, and turn KafkaErrors into error codes.
@@ -9,6 +10,12 @@ from __future__ import annotations
 from brokers.core.errors import CoordinatorNotAvailable, KafkaError
 from brokers.core.groups import MemberIdAssigned
 from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.messages.describe_groups import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
 from brokers.core.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -19,10 +26,20 @@ from brokers.core.protocol.messages.join_group import (
     JoinGroupResponse,
     JoinGroupResponseMember,
 )
-from brokers.core.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from brokers.core.protocol.messages.leave_group import (
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+)
+from brokers.core.protocol.messages.list_groups import (
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from brokers.core.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction (not served)
+DEAD = "Dead"  # DescribeGroups state of a group the coordinator does not hold
 
 
 def handle_find_coordinator(
@@ -70,6 +87,7 @@ async def handle_join_group(
     return JoinGroupResponse(
         error_code=0,
         generation_id=result.generation_id,
+        protocol_type=req.protocol_type,  # v7+: the group's type, which the join matched
         protocol_name=result.protocol_name or "",
         leader=result.leader,
         member_id=result.member_id,
@@ -95,7 +113,9 @@ async def handle_sync_group(
         except KafkaError as exc:
             error = exc
         else:
-            return SyncGroupResponse(error_code=0, assignment=result.assignment)
+            return SyncGroupResponse(error_code=0, protocol_type=result.protocol_type,
+                                     protocol_name=result.protocol_name,
+                                     assignment=result.assignment)
     return SyncGroupResponse(error_code=error.code, assignment=b"")
 
 
@@ -116,9 +136,59 @@ def handle_leave_group(
     ctx: BrokerContext, call: Call, req: LeaveGroupRequest
 ) -> LeaveGroupResponse:
     error = ctx.not_group_coordinator(req.group_id)
-    if error is None:
+    if error is not None:
+        return LeaveGroupResponse(error_code=error.code)
+    if call.api_version < 3:
         try:
             ctx.groups.leave(group_id=req.group_id, member_id=req.member_id)
         except KafkaError as exc:
-            error = exc
-    return LeaveGroupResponse(error_code=error.code if error else 0)
+            return LeaveGroupResponse(error_code=exc.code)
+        return LeaveGroupResponse(error_code=0)
+    # v3+ (KIP-345): a batch of members, each answered on its own.
+    members = []
+    for m in req.members:
+        code = 0
+        try:
+            ctx.groups.leave(group_id=req.group_id, member_id=m.member_id)
+        except KafkaError as exc:
+            code = exc.code
+        members.append(MemberResponse(member_id=m.member_id,
+                                      group_instance_id=m.group_instance_id, error_code=code))
+    return LeaveGroupResponse(error_code=0, members=members)
+
+
+def handle_list_groups(
+    ctx: BrokerContext, call: Call, req: ListGroupsRequest
+) -> ListGroupsResponse:
+    """The groups this broker coordinates; admin clients ask every broker and merge."""
+    wanted = set(req.states_filter)
+    return ListGroupsResponse(error_code=0, groups=[
+        ListedGroup(group_id=g, protocol_type=ptype, group_state=state.value)
+        for g, ptype, state in ctx.groups.group_ids()
+        if not wanted or state.value in wanted])
+
+
+def handle_describe_groups(
+    ctx: BrokerContext, call: Call, req: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
+    described = []
+    for group_id in req.groups:
+        error = ctx.not_group_coordinator(group_id)
+        if error is not None:
+            described.append(DescribedGroup(error_code=error.code, group_id=group_id))
+            continue
+        desc = ctx.groups.description(group_id)
+        if desc is None:
+            # Kafka's answer for a group it coordinates but does not hold: Dead, no members.
+            described.append(DescribedGroup(error_code=0, group_id=group_id,
+                                            group_state=DEAD))
+            continue
+        described.append(DescribedGroup(
+            error_code=0, group_id=group_id, group_state=desc.state.value,
+            protocol_type=desc.protocol_type, protocol_data=desc.protocol_name,
+            members=[DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata, member_assignment=m.assignment)
+                for m in desc.members]))
+    return DescribeGroupsResponse(groups=described)

@@ -22,14 +22,17 @@ from brokers.core.errors import (
     PolicyViolation,
     RequestTimedOut,
     TopicAlreadyExists,
+    UnknownTopicId,
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.protocol.messages.create_topics import (
+    CreatableTopicConfigs,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from brokers.core.protocol.messages.describe_configs import DEFAULT_CONFIG, TOPIC_CONFIG
 from brokers.core.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -37,6 +40,7 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from brokers.core.topic_config import effective_configs, validate_topic_configs
 
 # How long an auto-creating Metadata request waits for the new topic to get leaders.
 AUTO_CREATE_TIMEOUT_S = 10.0
@@ -48,7 +52,15 @@ def handle_metadata(
     view = ctx.coordinator.cluster()
     if req.topics is None:
         return _response(view, None, {})
-    names = [t.name for t in req.topics]
+    # v10+ may name a topic by id alone; topics here have no ids (Kafka 2.8 brokers answer
+    # such lookups with UNKNOWN_TOPIC_ID too).
+    by_id = [t.topic_id for t in req.topics if t.name is None]
+    if by_id:
+        response = handle_metadata(ctx, call, MetadataRequest(
+            topics=[t for t in req.topics if t.name is not None],
+            allow_auto_topic_creation=req.allow_auto_topic_creation))
+        return _add_unknown_ids(response, by_id)
+    names = [t.name for t in req.topics if t.name is not None]  # all of them, by now
     errors: dict[str, KafkaError] = {}
     for name in names:
         try:
@@ -61,6 +73,22 @@ def handle_metadata(
     if missing and allowed:
         return _auto_create(ctx, names, missing, errors)
     return _response(view, names, errors)
+
+
+def _add_unknown_ids(
+    response: MetadataResponse | Awaitable[MetadataResponse], ids: list[bytes]
+) -> MetadataResponse | Awaitable[MetadataResponse]:
+    def add(r: MetadataResponse) -> MetadataResponse:
+        r.topics += [MetadataResponseTopic(error_code=UnknownTopicId.code, name="", topic_id=i)
+                     for i in ids]
+        return r
+
+    if isinstance(response, MetadataResponse):
+        return add(response)
+
+    async def later() -> MetadataResponse:
+        return add(await response)
+    return later()
 
 
 async def _auto_create(
@@ -140,8 +168,8 @@ async def handle_create_topics(
             if topic.name in ctx.coordinator.cluster().topics:
                 raise TopicAlreadyExists(f"topic {topic.name!r} already exists")
             check_topic_limits(ctx, partitions)
+            configs = validate_topic_configs({c.name: c.value for c in topic.configs})
             if not req.validate_only:
-                configs = {c.name: c.value for c in topic.configs if c.value is not None}
                 create = ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
                 try:
                     await asyncio.wait_for(create, timeout_s or AUTO_CREATE_TIMEOUT_S)
@@ -153,7 +181,15 @@ async def handle_create_topics(
             results.append(CreatableTopicResult(
                 name=topic.name, error_code=exc.code, error_message=exc.message or None))
         else:
-            results.append(CreatableTopicResult(name=topic.name, error_code=0))
+            # v5+: what the topic got (validate_only: what it would get).
+            results.append(CreatableTopicResult(
+                name=topic.name, error_code=0, num_partitions=partitions,
+                replication_factor=replication,
+                configs=[CreatableTopicConfigs(name=spec.name, value=value, read_only=False,
+                                               config_source=TOPIC_CONFIG if own
+                                               else DEFAULT_CONFIG, is_sensitive=False)
+                         for spec, value, own in effective_configs(ctx.config.storage,
+                                                                   configs)]))
     return CreateTopicsResponse(topics=results)
 
 

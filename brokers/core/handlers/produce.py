@@ -3,6 +3,11 @@
 The hot path of the benchmark. Per partition: one leadership check (cache, or the coordination
 store under the per_request policy), one ``append`` that validates batch headers and CRCs and
 writes the bytes, one wake-up of waiting fetches. No per-record work happens here.
+
+Idempotent producers (producerId >= 0 in the batch header) also go through the partition's
+idempotence table (``producer_state.py``): a retried batch gets its first copy's offset back
+instead of a second copy. Whether a batch is idempotent is one byte of its header, the sign
+byte of producerId, so the producers of the benchmark (producerId -1) pay one index operation.
 """
 
 from __future__ import annotations
@@ -10,14 +15,30 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from brokers.core.coordinator import TopicPartition
-from brokers.core.errors import CorruptMessage, InvalidRequiredAcks, KafkaError
+from brokers.core.errors import CorruptMessage, InvalidRecord, InvalidRequiredAcks, KafkaError
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.logs import PartitionLogLike
 from brokers.core.protocol.messages.produce import (
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
+from brokers.core.protocol.records import (
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+    OFFSET_AND_LENGTH,
+    PRODUCER_AT,
+    PRODUCER_FIELDS,
+)
+from brokers.core.storage import AppendResult
+from brokers.core.storage.batch_header import check_batch
+
+_unpack_producer = PRODUCER_FIELDS.unpack_from
+_unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
+_unpack_length = OFFSET_AND_LENGTH.unpack_from
 
 
 def handle_produce(
@@ -64,7 +85,11 @@ def _append(
             if not records:
                 raise CorruptMessage("produce request without record batches")
             log = ctx.store.get_or_create(topic, partition)
-            result = log.append(records, CLIENT_LEADER_EPOCH)
+            # producerId's first byte is below 0x80 exactly when producerId >= 0 (idempotent).
+            if len(records) > PRODUCER_AT and records[PRODUCER_AT] < 0x80:
+                result = _append_idempotent(ctx, topic, partition, log, records)
+            else:
+                result = log.append(records, CLIENT_LEADER_EPOCH)
         except KafkaError as exc:
             error = exc
         else:
@@ -77,6 +102,34 @@ def _append(
         index=partition, error_code=error.code, base_offset=-1, log_append_time_ms=-1,
         log_start_offset=-1, error_message=error.message or None,
     )
+
+
+def _append_idempotent(
+    ctx: BrokerContext, topic: str, partition: int, log: PartitionLogLike, records
+) -> AppendResult:
+    """Append a batch of an idempotent producer, or answer a retried one with its offset."""
+    view = records if type(records) is memoryview else memoryview(records)
+    if view.itemsize != 1 or view.ndim != 1:
+        view = view.cast("B")
+    # Produce v3+ carries one batch per partition (Kafka refuses more): the sequence check
+    # below is about that one batch.
+    if len(view) < HEADER_SIZE or _unpack_length(view, 0)[1] + LOG_OVERHEAD != len(view):
+        check_batch(view, 0, ctx.config.storage.max_batch_bytes)  # the precise error if bad
+        raise InvalidRecord("an idempotent produce carries exactly one batch per partition")
+    producer_id, epoch, first_seq = _unpack_producer(view, PRODUCER_AT)
+    if epoch < 0 or first_seq < 0:
+        raise InvalidRecord(
+            f"producer {producer_id} sent epoch {epoch} and base sequence {first_seq}")
+    last_delta = _unpack_last_delta(view, LAST_OFFSET_DELTA_AT)[0]
+    table = ctx.producers.get(topic, partition, log)
+    duplicate_of = table.check(producer_id, epoch, first_seq, last_delta)
+    if duplicate_of is not None:
+        # Validated like any batch, so a corrupt copy is refused rather than acknowledged.
+        check_batch(view, 0, ctx.config.storage.max_batch_bytes)
+        return AppendResult(duplicate_of, duplicate_of + last_delta, log.log_start_offset)
+    result = log.append(view, CLIENT_LEADER_EPOCH)
+    table.record(producer_id, epoch, first_seq, last_delta, result.base_offset)
+    return result
 
 
 def _all_failed(req: ProduceRequest, error: KafkaError) -> ProduceResponse:

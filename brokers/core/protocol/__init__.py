@@ -3,11 +3,14 @@
 Layout::
 
     primitives.py   Reader (bounds-checked) / Writer (buffer list) for ints, strings, bytes,
-                    arrays and zig-zag varints; precompiled struct.Struct objects S8..S64.
-    schema.py       f() field declarations (wire type + version ranges from the Kafka JSON
-                    specs), Struct/Message base classes, the cached generic codec.
-    header.py       RequestHeader (v1; skips header-v2 tags for ApiVersions v3+),
-                    peek_header(), response header v0.
+                    arrays, their compact (flexible) forms and varints; precompiled
+                    struct.Struct objects S8..S64.
+    schema.py       f() field declarations (wire type + version ranges + tag from the Kafka
+                    JSON specs), Struct/Message base classes, the cached generic codec, and
+                    the flexible-version rules (compact forms, tagged-field sections).
+    header.py       FLEXIBLE_FROM (Kafka 2.8's first flexible version per API),
+                    RequestHeader (v1, or v2 at flexible versions), peek_header(), response
+                    header v0 / v1 (never v1 for ApiVersions).
     framing.py      FrameDecoder (int32 length prefix, zero-copy, size-checked before
                     buffering) and frame(parts).
     api.py          ApiKey, SUPPORTED (advertised) / SERVED ranges (docs/kafka-protocol.md),
@@ -22,7 +25,9 @@ Layout::
                     "consumer" blobs inside JoinGroup metadata and SyncGroup assignments.
     messages/       one module per API (produce, fetch, list_offsets, metadata,
                     offset_commit, offset_fetch, find_coordinator, join_group, sync_group,
-                    heartbeat, leave_group, api_versions, create_topics, init_producer_id);
+                    heartbeat, leave_group, describe_groups, list_groups, api_versions,
+                    create_topics, init_producer_id, describe_configs; acls holds the three
+                    ACL APIs);
                     class and field names are the spec's, in snake_case.
 
 Conventions: ``Message.encode(version)`` returns a list of buffers (large ``records`` are

@@ -12,16 +12,24 @@ from enum import IntEnum
 
 from brokers.core.errors import UnsupportedVersion
 from brokers.core.protocol.framing import frame
-from brokers.core.protocol.header import RequestHeader, encode_response_header
+from brokers.core.protocol.header import (
+    RequestHeader,
+    encode_response_header,
+    response_header_flexible,
+)
 from brokers.core.protocol.messages import (
+    acls,
     api_versions,
     create_topics,
+    describe_configs,
+    describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
     init_producer_id,
     join_group,
     leave_group,
+    list_groups,
     list_offsets,
     metadata,
     offset_commit,
@@ -45,30 +53,45 @@ class ApiKey(IntEnum):
     HEARTBEAT = 12
     LEAVE_GROUP = 13
     SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 8),
-    ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 5),
-    ApiKey.METADATA: (1, 8),
-    ApiKey.OFFSET_COMMIT: (2, 7),
-    ApiKey.OFFSET_FETCH: (1, 5),
-    ApiKey.FIND_COORDINATOR: (0, 2),
-    ApiKey.JOIN_GROUP: (0, 5),
-    ApiKey.HEARTBEAT: (0, 3),
-    ApiKey.LEAVE_GROUP: (0, 1),
-    ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.API_VERSIONS: (0, 2),
-    ApiKey.CREATE_TOPICS: (2, 4),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 6),
+    ApiKey.METADATA: (1, 11),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.FIND_COORDINATOR: (0, 3),
+    ApiKey.JOIN_GROUP: (0, 7),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 4),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
 }
 
-SERVED: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, ApiKey.PRODUCE: (3, 8)}
+# Produce v0-2 is advertised, not served (see the module docstring).
+_FIRST_SERVED_PRODUCE = 3
+SERVED: dict[ApiKey, tuple[int, int]] = {
+    **SUPPORTED, ApiKey.PRODUCE: (_FIRST_SERVED_PRODUCE, SUPPORTED[ApiKey.PRODUCE][1])}
 
 _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.PRODUCE: (produce.ProduceRequest, produce.ProduceResponse),
@@ -83,11 +106,19 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.HEARTBEAT: (heartbeat.HeartbeatRequest, heartbeat.HeartbeatResponse),
     ApiKey.LEAVE_GROUP: (leave_group.LeaveGroupRequest, leave_group.LeaveGroupResponse),
     ApiKey.SYNC_GROUP: (sync_group.SyncGroupRequest, sync_group.SyncGroupResponse),
+    ApiKey.DESCRIBE_GROUPS: (describe_groups.DescribeGroupsRequest,
+                             describe_groups.DescribeGroupsResponse),
+    ApiKey.LIST_GROUPS: (list_groups.ListGroupsRequest, list_groups.ListGroupsResponse),
     ApiKey.API_VERSIONS: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (create_topics.CreateTopicsRequest,
                            create_topics.CreateTopicsResponse),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
+    ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),
+    ApiKey.CREATE_ACLS: (acls.CreateAclsRequest, acls.CreateAclsResponse),
+    ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
+    ApiKey.DESCRIBE_CONFIGS: (describe_configs.DescribeConfigsRequest,
+                              describe_configs.DescribeConfigsResponse),
 }
 # Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
 REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
@@ -106,8 +137,8 @@ def is_supported(api_key: int, version: int) -> bool:
 
 def is_served(api_key: int, version: int) -> bool:
     """Like ``is_supported`` but excluding the advertised-only Produce v0-2."""
-    if api_key == ApiKey.PRODUCE:
-        return 3 <= version <= 8
+    if api_key == ApiKey.PRODUCE and version < _FIRST_SERVED_PRODUCE:
+        return False
     return is_supported(api_key, version)
 
 
@@ -167,11 +198,12 @@ def api_versions_fallback_frame(correlation_id: int) -> Parts:
 
 
 def response_frame(correlation_id: int, api_key: int, version: int, obj: Message) -> Parts:
-    """Size prefix + response header v0 + encoded body, as a buffer list for writelines()."""
-    return frame([encode_response_header(correlation_id), *encode_response(api_key, version,
-                                                                           obj)])
+    """Size prefix + response header (v0, or v1 for a flexible version) + encoded body, as a
+    buffer list for writelines()."""
+    head = encode_response_header(correlation_id, response_header_flexible(api_key, version))
+    return frame([head, *encode_response(api_key, version, obj)])
 
 
 def request_frame(header: RequestHeader, obj: Message) -> Parts:
-    """Size prefix + request header v1 + encoded body (client side)."""
+    """Size prefix + request header (v1 or v2) + encoded body (client side)."""
     return frame([header.encode(), *encode_request(header.api_key, header.api_version, obj)])

@@ -1,12 +1,12 @@
-"""Request header v1 / response header v0, plus just enough of header v2 for KIP-511.
+"""Request headers v1/v2 and response headers v0/v1, chosen by the API's flexible versions.
 
-Every version we speak is non-flexible, so requests carry header v1
-(``api_key i16, api_version i16, correlation_id i32, client_id nullable string``) and responses
-carry header v0 (``correlation_id i32``). The exception we must still *read*: an ApiVersions
-request at v3+ uses header v2 (v1 followed by tagged fields). The broker answers it with the
-v0-format fallback (see ``api.api_versions_fallback_frame``); to do that it needs only the
-first 8 bytes, which ``peek_header`` reads without parsing anything else. Note that ApiVersions
-*responses* always use header v0, even for flexible versions, exactly so that fallback works.
+Non-flexible request versions carry header v1 (``api_key i16, api_version i16,
+correlation_id i32, client_id nullable string``); flexible ones (KIP-482) carry header v2: the
+same fields (client_id keeps its classic int16 length, so old parsers can still read it)
+followed by a tagged-field section. Responses to flexible versions carry header v1
+(correlation id + tagged fields), with one exception: ApiVersions responses always use header
+v0, so that a client which sent a version the broker does not know can still read the
+KIP-511 fallback answer. ``peek_header`` reads the first 8 bytes without parsing anything else.
 """
 
 from __future__ import annotations
@@ -16,9 +16,28 @@ from dataclasses import dataclass
 
 from brokers.core.errors import ProtocolViolation
 from brokers.core.protocol.primitives import S32, Buffer, Reader, Writer
+from brokers.core.protocol.schema import skip_tagged_fields
 
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 API_VERSIONS_KEY = 18
+_NEVER = 1 << 16
+
+# First flexible version of each API, from Kafka 2.8's message specs ("flexibleVersions"). The
+# one table both the headers and the message codecs (``Message.FLEXIBLE``) read.
+FLEXIBLE_FROM: dict[int, int] = {
+    0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3,
+    18: 3, 19: 5, 20: 4, 21: 2, 22: 2, 29: 2, 30: 2, 31: 2, 32: 4, 33: 2, 37: 2, 42: 2, 44: 1,
+    47: _NEVER,
+}
+
+
+def flexible_from(api_key: int) -> int:
+    """The first flexible version of ``api_key`` (a huge number if it has none)."""
+    return FLEXIBLE_FROM.get(api_key, _NEVER)
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    return api_version >= FLEXIBLE_FROM.get(api_key, _NEVER)
 
 
 def peek_header(frame: Buffer) -> tuple[int, int, int]:
@@ -26,12 +45,6 @@ def peek_header(frame: Buffer) -> tuple[int, int, int]:
     if len(frame) < 8:
         raise ProtocolViolation(f"request frame of {len(frame)} bytes is shorter than a header")
     return _FIXED.unpack_from(frame, 0)
-
-
-def uses_header_v2(api_key: int, api_version: int) -> bool:
-    """Only ApiVersions v3+ matters to us: every other API we serve is non-flexible, and a
-    flexible version of another API is rejected on (api_key, version) before its body is read."""
-    return api_key == API_VERSIONS_KEY and api_version >= 3
 
 
 @dataclass(slots=True)
@@ -42,17 +55,20 @@ class RequestHeader:
     client_id: str | None = None
 
     def encode(self) -> bytes:
+        """Header v1, or v2 (with an empty tagged-field section) for a flexible version."""
         w = Writer()
         w.cur += _FIXED.pack(self.api_key, self.api_version, self.correlation_id)
         w.nullable_string(self.client_id)
+        if is_flexible(self.api_key, self.api_version):
+            w.cur.append(0)
         return bytes(w.cur)
 
     @classmethod
     def decode(cls, frame: Buffer) -> tuple[RequestHeader, int]:
         """Parse the header of a request frame; returns (header, offset of the body).
 
-        For header v2 (ApiVersions v3+) the tagged-field section is skipped, so the offset
-        is right even though we never decode those bodies.
+        Header v2's tagged fields (none is defined for requests) are skipped, also for a
+        flexible version we do not serve, so the offset is always right.
         """
         r = Reader(frame)
         try:
@@ -60,28 +76,27 @@ class RequestHeader:
         except ProtocolViolation:
             raise ProtocolViolation("request frame shorter than its header") from None
         client_id = r.nullable_string()
-        if uses_header_v2(api_key, api_version):
-            _skip_tagged_fields(r)
+        if is_flexible(api_key, api_version):
+            skip_tagged_fields(r)
         return cls(api_key, api_version, correlation_id, client_id), r.pos
 
 
-def _skip_tagged_fields(r: Reader) -> None:
-    count = r.unsigned_varint()
-    if count > r.remaining:
-        raise ProtocolViolation(f"{count} tagged fields cannot fit in {r.remaining} bytes")
-    for _ in range(count):
-        r.unsigned_varint()  # tag
-        size = r.unsigned_varint()
-        r.raw(size)
+def response_header_flexible(api_key: int, api_version: int) -> bool:
+    """Does the response to (api_key, api_version) carry header v1? ApiVersions never does."""
+    return api_key != API_VERSIONS_KEY and is_flexible(api_key, api_version)
 
 
-def encode_response_header(correlation_id: int) -> bytes:
-    """Response header v0."""
-    return S32.pack(correlation_id)
+def encode_response_header(correlation_id: int, flexible: bool = False) -> bytes:
+    """Response header v0, or v1 (an empty tagged-field section after it) when ``flexible``."""
+    return S32.pack(correlation_id) + b"\x00" if flexible else S32.pack(correlation_id)
 
 
-def decode_response_header(frame: Buffer) -> tuple[int, int]:
-    """(correlation_id, body offset) of a response frame (header v0)."""
+def decode_response_header(frame: Buffer, flexible: bool = False) -> tuple[int, int]:
+    """(correlation_id, body offset) of a response frame (header v0, or v1 when flexible)."""
     if len(frame) < 4:
         raise ProtocolViolation("response frame shorter than its header")
-    return S32.unpack_from(frame, 0)[0], 4
+    if not flexible:
+        return S32.unpack_from(frame, 0)[0], 4
+    r = Reader(frame, 4)
+    skip_tagged_fields(r)
+    return S32.unpack_from(frame, 0)[0], r.pos

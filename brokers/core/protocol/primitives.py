@@ -1,9 +1,10 @@
 """Kafka wire primitives: a bounds-checked ``Reader`` and a buffer-list ``Writer``.
 
-Everything is big-endian, as the Kafka protocol requires. Only the non-flexible (classic)
-encodings are here: int16-length strings, int32-length bytes and arrays. The zig-zag
-varints are the ones RecordBatch v2 records use (signed), not the unsigned varints of
-flexible message versions (those only appear in :mod:`header` to skip header v2 tagged fields).
+Everything is big-endian, as the Kafka protocol requires. Two families of encodings live
+here: the classic ones (int16-length strings, int32-length bytes and arrays) and the compact
+ones of flexible message versions (KIP-482: unsigned-varint length + 1, 0 = null), plus the
+zig-zag varints RecordBatch v2 records use. Tagged-field sections are built from these by
+:mod:`schema`, the one place that knows their layout.
 
 Why a hand-rolled reader instead of ``struct.unpack`` at call sites: every length read from the
 wire is checked against the bytes that remain *before* anything is sliced or allocated, so a
@@ -147,7 +148,72 @@ class Reader:
             return None
         return [read() for _ in range(n)]
 
-    # -- record-level varints (zig-zag, signed) ------------------------------------------------
+    # -- compact encodings (flexible versions): unsigned varint N+1, 0 = null ---------------
+    def compact_length(self) -> int:
+        """A compact length (-1 = null), checked against the bytes that remain."""
+        n = self.unsigned_varint() - 1
+        if n > self.end - self.pos:
+            raise ProtocolViolation(f"compact length {n} exceeds {self.end - self.pos} bytes left")
+        return n
+
+    def compact_nullable_string(self) -> str | None:
+        n = self.compact_length()
+        if n < 0:
+            return None
+        p = self._need(n)
+        try:
+            return str(self.buf[p : p + n], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolViolation(f"string is not UTF-8 at offset {p}") from exc
+
+    def compact_string(self) -> str:
+        s = self.compact_nullable_string()
+        if s is None:
+            raise ProtocolViolation("null where a non-nullable compact string was expected")
+        return s
+
+    def compact_nullable_bytes_view(self) -> memoryview | None:
+        n = self.compact_length()
+        if n < 0:
+            return None
+        p = self._need(n)
+        return self.buf[p : p + n]
+
+    def compact_nullable_bytes(self) -> bytes | None:
+        v = self.compact_nullable_bytes_view()
+        return None if v is None else bytes(v)
+
+    def compact_bytes(self) -> bytes:
+        v = self.compact_nullable_bytes_view()
+        if v is None:
+            raise ProtocolViolation("null where non-nullable compact bytes were expected")
+        return bytes(v)
+
+    def compact_array_count(self, min_elem_size: int = 1) -> int:
+        n = self.unsigned_varint() - 1
+        if n > 0 and n * min_elem_size > self.end - self.pos:
+            raise ProtocolViolation(
+                f"array of {n} elements cannot fit in {self.end - self.pos} remaining bytes"
+            )
+        return n
+
+    def compact_array(self, read: Callable[[], T], min_elem_size: int = 1) -> list[T]:
+        n = self.compact_array_count(min_elem_size)
+        if n < 0:
+            raise ProtocolViolation("null where a non-nullable compact array was expected")
+        return [read() for _ in range(n)]
+
+    def compact_nullable_array(self, read: Callable[[], T], min_elem_size: int = 1
+                               ) -> list[T] | None:
+        n = self.compact_array_count(min_elem_size)
+        if n < 0:
+            return None
+        return [read() for _ in range(n)]
+
+    def uuid(self) -> bytes:
+        return bytes(self.raw(16))
+
+    # -- varints: unsigned (flexible versions) and zig-zag (records) ---------------------------
     def unsigned_varint(self, max_bytes: int = 5) -> int:
         buf, p, end = self.buf, self.pos, self.end
         result = 0
@@ -253,6 +319,53 @@ class Writer:
             return
         self.array(items, write)
 
+    # -- compact encodings (flexible versions) -------------------------------------------------
+    def compact_nullable_string(self, v: str | None) -> None:
+        if v is None:
+            self.cur.append(0)
+            return
+        b = v.encode("utf-8")
+        if len(b) > 0x7FFF:
+            raise ValueError(f"string of {len(b)} bytes exceeds the int16 length limit")
+        self.unsigned_varint(len(b) + 1)
+        self.cur += b
+
+    def compact_string(self, v: str) -> None:
+        if v is None:
+            raise ValueError("None given for a non-nullable string")
+        self.compact_nullable_string(v)
+
+    def compact_nullable_bytes(self, v: Buffer | None) -> None:
+        if v is None:
+            self.cur.append(0)
+            return
+        self.unsigned_varint(len(v) + 1)
+        self.raw(v)
+
+    def compact_bytes(self, v: Buffer) -> None:
+        if v is None:
+            raise ValueError("None given for non-nullable bytes")
+        self.compact_nullable_bytes(v)
+
+    def compact_array(self, items: Sequence[Any] | None, write: Callable[[Any], None]) -> None:
+        if items is None:
+            raise ValueError("None given for a non-nullable array")
+        self.unsigned_varint(len(items) + 1)
+        for it in items:
+            write(it)
+
+    def compact_nullable_array(self, items: Sequence[Any] | None,
+                               write: Callable[[Any], None]) -> None:
+        if items is None:
+            self.cur.append(0)
+            return
+        self.compact_array(items, write)
+
+    def uuid(self, v: bytes) -> None:
+        if len(v) != 16:
+            raise ValueError(f"a uuid is 16 bytes, got {len(v)}")
+        self.cur += v
+
     def unsigned_varint(self, v: int) -> None:
         cur = self.cur
         while v >= 0x80:
@@ -271,6 +384,30 @@ class Writer:
             self.parts.append(bytes(self.cur))
             self.cur = bytearray()
         return self.parts
+
+
+def uvarint_at(buf: memoryview, pos: int) -> tuple[int, int]:
+    """(value, next position) of the unsigned varint at ``pos``, for hand-written decoders:
+    no Reader to build, and the usual one- or two-byte lengths take one or two loop turns."""
+    end = len(buf)
+    result = 0
+    shift = 0
+    while pos < end and shift < 35:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise ProtocolViolation("truncated or overlong varint")
+
+
+def put_uvarint(out: bytearray, v: int) -> None:
+    """Append an unsigned varint to ``out`` (hand-written encoders of flexible versions)."""
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
 
 
 def zigzag_varint(v: int, bits: int = 32) -> bytes:

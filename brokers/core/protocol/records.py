@@ -54,6 +54,8 @@ __all__ = [
     "MAX_TIMESTAMP",
     "MAX_TIMESTAMP_AT",
     "OFFSET_AND_LENGTH",
+    "PRODUCER_AT",
+    "PRODUCER_FIELDS",
     "TIMESTAMPS",
     "BatchHeader",
     "ConsumerProtocolAssignment",
@@ -101,6 +103,7 @@ CRC_START = _offset_of("attributes")  # 21: the CRC covers [CRC_START, end of ba
 LAST_OFFSET_DELTA_AT = _offset_of("last_offset_delta")  # 23
 BASE_TIMESTAMP_AT = _offset_of("base_timestamp")  # 27
 MAX_TIMESTAMP_AT = _offset_of("max_timestamp")  # 35
+PRODUCER_AT = _offset_of("producer_id")  # 43
 MAGIC_V2 = 2
 
 # Structs for single fields, to read (or write) one without unpacking the whole header.
@@ -109,6 +112,9 @@ LAST_OFFSET_DELTA = struct.Struct(">i")  # at LAST_OFFSET_DELTA_AT
 MAX_TIMESTAMP = struct.Struct(">q")  # at MAX_TIMESTAMP_AT
 TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp at BASE_TIMESTAMP_AT
 CRC = struct.Struct(">I")  # at CRC_AT
+# producerId, producerEpoch, baseSequence at PRODUCER_AT: what idempotent produce checks.
+PRODUCER_FIELDS = struct.Struct(">qhi")
+assert _offset_of("base_sequence") + 4 == PRODUCER_AT + PRODUCER_FIELDS.size
 # The fields the broker owns: baseOffset, batchLength, partitionLeaderEpoch. They lie wholly
 # before magic and the CRC, so the broker rewrites them without invalidating the client's CRC.
 BROKER_PREFIX = struct.Struct(">qii")

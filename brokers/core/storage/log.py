@@ -69,6 +69,13 @@ class PartitionLog:
         self._roll_bytes = min(config.segment_bytes, U32_MAX)
         self._closed = False
 
+    def reconfigure(self, config: StorageConfig) -> None:
+        """Apply a topic's own settings (retention, segment size) from the next append or
+        retention check on; segments already written keep their size."""
+        self.config = config
+        self._fsync_each = config.flush.mode is FlushMode.EVERY_BATCH
+        self._roll_bytes = min(config.segment_bytes, U32_MAX)
+
     # ------------------------------------------------------------------------- open
     @classmethod
     def open(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from brokers.core.config import StorageConfig
@@ -23,6 +23,7 @@ from brokers.core.datadir import DataDir
 from brokers.core.errors import InvalidTopic, UnknownTopicOrPartition
 from brokers.core.storage.log import PartitionLog
 from brokers.core.storage.open_files import OpenSegments
+from brokers.core.topic_config import storage_config_for
 
 log = logging.getLogger("twinbench.storage")
 
@@ -63,6 +64,8 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self.config = config
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # Topics with their own settings (topic configs): their logs' StorageConfig.
+        self._topic_configs: dict[str, StorageConfig] = {}
         self.files = OpenSegments(config.max_open_segments)
         # Our own lock only when nobody locked the directory for us.
         self._own_lock = datadir is None
@@ -107,12 +110,26 @@ class LogManager:
         plog = self._logs.get(key)
         if plog is None:
             directory = self.data_dir / partition_dir_name(topic, partition)
-            plog = self._open(directory)
+            plog = self._open(directory, self._topic_configs.get(topic, self.config))
             self._logs[key] = plog
         return plog
 
-    def _open(self, directory: Path) -> PartitionLog:
-        return PartitionLog.open(directory, self.config, files=self.files, datadir=self.datadir)
+    def _open(self, directory: Path, config: StorageConfig | None = None) -> PartitionLog:
+        return PartitionLog.open(directory, config or self.config, files=self.files,
+                                 datadir=self.datadir)
+
+    def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Apply each topic's own configs (``brokers.core.topic_config``) to its open logs
+        and to the ones opened later; a topic absent from ``configs`` gets the broker's."""
+        wanted = {t: storage_config_for(self.config, c) for t, c in configs.items() if c}
+        wanted = {t: c for t, c in wanted.items() if c != self.config}
+        if wanted == self._topic_configs:
+            return
+        self._topic_configs = wanted
+        for (topic, _), plog in self._logs.items():
+            config = wanted.get(topic, self.config)
+            if plog.config != config:
+                plog.reconfigure(config)
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)

@@ -1,5 +1,7 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""Fetch (key 1), versions 4-11.
+"""Fetch (key 1), versions 4-12 (12 is flexible: compact encodings, last_fetched_epoch per
+partition, a tagged cluster_id; the response's tagged diverging-epoch/leader/snapshot structs
+are for replicas and KRaft, never sent by us, and skipped when read).
 
 Subtleties for the broker: v7+ carries incremental-fetch sessions (``session_id``,
 ``session_epoch``, ``forgotten_topics_data``); we do not implement sessions, so always answer
@@ -10,7 +12,8 @@ Subtleties for the broker: v7+ carries incremental-fetch sessions (``session_id`
 any buffer; large ones are emitted by reference (never copied) by ``FetchResponse.encode``.
 A full response must list every partition the request named.
 
-``FetchRequest.decode`` and ``FetchResponse.encode`` are hand-written (hot path).
+``FetchRequest.decode`` and ``FetchResponse.encode`` are hand-written (hot path), one branch
+for the classic versions and one for v12.
 """
 
 from __future__ import annotations
@@ -19,7 +22,17 @@ import struct
 from dataclasses import dataclass
 
 from brokers.core.errors import ProtocolViolation
-from brokers.core.protocol.primitives import S16, S32, ZERO_COPY_THRESHOLD, Buffer, Parts
+from brokers.core.protocol.header import flexible_from
+from brokers.core.protocol.primitives import (
+    S16,
+    S32,
+    ZERO_COPY_THRESHOLD,
+    Buffer,
+    Parts,
+    Reader,
+    put_uvarint,
+    uvarint_at,
+)
 from brokers.core.protocol.schema import (
     INT8,
     INT16,
@@ -32,7 +45,10 @@ from brokers.core.protocol.schema import (
     Struct,
     check_decode_version,
     check_encode_version,
+    decode_tagged,
     f,
+    plan,
+    skip_tagged_at,
 )
 
 API_KEY = 1
@@ -43,7 +59,7 @@ class FetchPartition(Struct):
     partition: int = f(INT32, "0+")
     current_leader_epoch: int = f(INT32, "9+", default=-1)
     fetch_offset: int = f(INT64, "0+")
-    last_fetched_epoch: int = f(INT32, "12+", default=-1)  # flexible only; never on our wire
+    last_fetched_epoch: int = f(INT32, "12+", default=-1)
     log_start_offset: int = f(INT64, "5+", default=-1)
     partition_max_bytes: int = f(INT32, "0+")
 
@@ -70,7 +86,8 @@ _PART_V9 = struct.Struct(">iiqqi")  # + current_leader_epoch
 @dataclass(slots=True)
 class FetchRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (4, 11)
+    VERSIONS = (4, 12)
+    FLEXIBLE = flexible_from(API_KEY)
     replica_id: int = f(INT32, "0-14", default=-1)
     max_wait_ms: int = f(INT32, "0+")
     min_bytes: int = f(INT32, "0+")
@@ -81,13 +98,16 @@ class FetchRequest(Message):
     topics: list[FetchTopic] = f(ArrayOf(FetchTopic), "0+")
     forgotten_topics_data: list[ForgottenTopic] = f(ArrayOf(ForgottenTopic), "7+")
     rack_id: str = f(STRING, "11+", default="")
+    cluster_id: str | None = f(STRING, "12+", nullable="12+", default=None, tag=0)
 
     @classmethod
     def decode(cls, data: Buffer, version: int) -> FetchRequest:
         check_decode_version(cls, version)
         try:
+            if version >= cls.FLEXIBLE:
+                return _decode_flexible_request(cls, data, version)
             return _decode_fetch_request(cls, data, version)
-        except (struct.error, ValueError) as exc:
+        except (struct.error, ValueError, IndexError) as exc:
             raise ProtocolViolation(f"malformed FetchRequest v{version}: {exc}") from exc
 
 
@@ -160,6 +180,71 @@ def _decode_fetch_request(cls: type[FetchRequest], data: Buffer, version: int) -
                topics, forgotten, rack_id)
 
 
+_PART_V12 = struct.Struct(">iiqiqi")  # partition, leader epoch, offset, last epoch, lso, max
+
+
+def _compact_string(mv: memoryview, pos: int, end: int) -> tuple[str, int]:
+    n, pos = uvarint_at(mv, pos)
+    n -= 1
+    if n < 0 or pos + n > end:
+        raise ProtocolViolation(f"bad compact string length {n}")
+    return str(mv[pos : pos + n], "utf-8"), pos + n
+
+
+def _compact_count(mv: memoryview, pos: int, end: int, min_size: int) -> tuple[int, int]:
+    n, pos = uvarint_at(mv, pos)
+    n -= 1
+    if n < 0 or n * min_size > end - pos:
+        raise ProtocolViolation(f"bad compact array length {n}")
+    return n, pos
+
+
+def _decode_flexible_request(cls: type[FetchRequest], data: Buffer, version: int
+                             ) -> FetchRequest:
+    # v12: the classic path's shape with compact lengths and tagged-field sections.
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    end = len(mv)
+    replica_id, max_wait, min_bytes, max_bytes, isolation = _REQ_HEAD.unpack_from(mv, 0)
+    session_id, session_epoch = _SESSION.unpack_from(mv, 17)
+    ntopics, pos = _compact_count(mv, 25, end, 3)
+    topics = []
+    for _ in range(ntopics):
+        name, pos = _compact_string(mv, pos, end)
+        nparts, pos = _compact_count(mv, pos, end, _PART_V12.size + 1)
+        parts = []
+        for _ in range(nparts):
+            p, epoch, off, last_epoch, lso, pmax = _PART_V12.unpack_from(mv, pos)
+            pos += _PART_V12.size
+            if mv[pos]:
+                pos = skip_tagged_at(mv, pos)
+            else:
+                pos += 1
+            parts.append(FetchPartition(p, epoch, off, last_epoch, lso, pmax))
+        pos = skip_tagged_at(mv, pos)
+        topics.append(FetchTopic(name, parts))
+    forgotten = []
+    nforgot, pos = _compact_count(mv, pos, end, 3)
+    for _ in range(nforgot):
+        name, pos = _compact_string(mv, pos, end)
+        n, pos = _compact_count(mv, pos, end, 4)
+        forgotten.append(ForgottenTopic(name, list(struct.unpack_from(f">{n}i", mv, pos))))
+        pos = skip_tagged_at(mv, pos + 4 * n)
+    rack_id, pos = _compact_string(mv, pos, end)
+    cluster_id: str | None = None
+    if pos < end and mv[pos] == 0:
+        pos += 1
+    else:  # the one tagged field a request may carry: cluster_id
+        r = Reader(mv, pos)
+        tags: dict[str, object] = {}
+        decode_tagged(r, plan(cls, version, True).tagged or (), tags)
+        found, pos = tags.get("cluster_id"), r.pos
+        cluster_id = found if isinstance(found, str) else None  # a STRING field: str or None
+    if pos != end:
+        raise ProtocolViolation(f"{end - pos} unexpected trailing bytes")
+    return cls(replica_id, max_wait, min_bytes, max_bytes, isolation, session_id, session_epoch,
+               topics, forgotten, rack_id, cluster_id)
+
+
 @dataclass(slots=True)
 class AbortedTransaction(Struct):
     producer_id: int = f(INT64, "4+")
@@ -194,7 +279,8 @@ _ABORTED = struct.Struct(">qq")
 @dataclass(slots=True)
 class FetchResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (4, 11)
+    VERSIONS = (4, 12)
+    FLEXIBLE = flexible_from(API_KEY)
     throttle_time_ms: int = f(INT32, "1+")
     error_code: int = f(INT16, "7+")
     session_id: int = f(INT32, "7+", default=0)
@@ -202,6 +288,8 @@ class FetchResponse(Message):
 
     def encode(self, version: int) -> Parts:
         check_encode_version(self, version)
+        if version >= self.FLEXIBLE:
+            return self._encode_flexible()
         parts: Parts = []
         if version >= 7:
             out = bytearray(_RESP_HEAD.pack(self.throttle_time_ms, self.error_code,
@@ -246,4 +334,43 @@ class FetchResponse(Message):
                     out += records
         if out:
             parts.append(bytes(out))
+        return parts
+
+    def _encode_flexible(self) -> Parts:
+        parts: Parts = []
+        out = bytearray(_RESP_HEAD.pack(self.throttle_time_ms, self.error_code, self.session_id))
+        put_uvarint(out, len(self.responses) + 1)
+        for t in self.responses:
+            name = t.topic.encode()
+            put_uvarint(out, len(name) + 1)
+            out += name
+            put_uvarint(out, len(t.partitions) + 1)
+            for p in t.partitions:
+                out += _PD_V5.pack(p.partition_index, p.error_code, p.high_watermark,
+                                   p.last_stable_offset, p.log_start_offset)
+                aborted = p.aborted_transactions
+                if aborted is None:
+                    out.append(0)
+                else:
+                    put_uvarint(out, len(aborted) + 1)
+                    for a in aborted:
+                        out += _ABORTED.pack(a.producer_id, a.first_offset)
+                        out.append(0)  # no tagged fields
+                out += S32.pack(p.preferred_read_replica)
+                records = p.records
+                if records is None:
+                    out.append(0)
+                else:
+                    n = len(records)
+                    put_uvarint(out, n + 1)
+                    if n >= ZERO_COPY_THRESHOLD:
+                        parts.append(bytes(out))
+                        parts.append(records)
+                        out = bytearray()
+                    else:
+                        out += records
+                out.append(0)  # partition tagged fields: none
+            out.append(0)  # topic tagged fields
+        out.append(0)  # response tagged fields
+        parts.append(bytes(out))
         return parts

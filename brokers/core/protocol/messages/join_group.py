@@ -1,5 +1,6 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""JoinGroup (key 11), versions 0-5.
+"""JoinGroup (key 11), versions 0-7 (6+ flexible). v7 returns protocol_type
+and makes protocol_name nullable.
 
 rebalance_timeout_ms is v1+ (v0 clients: use session_timeout_ms). group_instance_id
 (v5+, static membership) is nullable; we may accept and ignore it. Protocol metadata and
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brokers.core.protocol.header import flexible_from
 from brokers.core.protocol.schema import (
     BYTES,
     INT16,
@@ -34,7 +36,8 @@ class JoinGroupRequestProtocol(Struct):
 @dataclass(slots=True)
 class JoinGroupRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (0, 5)
+    VERSIONS = (0, 7)
+    FLEXIBLE = flexible_from(API_KEY)
     group_id: str = f(STRING, "0+")
     session_timeout_ms: int = f(INT32, "0+")
     rebalance_timeout_ms: int = f(INT32, "1+", default=-1)
@@ -54,11 +57,13 @@ class JoinGroupResponseMember(Struct):
 @dataclass(slots=True)
 class JoinGroupResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (0, 5)
+    VERSIONS = (0, 7)
+    FLEXIBLE = flexible_from(API_KEY)
     throttle_time_ms: int = f(INT32, "2+")
     error_code: int = f(INT16, "0+")
     generation_id: int = f(INT32, "0+", default=-1)
-    protocol_name: str = f(STRING, "0+")
+    protocol_type: str | None = f(STRING, "7+", nullable="7+", default=None)
+    protocol_name: str | None = f(STRING, "0+", nullable="7+")
     leader: str = f(STRING, "0+")
     member_id: str = f(STRING, "0+")
     members: list[JoinGroupResponseMember] = f(ArrayOf(JoinGroupResponseMember), "0+")

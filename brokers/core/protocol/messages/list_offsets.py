@@ -1,5 +1,5 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""ListOffsets (key 2), versions 1-5.
+"""ListOffsets (key 2), versions 1-6 (6 is flexible, no new fields).
 
 timestamp -1 = latest (log end offset), -2 = earliest, >= 0 = first offset with a timestamp at
 or after it. replica_id defaults to -1 (a consumer) rather than the spec's implicit 0.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brokers.core.protocol.header import flexible_from
 from brokers.core.protocol.schema import (
     INT8,
     INT16,
@@ -42,7 +43,8 @@ class ListOffsetsTopic(Struct):
 @dataclass(slots=True)
 class ListOffsetsRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (1, 5)
+    VERSIONS = (1, 6)
+    FLEXIBLE = flexible_from(API_KEY)
     replica_id: int = f(INT32, "0+", default=-1)
     isolation_level: int = f(INT8, "2+")
     topics: list[ListOffsetsTopic] = f(ArrayOf(ListOffsetsTopic), "0+")
@@ -67,6 +69,7 @@ class ListOffsetsTopicResponse(Struct):
 @dataclass(slots=True)
 class ListOffsetsResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (1, 5)
+    VERSIONS = (1, 6)
+    FLEXIBLE = flexible_from(API_KEY)
     throttle_time_ms: int = f(INT32, "2+")
     topics: list[ListOffsetsTopicResponse] = f(ArrayOf(ListOffsetsTopicResponse), "0+")

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""OffsetCommit (key 8), versions 2-7.
+"""OffsetCommit (key 8), versions 2-8 (8 is flexible, no new fields).
 
 The generation field carries the spec's current name, generation_id_or_member_epoch
 (default -1). Generation -1 with an empty member_id is a manual-assignment commit and must
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brokers.core.protocol.header import flexible_from
 from brokers.core.protocol.schema import (
     INT16,
     INT32,
@@ -44,7 +45,8 @@ class OffsetCommitRequestTopic(Struct):
 @dataclass(slots=True)
 class OffsetCommitRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (2, 7)
+    VERSIONS = (2, 8)
+    FLEXIBLE = flexible_from(API_KEY)
     group_id: str = f(STRING, "0+")
     generation_id_or_member_epoch: int = f(INT32, "1+", default=-1)
     member_id: str = f(STRING, "1+")
@@ -69,6 +71,7 @@ class OffsetCommitResponseTopic(Struct):
 @dataclass(slots=True)
 class OffsetCommitResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (2, 7)
+    VERSIONS = (2, 8)
+    FLEXIBLE = flexible_from(API_KEY)
     throttle_time_ms: int = f(INT32, "3+")
     topics: list[OffsetCommitResponseTopic] = f(ArrayOf(OffsetCommitResponseTopic), "0+")

@@ -1,16 +1,19 @@
 # ruff: noqa: RUF009  -- schema.f() returns a dataclasses.field(); ruff cannot see that.
-"""OffsetFetch (key 9), versions 1-5.
+"""OffsetFetch (key 9), versions 1-7 (6+ flexible).
 
 topics is nullable from v2: None = every partition the group has committed. A partition
 with no committed offset answers committed_offset=-1 with error 0. The top-level
 error_code exists from v2; committed_leader_epoch from v5; metadata is nullable.
+require_stable (v7) asks for offsets without pending transactions: we have none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from brokers.core.protocol.header import flexible_from
 from brokers.core.protocol.schema import (
+    BOOL,
     INT16,
     INT32,
     INT64,
@@ -33,10 +36,12 @@ class OffsetFetchRequestTopic(Struct):
 @dataclass(slots=True)
 class OffsetFetchRequest(Message):
     API_KEY = API_KEY
-    VERSIONS = (1, 5)
+    VERSIONS = (1, 7)
+    FLEXIBLE = flexible_from(API_KEY)
     group_id: str = f(STRING, "0-7")
     topics: list[OffsetFetchRequestTopic] | None = f(ArrayOf(OffsetFetchRequestTopic), "0-7",
                                                      nullable="2-7")
+    require_stable: bool = f(BOOL, "7", default=False)
 
 
 @dataclass(slots=True)
@@ -58,7 +63,8 @@ class OffsetFetchResponseTopic(Struct):
 @dataclass(slots=True)
 class OffsetFetchResponse(Message):
     API_KEY = API_KEY
-    VERSIONS = (1, 5)
+    VERSIONS = (1, 7)
+    FLEXIBLE = flexible_from(API_KEY)
     throttle_time_ms: int = f(INT32, "3+")
     topics: list[OffsetFetchResponseTopic] = f(ArrayOf(OffsetFetchResponseTopic), "0-7")
     error_code: int = f(INT16, "2-7", default=0)

@@ -1,0 +1,167 @@
+"""Idempotent produce: which batches of which producer a partition already holds (sans-IO).
+
+A producer with ``enable.idempotence`` numbers its batches per partition (baseSequence in the
+batch header, one number per record) and stamps them with the producer id and epoch that
+InitProducerId gave it. When a request times out it sends the same batch again; the partition
+must then answer with the offset the first copy got instead of appending it twice. Kafka keeps,
+per partition and producer, the sequence ranges of the last ``CACHED_BATCHES`` batches
+(ProducerStateManager); this module is that table, fed with header fields only.
+
+The rules, as Kafka 2.8 applies them to a producer outside transactions:
+
+* an older epoch than the partition has seen from the producer: INVALID_PRODUCER_EPOCH;
+* the same epoch, and the batch's sequence range equals one of the cached batches: a duplicate,
+  answered with that batch's base offset and not appended;
+* the same epoch, and the batch does not continue the last cached batch (a gap, or a number
+  older than the cache reaches): OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a newer epoch must start over at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a producer the partition has no entry for is accepted at any sequence: its earlier batches may
+  have gone with retention, and Kafka accepts it for the same reason.
+
+``PartitionProducers.check`` decides without changing anything; ``record`` is called once the
+batch is in the log. The state is rebuilt after a restart by ``load``, from the headers of the
+batches stored in the log (``logs.stored_batch_headers``), so nothing extra is persisted.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from brokers.core.errors import InvalidProducerEpoch, OutOfOrderSequenceNumber
+
+if TYPE_CHECKING:
+    from brokers.core.logs import PartitionLogLike
+
+# Batches remembered per producer and partition: librdkafka and the Java client keep at most 5
+# requests in flight with idempotence on, so a retry always finds its batch among the last 5.
+CACHED_BATCHES = 5
+# Producers remembered per partition; the least recently active is forgotten beyond this, and
+# its next batch is treated as a new producer's (accepted at any sequence). Producer ids come
+# from client-written headers, so without a bound one client could grow the table forever
+# (Kafka expires them after producer.id.expiration.ms instead). An entry is ~0.5 KB, so a
+# partition's table stays under 1 MB.
+MAX_PRODUCERS = 1_000
+# producerId -1 marks a batch of a producer without idempotence.
+NO_PRODUCER_ID = -1
+_INT32_MAX = 2**31 - 1
+
+
+class CachedBatch(NamedTuple):
+    first_seq: int
+    last_seq: int
+    base_offset: int
+
+
+@dataclass(slots=True)
+class _Producer:
+    epoch: int
+    batches: deque[CachedBatch] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+
+
+def last_sequence(first_seq: int, last_offset_delta: int) -> int:
+    """The sequence number of a batch's last record; sequences wrap from 2^31-1 to 0."""
+    if first_seq > _INT32_MAX - last_offset_delta:
+        return last_offset_delta - (_INT32_MAX - first_seq) - 1
+    return first_seq + last_offset_delta
+
+
+def _follows(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == _INT32_MAX and next_seq == 0)
+
+
+class PartitionProducers:
+    """The idempotence table of one partition."""
+
+    __slots__ = ("_max_producers", "_producers")
+
+    def __init__(self, max_producers: int = MAX_PRODUCERS) -> None:
+        self._producers: dict[int, _Producer] = {}
+        self._max_producers = max_producers
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def check(self, producer_id: int, epoch: int, first_seq: int,
+              last_offset_delta: int) -> int | None:
+        """None when the batch may be appended; the base offset of the stored copy when it is
+        a duplicate. Raises InvalidProducerEpoch or OutOfOrderSequenceNumber."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return None
+        if epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"producer {producer_id} epoch {epoch} is older than its epoch {entry.epoch}")
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequenceNumber(
+                    f"producer {producer_id} opened epoch {epoch} at sequence {first_seq}, "
+                    f"not 0")
+            return None
+        last_seq = last_sequence(first_seq, last_offset_delta)
+        for cached in entry.batches:
+            if cached.first_seq == first_seq and cached.last_seq == last_seq:
+                return cached.base_offset
+        if entry.batches and not _follows(entry.batches[-1].last_seq, first_seq):
+            raise OutOfOrderSequenceNumber(
+                f"producer {producer_id} epoch {epoch}: sequence {first_seq} does not follow "
+                f"{entry.batches[-1].last_seq}")
+        return None
+
+    def record(self, producer_id: int, epoch: int, first_seq: int, last_offset_delta: int,
+               base_offset: int) -> None:
+        """Remember a batch that is now in the log (after ``check`` let it through, or while
+        loading the log)."""
+        producers = self._producers
+        entry = producers.pop(producer_id, None)  # re-inserted last: dict order is recency
+        if entry is None or entry.epoch != epoch:
+            entry = _Producer(epoch)
+            if len(producers) >= self._max_producers:
+                del producers[next(iter(producers))]
+        producers[producer_id] = entry
+        entry.batches.append(
+            CachedBatch(first_seq, last_sequence(first_seq, last_offset_delta), base_offset))
+
+    def load(self, headers: Iterable[StoredHeader]) -> None:
+        """Rebuild from the stored batches' headers, oldest first."""
+        for h in headers:
+            if h.producer_id >= 0:
+                self.record(h.producer_id, h.producer_epoch, h.base_sequence,
+                            h.last_offset_delta, h.base_offset)
+
+
+class StoredHeader(Protocol):
+    """The header fields ``load`` reads (``records.BatchHeader`` has them all)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset_delta(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+
+
+class ProducerStates:
+    """The idempotence tables of every partition this broker appends to, each built from its
+    log the first time an idempotent batch arrives for it (``scan`` reads the stored headers),
+    so a broker whose producers are all non-idempotent never scans a log."""
+
+    __slots__ = ("_partitions", "_scan")
+
+    def __init__(self, scan: Callable[[PartitionLogLike], Iterable[StoredHeader]]) -> None:
+        self._scan = scan
+        self._partitions: dict[tuple[str, int], PartitionProducers] = {}
+
+    def get(self, topic: str, partition: int, log: PartitionLogLike) -> PartitionProducers:
+        table = self._partitions.get((topic, partition))
+        if table is None:
+            table = PartitionProducers()
+            table.load(self._scan(log))
+            self._partitions[(topic, partition)] = table
+        return table
