@@ -38,6 +38,7 @@ from workloads.cluster import ClusterClient
 from workloads.connection import BrokerConnection, ConnectionClosed
 from workloads.latency import LatencyRecorder
 from workloads.payload import MIN_MSG_SIZE, BatchBuilder, now_us
+from workloads.schedule import OpenLoopSchedule, ScheduleConfig, ScheduleReport
 
 __all__ = ["Producer", "ProducerConfig", "ProducerResult"]
 
@@ -72,9 +73,13 @@ class ProducerConfig:
     timeout_ms: int = 30_000
     # Partitions to use round-robin; None = every partition of the topic, in id order.
     partitions: tuple[int, ...] | None = None
-    # Records per second this producer paces itself to (request i goes out no earlier than
-    # its share of the schedule); None = as fast as the acknowledgements come (closed loop).
+    # Records per second this producer sends at, open loop (workloads.schedule: every request
+    # is due at its intended time and timed from it; records carry it as their send time);
+    # None = as fast as the acknowledgements come (closed loop).
     rate: float | None = None
+    # Open loop only: "uniform" or "poisson" intended send times, and the poisson RNG's seed.
+    arrivals: Literal["uniform", "poisson"] = "uniform"
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.msg_size < MIN_MSG_SIZE:
@@ -89,8 +94,13 @@ class ProducerConfig:
             raise UserError("acks must be -1, 0 or 1")
         if not 0 <= self.producer_id < 2**32:
             raise UserError("producer_id must fit in 32 bits")
-        if self.rate is not None and self.rate <= 0:
-            raise UserError("rate must be positive")
+        if self.rate is not None:
+            # Validates rate and arrivals; the producer builds its own when it runs.
+            self.schedule_config()
+
+    def schedule_config(self) -> ScheduleConfig:
+        assert self.rate is not None
+        return ScheduleConfig(rate=self.rate, arrivals=self.arrivals, seed=self.seed)
 
     @property
     def in_flight(self) -> int:
@@ -123,6 +133,9 @@ class ProducerResult:
     partition_offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
     # time.perf_counter() at the first send: lets a driver time several clients as one phase.
     t_start: float = 0.0
+    # Open loop: the schedule's latencies (per record) and its verdict; None when closed loop.
+    schedule: OpenLoopSchedule | None = None
+    schedule_report: ScheduleReport | None = None
 
     @property
     def rps(self) -> float:
@@ -138,7 +151,19 @@ class ProducerResult:
 class _Req:
     """One request in flight."""
 
-    __slots__ = ("attempts", "buf", "conn", "count", "first_seq", "fut", "last_error", "partition")
+    __slots__ = (
+        "acked_at",
+        "attempts",
+        "buf",
+        "conn",
+        "count",
+        "due",
+        "first_seq",
+        "fut",
+        "last_error",
+        "partition",
+        "sent_at",
+    )
 
     def __init__(self, buf, conn, fut, partition, first_seq, count) -> None:
         self.buf = buf
@@ -149,6 +174,13 @@ class _Req:
         self.partition = partition
         self.first_seq = first_seq
         self.count = count
+        # Open loop: intended send, actual send and response arrival (perf_counter seconds).
+        self.due = self.sent_at = self.acked_at = 0.0
+
+    def arrived(self, _fut: asyncio.Future) -> None:
+        """Done-callback (open loop): the response's arrival time, before settling, which may
+        come much later when an older request is waited for first."""
+        self.acked_at = time.perf_counter()
 
 
 class _Routes:
@@ -216,6 +248,8 @@ class Producer:
         self.latency = LatencyRecorder("produce")
         # Called with (partition, records) for every acknowledged request (fault timelines).
         self.on_ack: Callable[[int, int], None] | None = None
+        # The last open-loop run's schedule (latencies from intended send times), else None.
+        self.schedule: OpenLoopSchedule | None = None
 
     # -- buffers ------------------------------------------------------------------------------
     def _builder(self, n: int) -> BatchBuilder:
@@ -242,8 +276,9 @@ class Producer:
         return buf
 
     # -- the run ------------------------------------------------------------------------------
-    async def run(self, count: int) -> ProducerResult:
-        """Send ``count`` records; returns when every request was answered."""
+    async def run(self, count: int, duration_s: float | None = None) -> ProducerResult:
+        """Send ``count`` records (open loop: at most, stopping at the first request due
+        ``duration_s`` after the start); returns when every request was answered."""
         cfg = self.config
         routes = _Routes(self.cluster, cfg.topic)
         parts = await self._partitions()
@@ -263,12 +298,21 @@ class Producer:
         full_pool = self._pools.setdefault(batch, [])
         seq = 0
         i = 0
-        # Seconds per record when paced: request k is due at t_start + first_seq * interval.
-        interval = 1.0 / cfg.rate if cfg.rate else 0.0
         t_start = time.perf_counter()
+        sched = None
+        # Intended times are perf_counter seconds; records carry them as wall-clock µs.
+        wall0_us = now_us() - round(t_start * 1e6)
+        deadline = t_start + duration_s if duration_s is not None else float("inf")
+        if cfg.rate is not None:
+            sched = OpenLoopSchedule(cfg.schedule_config(), t_start)
+        self.schedule = sched
+        due = 0.0
         while seq < count:
-            if interval:
-                delay = t_start + seq * interval - time.perf_counter()
+            if sched is not None:
+                due = sched.next_due(min(batch, count - seq))
+                if due >= deadline:
+                    break
+                delay = due - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
             p = parts[i % n_parts]
@@ -287,18 +331,35 @@ class Producer:
                 builder = self._builder(n)
                 buf = self._take_buffer(n)
             _patch_prefix(buf, versions[p], p, prefix)
-            builder.fill(buf, prefix, seq, now_us())
+            if sched is None:
+                builder.fill(buf, prefix, seq, now_us())
+            else:
+                builder.fill(buf, prefix, seq, wall0_us + round(due * 1e6))
             if conn.write_paused:
                 await conn.writable()
             fut = conn.send_frame(buf, wire.PRODUCE, latency, expect_response=expect)
-            inflight.append(_Req(buf, conn, fut, p, seq, n))
+            req = _Req(buf, conn, fut, p, seq, n)
+            inflight.append(req)
             state.sent += n
             seq += n
+            if sched is not None:
+                req.due = due
+                req.sent_at = now = time.perf_counter()
+                sched.on_send(due, now, n)
+                fut.add_done_callback(req.arrived)
+                if len(inflight) >= window:
+                    while len(inflight) >= window:
+                        await self._settle(inflight.popleft(), acked, state, routes)
+                    sched.waited(time.perf_counter() - now)
+                continue
             while len(inflight) >= window:
                 await self._settle(inflight.popleft(), acked, state, routes)
+        report = None if sched is None else sched.report(time.perf_counter())
         while inflight:
             await self._settle(inflight.popleft(), acked, state, routes)
-        return self._result(state, acked, t_start)
+        result = self._result(state, acked, t_start)
+        result.schedule, result.schedule_report = sched, report
+        return result
 
     async def _partitions(self) -> list[int]:
         """The partitions to produce to, round robin: the configured ones or all."""
@@ -374,6 +435,10 @@ class Producer:
             self._pools[n].append(req.buf)
             if self.on_ack is not None:
                 self.on_ack(p, n)
+            if req.due and self.schedule is not None:
+                # The done-callback has not run yet when the response was already there as we
+                # came to settle it: then it arrived just now, as far as this loop can tell.
+                self.schedule.on_ack(req.due, req.sent_at, req.acked_at or time.perf_counter(), n)
             return True
         exc_cls = error_for_code(err) if err != -2 else None
         retriable = err == -2 or (exc_cls is not None and exc_cls.retriable)
@@ -402,6 +467,7 @@ class Producer:
                 _patch_prefix(req.buf, versions[req.partition], req.partition, self._prefix_size)
                 req.conn = conn
                 frame = await conn.send_frame(req.buf, wire.PRODUCE, self.latency)
+                req.acked_at = time.perf_counter()
             except (KafkaError, ConnectionClosed, OSError):
                 frame = _LOST
             if self._account(req, frame, acked, state, versions):
