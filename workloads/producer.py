@@ -312,8 +312,10 @@ class Producer:
                 due = sched.next_due(min(batch, count - seq))
                 if due >= deadline:
                     break
-                delay = due - time.perf_counter()
-                if delay > 0:
+                # Never early: the event loop's timers have millisecond resolution and may
+                # wake a little before the due time (a send before its intended time would
+                # make it look earlier than scheduled).
+                while (delay := due - time.perf_counter()) > 0:
                     await asyncio.sleep(delay)
             p = parts[i % n_parts]
             i += 1
