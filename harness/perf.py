@@ -8,6 +8,11 @@ another when there are two (docs/architecture.md: placement changes results up t
 
 Prints a table of records/s per cell and the ratio broker/null-sink, ends with
 ``efficiency_min=<lowest ratio>``, and writes a self-describing JSON file under results/perf/.
+
+``--open-loop`` instead measures the load client's own ceiling: the highest rate at which one
+open-loop producer (32 B x 20, pipelined, window 8) keeps its schedule against the null sink,
+found by ramp and bisection (harness/rate_search.py); it ends with ``client_ceiling_rps=N``. A
+session asking for more than this measures the client, not the broker.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness.processes import ManagedProcess
+from harness.rate_search import RateSearch, SearchConfig, search_max_rate
 from workloads.cluster import ClusterClient
 from workloads.connection import run as run_async
-from workloads.producer import Producer
+from workloads.producer import Producer, ProducerConfig
 
 FORMAT_VERSION = 1
 # (message size in bytes, records per produce request): the paper's batch sweep at 32 B, and
@@ -89,6 +95,43 @@ async def _produce(bootstrap: str, msg_size: int, batch: int, count: int) -> Sam
                   result.latency.percentile(50), result.latency.percentile(99))
 
 
+# --open-loop: seconds per try, and the fraction of the target a try must achieve.
+OPEN_LOOP_TRY_S = 3.0
+OPEN_LOOP_ACHIEVED = 0.98
+
+
+async def _open_loop_try(bootstrap: str, rate: float) -> bool:
+    """One open-loop session at ``rate`` against ``bootstrap``: did it keep its schedule?"""
+    cluster = await ClusterClient.open(bootstrap)
+    try:
+        topic = f"perf-{uuid.uuid4().hex[:12]}"
+        await cluster.create_topic(topic, partitions=1)
+        cfg = ProducerConfig(topic=topic, msg_size=32, batch=20, mode="pipelined", window=8,
+                             rate=rate)
+        result = await Producer(cluster, config=cfg).run(
+            int(rate * OPEN_LOOP_TRY_S) + cfg.batch, duration_s=OPEN_LOOP_TRY_S)
+    finally:
+        await cluster.close()
+    report = result.schedule_report
+    assert report is not None
+    ok = not report.behind and report.achieved_rate >= OPEN_LOOP_ACHIEVED * rate
+    delay = result.schedule.send_delay.percentile(99) if result.schedule else 0
+    print(f"  open loop {rate:>12,.0f} rec/s: achieved {report.achieved_rate:>12,.0f}, "
+          f"final lag {report.final_lag_s * 1e3:7.1f} ms, send delay p99 {delay / 1e3:7.1f} ms"
+          f" -> {'kept' if ok else 'behind'}", file=sys.stderr, flush=True)
+    return ok
+
+
+def _client_ceiling(workdir: Path, broker_cpu: int | None) -> RateSearch:
+    proc, bootstrap = _start("null", workdir, broker_cpu)
+    try:
+        run_async(_produce(bootstrap, 32, 20, PerfConfig.warmup_messages))
+        return search_max_rate(lambda r: run_async(_open_loop_try(bootstrap, r)),
+                               SearchConfig(start=25_000, precision=0.05, ceiling=5_000_000))
+    finally:
+        proc.stop()
+
+
 def _placement(mode: str) -> tuple[int | None, int | None]:
     """(client CPU, broker CPU). A synchronous producer is a ping-pong: on one core each side
     wakes the other without a cross-core wake-up (~40 µs here), so "same" measures the
@@ -108,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=PerfConfig.out_dir)
     parser.add_argument("--placement", choices=("same", "split", "none"), default="same",
                         help="pin client and brokers to one core (default), to two, or not")
+    parser.add_argument("--open-loop", action="store_true",
+                        help="measure the client's open-loop ceiling against the null sink")
     args = parser.parse_args(argv)
     if args.messages < 100 or args.repetitions < 1:
         raise UserError("--messages must be >= 100 and --repetitions >= 1")
@@ -116,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     client_cpu, broker_cpu = _placement(args.placement)
     if client_cpu is not None:
         os.sched_setaffinity(0, {client_cpu})
+    if args.open_loop:
+        with tempfile.TemporaryDirectory(prefix="twinbench-perf-") as tmp:
+            found = _client_ceiling(Path(tmp), broker_cpu)
+        print(f"open-loop client (32 B x 20, window 8) against the null sink; client on CPU "
+              f"{client_cpu}, null sink on CPU {broker_cpu}: kept {found.kept:,.0f} rec/s, "
+              f"behind at {found.failed:,.0f} rec/s ({len(found.tries)} tries of "
+              f"{OPEN_LOOP_TRY_S:g} s)")
+        print(f"client_ceiling_rps={found.kept:.0f}")
+        return 0
     samples: list[Sample] = []
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-") as tmp:
         workdir = Path(tmp)
