@@ -49,7 +49,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +59,9 @@ RECORD_COLUMNS = (
     "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us",
     "e2e_p50_us", "e2e_p99_us", "duplicates", "lost", "out_of_order", "errors",
     "offset_commit", "metadata_check", "status",
+    # format 3: the rest of the end-to-end percentiles, and open-loop sessions.
+    "e2e_p90_us", "e2e_p999_us", "e2e_max_us", "target_rate", "achieved_rate",
+    "send_delay_p99_us", "behind",
 )
 COORDINATION_COLUMNS = (
     "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",

@@ -18,6 +18,11 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     window: 8                    # requests in flight per producer (pipelined only)
     producer_partitions: split   # split (each producer its share) | all (round-robin over all)
     messages: 30000              # records per session, all producers together
+    rate: [5000, 20000]          # open loop: records/s, all producers together (a list is
+                                 # swept, one cell each); absent: closed loop
+    arrivals: uniform            # open loop: uniform | poisson (seeded exponential gaps)
+    duration_s: 30               # open loop, instead of messages: producers run this long
+    warmup_s: 5                  # of duration_s, not counted (must be shorter)
     tries: 4
     scenarios: [split, streaming]
     policies:                    # a scalar or a list each; lists are swept (cross product)
@@ -67,6 +72,7 @@ from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
 from harness.faults import ACTIONS
 from workloads.payload import MIN_MSG_SIZE
+from workloads.schedule import ARRIVALS
 
 __all__ = [
     "SCENARIOS",
@@ -187,6 +193,17 @@ class Workload:
     producer_partitions: str = "split"
     # Records per session, all producers together (the paper: 30,000).
     messages: int = 30_000
+    # Open loop (workloads/schedule.py): target records/s, all producers together, split evenly
+    # among them; several values are swept, each a cell of its own. Empty: closed loop (the
+    # paper's clients, as fast as acknowledgements come).
+    rate: tuple[float, ...] = ()
+    # Open loop: "uniform" (evenly spaced records) or "poisson" (exponential gaps, seeded).
+    arrivals: str = "uniform"
+    # Time-bounded sessions (open loop, streaming only): producers run this long instead of
+    # sending `messages` records.
+    duration_s: float | None = None
+    # The first seconds of duration_s, left out of throughput and latency (warm-up).
+    warmup_s: float = 0.0
     # Sessions per cell and scenario (the paper: 4).
     tries: int = 4
     # split = produce everything, then consume it (each phase timed alone); streaming = both at
@@ -526,6 +543,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
                           "description": _description(ctx, _given(data, "description"))}
     kw |= _load(ctx, data)
     kw["scenarios"] = _scenarios(ctx, data)
+    kw |= _open_loop(ctx, data, kw["scenarios"])
     kw["offset_commit"], kw["metadata_check"] = _policies(ctx, data.get("policies"))
     kw["flush"] = _flush(ctx, _given(data, "flush"))
     kw["labels"] = _labels(ctx, _given(data, "labels"))
@@ -594,6 +612,39 @@ def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:
         return ("faults",)
     return tuple(ctx.choice("scenarios", s, SCENARIOS)
                  for s in ctx.string_list("scenarios", _given(data, "scenarios")))
+
+
+def _open_loop(ctx: _Ctx, data: Mapping[str, Any], scenarios: tuple[str, ...]
+               ) -> dict[str, Any]:
+    """rate, arrivals, duration_s, warmup_s: open-loop and time-bounded sessions."""
+    out: dict[str, Any] = {}
+    if "rate" in data:
+        if data.get("faults") is not None:
+            raise ctx.fail("rate", "a fault workload paces its load with faults.rate")
+        out["rate"] = tuple(ctx.number("rate", r) for r in ctx.string_list("rate", data["rate"]))
+    for key in ("arrivals", "duration_s"):
+        if key in data and "rate" not in data:
+            raise ctx.fail(key, "only applies to open-loop load (give a rate)")
+    if "arrivals" in data:
+        out["arrivals"] = ctx.choice("arrivals", data["arrivals"], ARRIVALS)
+    if "duration_s" in data:
+        if "messages" in data:
+            raise ctx.fail("duration_s", "give messages or duration_s, not both")
+        if scenarios != ("streaming",):
+            raise ctx.fail("duration_s", "time-bounded sessions are streaming only "
+                           "(scenarios: [streaming])")
+        out["duration_s"] = ctx.number("duration_s", data["duration_s"])
+    if "warmup_s" in data:
+        if "duration_s" not in data:
+            raise ctx.fail("warmup_s", "only applies to time-bounded sessions (duration_s)")
+        warmup = data["warmup_s"]
+        if isinstance(warmup, bool) or not isinstance(warmup, int | float) or warmup < 0:
+            raise ctx.fail("warmup_s", f"must be a number >= 0, got {warmup!r}")
+        if warmup >= out["duration_s"]:
+            raise ctx.fail("warmup_s", f"must be shorter than duration_s "
+                           f"({out['duration_s']:g}), got {warmup!r}")
+        out["warmup_s"] = float(warmup)
+    return out
 
 
 def _flush(ctx: _Ctx, flush: Any) -> str:

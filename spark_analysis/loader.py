@@ -30,8 +30,11 @@ from spark_analysis.schema import (
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
     MANIFEST_KIND,
+    OPEN_LOOP_COLUMNS_SINCE,
     RECORDS_COLUMNS,
+    RECORDS_COLUMNS_V2,
     RECORDS_SCHEMA,
+    RECORDS_SCHEMA_V2,
     SUPPORTED_FORMAT_VERSIONS,
     TIMELINE_COLUMNS,
     TIMELINE_SCHEMA,
@@ -226,6 +229,8 @@ class RunFiles:
 
     runs: list[RunInfo]
     records: list[Path] = field(default_factory=list)
+    # records.csv of formats 1 and 2 (without the format-3 columns).
+    records_v2: list[Path] = field(default_factory=list)
     coordination: list[Path] = field(default_factory=list)
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
@@ -244,8 +249,12 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
         records = run.path / RECORDS
         if not records.is_file():
             raise UserError(f"{records}: missing (every run directory has one)")
-        check_header(records, RECORDS_COLUMNS)
-        found.records.append(records)
+        if run.format_version >= OPEN_LOOP_COLUMNS_SINCE:
+            check_header(records, RECORDS_COLUMNS)
+            found.records.append(records)
+        else:
+            check_header(records, RECORDS_COLUMNS_V2)
+            found.records_v2.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
             check_header(coord, COORDINATION_COLUMNS)
@@ -282,12 +291,26 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     runs_df = spark.createDataFrame(
         [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
 
-    def read(files: list[Path], schema: Any) -> DataFrame | None:
-        """The files with the derived columns ``workload`` and ``side``; None without files."""
-        if not files:
+    def read(files: list[Path], schema: Any, older: tuple[list[Path], Any] | None = None
+             ) -> DataFrame | None:
+        """The files with the derived columns ``workload`` and ``side``; None without files.
+        ``older``: files of an older format with fewer columns, read with their own schema and
+        given the missing ones as nulls."""
+        frames = []
+        if files:
+            frames.append(_read_csv(spark, files, schema))
+        if older is not None and older[0]:
+            df = _read_csv(spark, older[0], older[1])
+            for f in schema.fields[len(older[1].fields):]:
+                df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
+            frames.append(df)
+        if not frames:
             return None
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
         return (
-            _read_csv(spark, files, schema)
+            df
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
             .join(F.broadcast(runs_df), "run_id", "left")
             .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
@@ -295,7 +318,7 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                         .otherwise(F.lit("*")))
         )
 
-    records_df = read(found.records, RECORDS_SCHEMA)
+    records_df = read(found.records, RECORDS_SCHEMA, (found.records_v2, RECORDS_SCHEMA_V2))
     assert records_df is not None  # every run has a records.csv (validate_runs checked)
     latency_df = None
     if found.latency:

@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 and 2) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 3) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,9 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3})
+# From this version on records.csv has the full end-to-end percentiles and open-loop columns.
+OPEN_LOOP_COLUMNS_SINCE = 3
 # From this version on every run directory holds the three fault files (possibly header-only).
 FAULT_FILES_SINCE = 2
 MANIFEST_KIND = "twinbench.run"
@@ -54,7 +56,17 @@ RECORDS_SCHEMA = StructType([
     StructField("offset_commit", StringType(), True),
     StructField("metadata_check", StringType(), True),
     StructField("status", StringType(), True),
+    StructField("e2e_p90_us", DoubleType(), True),
+    StructField("e2e_p999_us", DoubleType(), True),
+    StructField("e2e_max_us", DoubleType(), True),
+    StructField("target_rate", DoubleType(), True),
+    StructField("achieved_rate", DoubleType(), True),
+    StructField("send_delay_p99_us", DoubleType(), True),
+    StructField("behind", BooleanType(), True),
 ])
+# records.csv of formats 1 and 2: the same columns up to `status`.
+RECORDS_SCHEMA_V2 = StructType(
+    RECORDS_SCHEMA.fields[: [f.name for f in RECORDS_SCHEMA.fields].index("status") + 1])
 
 COORDINATION_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -149,6 +161,7 @@ TIMELINE_SCHEMA = StructType([
 ])
 
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
+RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)

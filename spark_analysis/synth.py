@@ -32,6 +32,7 @@ from spark_analysis.schema import (
     FAULTS_COLUMNS,
     MANIFEST_KIND,
     RECORDS_COLUMNS,
+    RECORDS_COLUMNS_V2,
     TIMELINE_COLUMNS,
 )
 
@@ -121,7 +122,8 @@ def _fmt(v: float) -> str:
 
 def records_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, role: str,
                  try_: int, rps: float, *, messages: int = 30_000, status: str = "ok") -> str:
-    """One records.csv row (no newline) for a try that moved ``messages`` records at ``rps``."""
+    """One records.csv row of formats 1 and 2 (no newline) for a try that moved ``messages``
+    records at ``rps``."""
     wall = messages / rps
     kbps = rps * cell.msg_size / 1000
     # Latency of one request of `batch` records when clients keep one request in flight each:
@@ -196,7 +198,10 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
     per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == ZK else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
-        rec.write(",".join(RECORDS_COLUMNS) + "\n")
+        # Formats 1 and 2 end at `status`; format 3's extra columns stay empty here.
+        columns = RECORDS_COLUMNS if format_version >= 3 else RECORDS_COLUMNS_V2
+        rec.write(",".join(columns) + "\n")
+        pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
         coord.write(",".join(COORDINATION_COLUMNS) + "\n")
         lines: list[str] = []
         clines: list[str] = []
@@ -207,7 +212,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                     for role in ROLES:
                         rps = value(arch, label, cell, scenario, role, try_)
                         lines.append(records_line(run_id, arch, label, cell, scenario, role,
-                                                  try_, rps, messages=messages))
+                                                  try_, rps, messages=messages) + pad)
                     clines.append(coordination_line(
                         run_id, arch, label, cell, scenario, try_, messages=messages,
                         per_1000=per_1000(arch, cell, scenario)))
@@ -410,7 +415,7 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
             coord.append(coordination_line(run_id, arch, label, cell, "faults", try_,
                                            messages=acked))
     (run_dir / "records.csv").write_text(
-        "\n".join([",".join(RECORDS_COLUMNS), *records]) + "\n", encoding="utf-8")
+        "\n".join([",".join(RECORDS_COLUMNS_V2), *records]) + "\n", encoding="utf-8")
     (run_dir / "coordination.csv").write_text(
         "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")

@@ -99,6 +99,9 @@ class ConsumerConfig:
     consumer_id: int = 0
     # Override max_bytes (per request and per partition); None = one producer batch.
     max_bytes: int | None = None
+    # End-to-end latency only for records sent (intended) at or after this wall-clock µs: an
+    # open-loop session's warm-up is left out. 0 = every record.
+    e2e_from_us: int = 0
 
     def __post_init__(self) -> None:
         if not self.partitions:
@@ -179,6 +182,7 @@ class Consumer:
         verifier: Verifier | None = None,
         consumer_id: int = 0,
         start: Literal["committed", "earliest", "latest"] = "committed",
+        e2e_from_us: int = 0,
         config: ConsumerConfig | None = None,
     ) -> None:
         if config is None:
@@ -194,6 +198,7 @@ class Consumer:
                 max_wait_ms=max_wait_ms,
                 consumer_id=consumer_id,
                 start=start,
+                e2e_from_us=e2e_from_us,
             )
         self.cluster = cluster
         self.config = config
@@ -555,6 +560,7 @@ class Consumer:
         after offset ``pos``; returns (the offset after the last batch, our records in it)."""
         verifier = self.verifier
         e2e = self.e2e_latency
+        cutoff = self.config.e2e_from_us
         got = 0
         now = now_us()
         for b in decode_batches(records, self.config.check_crc):
@@ -582,10 +588,12 @@ class Consumer:
                 verifier.add_batch(p, pids, seqs)
                 s0 = sends[0]
                 if sends.count(s0) == n:
-                    e2e.record(now - s0, n)
+                    if s0 >= cutoff:
+                        e2e.record(now - s0, n)
                 else:
                     for s in sends:
-                        e2e.record(now - s)
+                        if s >= cutoff:
+                            e2e.record(now - s)
                 got += n
             pos = b.next_offset
         return pos, got

@@ -80,6 +80,8 @@ class ProducerConfig:
     # Open loop only: "uniform" or "poisson" intended send times, and the poisson RNG's seed.
     arrivals: Literal["uniform", "poisson"] = "uniform"
     seed: int = 0
+    # Open loop only: requests due in the first warmup_s seconds are not measured.
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.msg_size < MIN_MSG_SIZE:
@@ -100,7 +102,8 @@ class ProducerConfig:
 
     def schedule_config(self) -> ScheduleConfig:
         assert self.rate is not None
-        return ScheduleConfig(rate=self.rate, arrivals=self.arrivals, seed=self.seed)
+        return ScheduleConfig(rate=self.rate, arrivals=self.arrivals, seed=self.seed,
+                              warmup_s=self.warmup_s)
 
     @property
     def in_flight(self) -> int:

@@ -50,24 +50,30 @@ class ScheduleConfig:
     seed: int = 0
     # Lateness (s) still outstanding at the end beyond which the session fell behind schedule.
     tolerance_s: float = 0.1
+    # Requests due in the first warmup_s seconds are sent but not measured (latency, rate).
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
             raise UserError("rate must be positive")
         if self.arrivals not in ARRIVALS:
             raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}")
-        if self.tolerance_s < 0:
-            raise UserError("tolerance_s must be >= 0")
+        if self.tolerance_s < 0 or self.warmup_s < 0:
+            raise UserError("tolerance_s and warmup_s must be >= 0")
 
 
 @dataclass(frozen=True)
 class ScheduleReport:
     rate: float
-    # Records that had fallen due by the end / were sent / were acknowledged.
+    # Records that had fallen due by the end / were sent / were acknowledged (all, warm-up
+    # included).
     due: int
     sent: int
     acked: int
-    # Seconds from the schedule's start to the end of the report.
+    # Records due after the warm-up that were sent / acknowledged: what rates are made of.
+    sent_measured: int
+    acked_measured: int
+    # Seconds from the end of the warm-up to the end of the report.
     elapsed_s: float
     # Lateness (s) of the schedule at the end: the oldest unsent due record's age, or the last
     # send's delay when everything due was sent.
@@ -78,8 +84,8 @@ class ScheduleReport:
 
     @property
     def achieved_rate(self) -> float:
-        """Records sent per second of schedule."""
-        return self.sent / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        """Records sent per second of schedule after the warm-up."""
+        return self.sent_measured / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
 class OpenLoopSchedule:
@@ -91,12 +97,15 @@ class OpenLoopSchedule:
         "_pending",
         "_rng",
         "acked",
+        "acked_measured",
         "config",
         "latency_actual",
         "latency_intended",
+        "measure_from",
         "scheduled",
         "send_delay",
         "sent",
+        "sent_measured",
         "start",
         "window_wait_s",
     )
@@ -113,6 +122,10 @@ class OpenLoopSchedule:
         self.scheduled = 0  # records handed out by next_due
         self.sent = 0
         self.acked = 0
+        # Requests due before this are warm-up: sent and acknowledged, never measured.
+        self.measure_from = start + config.warmup_s
+        self.sent_measured = 0
+        self.acked_measured = 0
         self.window_wait_s = 0.0
         self.send_delay = LatencyRecorder("send_delay")
         self.latency_intended = LatencyRecorder("produce_intended")
@@ -145,13 +158,17 @@ class OpenLoopSchedule:
         self.window_wait_s += seconds
 
     def on_send(self, due: float, now: float, records: int) -> None:
-        self.send_delay.record(_us(now - due), records)
         self.sent += records
+        if due >= self.measure_from:
+            self.send_delay.record(_us(now - due), records)
+            self.sent_measured += records
 
     def on_ack(self, due: float, sent_at: float, now: float, records: int) -> None:
-        self.latency_intended.record(_us(now - due), records)
-        self.latency_actual.record(_us(now - sent_at), records)
         self.acked += records
+        if due >= self.measure_from:
+            self.latency_intended.record(_us(now - due), records)
+            self.latency_actual.record(_us(now - sent_at), records)
+            self.acked_measured += records
 
     def lag(self, now: float) -> float:
         """How late the schedule is at ``now``: the age of its first record not yet sent."""
@@ -166,7 +183,9 @@ class OpenLoopSchedule:
             due=self.due_by(now),
             sent=self.sent,
             acked=self.acked,
-            elapsed_s=now - self.start,
+            sent_measured=self.sent_measured,
+            acked_measured=self.acked_measured,
+            elapsed_s=now - self.measure_from,
             final_lag_s=lag,
             window_wait_s=self.window_wait_s,
             behind=lag > self.config.tolerance_s,

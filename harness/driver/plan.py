@@ -3,7 +3,8 @@
 * A **side** is one run log: one architecture, one label and one combination of coordination
   policies. A plain workload on one architecture has one side; an A/A workload
   (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
-* A **cell** is one (table, message size, batch) point of a grid.
+* A **cell** is one (table, message size, batch) point of a grid, and for open-loop workloads
+  one target rate (``rate: [..]`` sweeps like a grid axis; the cell id ends in ``-r<rate>``).
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
   consumers, verification, one set of rows. A fault workload's sessions are one per fault case
   instead of per scenario (scenario ``faults``); a case that acts on a service (ZooKeeper) has
@@ -37,10 +38,13 @@ class Cell:
     msg_size: int
     # Records per produce request and per fetch.
     batch: int
+    # Open loop: target records/s, all producers together (None: closed loop).
+    rate: float | None = None
 
     @property
     def cell_id(self) -> str:
-        return f"{self.table}-{self.msg_size}B-b{self.batch}"
+        base = f"{self.table}-{self.msg_size}B-b{self.batch}"
+        return base if self.rate is None else f"{base}-r{self.rate:g}"
 
 
 @dataclass(frozen=True)
@@ -81,11 +85,14 @@ class Epoch:
 
 
 def cells(workload: Workload) -> list[Cell]:
+    """Every (table, size, batch) point, once per target rate of an open-loop workload."""
+    rates: tuple[float | None, ...] = workload.rate or (None,)
     return [
-        Cell(group.table, size, batch)
+        Cell(group.table, size, batch, rate)
         for group in workload.cells
         for size in group.msg_sizes
         for batch in group.batches
+        for rate in rates
     ]
 
 

@@ -1,4 +1,4 @@
-"""A session's results as run-log rows (docs/result-format.md, format 2).
+"""A session's results as run-log rows (docs/result-format.md, format 3).
 
 records.csv: one production row and one consumption row per session; counters.csv: one row
 per counter of the counters contract per session. Loss, duplicates and
@@ -9,6 +9,12 @@ Latency: production ``request`` = every Produce round trip; consumption ``reques
 Fetch and OffsetCommit round trip (the commit is the consumer's coordination cost, so it is in
 the consumer's per-request latency); ``e2e`` = send-to-consume per record, absent for 8-byte
 records, which have no room for a send timestamp.
+
+Open-loop sessions (a target rate): the production row's latency is per record from its
+intended send time, after the warm-up (what an operator's request sees; the per-request round
+trip from the actual send stays in latency.jsonl as ``request``), ``target_rate``,
+``achieved_rate``, ``send_delay_p99_us`` and ``behind`` say whether the client kept its
+schedule; latency.jsonl adds the ``intended`` and ``send_delay`` histograms.
 """
 
 from __future__ import annotations
@@ -65,7 +71,13 @@ def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[di
     prod = _role_row(base, r.production, s.cell.msg_size)
     cons = _role_row(base, r.consumption, s.cell.msg_size)
     assert r.consumption.e2e is not None
-    cons.update(_lat(r.consumption.e2e, "e2e", ("p50", "p99")))
+    cons.update(_lat(r.consumption.e2e, "e2e", ("p50", "p99", "p90", "p999", "max")))
+    ol = r.open_loop
+    if ol is not None:
+        for row in (prod, cons):
+            row.update(target_rate=ol.target_rate, behind=ol.behind)
+        prod.update(achieved_rate=ol.achieved_rate,
+                    **_lat(ol.send_delay, "send_delay", ("p99",)))
     cons.update(duplicates=r.report.duplicates, lost=r.report.lost,
                 out_of_order=r.report.out_of_order)
     return [prod, cons]
@@ -98,6 +110,9 @@ def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str,
         ("consumption", "request", r.consumption.latency),
         ("consumption", "e2e", r.consumption.e2e),
     ]
+    if r.open_loop is not None:
+        pairs += [("production", "intended", r.open_loop.intended),
+                  ("production", "send_delay", r.open_loop.send_delay)]
     for role, kind, rec in pairs:
         if rec is None or rec.count == 0:
             continue

@@ -11,6 +11,15 @@ A phase's wall time runs from the first request any of its clients sent to the l
 the mean of per-client rates. Each client has its own connections (its own
 ``workloads.cluster.ClusterClient``), like the paper's one-thread-per-client producer group.
 
+Open loop (the cell has a target ``rate``): every producer runs its share of the rate on the
+schedule of workloads/schedule.py, with ``messages`` records or, time-bounded, for
+``duration_s`` (streaming only: consumers then follow the topic until the producers are done
+and they have caught up). Requests due in the first ``warmup_s`` are not measured: the
+production row counts records due after it, over the time after it, with latency from each
+request's intended send time; consumers leave records sent before it out of the end-to-end
+histogram and the consumption rate. A session whose producers fell behind their schedule is
+marked ``behind`` (its achieved rate is not the target's).
+
 Verification: one :class:`~workloads.verify.Verifier` per session sees every consumed record:
 count, order within each partition, loss against what was acknowledged, duplicates.
 """
@@ -18,6 +27,7 @@ count, order within each partition, loss against what was acknowledged, duplicat
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -30,7 +40,8 @@ from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionConfig
 from workloads.consumer import Consumer, ConsumerResult
 from workloads.latency import LatencyRecorder
-from workloads.producer import Producer, ProducerResult
+from workloads.payload import now_us
+from workloads.producer import Producer, ProducerConfig, ProducerResult
 from workloads.verify import Verifier, VerifyReport
 
 T = TypeVar("T")
@@ -92,6 +103,20 @@ class RoleResult:
 
 
 @dataclass
+class OpenLoopResult:
+    # Target records/s, all producers together.
+    target_rate: float
+    # Records sent per second after the warm-up, all producers together.
+    achieved_rate: float
+    # Some producer did not keep its schedule (workloads.schedule.ScheduleReport.behind).
+    behind: bool
+    # Per record after the warm-up: how late each request went out, and its produce latency
+    # from the intended send time.
+    send_delay: LatencyRecorder
+    intended: LatencyRecorder
+
+
+@dataclass
 class SessionResult:
     production: RoleResult
     consumption: RoleResult
@@ -100,6 +125,8 @@ class SessionResult:
     messages: int
     # A consumer gave up at its deadline.
     timed_out: bool
+    # Open-loop sessions: schedule, achieved rate and verdict; None when closed loop.
+    open_loop: OpenLoopResult | None = None
 
     def timed_s(self, scenario: str) -> float:
         """Wall seconds inside the measured phases: both phases one after the other (split),
@@ -140,14 +167,50 @@ def production_role(results: list[tuple[ProducerResult, float]]) -> RoleResult:
     )
 
 
-def consumption_role(results: list[ConsumerResult]) -> RoleResult:
+def open_loop_production(results: list[tuple[ProducerResult, float]], target: float
+                         ) -> tuple[RoleResult, OpenLoopResult]:
+    """The production row of an open-loop session: records due after the warm-up, over the
+    time after it (each producer's schedule from the warm-up's end to its last send), with
+    latency from the intended send time."""
+    reports = [r.schedule_report for r, _ in results]
+    schedules = [r.schedule for r, _ in results]
+    assert all(x is not None for x in reports) and all(x is not None for x in schedules)
+    wall = max(x.elapsed_s for x in reports if x is not None)
+    sent = sum(x.sent_measured for x in reports if x is not None)
+    intended = _merge("produce_intended", [x.latency_intended for x in schedules if x])
+    role = RoleResult(
+        role="production",
+        clients=len(results),
+        records=sum(x.acked_measured for x in reports if x is not None),
+        wall_s=wall,
+        latency=intended,
+        e2e=None,
+        errors=sum(sum(r.errors.values()) for r, _ in results),
+    )
+    return role, OpenLoopResult(
+        target_rate=target,
+        achieved_rate=sent / wall if wall > 0 else 0.0,
+        behind=any(x.behind for x in reports if x is not None),
+        send_delay=_merge("send_delay", [x.send_delay for x in schedules if x]),
+        intended=intended,
+    )
+
+
+def consumption_role(results: list[ConsumerResult], measured_from: float | None = None
+                     ) -> RoleResult:
+    """``measured_from`` (perf_counter; warm-up sessions): count only records sent after it
+    (those with an end-to-end sample) over the time after it."""
     start = min(r.t_start for r in results)
     # wall_s of a consumer ends at its last record (its final commit is not consumption).
     end = max(r.t_start + r.wall_s for r in results)
+    records = sum(r.records for r in results)
+    if measured_from is not None:
+        start = max(start, measured_from)
+        records = sum(r.e2e_latency.count for r in results)
     return RoleResult(
         role="consumption",
         clients=len(results),
-        records=sum(r.records for r in results),
+        records=records,
         wall_s=end - start,
         latency=_merge(
             "consume", [x for r in results for x in (r.fetch_latency, r.commit_latency)]
@@ -169,28 +232,53 @@ async def run_session(
     """Run the scenario on ``topic`` (created by the caller, who reads counters around this
     call so topic creation is not charged to the data path) and verify."""
     wl = workload
-    counts = plan.producer_counts(wl.messages, wl.producers)
+    rate = None if cell.rate is None else cell.rate / wl.producers
+    duration = wl.duration_s
+    if duration is not None:
+        assert rate is not None and scenario == "streaming"  # the workload parser's rules
+        # An upper bound: the schedule stops the producer at duration_s (poisson: +6 sigma).
+        expect = rate * duration
+        counts = [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers
+    else:
+        counts = plan.producer_counts(wl.messages, wl.producers)
     pparts = [plan.producer_partitions(wl, i) for i in range(wl.producers)]
     cparts = [plan.consumer_partitions(wl, j) for j in range(wl.consumers)]
     mode = cast(Literal["sync", "pipelined"], wl.producer_mode)
+    arrivals = cast(Literal["uniform", "poisson"], wl.arrivals)
     producers = [
-        Producer(
-            clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode,
-            window=wl.window, producer_id=i + 1, partitions=pparts[i],
-        )
+        Producer(clients.producers[i], config=ProducerConfig(
+            topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
+            producer_id=i + 1, partitions=pparts[i], rate=rate, arrivals=arrivals, seed=i + 1,
+            warmup_s=wl.warmup_s))
         for i in range(wl.producers)
     ]
     verifier = Verifier()
+    # Warm-up: records sent before this are left out of the consumers' measurements.
+    measured_from = time.perf_counter() + wl.warmup_s if wl.warmup_s else None
+    e2e_from = now_us() + round(wl.warmup_s * 1e6) if wl.warmup_s else 0
     consumers = [
         Consumer(
             clients.consumers[j], topic, cparts[j], group=group, batch=cell.batch,
             msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
             max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j,
+            e2e_from_us=e2e_from,
         )
         for j in range(wl.consumers)
     ]
     deadline = wl.consumer_timeout_s
-    if scenario == "split":
+    if duration is not None:
+        # Time-bounded: nobody knows the count in advance; consumers follow the topic until
+        # the producers are done and they have caught up.
+        following = [asyncio.ensure_future(c.run(deadline_s=deadline, follow=True))
+                     for c in consumers]
+        try:
+            prod = await asyncio.gather(*(timed(p.run(n, duration))
+                                          for p, n in zip(producers, counts, strict=True)))
+        finally:
+            for c in consumers:
+                c.finish()
+        cons = list(await asyncio.gather(*following))
+    elif scenario == "split":
         prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
                                                                         strict=True)))
         acked: dict[int, int] = {}
@@ -219,10 +307,16 @@ async def run_session(
         raise ValueError(f"unknown scenario {scenario!r}")
     for r, _ in prod:
         verifier.expect(r.producer_id, r.acked)
+    open_loop = None
+    if cell.rate is None:
+        production = production_role(list(prod))
+    else:
+        production, open_loop = open_loop_production(list(prod), cell.rate)
     return SessionResult(
-        production=production_role(list(prod)),
-        consumption=consumption_role(list(cons)),
+        production=production,
+        consumption=consumption_role(list(cons), measured_from),
         report=verifier.report(),
         messages=sum(r.records_sent for r, _ in prod),
         timed_out=any(c.timed_out for c in cons),
+        open_loop=open_loop,
     )

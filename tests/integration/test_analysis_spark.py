@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from brokers.core.errors import UserError
 from harness.cli import main as twinbench
-from spark_analysis import job, regress, synth
+from spark_analysis import job, loader, regress, synth
 from spark_analysis.session import SPARK_PANDAS_WARNINGS, build_session
 
 pytestmark = [pytest.mark.integration,
@@ -394,3 +394,27 @@ def test_header_only_everything_is_still_an_error(spark: SparkSession, tmp_path:
     records.write_text(records.read_text().splitlines()[0] + "\n")
     with pytest.raises(UserError, match="hold no measurements"):
         job.compute(spark, [tmp_path])
+
+
+def test_format_2_and_3_records_read_together(spark: SparkSession, tmp_path: Path) -> None:
+    """Format 3 added records.csv columns: older runs read beside it get them empty, and the
+    paper's tables come out the same."""
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    synth.write_run(root, arch="zk", label="", workload="tiny", index=9,
+                    cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
+                    format_version=3)
+    run = next(p for p in root.iterdir() if p.name.endswith("-zk-tiny-000009"))
+    lines = (run / "records.csv").read_text().splitlines()
+    # An open-loop production row: target 1000/s, kept.
+    assert lines[1].endswith(",ok,,,,,,,")
+    lines[1] = lines[1][: -len(",,,,")] + ",1000.0,998.5,120.0,True"
+    (run / "records.csv").write_text("\n".join(lines) + "\n")
+    logs = loader.load_runs(spark, [root])
+    df = logs.records.toPandas()
+    new = df[df["run_id"] == run.name]
+    old = df[df["run_id"] != run.name]
+    assert len(new) == len(lines) - 1 and len(old) > 0
+    assert old["behind"].isna().all() and old["target_rate"].isna().all()
+    assert new["behind"].tolist().count(True) == 1
+    assert new["target_rate"].dropna().tolist() == [1000.0]

@@ -73,20 +73,20 @@ def test_corrupt_manifest(runs: Path) -> None:
 @pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=3)
-    with pytest.raises(UserError,
-                       match=r"format_version 3 is not supported.*reads format_version 1 or 2"):
+        set_manifest(run, format_version=4)
+    with pytest.raises(UserError, match=r"format_version 4 is not supported.*reads "
+                                        r"format_version 1 or 2 or 3"):
         read_manifests(discover_runs([runs]))
 
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=3)
+    set_manifest(one_run(runs), format_version=4)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 3:" in message
+    assert "format_version 1:" in message and "format_version 4:" in message
     assert "\n" not in message
 
 
@@ -96,9 +96,29 @@ def test_format_1_and_2_runs_mix(runs: Path) -> None:
     synth.write_fault_run(runs, arch="zk", index=7, tries=1)
     found = validate_runs([runs])
     assert sorted({r.format_version for r in found.runs}) == [1, 2]
-    assert len(found.records) == 7
+    assert len(found.records_v2) == 7 and found.records == []
     assert {name: len(files) for name, files in found.faults.items()} == {
         "faults.csv": 1, "fault_events.csv": 1, "timeline.csv": 1}
+
+
+@pytest.mark.filesystem
+def test_format_3_records_have_the_open_loop_columns_and_mix_with_format_2(
+        tmp_path: Path) -> None:
+    """Format 3's records.csv has seven more columns; a format-2 run beside it is checked
+    against the older header, and each header only against its own version's."""
+    for index, version in ((1, 2), (2, 3)):
+        synth.write_run(tmp_path, arch="zk", label="", workload="tiny", index=index,
+                        cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
+                        format_version=version)
+    found = validate_runs([tmp_path])
+    assert len(found.records) == 1 and len(found.records_v2) == 1
+    header = found.records[0].read_text().splitlines()[0].split(",")
+    assert header[-4:] == ["target_rate", "achieved_rate", "send_delay_p99_us", "behind"]
+    # A format-3 run whose records.csv still has the format-2 header is refused.
+    v3 = found.records[0]
+    v3.write_text(found.records_v2[0].read_text())
+    with pytest.raises(UserError, match="missing e2e_p90_us"):
+        validate_runs([tmp_path])
 
 
 @pytest.mark.filesystem

@@ -19,7 +19,7 @@ from spark_analysis.schema import (
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
-    RECORDS_COLUMNS,
+    RECORDS_COLUMNS_V2,
     TIMELINE_COLUMNS,
 )
 
@@ -219,7 +219,7 @@ def write_regression_run(root: Path, index: int, run: regress.RegressionRun) -> 
                               ("fault_events.csv", FAULT_EVENTS_COLUMNS),
                               ("timeline.csv", TIMELINE_COLUMNS)):
             (d / name).write_text(",".join(columns) + "\n", encoding="utf-8")
-        for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS),
+        for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS_V2),
                                      ("coordination.csv", run.coordination, COORDINATION_COLUMNS),
                                      ("counters.csv", run.counters, COUNTER_COLUMNS)):
             rows = frame[frame["arch"] == arch].assign(run_id=run_id)

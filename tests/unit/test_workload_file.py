@@ -61,6 +61,16 @@ def test_defaults_are_the_papers():
     assert wl.producer_mode == "sync" and wl.window == 1
 
 
+def test_open_loop_keys_parse_with_their_defaults():
+    closed = parse_workload(MINIMAL)
+    assert (closed.rate, closed.arrivals, closed.duration_s, closed.warmup_s) == (
+        (), "uniform", None, 0.0)
+    wl = parse_workload(with_(rate=[500, 2000.5], arrivals="poisson", scenarios=["streaming"],
+                              duration_s=4, warmup_s=1))
+    assert (wl.rate, wl.arrivals, wl.duration_s, wl.warmup_s) == (
+        (500.0, 2000.5), "poisson", 4.0, 1.0)
+
+
 def test_partitions_default_to_one_per_broker():
     assert parse_workload(with_(brokers=5, consumers=2)).partitions == 5
 
@@ -103,6 +113,22 @@ def test_partitions_default_to_one_per_broker():
                       {"table": "x", "msg_sizes": [8], "batches": [1]}]),
          "cells[1]: cell x-8B-b1 is listed twice"),
         ([1, 2], "t.yaml: must be a YAML mapping"),
+        (with_(rate=0), "t.yaml: rate: must be a positive number, got 0"),
+        (with_(rate=[1000, -5]), "t.yaml: rate: must be a positive number, got -5"),
+        (with_(rate=[1000, 1000]), "t.yaml: rate: lists 1000 twice"),
+        (with_(arrivals="poisson"), "t.yaml: arrivals: only applies to open-loop load"),
+        (with_(rate=10, arrivals="bursty"), "t.yaml: arrivals: must be one of uniform, poisson"),
+        (with_(rate=10, scenarios=["streaming"], messages=100, duration_s=5),
+         "t.yaml: duration_s: give messages or duration_s, not both"),
+        (with_(rate=10, duration_s=5), "t.yaml: duration_s: time-bounded sessions are "
+                                       "streaming only"),
+        (with_(rate=10, scenarios=["streaming"], duration_s=0),
+         "t.yaml: duration_s: must be a positive number, got 0"),
+        (with_(rate=10, scenarios=["streaming"], duration_s=5, warmup_s=5),
+         "t.yaml: warmup_s: must be shorter than duration_s (5), got 5"),
+        (with_(rate=10, scenarios=["streaming"], duration_s=5, warmup_s=-1),
+         "t.yaml: warmup_s: must be a number >= 0, got -1"),
+        (with_(warmup_s=1), "t.yaml: warmup_s: only applies to time-bounded sessions"),
     ],
 )
 def test_bad_workloads_give_one_clear_line(doc, expected):
