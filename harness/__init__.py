@@ -12,7 +12,9 @@ Layout:
 - ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
 - ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
-- ``perf.py``         `make perf`: the broker against a null sink, side by side
+- ``perf.py``         `make perf`: the broker against a null sink, side by side; ``--open-loop``:
+                      the load client's on-time ceiling against the null sink
+- ``rate_search.py``  the highest rate kept: ramp, then bisection (sans-IO)
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``perf_zk.py``      `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead

@@ -16,10 +16,12 @@ Layout (one concept per module; a module imports only modules above it in the li
     wire.py        hand-written Produce / Fetch / ApiVersions encoding and parsing (hot path)
     connection.py  BrokerConnection: asyncio.Protocol, pipelining, correlation ids, per-request
                    latency, ApiVersions handshake; new_event_loop()/run() pick uvloop
+    schedule.py    OpenLoopSchedule: intended send times (uniform / seeded poisson), latency from
+                   the intended and the actual send, send delay, the "behind" verdict (sans-IO)
     cluster.py     ClusterClient: bootstrap, Metadata, leaders, CreateTopics, FindCoordinator,
                    bounded retries with backoff on retriable errors
     producer.py    Producer.run(count) -> ProducerResult (sync or pipelined, exactly `batch`
-                   records per Produce request)
+                   records per Produce request; with a rate, open loop on a schedule)
     consumer.py    Consumer.run(expected) -> ConsumerResult (static assignment, ~`batch`
                    records per Fetch, OffsetCommit every fetch / on an interval / never)
     group.py       GroupMember: a consumer-group member that only joins, syncs and heartbeats

@@ -313,7 +313,9 @@ class Producer:
         while seq < count:
             if sched is not None:
                 due = sched.next_due(min(batch, count - seq))
-                if due >= deadline:
+                # Time-bounded: stop at the first request due after the end, or at the end
+                # itself when the producer is behind (its due times lag the clock).
+                if due >= deadline or time.perf_counter() >= deadline:
                     break
                 # Never early: the event loop's timers have millisecond resolution and may
                 # wake a little before the due time (a send before its intended time would

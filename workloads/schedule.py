@@ -65,8 +65,8 @@ class ScheduleConfig:
 @dataclass(frozen=True)
 class ScheduleReport:
     rate: float
-    # Records that had fallen due by the end / were sent / were acknowledged (all, warm-up
-    # included).
+    # Records that had fallen due / were sent / were acknowledged by the end of sending (all,
+    # warm-up included; requests still in flight then are answered later).
     due: int
     sent: int
     acked: int

@@ -262,6 +262,13 @@ class _Run:
         log.add_latency(rows.latency_entries(run_id, s, result))
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
+        ol = result.open_loop
+        if ol is not None and ol.behind:
+            # The row is marked (behind=True); say it where the user is looking too.
+            print(f"twinbench: warning: {s.cell.cell_id} {s.scenario} try {s.try_no}: the "
+                  f"producers fell behind their schedule ({ol.achieved_rate:,.0f} of "
+                  f"{ol.target_rate:,.0f} records/s); the row is marked behind",
+                  file=sys.stderr)
         if result.failed:
             r = result.report
             log.mark_failed(s.cell.cell_id)

@@ -181,7 +181,9 @@ def open_loop_production(results: list[tuple[ProducerResult, float]], target: fl
     role = RoleResult(
         role="production",
         clients=len(results),
-        records=sum(x.acked_measured for x in reports if x is not None),
+        # From the schedules, not the reports: those were taken when sending ended, before the
+        # last window of requests was answered.
+        records=sum(x.acked_measured for x in schedules if x is not None),
         wall_s=wall,
         latency=intended,
         e2e=None,

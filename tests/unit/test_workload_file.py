@@ -17,7 +17,7 @@ from harness.workload import (
     parse_workload,
 )
 
-SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa")
+SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 

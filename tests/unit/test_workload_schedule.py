@@ -153,3 +153,17 @@ def test_bad_schedules_are_user_errors() -> None:
     for kw in bad:
         with pytest.raises(UserError):
             ScheduleConfig(**kw)
+
+
+def test_the_warm_up_is_sent_but_not_measured() -> None:
+    sched = OpenLoopSchedule(ScheduleConfig(rate=100, warmup_s=1.0), start=0.0)
+    for _ in range(300):  # 3 s at 100 records/s, one record per request
+        due = sched.next_due(1)
+        sched.on_send(due, due, 1)
+        sched.on_ack(due, due, due + 0.5 if due < 1.0 else due + 0.002, 1)
+    report = sched.report(3.0)
+    assert (report.sent, report.sent_measured, report.acked_measured) == (300, 200, 200)
+    # The slow warm-up acknowledgements are not in the latency.
+    assert sched.latency_intended.count == 200
+    assert sched.latency_intended.percentile(100) == pytest.approx(2_000, abs=2)
+    assert report.elapsed_s == 2.0 and report.achieved_rate == pytest.approx(100)
