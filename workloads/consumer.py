@@ -542,8 +542,12 @@ class Consumer:
         self._high_watermarks[p] = hw
         start = self.positions[p]
         if r.records is None or len(r.records) == 0:
+            # No records but behind the high watermark (the response's size limit went to
+            # another partition): not caught up, whatever an older fetch said.
             if start >= hw:
                 caught_up.add(p)
+            else:
+                caught_up.discard(p)
             return 0
         pos, got = self._read_batches(p, r.records, start)
         if self.on_records is not None and pos > start:

@@ -61,7 +61,7 @@ def test_open_loop_keeps_a_low_rate_and_times_every_record_end_to_end(cluster, a
     tolerance = 0.05 if arrivals == "uniform" else 5 * (RATE * DURATION_S) ** 0.5 / (
         RATE * DURATION_S)
     assert sched.achieved_rate == pytest.approx(RATE, rel=tolerance)
-    assert report.lost == report.duplicates == report.out_of_order == 0
+    assert report.lost == report.duplicates == report.out_of_order == 0, (report, prod.retries)
     assert cons.records == prod.records_acked
     # Every record consumed has a latency from its intended send time ...
     assert cons.e2e_latency.count == prod.records_acked

@@ -418,3 +418,20 @@ def test_format_2_and_3_records_read_together(spark: SparkSession, tmp_path: Pat
     assert old["behind"].isna().all() and old["target_rate"].isna().all()
     assert new["behind"].tolist().count(True) == 1
     assert new["target_rate"].dropna().tolist() == [1000.0]
+
+
+def test_open_loop_cells_stay_out_of_the_paper_tables(spark: SparkSession,
+                                                      tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    base = job.compute(spark, [root]).comparison
+    run = next(p for p in root.iterdir() if p.name.endswith("-zk-tiny-000001"))
+    lines = (run / "records.csv").read_text().splitlines()
+    # The same rows again as an open-loop cell: absurd rates that must not reach any table.
+    extra = [line.replace("size_grid-8B-b20,", "size_grid-8B-b20-r5000,")
+                 .replace(",1300,", ",999999,")
+             for line in lines[1:] if "size_grid-8B-b20," in line]
+    (run / "records.csv").write_text("\n".join([*lines, *extra]) + "\n")
+    again = job.compute(spark, [root]).comparison
+    assert not again["cell_id"].str.endswith("-r5000").any()
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), base.reset_index(drop=True))
