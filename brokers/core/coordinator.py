@@ -23,6 +23,8 @@ Conventions every implementation follows:
   leader for every partition, so a Metadata request right after a CreateTopics sees it. A
   topic, once created, is never replaced by a concurrent creation of the same name elsewhere:
   the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
+* A topic's partition count only grows (``create_partitions``); no view a broker serves ever
+  shows a topic with fewer partitions than it showed before (short of the topic's deletion).
 * Replication factors other than 1 are refused (``validate_replication_factor``) until
   replication exists, so no client is told its data is replicated when it is not.
 """
@@ -176,6 +178,12 @@ class Coordinator(Protocol):
 
         ``auto``: an auto-creation by a Metadata request rather than a CreateTopics. Callers
         treat TopicAlreadyExists as success then; DSBS ranks explicit creations above it."""
+
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        """Grow ``topic`` to ``total`` partitions; existing partitions keep their replicas and
+        data. Raises UnknownTopicOrPartition, or InvalidPartitions when ``total`` is not larger
+        than the current count (also when a concurrent increase got there first). Returns once
+        this broker's own view shows every new partition with a leader."""
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""

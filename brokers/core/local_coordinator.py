@@ -34,6 +34,7 @@ from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
     TopicAlreadyExists,
+    UnknownTopicOrPartition,
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonDocument, JsonJournal
@@ -137,9 +138,24 @@ class LocalCoordinator(GroupRegistry):
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
         validate_replication_factor(replication_factor)
+        self._store_topic(self._topic_info(name, num_partitions, configs or {}))
+        return self._topics[name]
+
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        if total <= len(info.partitions):
+            raise InvalidPartitions(f"topic {topic!r} has {len(info.partitions)} partitions; "
+                                    f"{total} would not add any")
+        self._store_topic(self._topic_info(topic, total, info.configs))
+        return self._topics[topic]
+
+    def _store_topic(self, info: TopicInfo) -> None:
+        """Write the topic table with ``info`` in it, then publish it."""
         self._datadir.check()
         topics = dict(self._topics)
-        topics[name] = self._topic_info(name, num_partitions, configs or {})
+        topics[info.name] = info
         self._counters.coordination_writes += 1
         self._write(self._topics_doc.store, {
             t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
@@ -147,7 +163,6 @@ class LocalCoordinator(GroupRegistry):
         })
         self._topics = topics
         self._publish()
-        return self._topics[name]
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)

@@ -59,6 +59,7 @@ from brokers.core.errors import (
     KafkaError,
     TopicAlreadyExists,
     UnknownServerError,
+    UnknownTopicOrPartition,
     UserError,
     error_for_code,
 )
@@ -68,7 +69,7 @@ from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.creation import CreateOutcome, refusal
-from brokers.dsbs_broker.metadata import record_from_json, record_to_json
+from brokers.dsbs_broker.metadata import grown, record_from_json, record_to_json
 from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
@@ -451,6 +452,29 @@ class DsbsCoordinator(GroupRegistry):
             return self.cluster().topics[name]
         cls: type[KafkaError] = error_for_code(outcome.code) or UnknownServerError
         raise cls(outcome.message)
+
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        """Write the grown record here and push it to every live member (``metadata.grown``
+        says why it outranks the old one everywhere); no round trip to wait for."""
+        node = self.node
+        rec = node.topics.get(topic)
+        if rec is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        if total <= rec.num_partitions:
+            raise InvalidPartitions(f"topic {topic!r} has {rec.num_partitions} partitions; "
+                                    f"{total} would not add any")
+        new = grown(rec, total, self._node_id, tuple(node.members.live_ids()))
+        problem = node.topic_problem(new)
+        if problem is not None:
+            raise refusal(topic, problem, self.config.limits)
+        if len(encode_update(new)) > node.record_room():
+            raise InvalidPartitions(f"topic {topic!r}: its record would exceed one gossip packet")
+        if node.store_topic(new):
+            node.push_topic(new)
+        if self._driver is not None:
+            self._driver.flush()
+        self._after_io()
+        return self.cluster().topics[topic]
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)

@@ -10,6 +10,14 @@ Every broker then keeps the record of highest rank, (version, explicit, -creator
 CreateTopics outranks an auto-creation, and between two of a kind the lower arbiter id wins.
 The merge is deterministic, so the cluster converges on one record once the records meet.
 
+A topic grows (CreatePartitions) by a new record from the broker that was asked: version raised
+by exactly the number of partitions added, ``creator`` the writer, the ring extended
+(``placement.grow_ring``). Since the version and the partition count rise together, a
+record's version minus its partition count is the same for every record of one creation, so
+among them the higher rank is the larger topic: a stale record can never shrink one, and two
+concurrent increases to one count tie on the version and are settled by the lower writer id.
+(Records of two competing creations carry different offsets and are ranked as before.)
+
 Records are durable: every record taken into the table is appended to ``unpersisted``, which the
 coordinator writes to the broker's topics file (``record_to_json`` / ``record_from_json``) and
 loads back at start, so a restarted broker still holds the records it held.
@@ -24,8 +32,11 @@ packets.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
+from brokers.dsbs_broker.placement import grow_ring
 from brokers.dsbs_broker.wire import DigestEntry, TopicRecord, encode_update, name_hash
 
 MAX_HASH = (1 << 64) - 1
@@ -101,6 +112,14 @@ class TopicStore:
             if d is None or rank(d) < rank(self.records[name]):
                 out.append(name)
         return out
+
+
+def grown(rec: TopicRecord, total: int, writer: int, live_ids: Iterable[int]) -> TopicRecord:
+    """``rec`` grown to ``total`` (> its count) partitions, written by ``writer``."""
+    ring = grow_ring(rec.name, rec.ring, rec.num_partitions, total, rec.replication_factor,
+                     tuple(live_ids))
+    return dataclasses.replace(rec, version=rec.version + total - rec.num_partitions,
+                               creator=writer, num_partitions=total, ring=ring)
 
 
 def record_to_json(rec: TopicRecord) -> dict[str, Any]:

@@ -231,6 +231,9 @@ class ZkCoordinator:
     ) -> TopicInfo:
         return await self._topics.create(name, num_partitions, replication_factor, configs)
 
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        return await self._topics.add_partitions(topic, total)
+
     # ============================================================================================
     # groups
     # ============================================================================================

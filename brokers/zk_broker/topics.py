@@ -6,13 +6,19 @@ Any broker may create a topic: it reads the live brokers, assigns replicas round
 whole. The controller sees the new topic through its watch and elects a leader per partition;
 creation returns once this broker's own view (``MetadataCache``) shows a leader for every
 partition, so a Metadata request right after a CreateTopics sees the topic.
+
+Adding partitions is Kafka 2.8's AdminZkClient.addPartitions: the receiving broker reads
+``/brokers/topics/<t>`` with its version, appends replicas for the new partitions (existing ones
+keep theirs) and writes it back conditionally on that version, so of two concurrent increases
+one fails and is re-read; the controller's data watch on the znode creates the new partitions'
+state znodes, and the request returns once this broker's view shows their leaders.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from brokers.core.coordinator import (
     NO_LEADER,
@@ -21,7 +27,13 @@ from brokers.core.coordinator import (
     validate_replication_factor,
     validate_topic_name,
 )
-from brokers.core.errors import NotController, RequestTimedOut, TopicAlreadyExists
+from brokers.core.errors import (
+    InvalidPartitions,
+    NotController,
+    RequestTimedOut,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
 from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.controller import assign_replicas
@@ -58,14 +70,42 @@ class TopicCreator:
             num_partitions, replication_factor, await self._live_broker_ids()
         )
         await self._write(name, assignment, configs)
+        return await self._wait_for_leaders(name, num_partitions, "created")
 
+    async def add_partitions(self, name: str, total: int) -> TopicInfo:
+        if not self._session.connected:
+            raise NotController("ZooKeeper is unreachable; cannot add partitions now")
+        b = self._session.bridge
+        path = self._paths.topic(name)
+        while True:  # until our conditional write lands or the topic is already big enough
+            try:
+                data, stat = await b.call("get", path)
+                assignment = fmt.decode_assignment(data)
+                if total <= len(assignment):
+                    raise InvalidPartitions(f"topic {name!r} has {len(assignment)} partitions; "
+                                            f"{total} would not add any")
+                rf = len(assignment[0]) if assignment.get(0) else 1
+                placed = assign_replicas(total, rf, await self._live_broker_ids())
+                grown = {**assignment, **{p: placed[p] for p in range(len(assignment), total)}}
+                await b.call("set", path, fmt.encode_assignment(grown), version=stat.version)
+                break
+            except NoNodeError:
+                raise UnknownTopicOrPartition(f"unknown topic {name!r}") from None
+            except BadVersionError:
+                continue  # changed since our read (another increase): decide again
+            except UNAVAILABLE as exc:
+                raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+        return await self._wait_for_leaders(name, total, "given its new partitions")
+
+    async def _wait_for_leaders(self, name: str, partitions: int, what: str) -> TopicInfo:
         def ready(view: ClusterView) -> bool:
             info = view.topics.get(name)
-            return info is not None and all(p.leader != NO_LEADER for p in info.partitions)
+            return info is not None and len(info.partitions) >= partitions and all(
+                p.leader != NO_LEADER for p in info.partitions)
 
         if not await self._cache.wait_for(ready, self._timeout_ms / 1000):
             raise RequestTimedOut(
-                f"topic {name!r} was created but no leaders were elected within "
+                f"topic {name!r} was {what} but no leaders were elected within "
                 f"{self._timeout_ms} ms (is a controller running?)"
             )
         return self._cache.view.topics[name]

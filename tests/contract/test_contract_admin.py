@@ -1,6 +1,7 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
-AdminClient), on every architecture: group listing and description, and the ACL APIs, which
-answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation).
+AdminClient), on every architecture: group listing and description, the ACL APIs, which
+answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
+topic configs, and adding partitions.
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers.core.errors import InvalidConfig, SecurityDisabled
+from brokers.core.errors import (
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidRequest,
+    SecurityDisabled,
+    UnknownTopicOrPartition,
+)
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.acls import DescribeAclsRequest
+from brokers.core.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from harness.kafka_probe import KafkaProbe
-from tests.support.ops import eventually
+from tests.support.ops import create_everywhere, eventually, leaders
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]
 
@@ -183,3 +194,91 @@ def test_topic_configs_are_described_by_both_admin_clients(cluster):
     missing = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, "adm-no-such-topic")
     with pytest.raises(Exception, match=r"UNKNOWN_TOPIC_OR_PART|nknown topic"):
         admin.describe_configs([missing])[missing].result(30)
+
+
+# --- CreatePartitions ---------------------------------------------------------------------------
+def _partition_counts(cluster, topic: str) -> list[int]:
+    """How many partitions, each with a live leader, every broker's Metadata shows."""
+    counts = []
+    for b in cluster.brokers:
+        ls = leaders(b, topic)
+        counts.append(len(ls) if all(v >= 0 for v in ls.values()) else -1)
+    return counts
+
+
+def test_both_admin_clients_add_partitions_that_every_broker_serves(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    name = f"adm-grow-{uuid.uuid4().hex[:8]}"
+    n = len(cluster.brokers)
+    create_everywhere(cluster.brokers, name, 1)
+    before = leaders(cluster.brokers[0], name)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_partitions([ck_admin.NewPartitions(name, 3)])[name].result(30)
+    eventually(lambda: _partition_counts(cluster, name) == [3] * n, timeout_s=15,
+               what="3 partitions on every broker")
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.create_partitions({name: kadmin.NewPartitions(total_count=5)})
+    finally:
+        kp.close()
+    eventually(lambda: _partition_counts(cluster, name) == [5] * n, timeout_s=15,
+               what="5 partitions on every broker")
+    after = leaders(cluster.brokers[0], name)
+    assert after[0] == before[0]  # the existing partition kept its leader (and its data)
+    # The new partitions take records and give them back.
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for p in range(5):
+        producer.produce(name, f"v{p}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": name,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([ck.TopicPartition(name, p, 0) for p in range(5)])
+    got: dict[int, bytes] = {}
+    try:
+        def read_all() -> bool:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got[msg.partition()] = msg.value()
+            return len(got) == 5
+        eventually(read_all, timeout_s=30, what="a record from every partition")
+    finally:
+        consumer.close()
+    assert got == {p: f"v{p}".encode() for p in range(5)}
+
+
+def test_create_partitions_refuses_bad_requests_with_kafkas_codes(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name = f"adm-nogrow-{uuid.uuid4().hex[:8]}"
+    create_everywhere(cluster.brokers, name, 2)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def code(new: ck_admin.NewPartitions, **kw) -> int:
+        try:
+            admin.create_partitions([new], **kw)[new.topic].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code(ck_admin.NewPartitions(name, 1)) == InvalidPartitions.code  # shrinking
+    assert code(ck_admin.NewPartitions(name, 2)) == InvalidPartitions.code  # no change
+    assert code(ck_admin.NewPartitions(name, 5_000)) == InvalidPartitions.code
+    assert code(ck_admin.NewPartitions("adm-no-such-topic", 4)) == (
+        UnknownTopicOrPartition.code)
+    node = cluster.brokers[0]
+    probe_id = int(next(iter(admin.list_topics(timeout=30).brokers)))
+    assert code(ck_admin.NewPartitions(name, 3, replica_assignment=[[probe_id]])) == (
+        InvalidRequest.code)
+    assert code(ck_admin.NewPartitions(name, 4), validate_only=True) == 0
+    assert _partition_counts(cluster, name) == [2] * len(cluster.brokers)  # nothing changed
+    # Every version on the wire, and the broker still serves afterwards.
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (0, 1, 2, 3):
+            got = probe.request(ApiKey.CREATE_PARTITIONS, version, CreatePartitionsRequest(
+                topics=[CreatePartitionsTopic(name=name, count=1)], timeout_ms=10_000))
+            (result,) = got.results
+            assert result.error_code == InvalidPartitions.code and "2 partitions" in (
+                result.error_message or "")
+    assert leaders(node, name).keys() == {0, 1}

@@ -10,8 +10,8 @@ Layout:
                    sent; records are never decoded; idempotent producers' retries are
                    answered from the partition's producer table
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
-- ``metadata.py``  Metadata (with auto-creation) and CreateTopics (with topic configs),
-                   topic-name rules
+- ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs) and
+                   CreatePartitions, topic-name rules
 - ``configs.py``   DescribeConfigs: topic configs and the broker's settings
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,

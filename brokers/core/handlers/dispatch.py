@@ -64,6 +64,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CREATE_ACLS: admin.handle_create_acls,
     ApiKey.DELETE_ACLS: admin.handle_delete_acls,
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    ApiKey.CREATE_PARTITIONS: metadata.handle_create_partitions,
 }
 
 

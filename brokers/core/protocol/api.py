@@ -20,6 +20,7 @@ from brokers.core.protocol.header import (
 from brokers.core.protocol.messages import (
     acls,
     api_versions,
+    create_partitions,
     create_topics,
     describe_configs,
     describe_groups,
@@ -62,6 +63,7 @@ class ApiKey(IntEnum):
     CREATE_ACLS = 30
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
@@ -86,6 +88,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -119,6 +122,8 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.DescribeConfigsRequest,
                               describe_configs.DescribeConfigsResponse),
+    ApiKey.CREATE_PARTITIONS: (create_partitions.CreatePartitionsRequest,
+                               create_partitions.CreatePartitionsResponse),
 }
 # Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
 REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
