@@ -135,6 +135,10 @@ class MemberRecord:
     client_host: str
 
 
+# A topic's new configs as a function of its current ones (``Coordinator.alter_topic_configs``).
+ConfigChange = Callable[[Mapping[str, str]], dict[str, str]]
+
+
 @runtime_checkable
 class Coordinator(Protocol):
     """What the broker core needs from its coordination architecture."""
@@ -184,6 +188,12 @@ class Coordinator(Protocol):
         data. Raises UnknownTopicOrPartition, or InvalidPartitions when ``total`` is not larger
         than the current count (also when a concurrent increase got there first). Returns once
         this broker's own view shows every new partition with a leader."""
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        """Set ``topic``'s configs to ``change(current)``, ``current`` read from the
+        authoritative store (so an incremental change applies to the latest values); a
+        KafkaError from ``change`` (validation) propagates. Raises UnknownTopicOrPartition.
+        Returns once this broker's own view shows the new configs; every broker's follows."""
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""

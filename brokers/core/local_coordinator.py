@@ -22,6 +22,7 @@ from typing import Any
 from brokers.core.coordinator import (
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -149,6 +150,13 @@ class LocalCoordinator(GroupRegistry):
             raise InvalidPartitions(f"topic {topic!r} has {len(info.partitions)} partitions; "
                                     f"{total} would not add any")
         self._store_topic(self._topic_info(topic, total, info.configs))
+        return self._topics[topic]
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        self._store_topic(self._topic_info(topic, len(info.partitions), change(info.configs)))
         return self._topics[topic]
 
     def _store_topic(self, info: TopicInfo) -> None:

@@ -44,6 +44,7 @@ from brokers.core.coordinator import (
     NO_LEADER,
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -69,7 +70,12 @@ from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.creation import CreateOutcome, refusal
-from brokers.dsbs_broker.metadata import grown, record_from_json, record_to_json
+from brokers.dsbs_broker.metadata import (
+    grown,
+    record_from_json,
+    record_to_json,
+    with_configs,
+)
 from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
@@ -469,12 +475,30 @@ class DsbsCoordinator(GroupRegistry):
             raise refusal(topic, problem, self.config.limits)
         if len(encode_update(new)) > node.record_room():
             raise InvalidPartitions(f"topic {topic!r}: its record would exceed one gossip packet")
+        self._publish_record(new)
+        return self.cluster().topics[topic]
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        """As ``create_partitions``: a record with the new configs, one version up, written
+        here and pushed (``metadata.merge`` keeps it over the old one everywhere)."""
+        node = self.node
+        rec = node.topics.get(topic)
+        if rec is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        new = with_configs(rec, change(dict(rec.configs)), self._node_id)
+        if len(encode_update(new)) > node.record_room():
+            raise InvalidConfig(f"topic {topic!r}: its configs would exceed one gossip packet")
+        self._publish_record(new)
+        return self.cluster().topics[topic]
+
+    def _publish_record(self, new: TopicRecord) -> None:
+        """Take a record changed here and push it to every live member at once."""
+        node = self.node
         if node.store_topic(new):
             node.push_topic(new)
         if self._driver is not None:
             self._driver.flush()
         self._after_io()
-        return self.cluster().topics[topic]
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)

@@ -10,13 +10,16 @@ Every broker then keeps the record of highest rank, (version, explicit, -creator
 CreateTopics outranks an auto-creation, and between two of a kind the lower arbiter id wins.
 The merge is deterministic, so the cluster converges on one record once the records meet.
 
-A topic grows (CreatePartitions) by a new record from the broker that was asked: version raised
-by exactly the number of partitions added, ``creator`` the writer, the ring extended
-(``placement.grow_ring``). Since the version and the partition count rise together, a
-record's version minus its partition count is the same for every record of one creation, so
-among them the higher rank is the larger topic: a stale record can never shrink one, and two
-concurrent increases to one count tie on the version and are settled by the lower writer id.
-(Records of two competing creations carry different offsets and are ranked as before.)
+Records of one creation (same ``token``) also change later, by the broker a client asked:
+CreatePartitions (``grown``: version raised by exactly the number of partitions added) and
+AlterConfigs (``with_configs``: version raised by one). So a record's version is its partition
+count plus the number of config changes behind it plus a constant of its creation, and two
+records of one creation are merged, not ranked (``merge``): the partition count and ring of
+the larger topic (ties: the larger ring) and the configs of the more changed one (ties: the
+larger config list), under the version that sum gives (one more if that would tie with a
+different record, so the merge outranks what it replaces). Every input decides the merge
+symmetrically, so brokers converge whatever order records reach them in; a stale record can
+never shrink a topic or bring back older configs.
 
 Records are durable: every record taken into the table is appended to ``unpersisted``, which the
 coordinator writes to the broker's topics file (``record_to_json`` / ``record_from_json``) and
@@ -47,6 +50,25 @@ def rank(r: TopicRecord | DigestEntry) -> tuple[int, bool, int]:
     return (r.version, r.explicit, -r.creator)
 
 
+def merge(cur: TopicRecord, rec: TopicRecord) -> TopicRecord:
+    """What a broker holding ``cur`` keeps when ``rec`` (same name) arrives."""
+    if rec.token != cur.token or not rec.token:
+        # Competing creations (token 0: no creating request to tell them apart): the higher
+        # rank replaces the other.
+        return rec if rank(rec) > rank(cur) else cur
+    parts = max(cur, rec, key=lambda r: (r.num_partitions, r.ring))
+    cfg = max(cur, rec, key=lambda r: (r.version - r.num_partitions, r.configs))
+    top = max(cur, rec, key=rank)
+    merged = dataclasses.replace(
+        parts, version=parts.num_partitions + cfg.version - cfg.num_partitions,
+        creator=min(cur.creator, rec.creator), configs=cfg.configs)
+    if merged in (top, cur):
+        return merged
+    if rank(merged) <= rank(top):  # same rank as a different record: digests could not tell
+        merged = dataclasses.replace(merged, version=top.version + 1)
+    return merged
+
+
 class TopicStore:
     def __init__(self) -> None:
         self.records: dict[str, TopicRecord] = {}
@@ -68,8 +90,10 @@ class TopicStore:
     def apply(self, rec: TopicRecord) -> bool:
         """Merge a record; True if it was new or newer than ours."""
         cur = self.records.get(rec.name)
-        if cur is not None and rank(rec) <= rank(cur):
-            return False
+        if cur is not None:
+            rec = merge(cur, rec)
+            if rec == cur:
+                return False
         if cur is None:
             h = name_hash(rec.name)
             # A 64-bit collision between two names is ignored: the later name is not indexed
@@ -120,6 +144,12 @@ def grown(rec: TopicRecord, total: int, writer: int, live_ids: Iterable[int]) ->
                      tuple(live_ids))
     return dataclasses.replace(rec, version=rec.version + total - rec.num_partitions,
                                creator=writer, num_partitions=total, ring=ring)
+
+
+def with_configs(rec: TopicRecord, configs: dict[str, str], writer: int) -> TopicRecord:
+    """``rec`` with its configs replaced by ``configs``, written by ``writer``."""
+    return dataclasses.replace(rec, version=rec.version + 1, creator=writer,
+                               configs=tuple(sorted(configs.items())))
 
 
 def record_to_json(rec: TopicRecord) -> dict[str, Any]:

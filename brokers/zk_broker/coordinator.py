@@ -36,6 +36,7 @@ from kazoo.client import KazooState
 from brokers.core.coordinator import (
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     MemberRecord,
     OffsetAndMetadata,
     PartitionState,
@@ -233,6 +234,9 @@ class ZkCoordinator:
 
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         return await self._topics.add_partitions(topic, total)
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        return await self._topics.alter_configs(topic, change)
 
     # ============================================================================================
     # groups

@@ -1,7 +1,7 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
 AdminClient), on every architecture: group listing and description, the ACL APIs, which
 answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
-topic configs, and adding partitions.
+topic configs (described, altered whole and incrementally), and adding partitions.
 """
 
 from __future__ import annotations
@@ -21,9 +21,21 @@ from brokers.core.errors import (
 )
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.acls import DescribeAclsRequest
+from brokers.core.protocol.messages.alter_configs import (
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+)
 from brokers.core.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsTopic,
+)
+from brokers.core.protocol.messages.describe_configs import (
+    DEFAULT_CONFIG,
+    TOPIC,
+    TOPIC_CONFIG,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
 )
 from harness.kafka_probe import KafkaProbe
 from tests.support.ops import create_everywhere, eventually, leaders
@@ -282,3 +294,127 @@ def test_create_partitions_refuses_bad_requests_with_kafkas_codes(cluster):
             assert result.error_code == InvalidPartitions.code and "2 partitions" in (
                 result.error_message or "")
     assert leaders(node, name).keys() == {0, 1}
+
+
+# --- AlterConfigs, IncrementalAlterConfigs ----------------------------------------------------
+def _described(broker, topic: str) -> dict[str, tuple[str | None, int]]:
+    """(value, source) of every config of ``topic`` as this one broker describes it."""
+    with KafkaProbe(broker.host, broker.port) as probe:
+        got = probe.request(ApiKey.DESCRIBE_CONFIGS, 1, DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(resource_type=TOPIC, resource_name=topic)]))
+    (result,) = got.results
+    assert result.error_code == 0, result.error_message
+    return {c.name: (c.value, c.config_source) for c in result.configs}
+
+
+def _everywhere(cluster, topic: str, want: dict[str, str | None]) -> None:
+    """Wait until every broker describes ``topic`` with ``want`` (None: the default)."""
+    def agree() -> bool:
+        for b in cluster.brokers:
+            got = _described(b, topic)
+            for name, value in want.items():
+                if value is None and got[name][1] != DEFAULT_CONFIG:
+                    return False
+                if value is not None and got[name] != (value, TOPIC_CONFIG):
+                    return False
+        return True
+    eventually(agree, timeout_s=15, what=f"{want} on every broker")
+
+
+def test_both_admin_clients_alter_topic_configs_that_every_broker_applies(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    name = f"adm-alter-{uuid.uuid4().hex[:8]}"
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(name, 1, 1, config={"retention.ms": "3600000"})]
+                        )[name].result(30)
+    eventually(lambda: all(leaders(b, name) for b in cluster.brokers), timeout_s=15)
+    # IncrementalAlterConfigs (confluent-kafka): SET two, the third stays.
+    res = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, name, incremental_configs=[
+        ck_admin.ConfigEntry("segment.bytes", "1024",
+                             incremental_operation=ck_admin.AlterConfigOpType.SET),
+        ck_admin.ConfigEntry("retention.bytes", "10000000",
+                             incremental_operation=ck_admin.AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(30)
+    _everywhere(cluster, name, {"retention.ms": "3600000", "segment.bytes": "1024",
+                                "retention.bytes": "10000000"})
+    # Storage applies it: 1 KiB segments roll while records arrive.
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    for _ in range(40):
+        producer.produce(name, b"v" * 300, partition=0)
+        producer.flush(30)
+    segments = [p for b in cluster.brokers for p in (b.data_dir).rglob(f"{name}-0/*.log")]
+    assert len(segments) > 3, segments
+    # AlterConfigs (kafka-python, forced): it describes the topic first and sends the other
+    # set configs along, since AlterConfigs replaces the whole set.
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.alter_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name,
+                                                configs={"retention.ms": "120000"})],
+                         incremental=False)
+        _everywhere(cluster, name, {"retention.ms": "120000", "segment.bytes": "1024",
+                                    "retention.bytes": "10000000"})
+        # IncrementalAlterConfigs (kafka-python): DELETE returns a config to its default.
+        kp.alter_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name,
+                                                configs={"segment.bytes": ("DELETE", None)})],
+                         incremental=True)
+        _everywhere(cluster, name, {"retention.ms": "120000", "segment.bytes": None,
+                                    "retention.bytes": "10000000"})
+    finally:
+        kp.close()
+    # AlterConfigs on the wire: configs not named return to their defaults.
+    node = cluster.brokers[-1]
+    with KafkaProbe(node.host, node.port) as probe:
+        got = probe.request(ApiKey.ALTER_CONFIGS, 1, AlterConfigsRequest(resources=[
+            AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=[
+                AlterableConfig(name="retention.bytes", value="20000000")])]))
+    assert got.responses[0].error_code == 0
+    _everywhere(cluster, name, {"retention.ms": None, "segment.bytes": None,
+                                "retention.bytes": "20000000"})
+
+
+def test_altering_configs_refuses_bad_requests_with_kafkas_codes(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name = f"adm-noalter-{uuid.uuid4().hex[:8]}"
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(name, 1, 1, config={"retention.ms": "3600000"})]
+                        )[name].result(30)
+    set_op = ck_admin.AlterConfigOpType.SET
+
+    def code(topic: str, entries: list[tuple[str, str, object]], *,
+             kind=ck_admin.ResourceType.TOPIC, **kw) -> int:
+        res = ck_admin.ConfigResource(kind, topic, incremental_configs=[
+            ck_admin.ConfigEntry(n, v, incremental_operation=op) for n, v, op in entries])
+        try:
+            admin.incremental_alter_configs([res], **kw)[res].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code(name, [("retention.millis", "5", set_op)]) == InvalidConfig.code
+    assert code(name, [("retention.ms", "soon", set_op)]) == InvalidConfig.code
+    assert code(name, [("cleanup.policy", "compact", set_op)]) == InvalidConfig.code
+    assert code(name, [("cleanup.policy", "compact",
+                        ck_admin.AlterConfigOpType.APPEND)]) == InvalidConfig.code
+    assert code(name, [("retention.ms", "5", ck_admin.AlterConfigOpType.APPEND)]) == (
+        InvalidRequest.code)
+    assert code("adm-no-such-topic", [("retention.ms", "5", set_op)]) == (
+        UnknownTopicOrPartition.code)
+    broker_id = str(next(iter(admin.list_topics(timeout=30).brokers)))
+    assert code(broker_id, [("log.retention.ms", "5", set_op)],
+                kind=ck_admin.ResourceType.BROKER) == InvalidRequest.code
+    assert code(name, [("retention.ms", "5", set_op)], validate_only=True) == 0
+    _everywhere(cluster, name, {"retention.ms": "3600000"})  # nothing changed anywhere
+    # AlterConfigs at every version says the same; the broker keeps serving.
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (0, 1):
+            got = probe.request(ApiKey.ALTER_CONFIGS, version, AlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=[
+                    AlterableConfig(name="cleanup.policy", value="compact")])]))
+            (result,) = got.responses
+            assert result.error_code == InvalidConfig.code
+            assert "compaction is not implemented" in (result.error_message or "")
+    _everywhere(cluster, name, {"retention.ms": "3600000", "cleanup.policy": None})

@@ -12,7 +12,8 @@ Layout:
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
 - ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs) and
                    CreatePartitions, topic-name rules
-- ``configs.py``   DescribeConfigs: topic configs and the broker's settings
+- ``configs.py``   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: topic configs and
+                   the broker's settings (read-only)
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
                    DescribeGroups

@@ -65,6 +65,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DELETE_ACLS: admin.handle_delete_acls,
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     ApiKey.CREATE_PARTITIONS: metadata.handle_create_partitions,
+    ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
 }
 
 

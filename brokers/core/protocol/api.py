@@ -19,6 +19,7 @@ from brokers.core.protocol.header import (
 )
 from brokers.core.protocol.messages import (
     acls,
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -63,7 +64,9 @@ class ApiKey(IntEnum):
     CREATE_ACLS = 30
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
@@ -88,7 +91,9 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -124,6 +129,9 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
                               describe_configs.DescribeConfigsResponse),
     ApiKey.CREATE_PARTITIONS: (create_partitions.CreatePartitionsRequest,
                                create_partitions.CreatePartitionsResponse),
+    ApiKey.ALTER_CONFIGS: (alter_configs.AlterConfigsRequest, alter_configs.AlterConfigsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (alter_configs.IncrementalAlterConfigsRequest,
+                                       alter_configs.IncrementalAlterConfigsResponse),
 }
 # Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
 REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
