@@ -293,19 +293,20 @@ class MetadataCache:
         )
 
     async def _read_config(self, topic: str) -> tuple[dict[str, str], int] | None:
-        """(configs, mzxid) of ``/config/topics/<t>``, re-arming its data watch (an exists
-        watch while it is absent: ({}, -1)); None if an equal or newer read came first."""
+        """(configs, mzxid) of ``/config/topics/<t>``, re-arming its watch: ({}, -1) while it
+        is absent, and then one ``exists`` (whose watch fires on its creation) is all it costs;
+        None if an equal or newer read came first."""
         b = self._session.bridge
         path = self._paths.topic_config(topic)
-        while True:
+        configs: dict[str, str] = {}
+        mzxid = -1
+        while await b.call("exists", path, watch=self._watch) is not None:
             try:
                 data, stat = await b.call("get", path, watch=self._watch)
-                configs, mzxid = fmt.decode_topic_config(data), stat.mzxid
-                break
             except NoNodeError:
-                if await b.call("exists", path, watch=self._watch) is None:
-                    configs, mzxid = {}, -1
-                    break
+                continue  # deleted between the calls: ask again
+            configs, mzxid = fmt.decode_topic_config(data), stat.mzxid
+            break
         if mzxid != -1 and mzxid < self._config_mzxid.get(topic, -1):
             return None
         return configs, mzxid
