@@ -223,6 +223,12 @@ class Coordinator(Protocol):
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """Committed offsets of ``partitions`` (all of the group's when None); absent = missing."""
 
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        """Remove committed offsets (every one of the group's when None), in order after the
+        commits issued before; absent ones are fine. Later fetches do not return them."""
+
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:
         """A producer id unique across the cluster and across restarts."""

@@ -77,6 +77,9 @@ class LocalCoordinator(GroupRegistry):
         self._counters = LocalCounters()
         for entry in self._offsets_journal.entries:
             tp = TopicPartition(entry["topic"], entry["partition"])
+            if entry.get("deleted"):
+                self._offsets.get(entry["group"], {}).pop(tp, None)
+                continue
             self._offsets.setdefault(entry["group"], {})[tp] = OffsetAndMetadata(
                 entry["offset"], entry.get("metadata"), entry.get("leader_epoch", -1),
                 entry.get("ts", -1),
@@ -206,6 +209,23 @@ class LocalCoordinator(GroupRegistry):
         if partitions is None:
             return dict(table)
         return {tp: table[tp] for tp in partitions if tp in table}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        table = self._offsets.get(group_id, {})
+        gone = [tp for tp in (table if partitions is None else partitions) if tp in table]
+        if not gone:
+            return
+        self._datadir.check()
+        self._counters.coordination_writes += 1
+        self._write(self._offsets_journal.append, [
+            {"group": group_id, "topic": tp.topic, "partition": tp.partition, "deleted": True}
+            for tp in gone])
+        for tp in gone:
+            del table[tp]
+        if not table:
+            self._offsets.pop(group_id, None)
 
     # --- misc -------------------------------------------------------------------------------
     def _write(self, store: Callable[[Any], None], value: Any) -> None:

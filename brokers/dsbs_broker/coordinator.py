@@ -77,7 +77,7 @@ from brokers.dsbs_broker.metadata import (
     with_configs,
 )
 from brokers.dsbs_broker.offset_writer import OffsetWriter
-from brokers.dsbs_broker.offsets import OffsetLog
+from brokers.dsbs_broker.offsets import DELETED, OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
 from brokers.dsbs_broker.udp import GossipDriver, bind, resolve
@@ -542,6 +542,16 @@ class DsbsCoordinator(GroupRegistry):
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return self.node.offsets.fetch(group_id, partitions)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        """Tombstones (``offsets.DELETED``) committed and replicated like offsets, so the
+        group's replicas drop them too and no stale copy revives them."""
+        live = self.node.offsets.fetch(group_id, partitions)
+        if live:
+            await self.commit_offsets(group_id, {
+                tp: OffsetAndMetadata(DELETED, None) for tp in live})
 
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

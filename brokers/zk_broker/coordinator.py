@@ -267,6 +267,11 @@ class ZkCoordinator:
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return await self._registry.fetch_offsets(group_id, partitions)
 
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        await self._registry.delete_offsets(group_id, partitions)
+
     # ============================================================================================
     # misc
     # ============================================================================================

@@ -1,7 +1,8 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
 AdminClient), on every architecture: group listing and description, the ACL APIs, which
 answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
-topic configs (described, altered whole and incrementally), and adding partitions.
+topic configs (described, altered whole and incrementally), adding partitions, and deleting
+groups and committed offsets.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from brokers.core.errors import (
+    GroupIdNotFound,
     InvalidConfig,
     InvalidPartitions,
     InvalidRequest,
+    NonEmptyGroup,
     SecurityDisabled,
     UnknownTopicOrPartition,
 )
@@ -418,3 +421,80 @@ def test_altering_configs_refuses_bad_requests_with_kafkas_codes(cluster):
             assert result.error_code == InvalidConfig.code
             assert "compaction is not implemented" in (result.error_message or "")
     _everywhere(cluster, name, {"retention.ms": "3600000", "cleanup.policy": None})
+
+
+# --- DeleteGroups, OffsetDelete ---------------------------------------------------------------
+def _committed(admin, ck, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets of partitions 0 and 1 (absent: not listed)."""
+    req = ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)])
+    got = admin.list_consumer_group_offsets([req])[group].result(30)
+    return {tp.partition: tp.offset for tp in got.topic_partitions if tp.offset >= 0}
+
+
+def test_both_admin_clients_delete_offsets_and_groups(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    kerrors = pytest.importorskip("kafka.errors")
+    topic, group = _names()
+    create_everywhere(cluster.brokers, topic, 2)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.alter_consumer_group_offsets([ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(topic, 0, 5), ck.TopicPartition(topic, 1, 7)])]
+    )[group].result(30)
+    assert _committed(admin, ck, group, topic) == {0: 5, 1: 7}
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        # OffsetDelete (kafka-python): one partition's offset goes, the other stays.
+        got = kp.delete_group_offsets(group, [kafka.TopicPartition(topic, 0)])
+        assert got == {kafka.TopicPartition(topic, 0): kerrors.NoError}
+        assert _committed(admin, ck, group, topic) == {1: 7}
+        # DeleteGroups (confluent-kafka): the group and its last offset go.
+        admin.delete_consumer_groups([group])[group].result(30)
+        assert _committed(admin, ck, group, topic) == {}
+        # kafka-python sees the same, and a second deletion finds no group.
+        assert kp.list_group_offsets({group: None})[group] == {}
+        assert kp.delete_groups([group]) == {group: "GroupIdNotFoundError"}
+    finally:
+        kp.close()
+    with pytest.raises(ck.KafkaException) as info:
+        admin.delete_consumer_groups([group])[group].result(30)
+    assert info.value.args[0].code() == GroupIdNotFound.code
+
+
+def test_a_live_group_is_neither_deleted_nor_loses_subscribed_offsets(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    kerrors = pytest.importorskip("kafka.errors")
+    topic, group = _names()
+    other = f"{topic}-other"
+    create_everywhere(cluster.brokers, other, 1)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    with stable_member(cluster, topic, group):
+        with pytest.raises(ck.KafkaException) as info:
+            admin.delete_consumer_groups([group])[group].result(30)
+        assert info.value.args[0].code() == NonEmptyGroup.code
+        kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            got = kp.delete_group_offsets(group, [kafka.TopicPartition(topic, 0),
+                                                  kafka.TopicPartition(other, 0)])
+            assert got[kafka.TopicPartition(topic, 0)] is kerrors.GroupSubscribedToTopicError
+            assert got[kafka.TopicPartition(other, 0)] is kerrors.NoError  # not subscribed
+            assert kp.delete_groups([group]) == {group: "NonEmptyGroupError"}
+            eventually(lambda: kp.list_groups() is not None, timeout_s=10)  # still serving
+        finally:
+            kp.close()
+    # Once the member has left, the group can go.
+    eventually(lambda: _delete(admin, group) == 0, timeout_s=30, what="group deletable")
+
+
+def _delete(admin, group: str) -> int:
+    try:
+        admin.delete_consumer_groups([group])[group].result(30)
+    except Exception as exc:
+        return int(exc.args[0].code())
+    return 0

@@ -16,7 +16,7 @@ Layout:
                    the broker's settings (read-only)
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
-                   DescribeGroups
+                   DescribeGroups, DeleteGroups, OffsetDelete
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
                    dispatcher's KIP-511 fallback), InitProducerId, the ACL APIs
                    (SECURITY_DISABLED)

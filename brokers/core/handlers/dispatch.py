@@ -67,6 +67,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CREATE_PARTITIONS: metadata.handle_create_partitions,
     ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
 }
 
 
