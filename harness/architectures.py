@@ -37,7 +37,6 @@ stays self-describing when the registry changes later.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brokers.core.errors import UserError
+from twinbench_common.labels import ArchLabels
 
 if TYPE_CHECKING:
     from brokers.core.counters import CoordinatorCounters
@@ -58,27 +58,9 @@ BOTH = "both"
 NETNS_GOSSIP_PORT = 7946
 
 
-@dataclass(frozen=True)
-class Labels:
-    """What the analysis needs to show an architecture; written into run manifests."""
-
-    # Legends, panel titles and headings: "ZooKeeper".
-    display_name: str
-    # Table columns and ratios: "ZK" (as in "DSBS/ZK").
-    short_name: str
-    # Its colour in every figure (a matplotlib colour).
-    color: str
-    # Its place in tables and figures, lowest first.
-    order: int
-    # The comparison's reference: every ratio is other / baseline. Exactly one entry has it.
-    baseline: bool
-    # The coordination.csv column that is its coordination traffic in the cost figure, and what
-    # that column counts.
-    cost_column: str
-    cost_label: str
-
-    def as_manifest(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+# What the analysis needs to show an architecture; written into run manifests. Defined in
+# twinbench_common because the analysis reads the same record back from the manifests.
+Labels = ArchLabels
 
 
 @dataclass(frozen=True)

@@ -18,41 +18,31 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from twinbench_common.errors import UserError
+from twinbench_common.labels import LABEL_KEYS, ArchLabels
 
 # Colours for architectures whose manifests give none (after the built-in pair's).
 _PALETTE = ("#55A868", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
 
 
-@dataclass(frozen=True)
-class ArchLabel:
+@dataclass(frozen=True, kw_only=True)
+class ArchLabel(ArchLabels):
     """How one architecture is shown (the manifest's ``architectures.<name>``, plus its name)."""
 
     name: str
-    # Legends, panel titles and headings ("ZooKeeper").
-    display_name: str
-    # Table columns and ratios ("ZK", as in "DSBS/ZK").
-    short_name: str
-    color: str
-    # Place in tables and figures, lowest first.
-    order: int
-    # The comparison's reference (ratios are other / baseline).
-    baseline: bool
-    # The coordination.csv column that is its coordination traffic, and what it counts.
-    cost_column: str
-    cost_label: str
 
 
 # The labels of runs written before manifests carried them (harness/architectures.py's zk and
 # dsbs entries at the time the key was introduced).
 BUILTIN: tuple[ArchLabel, ...] = (
-    ArchLabel("zk", "ZooKeeper", "ZK", "#4C72B0", 0, True, "zk_requests", "ZooKeeper requests"),
-    ArchLabel("dsbs", "DSBS", "DSBS", "#DD8452", 1, False, "gossip_packets", "gossip packets"),
+    ArchLabel(name="zk", display_name="ZooKeeper", short_name="ZK", color="#4C72B0", order=0,
+              baseline=True, cost_column="zk_requests", cost_label="ZooKeeper requests"),
+    ArchLabel(name="dsbs", display_name="DSBS", short_name="DSBS", color="#DD8452", order=1,
+              baseline=False, cost_column="gossip_packets", cost_label="gossip packets"),
 )
-LABEL_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ArchLabel) if f.name != "name")
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "display_name": str, "short_name": str, "color": str, "order": int, "baseline": bool,
     "cost_column": str, "cost_label": str}
@@ -89,15 +79,16 @@ class Archs:
         named: list[str] = []
         for m in manifests:
             for name, labels in (m.get("architectures") or {}).items():
-                known[name] = ArchLabel(name, **{k: labels[k] for k in LABEL_KEYS})
+                known[name] = ArchLabel(name=name, **{k: labels[k] for k in LABEL_KEYS})
             named += [str(m.get("arch")), *(str(a) for a in m.get("run_arches") or ())]
         for name in dict.fromkeys(named):
             if name not in known and name != "None":
                 i = len(known) - len(BUILTIN)
                 known[name] = ArchLabel(
-                    name, name, name, _PALETTE[i % len(_PALETTE)],
-                    max(a.order for a in known.values()) + 1, False, "coordination_ops",
-                    "coordination messages")
+                    name=name, display_name=name, short_name=name,
+                    color=_PALETTE[i % len(_PALETTE)],
+                    order=max(a.order for a in known.values()) + 1, baseline=False,
+                    cost_column="coordination_ops", cost_label="coordination messages")
         ordered = sorted(known.values(), key=lambda a: (a.order, a.name))
         bases = [a for a in ordered if a.baseline]
         # One reference: the first in order that says it is one (zk when nobody says so).

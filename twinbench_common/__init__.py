@@ -2,8 +2,11 @@
 
 The analysis (``spark_analysis``) promises to import no broker, harness or load-client code
 (docs/architecture.md, "Imports point one way"), yet its command-line errors are the same
-one-line errors as everyone else's; the class they share lives here.
+one-line errors as everyone else's, and it shows architectures by the labels the harness writes
+into run manifests; the classes they share live here.
 
 Layout:
 - ``errors.py``   the root of the project's errors and ``UserError``, the one-line CLI error
+- ``labels.py``   ``ArchLabels``: how an architecture is shown, as the harness writes it into
+                  run manifests and the analysis reads it back
 """

@@ -186,16 +186,26 @@ def test_partition_state_fresh_reads_zookeeper_cached_does_not(
         async with brokers(config(zk.connect_string, chroot, data_path=data_path), (1, 2)) as cs:
             c = cs[1]
             await c.create_topic("t", 2, 1)
-            n0 = c.counters().zk_requests
-            d0 = c.counters().zk_direct_requests
-            cached = await c.partition_state("t", 1, fresh=False)
-            assert cached is not None and cached.leader == 2
-            assert c.counters().zk_requests == n0
-            fresh = await c.partition_state("t", 1, fresh=True)
-            assert fresh == cached
-            assert c.counters().zk_requests == n0 + 1  # one getData per check
-            # ...carried by the client the configuration names.
-            direct = c.counters().zk_direct_requests - d0
+            # Broker 1 is the controller: its reconcile loop and watches may still be reading
+            # after the creation, and their requests count too. Background work only adds, so
+            # a window with exactly the expected count is the check's answer (a fresh read that
+            # asked nothing, or twice, never shows one).
+            for _ in range(5):
+                n0 = c.counters().zk_requests
+                d0 = c.counters().zk_direct_requests
+                cached = await c.partition_state("t", 1, fresh=False)
+                assert cached is not None and cached.leader == 2
+                cached_cost = c.counters().zk_requests - n0
+                fresh = await c.partition_state("t", 1, fresh=True)
+                assert fresh == cached
+                fresh_cost = c.counters().zk_requests - n0
+                # ...carried by the client the configuration names.
+                direct = c.counters().zk_direct_requests - d0
+                assert direct <= 1 and fresh_cost >= 1
+                if cached_cost == 0 and fresh_cost == 1:  # one getData per check
+                    break
+            else:
+                pytest.fail("no quiet window in which a fresh read cost exactly one request")
             assert direct == (1 if data_path == "direct" else 0)
             assert await c.partition_state("t", 7, fresh=True) is None
             assert await c.partition_state("nope", 0, fresh=False) is None
