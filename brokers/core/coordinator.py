@@ -23,6 +23,8 @@ Conventions every implementation follows:
   leader for every partition, so a Metadata request right after a CreateTopics sees it. A
   topic, once created, is never replaced by a concurrent creation of the same name elsewhere:
   the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
+* A topic's partition count only grows (``create_partitions``); no view a broker serves ever
+  shows a topic with fewer partitions than it showed before (short of the topic's deletion).
 * Replication factors other than 1 are refused (``validate_replication_factor``) until
   replication exists, so no client is told its data is replicated when it is not.
 """
@@ -133,6 +135,10 @@ class MemberRecord:
     client_host: str
 
 
+# A topic's new configs as a function of its current ones (``Coordinator.alter_topic_configs``).
+ConfigChange = Callable[[Mapping[str, str]], dict[str, str]]
+
+
 @runtime_checkable
 class Coordinator(Protocol):
     """What the broker core needs from its coordination architecture."""
@@ -177,6 +183,18 @@ class Coordinator(Protocol):
         ``auto``: an auto-creation by a Metadata request rather than a CreateTopics. Callers
         treat TopicAlreadyExists as success then; DSBS ranks explicit creations above it."""
 
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        """Grow ``topic`` to ``total`` partitions; existing partitions keep their replicas and
+        data. Raises UnknownTopicOrPartition, or InvalidPartitions when ``total`` is not larger
+        than the current count (also when a concurrent increase got there first). Returns once
+        this broker's own view shows every new partition with a leader."""
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        """Set ``topic``'s configs to ``change(current)``, ``current`` read from the
+        authoritative store (so an incremental change applies to the latest values); a
+        KafkaError from ``change`` (validation) propagates. Raises UnknownTopicOrPartition.
+        Returns once this broker's own view shows the new configs; every broker's follows."""
+
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""
 
@@ -204,6 +222,12 @@ class Coordinator(Protocol):
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """Committed offsets of ``partitions`` (all of the group's when None); absent = missing."""
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        """Remove committed offsets (every one of the group's when None), in order after the
+        commits issued before; absent ones are fine. Later fetches do not return them."""
 
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

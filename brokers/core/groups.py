@@ -36,6 +36,7 @@ from enum import Enum
 from brokers.core.coordinator import Coordinator, MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
     FencedInstanceId,
+    GroupIdNotFound,
     GroupMaxSizeReached,
     IllegalGeneration,
     InconsistentGroupProtocol,
@@ -43,6 +44,7 @@ from brokers.core.errors import (
     InvalidSessionTimeout,
     KafkaError,
     MemberIdRequired,
+    NonEmptyGroup,
     RebalanceInProgress,
     UnknownMemberId,
 )
@@ -524,6 +526,19 @@ class GroupCoordinator:
         elif group is not None and group.members:
             raise UnknownMemberId(f"group {group_id!r} has members; commit as one of them")
         await self._coordinator.commit_offsets(group_id, offsets)
+
+    async def delete_group(self, group_id: str) -> None:
+        """DeleteGroups: an empty group (or one known only by its offsets) is forgotten and
+        its committed offsets deleted; NON_EMPTY_GROUP while it has members."""
+        group = self._groups.get(group_id)
+        if group is not None and group.members:
+            raise NonEmptyGroup(f"group {group_id!r} has {len(group.members)} members")
+        if group is None and not await self._coordinator.fetch_offsets(group_id, None):
+            raise GroupIdNotFound(f"no group {group_id!r} here")
+        await self._coordinator.delete_offsets(group_id, None)
+        group = self._groups.get(group_id)
+        if group is not None and not group.members:  # nobody joined meanwhile
+            del self._groups[group_id]
 
     # --- time -------------------------------------------------------------------------------
     def tick(self) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from brokers.core.coordinator import (
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -34,6 +35,7 @@ from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
     TopicAlreadyExists,
+    UnknownTopicOrPartition,
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonDocument, JsonJournal
@@ -75,6 +77,9 @@ class LocalCoordinator(GroupRegistry):
         self._counters = LocalCounters()
         for entry in self._offsets_journal.entries:
             tp = TopicPartition(entry["topic"], entry["partition"])
+            if entry.get("deleted"):
+                self._offsets.get(entry["group"], {}).pop(tp, None)
+                continue
             self._offsets.setdefault(entry["group"], {})[tp] = OffsetAndMetadata(
                 entry["offset"], entry.get("metadata"), entry.get("leader_epoch", -1),
                 entry.get("ts", -1),
@@ -137,9 +142,31 @@ class LocalCoordinator(GroupRegistry):
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
         validate_replication_factor(replication_factor)
+        self._store_topic(self._topic_info(name, num_partitions, configs or {}))
+        return self._topics[name]
+
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        if total <= len(info.partitions):
+            raise InvalidPartitions(f"topic {topic!r} has {len(info.partitions)} partitions; "
+                                    f"{total} would not add any")
+        self._store_topic(self._topic_info(topic, total, info.configs))
+        return self._topics[topic]
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        self._store_topic(self._topic_info(topic, len(info.partitions), change(info.configs)))
+        return self._topics[topic]
+
+    def _store_topic(self, info: TopicInfo) -> None:
+        """Write the topic table with ``info`` in it, then publish it."""
         self._datadir.check()
         topics = dict(self._topics)
-        topics[name] = self._topic_info(name, num_partitions, configs or {})
+        topics[info.name] = info
         self._counters.coordination_writes += 1
         self._write(self._topics_doc.store, {
             t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}
@@ -147,7 +174,6 @@ class LocalCoordinator(GroupRegistry):
         })
         self._topics = topics
         self._publish()
-        return self._topics[name]
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)
@@ -183,6 +209,23 @@ class LocalCoordinator(GroupRegistry):
         if partitions is None:
             return dict(table)
         return {tp: table[tp] for tp in partitions if tp in table}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        table = self._offsets.get(group_id, {})
+        gone = [tp for tp in (table if partitions is None else partitions) if tp in table]
+        if not gone:
+            return
+        self._datadir.check()
+        self._counters.coordination_writes += 1
+        self._write(self._offsets_journal.append, [
+            {"group": group_id, "topic": tp.topic, "partition": tp.partition, "deleted": True}
+            for tp in gone])
+        for tp in gone:
+            del table[tp]
+        if not table:
+            self._offsets.pop(group_id, None)
 
     # --- misc -------------------------------------------------------------------------------
     def _write(self, store: Callable[[Any], None], value: Any) -> None:

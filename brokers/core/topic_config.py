@@ -3,9 +3,9 @@
 A topic's configs travel with it through each twin's coordination (ZooKeeper's
 ``/config/topics/<t>``, DSBS's topic record), so every broker sees the same values; the storage
 core applies them to that topic's partition logs (``storage_config_for``), overriding the
-broker-wide ``StorageConfig``. CreateTopics validates them here (INVALID_CONFIG, with the
-reason) and DescribeConfigs describes them from here, so a client is never told a setting took
-effect that the brokers ignore:
+broker-wide ``StorageConfig``. CreateTopics, AlterConfigs and IncrementalAlterConfigs validate
+them here (INVALID_CONFIG, with the reason) and DescribeConfigs describes them from here, so a
+client is never told a setting took effect that the brokers ignore:
 
 * ``retention.ms``, ``retention.bytes``: time and size retention (-1 = unlimited, Kafka's
   meaning), per partition, as the broker-wide settings.

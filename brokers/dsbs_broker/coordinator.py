@@ -44,6 +44,7 @@ from brokers.core.coordinator import (
     NO_LEADER,
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     OffsetAndMetadata,
     PartitionState,
     TopicInfo,
@@ -59,6 +60,7 @@ from brokers.core.errors import (
     KafkaError,
     TopicAlreadyExists,
     UnknownServerError,
+    UnknownTopicOrPartition,
     UserError,
     error_for_code,
 )
@@ -68,9 +70,14 @@ from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.creation import CreateOutcome, refusal
-from brokers.dsbs_broker.metadata import record_from_json, record_to_json
+from brokers.dsbs_broker.metadata import (
+    grown,
+    record_from_json,
+    record_to_json,
+    with_configs,
+)
 from brokers.dsbs_broker.offset_writer import OffsetWriter
-from brokers.dsbs_broker.offsets import OffsetLog
+from brokers.dsbs_broker.offsets import DELETED, OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
 from brokers.dsbs_broker.udp import GossipDriver, bind, resolve
@@ -452,6 +459,47 @@ class DsbsCoordinator(GroupRegistry):
         cls: type[KafkaError] = error_for_code(outcome.code) or UnknownServerError
         raise cls(outcome.message)
 
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        """Write the grown record here and push it to every live member (``metadata.grown``
+        says why it outranks the old one everywhere); no round trip to wait for."""
+        node = self.node
+        rec = node.topics.get(topic)
+        if rec is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        if total <= rec.num_partitions:
+            raise InvalidPartitions(f"topic {topic!r} has {rec.num_partitions} partitions; "
+                                    f"{total} would not add any")
+        new = grown(rec, total, self._node_id, tuple(node.members.live_ids()))
+        problem = node.topic_problem(new)
+        if problem is not None:
+            raise refusal(topic, problem, self.config.limits)
+        if len(encode_update(new)) > node.record_room():
+            raise InvalidPartitions(f"topic {topic!r}: its record would exceed one gossip packet")
+        self._publish_record(new)
+        return self.cluster().topics[topic]
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        """As ``create_partitions``: a record with the new configs, one version up, written
+        here and pushed (``metadata.merge`` keeps it over the old one everywhere)."""
+        node = self.node
+        rec = node.topics.get(topic)
+        if rec is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        new = with_configs(rec, change(dict(rec.configs)), self._node_id)
+        if len(encode_update(new)) > node.record_room():
+            raise InvalidConfig(f"topic {topic!r}: its configs would exceed one gossip packet")
+        self._publish_record(new)
+        return self.cluster().topics[topic]
+
+    def _publish_record(self, new: TopicRecord) -> None:
+        """Take a record changed here and push it to every live member at once."""
+        node = self.node
+        if node.store_topic(new):
+            node.push_topic(new)
+        if self._driver is not None:
+            self._driver.flush()
+        self._after_io()
+
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)
 
@@ -494,6 +542,16 @@ class DsbsCoordinator(GroupRegistry):
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return self.node.offsets.fetch(group_id, partitions)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        """Tombstones (``offsets.DELETED``) committed and replicated like offsets, so the
+        group's replicas drop them too and no stale copy revives them."""
+        live = self.node.offsets.fetch(group_id, partitions)
+        if live:
+            await self.commit_offsets(group_id, {
+                tp: OffsetAndMetadata(DELETED, None) for tp in live})
 
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

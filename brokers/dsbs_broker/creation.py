@@ -30,7 +30,9 @@ CreateTopics that had returned success could be replaced. The rule that prevents
    Brokers keep their committed records across restarts (``DsbsCoordinator``, topics file), so
    a restarted arbiter still holds what it held.
 
-Records reach the topic table only by commit, so no broker serves an uncommitted record. Two
+Records reach the topic table only by commit, so no broker serves an uncommitted record. (Later
+changes of a committed topic, CreatePartitions and AlterConfigs, need no arbiter: they are new
+records of the same creation that merge over it everywhere, ``metadata.merge``.) Two
 arbiters cannot both commit a record of one name if each counts the other as live: each needs
 the other's OK, and a member never answers OK while it has a proposal of its own for the name
 or holds a record of it, so the later of the two proposals meets a REFUSE or a HAVE. If only

@@ -10,6 +10,17 @@ Every broker then keeps the record of highest rank, (version, explicit, -creator
 CreateTopics outranks an auto-creation, and between two of a kind the lower arbiter id wins.
 The merge is deterministic, so the cluster converges on one record once the records meet.
 
+Records of one creation (same ``token``) also change later, by the broker a client asked:
+CreatePartitions (``grown``: version raised by exactly the number of partitions added) and
+AlterConfigs (``with_configs``: version raised by one). So a record's version is its partition
+count plus the number of config changes behind it plus a constant of its creation, and two
+records of one creation are merged, not ranked (``merge``): the partition count and ring of
+the larger topic (ties: the larger ring) and the configs of the more changed one (ties: the
+larger config list), under the version that sum gives (one more if that would tie with a
+different record, so the merge outranks what it replaces). Every input decides the merge
+symmetrically, so brokers converge whatever order records reach them in; a stale record can
+never shrink a topic or bring back older configs.
+
 Records are durable: every record taken into the table is appended to ``unpersisted``, which the
 coordinator writes to the broker's topics file (``record_to_json`` / ``record_from_json``) and
 loads back at start, so a restarted broker still holds the records it held.
@@ -24,8 +35,11 @@ packets.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
+from brokers.dsbs_broker.placement import grow_ring
 from brokers.dsbs_broker.wire import DigestEntry, TopicRecord, encode_update, name_hash
 
 MAX_HASH = (1 << 64) - 1
@@ -34,6 +48,25 @@ MAX_HASH = (1 << 64) - 1
 def rank(r: TopicRecord | DigestEntry) -> tuple[int, bool, int]:
     """Which of two records of one name wins: the higher rank."""
     return (r.version, r.explicit, -r.creator)
+
+
+def merge(cur: TopicRecord, rec: TopicRecord) -> TopicRecord:
+    """What a broker holding ``cur`` keeps when ``rec`` (same name) arrives."""
+    if rec.token != cur.token or not rec.token:
+        # Competing creations (token 0: no creating request to tell them apart): the higher
+        # rank replaces the other.
+        return rec if rank(rec) > rank(cur) else cur
+    parts = max(cur, rec, key=lambda r: (r.num_partitions, r.ring))
+    cfg = max(cur, rec, key=lambda r: (r.version - r.num_partitions, r.configs))
+    top = max(cur, rec, key=rank)
+    merged = dataclasses.replace(
+        parts, version=parts.num_partitions + cfg.version - cfg.num_partitions,
+        creator=min(cur.creator, rec.creator), configs=cfg.configs)
+    if merged in (top, cur):
+        return merged
+    if rank(merged) <= rank(top):  # same rank as a different record: digests could not tell
+        merged = dataclasses.replace(merged, version=top.version + 1)
+    return merged
 
 
 class TopicStore:
@@ -57,8 +90,10 @@ class TopicStore:
     def apply(self, rec: TopicRecord) -> bool:
         """Merge a record; True if it was new or newer than ours."""
         cur = self.records.get(rec.name)
-        if cur is not None and rank(rec) <= rank(cur):
-            return False
+        if cur is not None:
+            rec = merge(cur, rec)
+            if rec == cur:
+                return False
         if cur is None:
             h = name_hash(rec.name)
             # A 64-bit collision between two names is ignored: the later name is not indexed
@@ -101,6 +136,20 @@ class TopicStore:
             if d is None or rank(d) < rank(self.records[name]):
                 out.append(name)
         return out
+
+
+def grown(rec: TopicRecord, total: int, writer: int, live_ids: Iterable[int]) -> TopicRecord:
+    """``rec`` grown to ``total`` (> its count) partitions, written by ``writer``."""
+    ring = grow_ring(rec.name, rec.ring, rec.num_partitions, total, rec.replication_factor,
+                     tuple(live_ids))
+    return dataclasses.replace(rec, version=rec.version + total - rec.num_partitions,
+                               creator=writer, num_partitions=total, ring=ring)
+
+
+def with_configs(rec: TopicRecord, configs: dict[str, str], writer: int) -> TopicRecord:
+    """``rec`` with its configs replaced by ``configs``, written by ``writer``."""
+    return dataclasses.replace(rec, version=rec.version + 1, creator=writer,
+                               configs=tuple(sorted(configs.items())))
 
 
 def record_to_json(rec: TopicRecord) -> dict[str, Any]:

@@ -5,6 +5,10 @@
 dirty sets per peer, in-flight batches until acknowledged, retried otherwise). The gossip state
 machine decides the peers (a group's next rendezvous ranks) and carries the batches.
 
+A deleted offset (DeleteGroups, OffsetDelete) is an entry with offset -1, a tombstone stamped and
+replicated like any commit, so an older copy arriving later cannot bring the offset back; reads
+skip it (to a client, -1 is "no committed offset" anyway).
+
 ``OffsetLog`` makes the table durable in the broker's data dir: an append-only JSON-lines file,
 one line per accepted entry, fsynced before a commit is acknowledged (``DsbsConfig.offsets_fsync``;
 replicated copies are appended without fsync, since the coordinator already holds them durably).
@@ -29,6 +33,7 @@ from brokers.dsbs_broker.wire import OffsetEntry
 log = logging.getLogger("twinbench.dsbs.offsets")
 
 Key = tuple[str, str, int]  # (group, topic, partition)
+DELETED = -1  # the offset of a tombstone
 
 
 def _key(e: OffsetEntry) -> Key:
@@ -81,7 +86,7 @@ class OffsetTable:
         out = {}
         for k in wanted:
             e = self.entries.get(k)
-            if e is not None:
+            if e is not None and e.offset != DELETED:
                 out[TopicPartition(e.topic, e.partition)] = OffsetAndMetadata(
                     e.offset, e.metadata, e.leader_epoch, e.commit_timestamp_ms)
         return out

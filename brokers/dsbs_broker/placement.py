@@ -10,6 +10,10 @@ the same answers as every other broker; no broker decides for the others.
   lives where it was first assigned, so assignment must never be recomputed from the current
   members (plain modulo over live members would move every partition's leader away from its
   data when one broker leaves).
+* Partitions added later (CreatePartitions) extend the ring with live members not yet in it,
+  in the same rotated order, but only when every existing partition's replicas sit inside the
+  old ring without wrapping; otherwise the ring stays and new partitions wrap around it.
+  Either way no existing partition changes replicas.
 * The leader of a partition is its first live replica; with replication factor 1 that is the
   assigned broker while it is live, else ``NO_LEADER``.
 * Leader epoch: ``sum over replicas r of (2 * incarnation(r) + (0 if r is live else 1))``.
@@ -50,6 +54,20 @@ def assign_ring(
     start = zlib.crc32(name.encode()) % len(ids)
     rotated = ids[start:] + ids[:start]
     return tuple(rotated[: num_partitions + replication_factor - 1])
+
+
+def grow_ring(
+    name: str, ring: tuple[int, ...], old_partitions: int, new_partitions: int,
+    replication_factor: int, live_ids: tuple[int, ...],
+) -> tuple[int, ...]:
+    """The ring of a topic grown from ``old_partitions`` to ``new_partitions``: existing
+    partitions keep their replicas (``replicas`` of each is unchanged)."""
+    if len(ring) < old_partitions + replication_factor - 1:
+        return ring  # existing partitions wrap: appending would move some of them
+    want = new_partitions + replication_factor - 1
+    extra = [n for n in assign_ring(name, live_ids, len(ring) + want, replication_factor)
+             if n not in ring] if live_ids else []
+    return ring + tuple(extra[: max(want - len(ring), 0)])
 
 
 def replicas(ring: tuple[int, ...], replication_factor: int, partition: int) -> tuple[int, ...]:

@@ -643,8 +643,9 @@ class SwimNode:
         cur = self.topics.get(rec.name)
         if not self.topics.apply(rec):
             return False
+        kept = self.topics.records[rec.name]  # ``rec`` merged with what we held
         self._partitions = (total - (cur.num_partitions if cur is not None else 0)
-                            + rec.num_partitions)
+                            + kept.num_partitions)
         self._partitions_at = self.topics.version
         self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
         self.creations.on_record(rec)

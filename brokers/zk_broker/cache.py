@@ -2,8 +2,9 @@
 
 What it mirrors (znode formats in ``paths.py``): the live brokers (``/brokers/ids``), the
 controller's id (``/controller``), each topic's assignment and configs (``/brokers/topics/<t>``,
-``/config/topics/<t>``) and each partition's state (``.../partitions/<p>/state``: leader, epoch,
-isr). From those it builds the ``ClusterView`` snapshot the broker core reads on every request.
+``/config/topics/<t>``, each with a data watch, so altered configs reach every broker) and each
+partition's state (``.../partitions/<p>/state``: leader, epoch, isr). From those it builds
+the ``ClusterView`` snapshot the broker core reads on every request.
 
 A watch event never carries data, so each one triggers a re-read that also re-arms the watch;
 reads carry the znode's zxid and a late, older read never overwrites a newer one. After any
@@ -74,6 +75,7 @@ class MetadataCache:
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._assignment_mzxid: dict[str, int] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
+        self._config_mzxid: dict[str, int] = {}  # of the last config read applied, per topic
         self._states: dict[TopicPartition, CachedState] = {}
         self._view = ClusterView((), NO_LEADER, {}, self._cluster_id)
         self._listeners: list[Callable[[ClusterView], None]] = []
@@ -175,6 +177,8 @@ class MetadataCache:
             self._spawn(self._refresh_state(tp), f"zk-refresh-state-{tp.topic}-{tp.partition}")
         elif (topic := p.match_topic(path)) is not None:
             self._spawn(self._refresh_topic(topic), f"zk-refresh-topic-{topic}")
+        elif (topic := p.match_topic_config(path)) is not None:
+            self._spawn(self._refresh_config(topic), f"zk-refresh-config-{topic}")
 
     @property
     def _watch(self) -> Callable[[WatchedEvent], None]:
@@ -261,6 +265,7 @@ class MetadataCache:
         for topic in gone:
             self._assignments.pop(topic, None)
             self._topic_configs.pop(topic, None)
+            self._config_mzxid.pop(topic, None)
             for tp in [tp for tp in self._states if tp.topic == topic]:
                 del self._states[tp]
         todo = names if all_topics else names - set(self._assignments)
@@ -274,20 +279,45 @@ class MetadataCache:
             data, stat = await b.call("get", self._paths.topic(topic), watch=self._watch)
         except NoNodeError:
             return
-        try:
-            cfg_data, _ = await b.call("get", self._paths.topic_config(topic))
-            configs = fmt.decode_topic_config(cfg_data)
-        except NoNodeError:
-            configs = {}
+        configs = await self._read_config(topic)
         if stat.mzxid < self._assignment_mzxid.get(topic, -1):
             return
         self._assignment_mzxid[topic] = stat.mzxid
         self._assignments[topic] = dict(fmt.decode_assignment(data))
-        self._topic_configs[topic] = configs
+        if configs is not None:
+            self._topic_configs[topic] = configs[0]
+            self._config_mzxid[topic] = configs[1]
         self._changed()
         await asyncio.gather(
             *(self._refresh_state(TopicPartition(topic, p)) for p in self._assignments[topic])
         )
+
+    async def _read_config(self, topic: str) -> tuple[dict[str, str], int] | None:
+        """(configs, mzxid) of ``/config/topics/<t>``, re-arming its watch: ({}, -1) while it
+        is absent, and then one ``exists`` (whose watch fires on its creation) is all it costs;
+        None if an equal or newer read came first."""
+        b = self._session.bridge
+        path = self._paths.topic_config(topic)
+        configs: dict[str, str] = {}
+        mzxid = -1
+        while await b.call("exists", path, watch=self._watch) is not None:
+            try:
+                data, stat = await b.call("get", path, watch=self._watch)
+            except NoNodeError:
+                continue  # deleted between the calls: ask again
+            configs, mzxid = fmt.decode_topic_config(data), stat.mzxid
+            break
+        if mzxid != -1 and mzxid < self._config_mzxid.get(topic, -1):
+            return None
+        return configs, mzxid
+
+    async def _refresh_config(self, topic: str) -> None:
+        got = await self._read_config(topic)
+        if got is None or topic not in self._assignments:
+            return
+        if got[0] != self._topic_configs.get(topic):
+            self._topic_configs[topic], self._config_mzxid[topic] = got
+            self._changed()
 
     async def _refresh_state(self, tp: TopicPartition) -> None:
         b = self._session.bridge

@@ -36,6 +36,7 @@ from kazoo.client import KazooState
 from brokers.core.coordinator import (
     BrokerInfo,
     ClusterView,
+    ConfigChange,
     MemberRecord,
     OffsetAndMetadata,
     PartitionState,
@@ -231,6 +232,12 @@ class ZkCoordinator:
     ) -> TopicInfo:
         return await self._topics.create(name, num_partitions, replication_factor, configs)
 
+    async def create_partitions(self, topic: str, total: int) -> TopicInfo:
+        return await self._topics.add_partitions(topic, total)
+
+    async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
+        return await self._topics.alter_configs(topic, change)
+
     # ============================================================================================
     # groups
     # ============================================================================================
@@ -259,6 +266,11 @@ class ZkCoordinator:
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return await self._registry.fetch_offsets(group_id, partitions)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        await self._registry.delete_offsets(group_id, partitions)
 
     # ============================================================================================
     # misc

@@ -87,6 +87,7 @@ class ZkPaths:
         self.roots = (self.broker_ids, self.topics, self.config_topics, self.consumers)
         prefix = re.escape(c)
         self._topic_re = re.compile(rf"{prefix}/brokers/topics/([^/]+)")
+        self._config_re = re.compile(rf"{prefix}/config/topics/([^/]+)")
         self._state_re = re.compile(rf"{prefix}/brokers/topics/([^/]+)/partitions/(\d+)/state")
 
     def broker(self, node_id: int) -> str:
@@ -134,6 +135,10 @@ class ZkPaths:
     # --- reverse mapping for watch events ------------------------------------------------------
     def match_topic(self, path: str) -> str | None:
         m = self._topic_re.fullmatch(path)
+        return m.group(1) if m else None
+
+    def match_topic_config(self, path: str) -> str | None:
+        m = self._config_re.fullmatch(path)
         return m.group(1) if m else None
 
     def match_state(self, path: str) -> TopicPartition | None:

@@ -7,7 +7,8 @@ Under ``/consumers/<group>`` (znode formats in ``paths.py``):
 * ``owners/<topic>/<partition>``: the ownership registry, which member consumes a partition,
   replaced as a whole after every rebalance (ephemeral too);
 * ``offsets/<topic>/<partition>``: committed offsets, written on every commit and read on every
-  fetch, as Kafka 0.8.2 did with offsets.storage=zookeeper.
+  fetch, as Kafka 0.8.2 did with offsets.storage=zookeeper; deleted (DeleteGroups,
+  OffsetDelete) in order after the writes queued on them.
 
 Commits of one group and partition reach ZooKeeper in the order they arrived. A session's
 requests are applied in order, so once the offset znode exists, issuing each setData at once
@@ -27,7 +28,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 
 from brokers.core.coordinator import MemberRecord, OffsetAndMetadata, TopicPartition
 from brokers.core.errors import CoordinatorNotAvailable
@@ -163,6 +164,39 @@ class GroupRegistry:
                 await b.call("create", path, data)
             except NodeExistsError:
                 await b.call("set", path, data)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> None:
+        """Delete offset znodes (DeleteGroups, OffsetDelete), each after the writes queued on
+        it, then the group's emptied offset directories."""
+        self._session.require()
+        wanted = (list(partitions) if partitions is not None
+                  else await self._session.retriable(self._committed_partitions(group_id)))
+        await self._session.retriable(asyncio.gather(
+            *(self._delete_offset(group_id, tp) for tp in wanted)))
+        b = self._session.bridge
+        topics = sorted({tp.topic for tp in wanted})
+        for path in [*(self._paths.offsets_topic(group_id, t) for t in topics),
+                     *([self._paths.offsets(group_id)] if partitions is None else [])]:
+            with contextlib.suppress(NoNodeError, NotEmptyError):
+                await b.call("delete", path)  # only if empty: a commit may have come since
+
+    async def _delete_offset(self, group_id: str, tp: TopicPartition) -> None:
+        path = self._paths.offset(group_id, tp)
+        lock, queued = self._offset_queues.get(path) or (asyncio.Lock(), 0)
+        self._offset_queues[path] = (lock, queued + 1)
+        try:
+            async with lock:
+                self._offset_nodes.discard(path)
+                with contextlib.suppress(NoNodeError):
+                    await self._session.bridge.call("delete", path)
+        finally:
+            lock, queued = self._offset_queues[path]
+            if queued == 1:
+                del self._offset_queues[path]
+            else:
+                self._offset_queues[path] = (lock, queued - 1)
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None

@@ -6,22 +6,44 @@ Any broker may create a topic: it reads the live brokers, assigns replicas round
 whole. The controller sees the new topic through its watch and elects a leader per partition;
 creation returns once this broker's own view (``MetadataCache``) shows a leader for every
 partition, so a Metadata request right after a CreateTopics sees the topic.
+
+Adding partitions is Kafka 2.8's AdminZkClient.addPartitions: the receiving broker reads
+``/brokers/topics/<t>`` with its version, appends replicas for the new partitions (existing ones
+keep theirs) and writes it back conditionally on that version, so of two concurrent increases
+one fails and is re-read; the controller's data watch on the znode creates the new partitions'
+state znodes, and the request returns once this broker's view shows their leaders.
+
+Altering a topic's configs writes ``/config/topics/<t>`` conditionally on its version (and on
+the topic znode's, so a topic deleted meanwhile is not given configs), re-reading on a
+conflict so an incremental change applies to the latest values. Kafka 2.8 then adds a
+sequential ``/config/changes/config_change_<n>`` znode that every broker watches; here every
+broker's cache holds a data watch on each topic's config znode instead (``cache.py``): the
+cache already holds one watch per topic znode, the change log would need purging, and a watch
+tells each broker exactly which topic changed. The request returns once this broker's view
+shows the new configs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from brokers.core.coordinator import (
     NO_LEADER,
     ClusterView,
+    ConfigChange,
     TopicInfo,
     validate_replication_factor,
     validate_topic_name,
 )
-from brokers.core.errors import NotController, RequestTimedOut, TopicAlreadyExists
+from brokers.core.errors import (
+    InvalidPartitions,
+    NotController,
+    RequestTimedOut,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
 from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.controller import assign_replicas
@@ -58,14 +80,90 @@ class TopicCreator:
             num_partitions, replication_factor, await self._live_broker_ids()
         )
         await self._write(name, assignment, configs)
+        return await self._wait_for_leaders(name, num_partitions, "created")
 
+    async def add_partitions(self, name: str, total: int) -> TopicInfo:
+        if not self._session.connected:
+            raise NotController("ZooKeeper is unreachable; cannot add partitions now")
+        b = self._session.bridge
+        path = self._paths.topic(name)
+        while True:  # until our conditional write lands or the topic is already big enough
+            try:
+                data, stat = await b.call("get", path)
+                assignment = fmt.decode_assignment(data)
+                if total <= len(assignment):
+                    raise InvalidPartitions(f"topic {name!r} has {len(assignment)} partitions; "
+                                            f"{total} would not add any")
+                rf = len(assignment[0]) if assignment.get(0) else 1
+                placed = assign_replicas(total, rf, await self._live_broker_ids())
+                grown = {**assignment, **{p: placed[p] for p in range(len(assignment), total)}}
+                await b.call("set", path, fmt.encode_assignment(grown), version=stat.version)
+                break
+            except NoNodeError:
+                raise UnknownTopicOrPartition(f"unknown topic {name!r}") from None
+            except BadVersionError:
+                continue  # changed since our read (another increase): decide again
+            except UNAVAILABLE as exc:
+                raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+        return await self._wait_for_leaders(name, total, "given its new partitions")
+
+    async def alter_configs(self, name: str, change: ConfigChange) -> TopicInfo:
+        if not self._session.connected:
+            raise NotController("ZooKeeper is unreachable; cannot alter configs now")
+        b = self._session.bridge
+        cfg_path = self._paths.topic_config(name)
+        while True:
+            try:
+                _, topic_stat = await b.call("get", self._paths.topic(name))
+            except NoNodeError:
+                raise UnknownTopicOrPartition(f"unknown topic {name!r}") from None
+            except UNAVAILABLE as exc:
+                raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+            try:
+                data, stat = await b.call("get", cfg_path)
+                current, version = fmt.decode_topic_config(data), stat.version
+            except NoNodeError:
+                current, version = {}, -1
+            except UNAVAILABLE as exc:
+                raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+            new = change(current)
+            txn = b.transaction()
+            txn.check(self._paths.topic(name), topic_stat.version)
+            encoded = fmt.encode_topic_config(new)
+            if version == -1:
+                txn.create(cfg_path, encoded)
+            else:
+                txn.set_data(cfg_path, encoded, version=version)
+            try:
+                results = await b.commit(txn)
+            except UNAVAILABLE as exc:
+                raise NotController(f"ZooKeeper unavailable: {exc}") from exc
+            failed = [r for r in results if isinstance(r, Exception)]
+            if not failed:
+                break
+            if not all(isinstance(r, (BadVersionError, NodeExistsError, NoNodeError,
+                                      RolledBackError)) for r in failed):
+                raise NotController(f"altering the configs of {name!r} failed: {failed[0]!r}")
+            # Changed since our reads (or the topic is gone): read again and decide again.
+
+        def shown(view: ClusterView) -> bool:
+            info = view.topics.get(name)
+            return info is not None and dict(info.configs) == new
+
+        if not await self._cache.wait_for(shown, self._timeout_ms / 1000):
+            raise RequestTimedOut(f"the configs of {name!r} were written but this broker did "
+                                  f"not see them within {self._timeout_ms} ms")
+        return self._cache.view.topics[name]
+
+    async def _wait_for_leaders(self, name: str, partitions: int, what: str) -> TopicInfo:
         def ready(view: ClusterView) -> bool:
             info = view.topics.get(name)
-            return info is not None and all(p.leader != NO_LEADER for p in info.partitions)
+            return info is not None and len(info.partitions) >= partitions and all(
+                p.leader != NO_LEADER for p in info.partitions)
 
         if not await self._cache.wait_for(ready, self._timeout_ms / 1000):
             raise RequestTimedOut(
-                f"topic {name!r} was created but no leaders were elected within "
+                f"topic {name!r} was {what} but no leaders were elected within "
                 f"{self._timeout_ms} ms (is a controller running?)"
             )
         return self._cache.view.topics[name]

@@ -1,6 +1,8 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
-AdminClient), on every architecture: group listing and description, and the ACL APIs, which
-answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation).
+AdminClient), on every architecture: group listing and description, the ACL APIs, which
+answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
+topic configs (described, altered whole and incrementally), adding partitions, and deleting
+groups and committed offsets.
 """
 
 from __future__ import annotations
@@ -11,11 +13,35 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers.core.errors import InvalidConfig, SecurityDisabled
+from brokers.core.errors import (
+    GroupIdNotFound,
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidRequest,
+    NonEmptyGroup,
+    SecurityDisabled,
+    UnknownTopicOrPartition,
+)
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.acls import DescribeAclsRequest
+from brokers.core.protocol.messages.alter_configs import (
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+)
+from brokers.core.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from brokers.core.protocol.messages.describe_configs import (
+    DEFAULT_CONFIG,
+    TOPIC,
+    TOPIC_CONFIG,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from harness.kafka_probe import KafkaProbe
-from tests.support.ops import eventually
+from tests.support.ops import create_everywhere, eventually, leaders
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]
 
@@ -183,3 +209,292 @@ def test_topic_configs_are_described_by_both_admin_clients(cluster):
     missing = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, "adm-no-such-topic")
     with pytest.raises(Exception, match=r"UNKNOWN_TOPIC_OR_PART|nknown topic"):
         admin.describe_configs([missing])[missing].result(30)
+
+
+# --- CreatePartitions ---------------------------------------------------------------------------
+def _partition_counts(cluster, topic: str) -> list[int]:
+    """How many partitions, each with a live leader, every broker's Metadata shows."""
+    counts = []
+    for b in cluster.brokers:
+        ls = leaders(b, topic)
+        counts.append(len(ls) if all(v >= 0 for v in ls.values()) else -1)
+    return counts
+
+
+def test_both_admin_clients_add_partitions_that_every_broker_serves(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    name = f"adm-grow-{uuid.uuid4().hex[:8]}"
+    n = len(cluster.brokers)
+    create_everywhere(cluster.brokers, name, 1)
+    before = leaders(cluster.brokers[0], name)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_partitions([ck_admin.NewPartitions(name, 3)])[name].result(30)
+    eventually(lambda: _partition_counts(cluster, name) == [3] * n, timeout_s=15,
+               what="3 partitions on every broker")
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.create_partitions({name: kadmin.NewPartitions(total_count=5)})
+    finally:
+        kp.close()
+    eventually(lambda: _partition_counts(cluster, name) == [5] * n, timeout_s=15,
+               what="5 partitions on every broker")
+    after = leaders(cluster.brokers[0], name)
+    assert after[0] == before[0]  # the existing partition kept its leader (and its data)
+    # The new partitions take records and give them back.
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for p in range(5):
+        producer.produce(name, f"v{p}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": name,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([ck.TopicPartition(name, p, 0) for p in range(5)])
+    got: dict[int, bytes] = {}
+    try:
+        def read_all() -> bool:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got[msg.partition()] = msg.value()
+            return len(got) == 5
+        eventually(read_all, timeout_s=30, what="a record from every partition")
+    finally:
+        consumer.close()
+    assert got == {p: f"v{p}".encode() for p in range(5)}
+
+
+def test_create_partitions_refuses_bad_requests_with_kafkas_codes(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name = f"adm-nogrow-{uuid.uuid4().hex[:8]}"
+    create_everywhere(cluster.brokers, name, 2)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def code(new: ck_admin.NewPartitions, **kw) -> int:
+        try:
+            admin.create_partitions([new], **kw)[new.topic].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code(ck_admin.NewPartitions(name, 1)) == InvalidPartitions.code  # shrinking
+    assert code(ck_admin.NewPartitions(name, 2)) == InvalidPartitions.code  # no change
+    assert code(ck_admin.NewPartitions(name, 5_000)) == InvalidPartitions.code
+    assert code(ck_admin.NewPartitions("adm-no-such-topic", 4)) == (
+        UnknownTopicOrPartition.code)
+    node = cluster.brokers[0]
+    probe_id = int(next(iter(admin.list_topics(timeout=30).brokers)))
+    assert code(ck_admin.NewPartitions(name, 3, replica_assignment=[[probe_id]])) == (
+        InvalidRequest.code)
+    assert code(ck_admin.NewPartitions(name, 4), validate_only=True) == 0
+    assert _partition_counts(cluster, name) == [2] * len(cluster.brokers)  # nothing changed
+    # Every version on the wire, and the broker still serves afterwards.
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (0, 1, 2, 3):
+            got = probe.request(ApiKey.CREATE_PARTITIONS, version, CreatePartitionsRequest(
+                topics=[CreatePartitionsTopic(name=name, count=1)], timeout_ms=10_000))
+            (result,) = got.results
+            assert result.error_code == InvalidPartitions.code and "2 partitions" in (
+                result.error_message or "")
+    assert leaders(node, name).keys() == {0, 1}
+
+
+# --- AlterConfigs, IncrementalAlterConfigs ----------------------------------------------------
+def _described(broker, topic: str) -> dict[str, tuple[str | None, int]]:
+    """(value, source) of every config of ``topic`` as this one broker describes it."""
+    with KafkaProbe(broker.host, broker.port) as probe:
+        got = probe.request(ApiKey.DESCRIBE_CONFIGS, 1, DescribeConfigsRequest(
+            resources=[DescribeConfigsResource(resource_type=TOPIC, resource_name=topic)]))
+    (result,) = got.results
+    assert result.error_code == 0, result.error_message
+    return {c.name: (c.value, c.config_source) for c in result.configs}
+
+
+def _everywhere(cluster, topic: str, want: dict[str, str | None]) -> None:
+    """Wait until every broker describes ``topic`` with ``want`` (None: the default)."""
+    def agree() -> bool:
+        for b in cluster.brokers:
+            got = _described(b, topic)
+            for name, value in want.items():
+                if value is None and got[name][1] != DEFAULT_CONFIG:
+                    return False
+                if value is not None and got[name] != (value, TOPIC_CONFIG):
+                    return False
+        return True
+    eventually(agree, timeout_s=15, what=f"{want} on every broker")
+
+
+def test_both_admin_clients_alter_topic_configs_that_every_broker_applies(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    name = f"adm-alter-{uuid.uuid4().hex[:8]}"
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(name, 1, 1, config={"retention.ms": "3600000"})]
+                        )[name].result(30)
+    eventually(lambda: all(leaders(b, name) for b in cluster.brokers), timeout_s=15)
+    # IncrementalAlterConfigs (confluent-kafka): SET two, the third stays.
+    res = ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, name, incremental_configs=[
+        ck_admin.ConfigEntry("segment.bytes", "1024",
+                             incremental_operation=ck_admin.AlterConfigOpType.SET),
+        ck_admin.ConfigEntry("retention.bytes", "10000000",
+                             incremental_operation=ck_admin.AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(30)
+    _everywhere(cluster, name, {"retention.ms": "3600000", "segment.bytes": "1024",
+                                "retention.bytes": "10000000"})
+    # Storage applies it: 1 KiB segments roll while records arrive.
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    for _ in range(40):
+        producer.produce(name, b"v" * 300, partition=0)
+        producer.flush(30)
+    segments = [p for b in cluster.brokers for p in (b.data_dir).rglob(f"{name}-0/*.log")]
+    assert len(segments) > 3, segments
+    # AlterConfigs (kafka-python, forced): it describes the topic first and sends the other
+    # set configs along, since AlterConfigs replaces the whole set.
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.alter_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name,
+                                                configs={"retention.ms": "120000"})],
+                         incremental=False)
+        _everywhere(cluster, name, {"retention.ms": "120000", "segment.bytes": "1024",
+                                    "retention.bytes": "10000000"})
+        # IncrementalAlterConfigs (kafka-python): DELETE returns a config to its default.
+        kp.alter_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name,
+                                                configs={"segment.bytes": ("DELETE", None)})],
+                         incremental=True)
+        _everywhere(cluster, name, {"retention.ms": "120000", "segment.bytes": None,
+                                    "retention.bytes": "10000000"})
+    finally:
+        kp.close()
+    # AlterConfigs on the wire: configs not named return to their defaults.
+    node = cluster.brokers[-1]
+    with KafkaProbe(node.host, node.port) as probe:
+        got = probe.request(ApiKey.ALTER_CONFIGS, 1, AlterConfigsRequest(resources=[
+            AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=[
+                AlterableConfig(name="retention.bytes", value="20000000")])]))
+    assert got.responses[0].error_code == 0
+    _everywhere(cluster, name, {"retention.ms": None, "segment.bytes": None,
+                                "retention.bytes": "20000000"})
+
+
+def test_altering_configs_refuses_bad_requests_with_kafkas_codes(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name = f"adm-noalter-{uuid.uuid4().hex[:8]}"
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(name, 1, 1, config={"retention.ms": "3600000"})]
+                        )[name].result(30)
+    set_op = ck_admin.AlterConfigOpType.SET
+
+    def code(topic: str, entries: list[tuple[str, str, object]], *,
+             kind=ck_admin.ResourceType.TOPIC, **kw) -> int:
+        res = ck_admin.ConfigResource(kind, topic, incremental_configs=[
+            ck_admin.ConfigEntry(n, v, incremental_operation=op) for n, v, op in entries])
+        try:
+            admin.incremental_alter_configs([res], **kw)[res].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code(name, [("retention.millis", "5", set_op)]) == InvalidConfig.code
+    assert code(name, [("retention.ms", "soon", set_op)]) == InvalidConfig.code
+    assert code(name, [("cleanup.policy", "compact", set_op)]) == InvalidConfig.code
+    assert code(name, [("cleanup.policy", "compact",
+                        ck_admin.AlterConfigOpType.APPEND)]) == InvalidConfig.code
+    assert code(name, [("retention.ms", "5", ck_admin.AlterConfigOpType.APPEND)]) == (
+        InvalidRequest.code)
+    assert code("adm-no-such-topic", [("retention.ms", "5", set_op)]) == (
+        UnknownTopicOrPartition.code)
+    broker_id = str(next(iter(admin.list_topics(timeout=30).brokers)))
+    assert code(broker_id, [("log.retention.ms", "5", set_op)],
+                kind=ck_admin.ResourceType.BROKER) == InvalidRequest.code
+    assert code(name, [("retention.ms", "5", set_op)], validate_only=True) == 0
+    _everywhere(cluster, name, {"retention.ms": "3600000"})  # nothing changed anywhere
+    # AlterConfigs at every version says the same; the broker keeps serving.
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (0, 1):
+            got = probe.request(ApiKey.ALTER_CONFIGS, version, AlterConfigsRequest(resources=[
+                AlterConfigsResource(resource_type=TOPIC, resource_name=name, configs=[
+                    AlterableConfig(name="cleanup.policy", value="compact")])]))
+            (result,) = got.responses
+            assert result.error_code == InvalidConfig.code
+            assert "compaction is not implemented" in (result.error_message or "")
+    _everywhere(cluster, name, {"retention.ms": "3600000", "cleanup.policy": None})
+
+
+# --- DeleteGroups, OffsetDelete ---------------------------------------------------------------
+def _committed(admin, ck, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets of partitions 0 and 1 (absent: not listed)."""
+    req = ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)])
+    got = admin.list_consumer_group_offsets([req])[group].result(30)
+    return {tp.partition: tp.offset for tp in got.topic_partitions if tp.offset >= 0}
+
+
+def test_both_admin_clients_delete_offsets_and_groups(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    kerrors = pytest.importorskip("kafka.errors")
+    topic, group = _names()
+    create_everywhere(cluster.brokers, topic, 2)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.alter_consumer_group_offsets([ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(topic, 0, 5), ck.TopicPartition(topic, 1, 7)])]
+    )[group].result(30)
+    assert _committed(admin, ck, group, topic) == {0: 5, 1: 7}
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        # OffsetDelete (kafka-python): one partition's offset goes, the other stays.
+        got = kp.delete_group_offsets(group, [kafka.TopicPartition(topic, 0)])
+        assert got == {kafka.TopicPartition(topic, 0): kerrors.NoError}
+        assert _committed(admin, ck, group, topic) == {1: 7}
+        # DeleteGroups (confluent-kafka): the group and its last offset go.
+        admin.delete_consumer_groups([group])[group].result(30)
+        assert _committed(admin, ck, group, topic) == {}
+        # kafka-python sees the same, and a second deletion finds no group.
+        assert kp.list_group_offsets({group: None})[group] == {}
+        assert kp.delete_groups([group]) == {group: "GroupIdNotFoundError"}
+    finally:
+        kp.close()
+    with pytest.raises(ck.KafkaException) as info:
+        admin.delete_consumer_groups([group])[group].result(30)
+    assert info.value.args[0].code() == GroupIdNotFound.code
+
+
+def test_a_live_group_is_neither_deleted_nor_loses_subscribed_offsets(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    kerrors = pytest.importorskip("kafka.errors")
+    topic, group = _names()
+    other = f"{topic}-other"
+    create_everywhere(cluster.brokers, other, 1)
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    with stable_member(cluster, topic, group):
+        with pytest.raises(ck.KafkaException) as info:
+            admin.delete_consumer_groups([group])[group].result(30)
+        assert info.value.args[0].code() == NonEmptyGroup.code
+        kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            got = kp.delete_group_offsets(group, [kafka.TopicPartition(topic, 0),
+                                                  kafka.TopicPartition(other, 0)])
+            assert got[kafka.TopicPartition(topic, 0)] is kerrors.GroupSubscribedToTopicError
+            assert got[kafka.TopicPartition(other, 0)] is kerrors.NoError  # not subscribed
+            assert kp.delete_groups([group]) == {group: "NonEmptyGroupError"}
+            eventually(lambda: kp.list_groups() is not None, timeout_s=10)  # still serving
+        finally:
+            kp.close()
+    # Once the member has left, the group can go.
+    eventually(lambda: _delete(admin, group) == 0, timeout_s=30, what="group deletable")
+
+
+def _delete(admin, group: str) -> int:
+    try:
+        admin.delete_consumer_groups([group])[group].result(30)
+    except Exception as exc:
+        return int(exc.args[0].code())
+    return 0

@@ -157,6 +157,16 @@ def test_offsets_survive_their_coordinator_via_the_successor(tmp_path):
             assert c.group_coordinator(group).node_id == successor_id
         got = await succ.fetch_offsets(group, None)
         assert got[tp].offset == 1234 and got[tp].metadata == "m"
+        # A deletion (DeleteGroups) is a tombstone replicated like a commit: the next replica
+        # drops the offset too, and the older copy it held does not bring it back.
+        tp2 = TopicPartition("orders", 1)
+        await succ.commit_offsets(group, {tp2: OffsetAndMetadata(77)})
+        nxt = cl.coords[succ.node.live_order(group)[1]]
+        await _until(lambda: tp2 in nxt.node.offsets.fetch(group, None), 3, "replication")
+        await succ.delete_offsets(group, None)
+        assert await succ.fetch_offsets(group, None) == {}
+        await _until(lambda: not nxt.node.offsets.fetch(group, None), 3, "tombstones")
+        await succ.commit_offsets(group, {tp: OffsetAndMetadata(1234, "m")})  # for below
 
         # Offsets are durable: the successor's file holds them after a restart, too.
         await succ.close()

@@ -248,6 +248,15 @@ def test_offsets_live_in_the_offset_registry(
             assert got == {tp0: OffsetAndMetadata(43, "")}
             assert set(await b.fetch_offsets("g1", None)) == {tp0, tp1}
             assert await b.fetch_offsets("nobody", None) == {}
+            # OffsetDelete removes its znode; DeleteGroups every offset znode and directory.
+            await a.delete_offsets("g1", [tp0])
+            assert kz.exists(f"{chroot}/consumers/g1/offsets/t/0") is None
+            assert await b.fetch_offsets("g1", None) == {tp1: OffsetAndMetadata(7, "")}
+            await a.commit_offsets("g1", {tp0: OffsetAndMetadata(44)})  # after a delete: ok
+            assert kz.get(f"{chroot}/consumers/g1/offsets/t/0")[0] == b"44"
+            await b.delete_offsets("g1", None)
+            assert kz.exists(f"{chroot}/consumers/g1/offsets") is None
+            assert await a.fetch_offsets("g1", None) == {}
 
     run(scenario)
 

@@ -10,12 +10,13 @@ Layout:
                    sent; records are never decoded; idempotent producers' retries are
                    answered from the partition's producer table
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
-- ``metadata.py``  Metadata (with auto-creation) and CreateTopics (with topic configs),
-                   topic-name rules
-- ``configs.py``   DescribeConfigs: topic configs and the broker's settings
+- ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs) and
+                   CreatePartitions, topic-name rules
+- ``configs.py``   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: topic configs and
+                   the broker's settings (read-only)
 - ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
-                   DescribeGroups
+                   DescribeGroups, DeleteGroups, OffsetDelete
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
                    dispatcher's KIP-511 fallback), InitProducerId, the ACL APIs
                    (SECURITY_DISABLED)

@@ -1,18 +1,46 @@
-"""DescribeConfigs: topic configs (``brokers.core.topic_config``) and the broker's settings.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic configs
+(``brokers.core.topic_config``) and the broker's settings.
 
 A topic is described from this broker's view of the cluster: its own settings (source
 TOPIC_CONFIG) and, for the rest, the broker-wide values they fall back to (DEFAULT_CONFIG).
 A broker is described by its id, read-only (STATIC_BROKER_CONFIG): the settings come from its
 command line and cannot be changed while it runs.
+
+Altering a topic's configs goes through the Coordinator seam (``alter_topic_configs``), which
+applies the change to the authoritative current values and spreads them to every broker; each
+broker's storage core applies them from its view (retention, segment size). The change is
+validated here against this broker's view first, so a bad request (INVALID_CONFIG for an
+unknown name or a bad value, INVALID_REQUEST for a malformed one) and ``validate_only`` cost no
+coordination. Broker resources are refused with INVALID_REQUEST: every broker setting here is
+static, and Kafka 2.8 answers INVALID_REQUEST for a broker config it cannot change dynamically.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Mapping
 
 from brokers.core.config import BrokerConfig
-from brokers.core.errors import InvalidRequest, KafkaError, UnknownTopicOrPartition
+from brokers.core.coordinator import ConfigChange
+from brokers.core.errors import (
+    InvalidConfig,
+    InvalidRequest,
+    KafkaError,
+    RequestTimedOut,
+    UnknownTopicOrPartition,
+)
 from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.messages.alter_configs import (
+    APPEND,
+    DELETE,
+    SET,
+    SUBTRACT,
+    AlterConfigsRequest,
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from brokers.core.protocol.messages.describe_configs import (
     BROKER,
     CONFIG_TYPES,
@@ -25,7 +53,10 @@ from brokers.core.protocol.messages.describe_configs import (
     DescribeConfigsResponse,
     DescribeConfigsResult,
 )
-from brokers.core.topic_config import effective_configs
+from brokers.core.topic_config import SPECS, effective_configs, validate_topic_configs
+
+# How long an alteration waits for this broker's view to show it.
+ALTER_TIMEOUT_S = 10.0
 
 
 def _limit(value: int | None) -> str:
@@ -92,3 +123,98 @@ def _broker(ctx: BrokerContext, name: str) -> list[DescribeConfigsResourceResult
         name=key, value=value(ctx.config), read_only=True, is_default=False,
         config_source=STATIC_BROKER_CONFIG, is_sensitive=False, config_type=CONFIG_TYPES[kind])
         for key, (kind, value) in _BROKER_SETTINGS.items()]
+
+
+async def handle_alter_configs(
+    ctx: BrokerContext, call: Call, req: AlterConfigsRequest
+) -> AlterConfigsResponse:
+    responses = []
+    for res in req.resources:
+        values = {c.name: c.value for c in res.configs}
+
+        def replace(current: Mapping[str, str], values: dict[str, str | None] = values
+                    ) -> dict[str, str]:
+            return validate_topic_configs(values)  # names not given return to their default
+
+        error = await _alter(ctx, res.resource_type, res.resource_name,
+                             [c.name for c in res.configs], replace, req.validate_only)
+        responses.append(_result(res.resource_type, res.resource_name, error))
+    return AlterConfigsResponse(responses=responses)
+
+
+async def handle_incremental_alter_configs(
+    ctx: BrokerContext, call: Call, req: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    responses = []
+    for res in req.resources:
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+
+        def change(current: Mapping[str, str],
+                   ops: list[tuple[str, int, str | None]] = ops) -> dict[str, str]:
+            new: dict[str, str | None] = dict(current)
+            for name, op, value in ops:
+                new[name] = _apply_op(name, op, value, new.get(name))
+            return validate_topic_configs(new)
+
+        error = await _alter(ctx, res.resource_type, res.resource_name,
+                             [c.name for c in res.configs], change, req.validate_only)
+        responses.append(_result(res.resource_type, res.resource_name, error))
+    return IncrementalAlterConfigsResponse(responses=responses)
+
+
+def _apply_op(name: str, op: int, value: str | None, current: str | None) -> str | None:
+    """One IncrementalAlterConfigs operation on one config's value (None: the default)."""
+    spec = SPECS.get(name)
+    if spec is None:
+        raise InvalidConfig(f"unknown topic config {name!r}; served: {', '.join(SPECS)}")
+    if op == SET:
+        return value
+    if op == DELETE:
+        return None
+    if op not in (APPEND, SUBTRACT):
+        raise InvalidRequest(f"unknown config operation {op} for {name}")
+    if spec.kind != "LIST":
+        raise InvalidRequest(f"{name} is not a list: APPEND and SUBTRACT do not apply")
+    items = [i for i in (current or "").split(",") if i]
+    given = [i.strip() for i in (value or "").split(",") if i.strip()]
+    if op == APPEND:
+        items += [i for i in given if i not in items]
+    else:
+        items = [i for i in items if i not in given]
+    return ",".join(items) if items else None
+
+
+async def _alter(
+    ctx: BrokerContext, resource_type: int, name: str, keys: list[str], change: ConfigChange,
+    validate_only: bool,
+) -> KafkaError | None:
+    try:
+        if resource_type == BROKER:
+            raise InvalidRequest("broker configs are static here (set on the command line, "
+                                 "read-only while the broker runs); no dynamic broker configs")
+        if resource_type != TOPIC:
+            raise InvalidRequest(f"resource type {resource_type} has no configs here")
+        if len(set(keys)) != len(keys):
+            raise InvalidRequest(f"a config of {name!r} is named twice")
+        info = ctx.coordinator.cluster().topics.get(name)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+        change(info.configs)  # validation against our view: refusals cost no coordination
+        if not validate_only:
+            try:
+                await asyncio.wait_for(ctx.coordinator.alter_topic_configs(name, change),
+                                       ALTER_TIMEOUT_S)
+            except TimeoutError:
+                raise RequestTimedOut(f"the configs of {name!r} were not applied within "
+                                      f"{ALTER_TIMEOUT_S:g} s") from None
+    except KafkaError as exc:
+        return exc
+    return None
+
+
+def _result(resource_type: int, name: str, error: KafkaError | None
+            ) -> AlterConfigsResourceResponse:
+    return AlterConfigsResourceResponse(
+        error_code=0 if error is None else error.code,
+        error_message=None if error is None else error.message or None,
+        resource_type=resource_type, resource_name=name)

@@ -64,6 +64,11 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CREATE_ACLS: admin.handle_create_acls,
     ApiKey.DELETE_ACLS: admin.handle_delete_acls,
     ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    ApiKey.CREATE_PARTITIONS: metadata.handle_create_partitions,
+    ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
 }
 
 

@@ -7,9 +7,29 @@ broker coordinates the group, translate fields, and turn KafkaErrors into error 
 
 from __future__ import annotations
 
-from brokers.core.errors import CoordinatorNotAvailable, KafkaError
+from brokers.core.coordinator import TopicPartition
+from brokers.core.errors import (
+    CoordinatorNotAvailable,
+    GroupIdNotFound,
+    GroupSubscribedToTopic,
+    InvalidGroupId,
+    KafkaError,
+    NonEmptyGroup,
+    ProtocolViolation,
+    UnknownTopicOrPartition,
+)
 from brokers.core.groups import MemberIdAssigned
 from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.protocol.consumer_protocol import ConsumerProtocolSubscription
+from brokers.core.protocol.messages.delete_groups import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
 from brokers.core.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
@@ -192,3 +212,82 @@ def handle_describe_groups(
                 member_metadata=m.metadata, member_assignment=m.assignment)
                 for m in desc.members]))
     return DescribeGroupsResponse(groups=described)
+
+
+async def handle_delete_groups(
+    ctx: BrokerContext, call: Call, req: DeleteGroupsRequest
+) -> DeleteGroupsResponse:
+    results = []
+    for group_id in req.groups_names:
+        error = ctx.not_group_coordinator(group_id)
+        if error is None:
+            try:
+                if not group_id:
+                    raise InvalidGroupId("empty group id")
+                await ctx.groups.delete_group(group_id)
+            except KafkaError as exc:
+                error = exc
+        results.append(DeletableGroupResult(group_id=group_id,
+                                            error_code=0 if error is None else error.code))
+    return DeleteGroupsResponse(results=results)
+
+
+async def handle_offset_delete(
+    ctx: BrokerContext, call: Call, req: OffsetDeleteRequest
+) -> OffsetDeleteResponse:
+    try:
+        error = ctx.not_group_coordinator(req.group_id)
+        if error is not None:
+            raise error
+        if not req.group_id:
+            raise InvalidGroupId("empty group id")
+        subscribed = _subscribed_topics(ctx, req.group_id)
+        committed = await ctx.coordinator.fetch_offsets(req.group_id, None)
+        if ctx.groups.description(req.group_id) is None and not committed:
+            raise GroupIdNotFound(f"no group {req.group_id!r} here")
+    except KafkaError as exc:
+        return OffsetDeleteResponse(error_code=exc.code)
+    topics = ctx.coordinator.cluster().topics
+    results: list[OffsetDeleteResponseTopic] = []
+    doomed: list[TopicPartition] = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if subscribed is None or t.name in subscribed:
+                code = GroupSubscribedToTopic.code
+            elif t.name not in topics:  # Kafka's check: the topic, not the partition
+                code = UnknownTopicOrPartition.code
+            else:
+                code = 0
+                doomed.append(TopicPartition(t.name, p.partition_index))
+            parts.append(OffsetDeleteResponsePartition(partition_index=p.partition_index,
+                                                       error_code=code))
+        results.append(OffsetDeleteResponseTopic(name=t.name, partitions=parts))
+    if doomed:
+        try:
+            await ctx.coordinator.delete_offsets(req.group_id, doomed)
+        except KafkaError as exc:
+            return OffsetDeleteResponse(error_code=exc.code)
+    return OffsetDeleteResponse(error_code=0, topics=results)
+
+
+def _subscribed_topics(ctx: BrokerContext, group_id: str) -> set[str] | None:
+    """The topics the group's live members consume: empty for an empty group, None when
+    unknown (a rebalance before the protocol is chosen, or metadata that does not parse),
+    which Kafka counts as subscribed to every topic. NON_EMPTY_GROUP for a group with members
+    that does not speak the consumer protocol (its topics cannot be known)."""
+    desc = ctx.groups.description(group_id)
+    if desc is None or not desc.members:
+        return set()
+    if desc.protocol_type != "consumer":
+        raise NonEmptyGroup(f"group {group_id!r} has members and protocol type "
+                            f"{desc.protocol_type!r}")
+    topics: set[str] = set()
+    for m in desc.members:
+        if not m.metadata:
+            return None
+        try:
+            topics.update(ConsumerProtocolSubscription.decode(m.metadata).topics)
+        except ProtocolViolation:
+            return None
+    return topics

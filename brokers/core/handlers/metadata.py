@@ -1,4 +1,4 @@
-"""Metadata (with topic auto-creation) and CreateTopics.
+"""Metadata (with topic auto-creation), CreateTopics and CreatePartitions.
 
 Both read and change the topic table through the Coordinator seam: this is where a ZooKeeper
 round trip or a gossip broadcast happens, never in the broker core.
@@ -26,6 +26,11 @@ from brokers.core.errors import (
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
 from brokers.core.protocol.messages.create_topics import (
     CreatableTopicConfigs,
     CreatableTopicResult,
@@ -193,8 +198,47 @@ async def handle_create_topics(
     return CreateTopicsResponse(topics=results)
 
 
-def check_topic_limits(ctx: BrokerContext, partitions: int) -> None:
-    """The broker's caps on new topics: partitions per topic, then topics in the cluster.
+async def handle_create_partitions(
+    ctx: BrokerContext, call: Call, req: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
+    results = []
+    seen: set[str] = set()
+    timeout_s = max(req.timeout_ms, 0) / 1000
+    for topic in req.topics:
+        try:
+            if topic.name in seen:
+                raise InvalidRequest(f"topic {topic.name!r} named twice in one request")
+            seen.add(topic.name)
+            info = ctx.coordinator.cluster().topics.get(topic.name)
+            if info is None:
+                raise UnknownTopicOrPartition(f"unknown topic {topic.name!r}")
+            if topic.assignments is not None:
+                raise InvalidRequest("manual assignment of new partitions is not supported; "
+                                     "leave assignments null and the broker places them")
+            current = len(info.partitions)
+            if topic.count <= current:
+                raise InvalidPartitions(f"topic {topic.name!r} has {current} partitions; "
+                                        f"{topic.count} would not add any")
+            check_topic_limits(ctx, topic.count, new_topic=False)
+            if not req.validate_only:
+                grow = ctx.coordinator.create_partitions(topic.name, topic.count)
+                try:
+                    await asyncio.wait_for(grow, timeout_s or AUTO_CREATE_TIMEOUT_S)
+                except TimeoutError:
+                    raise RequestTimedOut(
+                        f"topic {topic.name!r}: new partitions not ready within "
+                        f"{req.timeout_ms} ms") from None
+        except KafkaError as exc:
+            results.append(CreatePartitionsTopicResult(
+                name=topic.name, error_code=exc.code, error_message=exc.message or None))
+        else:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0))
+    return CreatePartitionsResponse(results=results)
+
+
+def check_topic_limits(ctx: BrokerContext, partitions: int, *, new_topic: bool = True) -> None:
+    """The broker's caps on new topics: partitions per topic, then (``new_topic``) topics in
+    the cluster.
 
     The topic count is this broker's view of the cluster, so two brokers creating at the same
     instant may overshoot by one each; the cap bounds growth, it is not a quota.
@@ -204,5 +248,5 @@ def check_topic_limits(ctx: BrokerContext, partitions: int) -> None:
         raise InvalidPartitions(
             f"{partitions} partitions requested; max_partitions_per_topic is "
             f"{cfg.max_partitions_per_topic}")
-    if len(ctx.coordinator.cluster().topics) >= cfg.max_topics:
+    if new_topic and len(ctx.coordinator.cluster().topics) >= cfg.max_topics:
         raise PolicyViolation(f"the cluster already has max_topics={cfg.max_topics} topics")

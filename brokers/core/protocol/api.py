@@ -19,8 +19,11 @@ from brokers.core.protocol.header import (
 )
 from brokers.core.protocol.messages import (
     acls,
+    alter_configs,
     api_versions,
+    create_partitions,
     create_topics,
+    delete_groups,
     describe_configs,
     describe_groups,
     fetch,
@@ -62,6 +65,11 @@ class ApiKey(IntEnum):
     CREATE_ACLS = 30
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
 
 
 # Advertised (min, max) per API; docs/kafka-protocol.md says why each bound is where it is.
@@ -86,6 +94,11 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -119,6 +132,13 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
     ApiKey.DESCRIBE_CONFIGS: (describe_configs.DescribeConfigsRequest,
                               describe_configs.DescribeConfigsResponse),
+    ApiKey.CREATE_PARTITIONS: (create_partitions.CreatePartitionsRequest,
+                               create_partitions.CreatePartitionsResponse),
+    ApiKey.ALTER_CONFIGS: (alter_configs.AlterConfigsRequest, alter_configs.AlterConfigsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (alter_configs.IncrementalAlterConfigsRequest,
+                                       alter_configs.IncrementalAlterConfigsResponse),
+    ApiKey.DELETE_GROUPS: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
+    ApiKey.OFFSET_DELETE: (delete_groups.OffsetDeleteRequest, delete_groups.OffsetDeleteResponse),
 }
 # Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
 REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
