@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 
@@ -139,12 +139,19 @@ class GroupRegistry:
                 # Deleted behind our back; writes issued after this one failed the same way
                 # and queue up behind it in the order their replies came, which is theirs.
                 self._offset_nodes.discard(path)
+        async with self._queued(path):
+            await self._upsert_offset(group_id, tp, path, data)
+            self._offset_nodes.add(path)
+
+    @contextlib.asynccontextmanager
+    async def _queued(self, path: str) -> AsyncIterator[None]:
+        """Hold ``path``'s turn: writes that cannot go straight out wait here in arrival
+        order; the queue is forgotten when its last waiter leaves."""
         lock, queued = self._offset_queues.get(path) or (asyncio.Lock(), 0)
         self._offset_queues[path] = (lock, queued + 1)
         try:
             async with lock:
-                await self._upsert_offset(group_id, tp, path, data)
-                self._offset_nodes.add(path)
+                yield
         finally:
             lock, queued = self._offset_queues[path]
             if queued == 1:
@@ -184,19 +191,10 @@ class GroupRegistry:
 
     async def _delete_offset(self, group_id: str, tp: TopicPartition) -> None:
         path = self._paths.offset(group_id, tp)
-        lock, queued = self._offset_queues.get(path) or (asyncio.Lock(), 0)
-        self._offset_queues[path] = (lock, queued + 1)
-        try:
-            async with lock:
-                self._offset_nodes.discard(path)
-                with contextlib.suppress(NoNodeError):
-                    await self._session.bridge.call("delete", path)
-        finally:
-            lock, queued = self._offset_queues[path]
-            if queued == 1:
-                del self._offset_queues[path]
-            else:
-                self._offset_queues[path] = (lock, queued - 1)
+        async with self._queued(path):
+            self._offset_nodes.discard(path)
+            with contextlib.suppress(NoNodeError):
+                await self._session.bridge.call("delete", path)
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
