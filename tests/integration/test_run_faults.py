@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import netns
+from harness.runlog import FORMAT_VERSION
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.zookeeper]
 
@@ -44,7 +45,7 @@ def fault_runs(tmp_path_factory) -> dict[str, Path]:
 def test_every_case_ran_on_its_architectures_without_loss(fault_runs):
     for arch, run_dir in fault_runs.items():
         manifest = json.loads((run_dir / "manifest.json").read_text())
-        assert manifest["format_version"] == 2 and not manifest["incomplete"]
+        assert manifest["format_version"] == FORMAT_VERSION and not manifest["incomplete"]
         assert manifest["cluster"]["network"] == "netns"
         faults = {r["case"]: r for r in rows(run_dir / "faults.csv")}
         expected = {"kill-leader", "pause-broker", "partition-broker"}
