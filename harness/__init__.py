@@ -12,6 +12,8 @@ Layout:
 - ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
 - ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
+- ``code_metrics.py`` module and function sizes, architecture literals (the architecture
+                      pass's figures)
 - ``perf.py``         `make perf`: the broker against a null sink, side by side; ``--open-loop``:
                       the load client's on-time ceiling against the null sink
 - ``rate_search.py``  the highest rate kept: ramp, then bisection (sans-IO)

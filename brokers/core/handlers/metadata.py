@@ -156,12 +156,9 @@ async def handle_create_topics(
 ) -> CreateTopicsResponse:
     results = []
     seen: set[str] = set()
-    timeout_s = max(req.timeout_ms, 0) / 1000
     for topic in req.topics:
         try:
-            if topic.name in seen:
-                raise InvalidRequest(f"topic {topic.name!r} named twice in one request")
-            seen.add(topic.name)
+            _first_mention(seen, topic.name)
             validate_topic_name(topic.name)
             if topic.assignments:
                 raise InvalidRequest("manual replica assignments are not supported")
@@ -175,13 +172,9 @@ async def handle_create_topics(
             check_topic_limits(ctx, partitions)
             configs = validate_topic_configs({c.name: c.value for c in topic.configs})
             if not req.validate_only:
-                create = ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
-                try:
-                    await asyncio.wait_for(create, timeout_s or AUTO_CREATE_TIMEOUT_S)
-                except TimeoutError:
-                    raise RequestTimedOut(
-                        f"topic {topic.name!r} not ready within {req.timeout_ms} ms"
-                    ) from None
+                await _within(
+                    ctx.coordinator.create_topic(topic.name, partitions, replication, configs),
+                    req.timeout_ms, f"topic {topic.name!r} not ready")
         except KafkaError as exc:
             results.append(CreatableTopicResult(
                 name=topic.name, error_code=exc.code, error_message=exc.message or None))
@@ -203,12 +196,9 @@ async def handle_create_partitions(
 ) -> CreatePartitionsResponse:
     results = []
     seen: set[str] = set()
-    timeout_s = max(req.timeout_ms, 0) / 1000
     for topic in req.topics:
         try:
-            if topic.name in seen:
-                raise InvalidRequest(f"topic {topic.name!r} named twice in one request")
-            seen.add(topic.name)
+            _first_mention(seen, topic.name)
             info = ctx.coordinator.cluster().topics.get(topic.name)
             if info is None:
                 raise UnknownTopicOrPartition(f"unknown topic {topic.name!r}")
@@ -221,19 +211,30 @@ async def handle_create_partitions(
                                         f"{topic.count} would not add any")
             check_topic_limits(ctx, topic.count, new_topic=False)
             if not req.validate_only:
-                grow = ctx.coordinator.create_partitions(topic.name, topic.count)
-                try:
-                    await asyncio.wait_for(grow, timeout_s or AUTO_CREATE_TIMEOUT_S)
-                except TimeoutError:
-                    raise RequestTimedOut(
-                        f"topic {topic.name!r}: new partitions not ready within "
-                        f"{req.timeout_ms} ms") from None
+                await _within(ctx.coordinator.create_partitions(topic.name, topic.count),
+                              req.timeout_ms, f"topic {topic.name!r}: new partitions not ready")
         except KafkaError as exc:
             results.append(CreatePartitionsTopicResult(
                 name=topic.name, error_code=exc.code, error_message=exc.message or None))
         else:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0))
     return CreatePartitionsResponse(results=results)
+
+
+def _first_mention(seen: set[str], name: str) -> None:
+    """Kafka refuses a request that names one topic twice."""
+    if name in seen:
+        raise InvalidRequest(f"topic {name!r} named twice in one request")
+    seen.add(name)
+
+
+async def _within(change: Awaitable[object], timeout_ms: int, what: str) -> None:
+    """Wait for a topic change to show leaders, within the request's timeout (0 or less: the
+    auto-creation wait)."""
+    try:
+        await asyncio.wait_for(change, max(timeout_ms, 0) / 1000 or AUTO_CREATE_TIMEOUT_S)
+    except TimeoutError:
+        raise RequestTimedOut(f"{what} within {timeout_ms} ms") from None
 
 
 def check_topic_limits(ctx: BrokerContext, partitions: int, *, new_topic: bool = True) -> None:
