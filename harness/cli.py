@@ -70,6 +70,22 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--network", choices=("loopback", "netns"), default="loopback",
                          help="netns: each broker in its own network namespace (root), so "
                               "`twinbench fault partition` can cut one off")
+    sec = cluster.add_argument_group(
+        "security", "every broker's listener: TLS with PEM files, SASL with a credentials file")
+    sec.add_argument("--security-protocol", default="PLAINTEXT",
+                     choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+                     help="the brokers' listener protocol (default PLAINTEXT)")
+    sec.add_argument("--ssl-certfile", type=Path, metavar="PEM",
+                     help="certificate chain every broker presents")
+    sec.add_argument("--ssl-keyfile", type=Path, metavar="PEM", help="its private key")
+    sec.add_argument("--ssl-ca-location", type=Path, metavar="PEM",
+                     help="CA that signed it, trusted by the harness's own clients")
+    sec.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                     metavar="M[,M...]", help="mechanisms the brokers offer (default "
+                     "%(default)s); the harness's own clients use the first")
+    sec.add_argument("--sasl-credentials-file", type=Path, metavar="FILE",
+                     help="user=password lines (mode 0600) every broker accepts; the "
+                     "harness's own clients log in as the first user")
     cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
@@ -163,6 +179,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         gossip_preset=args.gossip_preset, zk_session_timeout_ms=args.zk_session_timeout_ms,
         network=args.network, num_partitions=args.num_partitions,
         auto_create_topics=args.auto_create_topics,
+        security_protocol=args.security_protocol, ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile, ssl_ca_location=args.ssl_ca_location,
+        sasl_mechanisms=tuple(m.strip().upper() for m in args.sasl_mechanisms.split(",")
+                              if m.strip()),
+        sasl_credentials_file=args.sasl_credentials_file,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

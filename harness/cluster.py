@@ -31,9 +31,12 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from brokers.core.atomic_file import replace_file
+from brokers.core.config import SASL_MECHANISMS, SecurityConfig
 from brokers.core.errors import UserError
+from brokers.core.security.listeners import Listener, SecurityProtocol
 from harness import architectures
 from harness.architectures import ZOOKEEPER, Architecture, Launch
+from harness.client_security import ClientSecurity
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, ProcessError
 
@@ -82,6 +85,17 @@ class ClusterSpec:
     auto_create_topics: bool = True
     # Extra arguments appended to every broker's command line.
     broker_args: tuple[str, ...] = field(default_factory=tuple)
+    # Security protocol of every broker's listener: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL.
+    security_protocol: str = "PLAINTEXT"
+    # PEM certificate chain and key every broker's TLS listener presents.
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    # PEM CA that signed them: what the harness's own clients (readiness probe) trust.
+    ssl_ca_location: Path | None = None
+    # Mechanisms the SASL listeners offer; the harness's probe uses the first.
+    sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    # user=password lines (mode 0600) every broker accepts; the probe logs in as the first.
+    sasl_credentials_file: Path | None = None
 
     @property
     def architecture(self) -> Architecture:
@@ -108,6 +122,40 @@ class ClusterSpec:
         if self.zk_session_timeout_ms is not None and not (
                 1000 <= self.zk_session_timeout_ms <= 600_000):
             raise UserError("--zk-session-timeout-ms must be between 1000 and 600000")
+        self.security().check((Listener(self.protocol, "127.0.0.1", 0),))
+
+    @property
+    def protocol(self) -> SecurityProtocol:
+        try:
+            return SecurityProtocol(self.security_protocol.upper())
+        except ValueError:
+            names = ", ".join(p.value for p in SecurityProtocol)
+            raise UserError(f"--security-protocol {self.security_protocol!r}: one of "
+                            f"{names}") from None
+
+    def security(self) -> SecurityConfig:
+        """The brokers' side of the security settings."""
+        return SecurityConfig(
+            ssl_certfile=self.ssl_certfile, ssl_keyfile=self.ssl_keyfile,
+            sasl_mechanisms=self.sasl_mechanisms,
+            sasl_credentials_file=self.sasl_credentials_file)
+
+    def client_security(self) -> ClientSecurity:
+        """How a client of this cluster connects (the harness's probe does so)."""
+        return ClientSecurity.from_credentials_file(
+            self.protocol, self.ssl_ca_location, self.sasl_credentials_file,
+            self.sasl_mechanisms[0])
+
+    def security_args(self) -> list[str]:
+        """The brokers' command-line options for it (none for PLAINTEXT)."""
+        args: list[str] = []
+        if self.protocol.tls:
+            args += ["--ssl-certfile", str(self.ssl_certfile),
+                     "--ssl-keyfile", str(self.ssl_keyfile)]
+        if self.protocol.sasl:
+            args += ["--sasl-mechanisms", ",".join(self.sasl_mechanisms),
+                     "--sasl-credentials-file", str(self.sasl_credentials_file)]
+        return args
 
 
 @dataclass
@@ -152,6 +200,7 @@ class ProcessCluster:
         self.network: NetnsNetwork | None = None  # when spec.network == "netns"
         # Exits already reported by poll_exits(), per broker incarnation (pid).
         self._reported: set[int] = set()
+        self._client_security = spec.client_security()
 
     # --- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> ProcessCluster:
@@ -237,7 +286,7 @@ class ProcessCluster:
         if not self.spec.port and self.network is None:
             # Keep the address clients and peers already know, as a restarted host would.
             argv = self._argvs[node_id]
-            argv[argv.index("--listen") + 1] = b.address
+            argv[argv.index("--listener") + 1] = f"{self.spec.protocol.value}://{b.address}"
         b.process = self._launch(node_id)
         self._await_listening(b, time.monotonic() + timeout_s)
         return b
@@ -343,7 +392,8 @@ class ProcessCluster:
 
     def _broker_argvs(self) -> list[list[str]]:
         spec = self.spec
-        common = ["--flush", spec.flush, "--metadata-check", spec.metadata_check,
+        common = [*spec.security_args(),
+                  "--flush", spec.flush, "--metadata-check", spec.metadata_check,
                   "--num-partitions", str(spec.num_partitions),
                   "--auto-create-topics" if spec.auto_create_topics
                   else "--no-auto-create-topics",
@@ -369,7 +419,8 @@ class ProcessCluster:
         extra = entry.broker_args(Launch(spec, self.root, tuple(hosts),
                                          self.network is not None, connect))
         return [[*prefixes[i], sys.executable, "-m", entry.module,
-                 "--node-id", str(i), "--listen", f"{hosts[i]}:{port}",
+                 "--node-id", str(i), "--listener",
+                 str(Listener(spec.protocol, hosts[i], port)),
                  "--data-dir", str(self.root / f"broker-{i}"), *extra[i], *common]
                 for i, port in enumerate(ports)]
 
@@ -383,7 +434,8 @@ class ProcessCluster:
             if b.process.poll() is not None:
                 raise ProcessError(f"{b.process.name} exited with code {b.process.poll()}")
             try:
-                with KafkaProbe(b.host, b.port, timeout_s=5) as probe:
+                with KafkaProbe(b.host, b.port, timeout_s=5,
+                                security=self._client_security) as probe:
                     seen = {f"{x.host}:{x.port}" for x in probe.metadata([]).brokers}
                 if seen >= want:
                     pending.pop(0)
@@ -429,6 +481,7 @@ class ProcessCluster:
             "network": self.spec.network,
             "root": str(self.root),
             "bootstrap": self.bootstrap,
+            "security_protocol": self.spec.protocol.value,
             "zookeeper": None if zk is None else {
                 "connect": zk.connect_string, "kind": zk.kind, "pids": list(zk.pids),
                 "running": self.zookeeper_running()},

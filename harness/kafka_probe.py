@@ -2,8 +2,8 @@
 
 The harness uses it for readiness ("does this broker answer Metadata listing all N brokers?")
 and tests use it to send specific, often malformed, requests with byte-level control that real
-clients never give. It speaks the shared codec over a plain socket; the load client, which
-must be fast, is ``workloads/``.
+clients never give. It speaks the shared codec over a plain socket, or over TLS and after SASL
+(harness/client_security.py); the load client, which must be fast, is ``workloads/``.
 """
 
 from __future__ import annotations
@@ -23,11 +23,15 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponse,
 )
 from brokers.core.protocol.schema import Message
+from harness.client_security import ClientSecurity
 
 
 class KafkaProbe:
-    def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+    def __init__(self, host: str, port: int, timeout_s: float = 10.0,
+                 security: ClientSecurity | None = None) -> None:
+        """``security``: TLS and SASL done before the first request (a secured listener)."""
+        self.sock = (security.connect(host, port, timeout_s) if security is not None
+                     else socket.create_connection((host, port), timeout=timeout_s))
         self._correlation = 0
 
     def close(self) -> None:

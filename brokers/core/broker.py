@@ -3,7 +3,8 @@
 ``Broker`` wires the pieces and owns the background duties (fsync on the ``interval_ms`` flush
 policy, retention, group session expiry). ``run_broker`` is the process entry point shared by
 `twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker``: it
-starts the broker, prints ``listening=HOST:PORT`` once connections are accepted, and shuts down
+starts the broker, prints ``listener=PROTOCOL://HOST:PORT`` per listener and then
+``listening=HOST:PORT`` (the first listener) once connections are accepted, and shuts down
 cleanly (data flushed, exit 0) on SIGINT/SIGTERM. When the data directory fails (a write,
 fsync or read error: ``DataDir``), the broker stops by itself and ``run_broker`` raises
 ``BrokerHalted``, which the CLI prints as one line (exit 1).
@@ -24,6 +25,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -39,6 +41,8 @@ from brokers.core.handlers import BrokerContext, RequestDispatcher
 from brokers.core.logs import LogStore
 from brokers.core.notify import AppendNotifier
 from brokers.core.protocol.consumer_protocol import ConsumerProtocolAssignment
+from brokers.core.security.connection import SaslGate
+from brokers.core.security.listeners import Listener
 from brokers.core.server import KafkaServer
 from brokers.core.storage import LogManager
 
@@ -88,14 +92,50 @@ class Broker:
         self.server = KafkaServer(
             RequestDispatcher(self.context), config.max_frame_bytes, config.listener)
         self.address: tuple[str, int] | None = None
+        # Every listener as bound (port 0 replaced by the port chosen), the first registered.
+        self.bound: list[Listener] = []
+        self._sasl: SaslGate | None = None
+        self._tls: ssl.SSLContext | None = None
+        self._prepare_security()
         self._timers: list[asyncio.Task[None]] = []
         self._started_monotonic = time.monotonic()
+
+    def _prepare_security(self) -> None:
+        """TLS context and SASL credentials, only when a listener needs them (read once, so
+        a bad file stops the broker before it listens)."""
+        listeners, sec = self.config.listeners, self.config.security
+        if any(lst.protocol.tls for lst in listeners):
+            from brokers.core.security.tls import server_context
+
+            assert sec.ssl_certfile is not None and sec.ssl_keyfile is not None  # config checked
+            self._tls = server_context(sec.ssl_certfile, sec.ssl_keyfile, sec.ssl_cafile)
+        if any(lst.protocol.sasl for lst in listeners):
+            from brokers.core.security.credentials import load_credentials
+            from brokers.core.security.mechanisms import MechanismRegistry
+
+            assert sec.sasl_credentials_file is not None  # config checked
+            credentials = load_credentials(sec.sasl_credentials_file, sec.sasl_mechanisms)
+            self._sasl = SaslGate(MechanismRegistry(sec.sasl_mechanisms, credentials))
+
+    async def _listen(self, listener: Listener) -> Listener:
+        protocol = listener.protocol
+        gate = self._sasl if protocol.sasl else None
+        host, port = await self.server.start(
+            listener.host, listener.port, self._tls if protocol.tls else None,
+            gate.connection if gate is not None else None)
+        return Listener(protocol, host, port)
 
     async def start(self) -> tuple[str, int]:
         recovered = self.store.load_existing()
         if recovered:
             log.info("recovered %d partition logs", len(recovered))
-        host, port = await self.server.start(self.config.host, self.config.port)
+        try:
+            for listener in self.config.listeners:
+                self.bound.append(await self._listen(listener))
+        except BaseException:
+            await self.server.stop()
+            raise
+        host, port = self.bound[0].host, self.bound[0].port
         self.address = (host, port)
         me = BrokerInfo(self.config.node_id, self.config.advertised_host or host, port)
         try:
@@ -166,6 +206,8 @@ class Broker:
             cpu_system_s=t.system,
             connections=float(len(self.server.connections)),
             connections_refused=self.server.refused_total,
+            sasl_authentications=0 if self._sasl is None else self._sasl.authentications,
+            sasl_authentication_failures=0 if self._sasl is None else self._sasl.failures,
             uptime_s=time.monotonic() - self._started_monotonic,
         )
 
@@ -242,6 +284,9 @@ def run_broker(make_broker: Callable[[], Broker]) -> int:
         loop.add_signal_handler(signal.SIGUSR1, broker.dump_counters)
         broker.on_halt(stop.set)
         host, port = await broker.start()
+        for listener in broker.bound:
+            print(f"listener={listener}", flush=True)
+        # Last: the line launchers wait for, naming the registered (first) listener.
         print(f"listening={host}:{port}", flush=True)
         try:
             await stop.wait()

@@ -1,10 +1,11 @@
 """Command-line plumbing shared by every broker entry point.
 
 `twinbench broker`, ``python -m brokers.zk_broker`` and ``python -m brokers.dsbs_broker`` take
-the same core options (listen address, data directory, flush policy, metadata check, storage,
-and the limits named after Kafka's settings) and differ only in how they build their
-Coordinator. User mistakes print one line ``<prog>: error: ...`` and exit 2; a broker that
-halts because its data directory failed (at start-up or later) prints one such line and exits 1.
+the same core options (listeners and their TLS/SASL settings, data directory, flush policy,
+metadata check, storage, and the limits named after Kafka's settings) and differ only in how
+they build their Coordinator. User mistakes print one line ``<prog>: error: ...`` and exit 2; a
+broker that halts because its data directory failed (at start-up or later) prints one such line
+and exits 1.
 
 The data directory is locked before the coordinator is built: its local state lives there too.
 """
@@ -17,10 +18,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from brokers.core.config import BrokerConfig, FlushPolicy, ListenerConfig, StorageConfig
+from brokers.core.config import (
+    BrokerConfig,
+    FlushPolicy,
+    ListenerConfig,
+    SecurityConfig,
+    StorageConfig,
+)
 from brokers.core.coordinator import Coordinator
 from brokers.core.datadir import DataDir
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
+from brokers.core.security.listeners import Listener, SecurityProtocol
 
 CoordinatorFactory = Callable[[argparse.Namespace, BrokerConfig, DataDir], Coordinator]
 
@@ -51,9 +59,15 @@ def _flush_policy(text: str) -> FlushPolicy:
 
 
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--listen", type=parse_hostport, default=("127.0.0.1", 9092),
-                        metavar="HOST:PORT", help="address to accept Kafka clients on (port 0: "
-                        "any free port; the chosen one is printed as listening=HOST:PORT)")
+    parser.add_argument("--listen", type=parse_hostport, default=None,
+                        metavar="HOST:PORT", help="address to accept Kafka clients on, "
+                        "PLAINTEXT (default 127.0.0.1:9092; port 0: any free port; the chosen "
+                        "one is printed as listening=HOST:PORT)")
+    parser.add_argument("--listener", type=_listener, action="append", default=None,
+                        metavar="PROTOCOL://HOST:PORT",
+                        help="a listener, PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (Kafka's "
+                        "listeners); repeatable, instead of --listen. The first is the one "
+                        "Metadata names; each is printed as listener=PROTOCOL://HOST:PORT")
     parser.add_argument("--data-dir", type=_path, required=True, metavar="DIR",
                         help="directory for partition logs and local state")
     parser.add_argument("--flush", type=_flush_policy, default="os",
@@ -75,6 +89,21 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         "it (auto.create.topics.enable; default on)")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    sec, dc = parser.add_argument_group(
+        "security", "TLS and SASL listeners (Kafka's ssl.* and sasl.* settings)"), SecurityConfig
+    sec.add_argument("--ssl-certfile", type=_path, metavar="PEM",
+                     help="certificate chain SSL and SASL_SSL listeners present")
+    sec.add_argument("--ssl-keyfile", type=_path, metavar="PEM", help="its private key")
+    sec.add_argument("--ssl-cafile", type=_path, metavar="PEM",
+                     help="require client certificates signed by this CA (ssl.client.auth="
+                     "required; default: none asked)")
+    sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=dc.sasl_mechanisms,
+                     metavar="M[,M...]", help="mechanisms SASL listeners offer "
+                     "(sasl.enabled.mechanisms; default "
+                     f"{','.join(dc.sasl_mechanisms)})")
+    sec.add_argument("--sasl-credentials-file", type=_path, metavar="FILE",
+                     help="user=password per line, mode 0600: the users SASL listeners accept "
+                     "with every mechanism")
     limits = parser.add_argument_group(
         "limits", "what clients may hold of the broker (Kafka's setting names where it has one)")
     lc, bc, sc = ListenerConfig, BrokerConfig, StorageConfig
@@ -109,6 +138,26 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         "and reopened on use (default %(default)s)")
 
 
+def _listener(text: str) -> Listener:
+    try:
+        return Listener.parse(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _mechanisms(text: str) -> tuple[str, ...]:
+    return tuple(m.strip().upper() for m in text.split(",") if m.strip())
+
+
+def _listeners(args: argparse.Namespace) -> tuple[Listener, ...]:
+    if args.listener and args.listen:
+        raise UserError("give --listener or --listen, not both")
+    if args.listener:
+        return tuple(args.listener)
+    host, port = args.listen or ("127.0.0.1", 9092)
+    return (Listener(SecurityProtocol.PLAINTEXT, host, port),)
+
+
 def _path(text: str):
     from pathlib import Path
 
@@ -116,13 +165,18 @@ def _path(text: str):
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
-    host, port = args.listen
+    first, *extra = _listeners(args)
     try:
         args.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot use data directory {args.data_dir}: {exc.strerror}") from None
     return BrokerConfig(
-        node_id=args.node_id, host=host, port=port, data_dir=args.data_dir,
+        node_id=args.node_id, host=first.host, port=first.port, data_dir=args.data_dir,
+        protocol=first.protocol, extra_listeners=tuple(extra),
+        security=SecurityConfig(
+            ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+            ssl_cafile=args.ssl_cafile, sasl_mechanisms=args.sasl_mechanisms,
+            sasl_credentials_file=args.sasl_credentials_file),
         storage=StorageConfig(flush=args.flush, max_open_segments=args.max_open_segments),
         metadata_check=args.metadata_check, advertised_host=args.advertised_host,
         max_partitions_per_topic=args.max_partitions_per_topic, max_topics=args.max_topics,

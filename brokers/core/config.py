@@ -15,6 +15,7 @@ from typing import Literal
 
 from brokers.core.errors import UserError
 from brokers.core.protocol.records import HEADER_SIZE
+from brokers.core.security.listeners import Listener, SecurityProtocol
 
 MiB = 1024 * 1024
 
@@ -124,6 +125,42 @@ class ListenerConfig:
             raise UserError("queued_max_request_bytes must be positive")
 
 
+# The SASL mechanisms a SASL listener can offer (brokers/core/security/mechanisms.py).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """What TLS and SASL listeners need; unused (and unchecked) while every listener is
+    PLAINTEXT."""
+
+    # PEM certificate chain TLS listeners present (Kafka's keystore, as PEM).
+    ssl_certfile: Path | None = None
+    # The certificate's private key, PEM, unencrypted.
+    ssl_keyfile: Path | None = None
+    # PEM CA a client's certificate must be signed by; None asks for no client certificate
+    # (ssl.client.auth=none, Kafka's default). Set: required.
+    ssl_cafile: Path | None = None
+    # Mechanisms SASL listeners offer, in the order SaslHandshake lists them
+    # (sasl.enabled.mechanisms).
+    sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
+    # user=password lines, private to the broker's user (brokers/core/security/credentials.py).
+    sasl_credentials_file: Path | None = None
+
+    def check(self, listeners: tuple[Listener, ...]) -> None:
+        if any(lst.protocol.tls for lst in listeners) and not (
+                self.ssl_certfile and self.ssl_keyfile):
+            raise UserError("an SSL or SASL_SSL listener needs --ssl-certfile and --ssl-keyfile")
+        if not any(lst.protocol.sasl for lst in listeners):
+            return
+        if self.sasl_credentials_file is None:
+            raise UserError("a SASL listener needs --sasl-credentials-file")
+        unknown = [m for m in self.sasl_mechanisms if m not in SASL_MECHANISMS]
+        if unknown or not self.sasl_mechanisms:
+            raise UserError(f"--sasl-mechanisms: {', '.join(unknown) or 'none given'}; choose "
+                            f"from {', '.join(SASL_MECHANISMS)}")
+
+
 MetadataCheck = Literal["per_request", "cached"]
 
 
@@ -138,6 +175,13 @@ class BrokerConfig:
     # Root directory for partition logs and this broker's local state files.
     data_dir: Path
     storage: StorageConfig = field(default_factory=StorageConfig)
+    # Security protocol of that first listener, the one registered in the coordination state
+    # and named in Metadata (brokers/core/security/listeners.py says why only the first).
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    # Further listeners (--listener given more than once), each with its own protocol.
+    extra_listeners: tuple[Listener, ...] = ()
+    # Certificates, SASL mechanisms and credentials of the TLS and SASL listeners.
+    security: SecurityConfig = field(default_factory=SecurityConfig)
     # Address clients are told to connect to in Metadata; None means host:port as bound.
     advertised_host: str | None = None
     # docs/architecture.md, fairness rule 2: `per_request` asks the coordination store on
@@ -194,3 +238,9 @@ class BrokerConfig:
             raise UserError("group_max_size must be at least 1")
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise UserError("group_min_session_timeout_ms exceeds group_max_session_timeout_ms")
+        self.security.check(self.listeners)
+
+    @property
+    def listeners(self) -> tuple[Listener, ...]:
+        """Every listener, the registered one first."""
+        return (Listener(self.protocol, self.host, self.port), *self.extra_listeners)

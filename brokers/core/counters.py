@@ -132,6 +132,9 @@ class BrokerCounters(Counters):
     connections: float = gauge("client connections open now")
     connections_refused: int = total("connections closed as accepted (connection limits)")
     uptime_s: float = gauge("seconds since the broker started")
+    sasl_authentications: int = total("clients that completed SASL authentication")
+    sasl_authentication_failures: int = total(
+        "SASL exchanges refused: wrong password, unknown user, malformed token")
 
 
 def _number(value: Any, name: str) -> int | float:

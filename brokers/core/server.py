@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, cast
 
 from brokers.core.config import ListenerConfig
@@ -48,12 +49,18 @@ Reply = Buffers | Awaitable[Buffers | None] | None
 _PREFIX = 4
 # A flood of refused connections is summarised in one log line per period, not one per accept.
 REFUSAL_LOG_PERIOD_S = 10.0
+# How long a client may take to finish the TLS handshake on a TLS listener.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Dispatcher(Protocol):
     def dispatch(self, frame: memoryview, peer: str) -> Reply:
         """Handle one request frame (without its length prefix). Raise ProtocolViolation to
         close the connection."""
+
+
+# Builds one listener's connections (SASL listeners: brokers/core/security/connection.py).
+ConnectionFactory = Callable[["KafkaServer"], "ServerConnection"]
 
 
 class _Slot:
@@ -263,7 +270,7 @@ class KafkaServer:
         self.dispatcher = dispatcher
         self.max_frame_bytes = max_frame_bytes
         self.config = config or ListenerConfig()
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._idle_task: asyncio.Task[None] | None = None
         self.connections: set[ServerConnection] = set()
         self._per_ip: dict[str, int] = {}
@@ -272,13 +279,23 @@ class KafkaServer:
         self._refusal_logged = 0.0
         self.refused_total = 0
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
+    async def start(
+        self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
+        connection: ConnectionFactory | None = None,
+    ) -> tuple[str, int]:
+        """Listen on (host, port); called once per listener. ``ssl_context`` makes it a TLS
+        listener; ``connection`` builds its connections (default: ``ServerConnection``)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: ServerConnection(self), host, port, reuse_address=True, backlog=1024,
+        make = connection or ServerConnection
+        # Bounded, so a client that stops halfway through a TLS handshake holds nothing.
+        server = await loop.create_server(
+            lambda: make(self), host, port, reuse_address=True, backlog=1024, ssl=ssl_context,
+            ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if ssl_context else None,
         )
-        self._idle_task = loop.create_task(self._close_idle())
-        sockname = self._server.sockets[0].getsockname()
+        self._servers.append(server)
+        if self._idle_task is None:
+            self._idle_task = loop.create_task(self._close_idle())
+        sockname = server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
     # --- connection limits ------------------------------------------------------------------
@@ -336,10 +353,12 @@ class KafkaServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._idle_task
             self._idle_task = None
-        if self._server is None:
+        if not self._servers:
             return
-        self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.abort("broker shutting down")
-        await self._server.wait_closed()
-        self._server = None
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()

@@ -23,11 +23,10 @@ line: a cluster key anyone on the host can read authenticates nothing.
 from __future__ import annotations
 
 import hmac
-import os
-import stat
 from pathlib import Path
 
 from brokers.core.errors import UserError
+from brokers.core.security.secret_file import read_secret_file
 from brokers.dsbs_broker.wire import FLAG_HMAC, HEADER_SIZE
 
 TAG_BYTES = 16
@@ -44,25 +43,7 @@ def check_key(key: bytes) -> None:
 def load_key_file(path: str | Path) -> bytes:
     """Read the cluster key; every problem is a one-line UserError naming the file."""
     p = Path(path)
-    try:
-        fd = os.open(p, os.O_RDONLY)
-    except OSError as exc:
-        raise UserError(f"gossip key file {p}: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UserError(f"gossip key file {p} is not a regular file")
-        if st.st_mode & 0o077:
-            raise UserError(f"gossip key file {p} is open to other users (mode "
-                            f"{stat.S_IMODE(st.st_mode):04o}); chmod 600 it")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            key = f.read(4097)
-    except OSError as exc:
-        raise UserError(f"gossip key file {p}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(key) > 4096:
-        raise UserError(f"gossip key file {p} is larger than 4096 bytes; is it the right file?")
+    key = read_secret_file(p, "gossip key file", 4096)
     key = key.rstrip(b" \t\r\n")
     try:
         check_key(key)

@@ -22,7 +22,7 @@ from tests.unit.test_protocol_messages import PAIR_IDS, PAIRS, struct_strategy
 kp_protocol = pytest.importorskip("kafka.protocol")
 
 _KP_MODULES = ["kafka.protocol.metadata", "kafka.protocol.producer", "kafka.protocol.consumer",
-               "kafka.protocol.admin"]
+               "kafka.protocol.admin", "kafka.protocol.sasl"]
 
 
 def kp_class(name: str) -> Any:

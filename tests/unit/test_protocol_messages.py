@@ -154,7 +154,9 @@ def test_huge_array_count_is_rejected_before_allocating() -> None:
 def test_unsupported_versions_and_keys() -> None:
     assert api.is_supported(0, 0) and api.is_supported(0, 9) and not api.is_supported(0, 10)
     assert not api.is_served(0, 2) and api.is_served(0, 3)
-    assert not api.is_supported(17, 0)  # SASL: out of scope for now
+    assert api.is_supported(17, 1) and not api.is_supported(17, 2)  # SaslHandshake v0-1
+    assert api.is_supported(36, 2) and not api.is_supported(36, 3)  # SaslAuthenticate v0-2
+    assert not api.is_supported(7, 0)  # ControlledShutdown: inter-broker, never served
     assert not api.is_supported(999, 0) and not api.is_supported(-1, 0)
     with pytest.raises(UnsupportedVersion):
         api.decode_request(1, 3, b"")

@@ -20,6 +20,8 @@ Layout:
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
                    dispatcher's KIP-511 fallback), InitProducerId, the ACL APIs
                    (SECURITY_DISABLED)
+- ``sasl.py``      SaslHandshake and SaslAuthenticate outside a SASL exchange (plaintext and
+                   TLS listeners, authenticated connections): ILLEGAL_SASL_STATE
 
 A handler takes (context, ``Call``: API version, client id and peer address, decoded request)
 and returns a response message, an awaitable of one, or None (acks=0). Errors a client must see

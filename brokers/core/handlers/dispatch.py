@@ -19,7 +19,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokers.core.errors import ProtocolViolation, UnsupportedVersion
-from brokers.core.handlers import admin, configs, fetch, groups, metadata, offsets, produce
+from brokers.core.handlers import (
+    admin,
+    configs,
+    fetch,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+)
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import (
     REQUESTS,
@@ -57,9 +66,11 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SYNC_GROUP: groups.handle_sync_group,
     ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.API_VERSIONS: admin.handle_api_versions,
     ApiKey.CREATE_TOPICS: metadata.handle_create_topics,
     ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.DESCRIBE_ACLS: admin.handle_describe_acls,
     ApiKey.CREATE_ACLS: admin.handle_create_acls,
     ApiKey.DELETE_ACLS: admin.handle_delete_acls,

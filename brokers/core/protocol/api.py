@@ -38,6 +38,7 @@ from brokers.core.protocol.messages import (
     offset_commit,
     offset_fetch,
     produce,
+    sasl,
     sync_group,
 )
 from brokers.core.protocol.primitives import Buffer, Parts
@@ -58,9 +59,11 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    SASL_AUTHENTICATE = 36
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -87,9 +90,11 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_ACLS: (0, 2),
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
@@ -127,6 +132,8 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
                            create_topics.CreateTopicsResponse),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
+    ApiKey.SASL_HANDSHAKE: (sasl.SaslHandshakeRequest, sasl.SaslHandshakeResponse),
+    ApiKey.SASL_AUTHENTICATE: (sasl.SaslAuthenticateRequest, sasl.SaslAuthenticateResponse),
     ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),
     ApiKey.CREATE_ACLS: (acls.CreateAclsRequest, acls.CreateAclsResponse),
     ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
