@@ -5,6 +5,8 @@ Layout:
 - ``processes.py``    child processes: start, wait for a readiness line or probe, stop by
                       PID, the atexit safety net
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
+- ``client_security.py`` a client's side of a TLS/SASL listener: connect (TLS, then SASL),
+                      and the same settings as librdkafka properties
 - ``zookeeper/``      find or start a real ZooKeeper (user address, jars, testcontainers);
                       its __init__ maps the modules
 - ``architectures.py`` the registry: one entry per twin (launch, services, counters, labels)

@@ -21,7 +21,9 @@ Layout (one concept per module):
 - ``notify.py``            wake-ups for long-polling fetches
 - ``handlers/``            one module per family of Kafka APIs, and the request dispatcher
 - ``server.py``            KafkaServer and ServerConnection, the asyncio Protocol: frames in,
-                           responses out in request order
+                           responses out in request order; one listening socket per listener
+- ``security/``            TLS and SASL listeners (PLAIN, SCRAM): listener syntax, TLS
+                           contexts, credentials, the per-connection SASL state machine
 - ``broker.py``            wiring, timers, and the process entry point (run_broker)
 - ``cli.py``               the command-line options every broker entry point shares
 """

@@ -6,6 +6,11 @@ connection on a correlation-id mismatch). A reply that is ready at once is writt
 nothing is queued ahead of it; an awaitable reply (long-poll Fetch, JoinGroup, a ZooKeeper
 round trip) holds a slot in the queue and everything behind it waits for it.
 
+A broker has one listener or more (``KafkaServer.start`` once per listener): a TLS listener's
+sockets are the event loop's TLS transports (the handshake bounded by
+``TLS_HANDSHAKE_TIMEOUT_S``), a SASL listener's connections are brokers/core/security's
+``SaslServerConnection``; a PLAINTEXT listener's are this module's, untouched.
+
 Garbage never takes the broker down: a framing violation closes that one connection with a log
 line, and a handler that fails unexpectedly does the same; every other connection is untouched.
 

@@ -11,6 +11,7 @@ Helpers::
     zk_fixtures.py    a local ZooKeeper (or ensemble) for a module or a test, waits, pid checks
     faulty_fs.py      filesystems that fail on demand: a full tmpfs, an ext4 that shuts down
     usage.py          a broker process's memory and descriptors while an attack runs
+    security.py       throwaway CA and certificates (trustme), SASL users, client settings
 
 Fake brokers (test doubles for the load client, never for the brokers under test)::
 

@@ -24,9 +24,12 @@ class RunningBroker:
 
 def start_single_broker(
     data_dir: Path, *, flush: str = "os", port: int = 0, extra: Sequence[str] = (),
-    timeout_s: float = 30.0, log_path: Path | None = None,
+    timeout_s: float = 30.0, log_path: Path | None = None, protocol: str = "PLAINTEXT",
 ) -> RunningBroker:
-    argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", f"127.0.0.1:{port}",
+    """``protocol``: the listener's security protocol (its TLS/SASL options go in ``extra``)."""
+    listen = (["--listen", f"127.0.0.1:{port}"] if protocol == "PLAINTEXT"
+              else ["--listener", f"{protocol}://127.0.0.1:{port}"])
+    argv = [sys.executable, "-m", "harness.cli", "broker", *listen,
             "--data-dir", str(data_dir), "--flush", flush, *extra]
     return start_broker_process(argv, data_dir, log_path=log_path, timeout_s=timeout_s)
 

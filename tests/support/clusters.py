@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness import architectures
 from harness.cluster import ClusterSpec, ProcessCluster
 from tests.support.brokers import RunningBroker, start_single_broker
+from tests.support.security import SecurityFiles
 
 SINGLE = "single"
 ARCHITECTURES = [SINGLE, *architectures.names()]
@@ -43,17 +45,22 @@ class SingleBrokerCluster:
 def start_cluster(
     arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
     num_partitions: int = 1, auto_create_topics: bool = True,
+    security: SecurityFiles | None = None, protocol: str = "PLAINTEXT",
 ) -> SingleBrokerCluster | ProcessCluster:
     """``extra``: more command-line options for every broker (limits, for instance);
-    ``num_partitions`` and ``auto_create_topics`` go the way `twinbench cluster` sends them."""
+    ``num_partitions`` and ``auto_create_topics`` go the way `twinbench cluster` sends them;
+    ``protocol`` is every broker's listener protocol, with ``security``'s files."""
     if arch == SINGLE:
         extra = [*extra, "--num-partitions", str(num_partitions),
                  "--auto-create-topics" if auto_create_topics else "--no-auto-create-topics"]
+        if security is not None:
+            extra += security.broker_args(protocol)
         return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
-                                                        flush=flush)])
+                                                        flush=flush, protocol=protocol)])
+    secured: dict[str, Any] = {} if security is None else security.spec_fields(protocol)
     spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir, broker_args=tuple(extra),
                        flush=flush, num_partitions=num_partitions,
-                       auto_create_topics=auto_create_topics)
+                       auto_create_topics=auto_create_topics, **secured)
     if spec.architecture.uses(architectures.ZOOKEEPER):
         from harness.zookeeper import ZooKeeperUnavailable
 

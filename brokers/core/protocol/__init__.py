@@ -28,7 +28,8 @@ Layout::
                     heartbeat, leave_group, describe_groups, list_groups, api_versions,
                     create_topics, init_producer_id, describe_configs, create_partitions;
                     acls holds the three ACL APIs, alter_configs AlterConfigs and
-                    IncrementalAlterConfigs, delete_groups DeleteGroups and OffsetDelete);
+                    IncrementalAlterConfigs, delete_groups DeleteGroups and OffsetDelete,
+                    sasl SaslHandshake and SaslAuthenticate);
                     class and field names are the spec's, in snake_case.
 
 Conventions: ``Message.encode(version)`` returns a list of buffers (large ``records`` are

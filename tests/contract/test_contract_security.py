@@ -1,0 +1,158 @@
+"""Secured listeners on every architecture, driven by real clients (confluent-kafka,
+kafka-python): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
+password or an untrusted certificate refused, counted, and the broker still serving.
+
+One cluster per (architecture, protocol), module-scoped: every broker's only listener speaks
+that protocol, so Metadata sends clients to addresses of the same protocol (the first listener
+is the one registered in the coordination state, brokers/core/security/listeners.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+
+import pytest
+
+from harness.kafka_probe import KafkaProbe
+from tests.support.clusters import ARCHITECTURES, start_cluster
+from tests.support.ops import eventually
+from tests.support.security import MECHANISMS, SecurityFiles, make_security_files
+
+pytestmark = [pytest.mark.integration, pytest.mark.interop]
+
+PROTOCOLS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@pytest.fixture(scope="module")
+def security_files(tmp_path_factory: pytest.TempPathFactory) -> SecurityFiles:
+    return make_security_files(tmp_path_factory.mktemp("security"))
+
+
+@pytest.fixture(scope="module", params=[(a, p) for a in ARCHITECTURES for p in PROTOCOLS],
+                ids=lambda ap: f"{ap[0]}-{ap[1]}")
+def secured(request, tmp_path_factory, security_files):
+    arch, protocol = request.param
+    cluster = start_cluster(arch, tmp_path_factory.mktemp(f"secured-{arch}-{protocol}"),
+                            brokers=2, security=security_files, protocol=protocol)
+    cluster.protocol = protocol  # type: ignore[union-attr]
+    yield cluster
+    cluster.stop()
+
+
+def _mechanisms(protocol: str) -> list[str | None]:
+    return list(MECHANISMS) if protocol.startswith("SASL") else [None]
+
+
+def _confluent_roundtrip(ck, cluster, conf: dict[str, str], n: int = 20) -> list[bytes]:
+    topic, group = f"sec-{uuid.uuid4().hex[:10]}", f"g-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, **conf})
+    for i in range(n):
+        producer.produce(topic, f"m{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", **conf})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        for _ in range(120):
+            if len(got) >= n:
+                break
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def test_confluent_kafka_produces_and_consumes_with_every_mechanism(secured, security_files):
+    ck = pytest.importorskip("confluent_kafka")
+    for mechanism in _mechanisms(secured.protocol):
+        conf = security_files.librdkafka(secured.protocol, mechanism)
+        assert _confluent_roundtrip(ck, secured, conf) == [f"m{i}".encode() for i in range(20)]
+
+
+def test_kafka_python_produces_and_consumes_with_every_mechanism(secured, security_files):
+    kafka = pytest.importorskip("kafka")
+    for mechanism in _mechanisms(secured.protocol):
+        conf = security_files.kafka_python(secured.protocol, mechanism, user="bob")
+        topic = f"sec-{uuid.uuid4().hex[:10]}"
+        producer = kafka.KafkaProducer(bootstrap_servers=secured.bootstrap, **conf)
+        for i in range(15):
+            producer.send(topic, f"v{i}".encode())
+        producer.flush(30)
+        producer.close()
+        consumer = kafka.KafkaConsumer(
+            topic, bootstrap_servers=secured.bootstrap, group_id=f"g-{uuid.uuid4().hex[:8]}",
+            auto_offset_reset="earliest", consumer_timeout_ms=10_000, **conf)
+        got = []
+        for msg in consumer:
+            got.append(msg.value)
+            if len(got) == 15:
+                break
+        consumer.close()
+        assert got == [f"v{i}".encode() for i in range(15)], mechanism
+
+
+def _sasl_failures(cluster) -> int:
+    """Failed SASL authentications summed over the brokers (counters.json after SIGUSR1)."""
+    total = 0
+    for b in cluster.brokers:
+        path = b.data_dir / "counters.json"
+        path.unlink(missing_ok=True)
+        b.process.signal(signal.SIGUSR1)
+        doc = eventually(lambda p=path: p.exists() and json.loads(p.read_text()), 10,
+                         "counters.json")
+        total += doc["broker"]["sasl_authentication_failures"]
+    return total
+
+
+def test_a_wrong_password_is_refused_counted_and_the_broker_keeps_serving(
+        secured, security_files):
+    if not secured.protocol.startswith("SASL"):
+        pytest.skip("no password on an SSL listener")
+    ck = pytest.importorskip("confluent_kafka")
+    kafka = pytest.importorskip("kafka")
+    before = _sasl_failures(secured)
+    errors: list = []
+    conf = security_files.librdkafka(secured.protocol, "SCRAM-SHA-256", password="guess")
+    producer = ck.Producer({"bootstrap.servers": secured.bootstrap.split(",")[0], **conf,
+                            "error_cb": errors.append, "message.timeout.ms": 3000})
+    producer.produce("never", b"x")
+    producer.flush(10)
+    assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors), errors
+    with pytest.raises(kafka.errors.KafkaError):
+        kafka.KafkaProducer(bootstrap_servers=secured.bootstrap.split(",")[0],
+                            max_block_ms=5000, **security_files.kafka_python(
+                                secured.protocol, "PLAIN", password="guess"))
+    assert eventually(lambda: _sasl_failures(secured) >= before + 2, 15, "failures counted")
+    # Still serving the right users.
+    good = security_files.librdkafka(secured.protocol, "SCRAM-SHA-512")
+    assert len(_confluent_roundtrip(ck, secured, good, 3)) == 3
+
+
+def test_an_untrusted_certificate_or_a_plaintext_client_is_refused_and_the_broker_serves_on(
+        secured, security_files):
+    if "SSL" not in secured.protocol:
+        pytest.skip("no TLS on a SASL_PLAINTEXT listener")
+    ck = pytest.importorskip("confluent_kafka")
+    errors: list = []
+    conf = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[-1])
+    conf["ssl.ca.location"] = str(security_files.other_ca_pem)
+    producer = ck.Producer({"bootstrap.servers": secured.bootstrap, **conf,
+                            "error_cb": errors.append, "message.timeout.ms": 3000})
+    producer.produce("never", b"x")
+    producer.flush(10)
+    assert errors and all(e.code() != ck.KafkaError.NO_ERROR for e in errors)
+    # A plaintext Kafka request on the TLS port: the handshake fails, that connection closes.
+    b = secured.brokers[0]
+    host, port = secured.bootstrap.split(",")[0].rsplit(":", 1)
+    with KafkaProbe(host, int(port), timeout_s=10) as probe, pytest.raises(
+            (ConnectionError, OSError)):
+        probe.metadata([])
+    assert b.process.poll() is None
+    good = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[0])
+    assert len(_confluent_roundtrip(ck, secured, good, 3)) == 3
+
