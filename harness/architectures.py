@@ -118,6 +118,11 @@ def _zk_broker_args(launch: Launch) -> list[list[str]]:
     assert launch.zookeeper is not None, "the cluster provisions ZooKeeper first"
     timeout = launch.spec.zk_session_timeout_ms
     session = [] if timeout is None else ["--zk-session-timeout-ms", str(timeout)]
+    if launch.spec.protocol.value != "PLAINTEXT":
+        # A secured cluster secures its ZooKeeper state too: digest auth and ACLs.
+        from harness.cluster import write_zk_credential
+
+        session += ["--zk-auth-file", str(write_zk_credential(launch.root))]
     return [["--zookeeper", launch.zookeeper, *session] for _ in launch.hosts]
 
 

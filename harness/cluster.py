@@ -532,6 +532,18 @@ def write_gossip_key(root: Path) -> Path:
     return path
 
 
+ZK_CREDENTIAL_FILE = "zookeeper.credential"
+
+
+def write_zk_credential(root: Path) -> Path:
+    """A fresh ZooKeeper digest identity (``twinbench:<random>``) in ``root``, mode 0600;
+    the zk brokers of a secured cluster authenticate with it and ACL their znodes."""
+    path = root / ZK_CREDENTIAL_FILE
+    replace_file(path, f"twinbench:{secrets.token_urlsafe(24)}\n", sync_file=False,
+                 sync_dir=False, mode=0o600)
+    return path
+
+
 def _cpu(pid: int) -> float:
     try:
         t = psutil.Process(pid).cpu_times()

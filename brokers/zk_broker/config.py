@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brokers.core.errors import UserError
+from brokers.zk_broker.acl import ZkDigest
 
 DATA_PATHS = ("direct", "kazoo")
 
@@ -39,6 +40,9 @@ class ZkCoordinatorConfig:
     # (direct.py), or "kazoo", the broker's main session. kazoo adds ~0.45 ms of thread
     # hand-offs per request on this machine; "kazoo" is kept to measure exactly that.
     data_path: str = "direct"
+    # Digest identity both sessions authenticate as; set, every znode the broker creates is
+    # writable by it alone and readable by anyone (acl.py). None: open znodes, no auth.
+    digest: ZkDigest | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         connect, sep, chroot = self.connect.strip().partition("/")

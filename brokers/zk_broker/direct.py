@@ -46,6 +46,7 @@ from kazoo.exceptions import (
     ZookeeperError,
 )
 from kazoo.protocol.serialization import (
+    Auth,
     Close,
     Connect,
     Exists,
@@ -105,7 +106,12 @@ class Pong:
     pass
 
 
-Event = Handshake | Reply | Pong
+@dataclass(frozen=True)
+class AuthReply:
+    err: int  # 0: the credential was accepted (else the server closes the connection)
+
+
+Event = Handshake | Reply | Pong | AuthReply
 
 
 class ZkWire:
@@ -131,6 +137,13 @@ class ZkWire:
     def ping() -> bytes:
         return _PING_FRAME
 
+    @staticmethod
+    def add_auth(scheme: str, credential: str) -> bytes:
+        """An ``addauth`` request (its reply carries the reserved auth xid)."""
+        body = int_int_struct.pack(_XID_AUTH, Auth.type) + bytes(
+            Auth(0, scheme, credential).serialize())
+        return int_struct.pack(len(body)) + body
+
     def close(self) -> bytes:
         return self.request(Close())[1]
 
@@ -147,8 +160,10 @@ class ZkWire:
             header, offset = ReplyHeader.deserialize(frame, 0)
             if header.xid == _XID_PING:
                 out.append(Pong())
-            elif header.xid in (_XID_WATCH_EVENT, _XID_AUTH):
-                continue  # this session sets no watches and sends no auth
+            elif header.xid == _XID_AUTH:
+                out.append(AuthReply(header.err))
+            elif header.xid == _XID_WATCH_EVENT:
+                continue  # this session sets no watches
             else:
                 out.append(Reply(header.xid, header.zxid, header.err, frame[offset:]))
         return out
@@ -183,6 +198,8 @@ class _Connection(asyncio.Protocol):
         self.handshake: asyncio.Future[Handshake] = asyncio.get_running_loop().create_future()
         # A failed handshake nobody awaits any more must not be reported as never retrieved.
         self.handshake.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self.authenticated: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.authenticated.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.last_heard = time.monotonic()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -210,6 +227,8 @@ class _Connection(asyncio.Protocol):
                     fut.set_exception(exc)
             elif isinstance(event, Handshake) and not self.handshake.done():
                 self.handshake.set_result(event)
+            elif isinstance(event, AuthReply) and not self.authenticated.done():
+                self.authenticated.set_result(event.err)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail(f"connection lost: {exc!r}" if exc else "connection closed by the server")
@@ -223,6 +242,8 @@ class _Connection(asyncio.Protocol):
         """Fail everything in flight; tell the session once."""
         if not self.handshake.done():
             self.handshake.set_exception(ConnectionLoss(why))
+        if not self.authenticated.done():
+            self.authenticated.set_exception(ConnectionLoss(why))
         pending, self.pending = self.pending, {}
         for _, fut in pending.values():
             if not fut.done():
@@ -247,7 +268,10 @@ class DirectSession:
         connect_timeout_s: float,
         request_timeout_s: float,
         reconnect_max_delay_s: float,
+        auth: tuple[str, str] | None = None,
     ) -> None:
+        """``auth``: (scheme, credential) sent as ``addauth`` on every connection, and waited
+        for, before the session counts as up."""
         if not hosts:
             raise ValueError("DirectSession needs at least one ZooKeeper address")
         self.hosts = tuple(hosts)
@@ -255,6 +279,7 @@ class DirectSession:
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self.reconnect_max_delay_s = reconnect_max_delay_s
+        self._auth = auth
         self.stats = {"zk_direct_connects": 0, "zk_direct_disconnects": 0}
         self._conn: _Connection | None = None  # set only while the session is usable
         self._negotiated_s = session_timeout_ms / 1000
@@ -328,6 +353,10 @@ class DirectSession:
                     loop.create_connection(protocol, host, port), self.connect_timeout_s
                 )
                 hs = await asyncio.wait_for(conn.handshake, self.connect_timeout_s)
+                if self._auth is not None and hs.timeout_ms > 0 and conn.transport is not None:
+                    conn.transport.write(conn.wire.add_auth(*self._auth))
+                    if await asyncio.wait_for(conn.authenticated, self.connect_timeout_s):
+                        raise ConnectionLoss("ZooKeeper refused the session's credential")
             except (OSError, TimeoutError, ConnectionLoss) as exc:
                 last = exc
                 conn.abort(f"connect to {host}:{port} failed")

@@ -40,6 +40,7 @@ from kazoo.retry import KazooRetry
 from brokers.core.coordinator import BrokerInfo
 from brokers.core.errors import CoordinatorNotAvailable, KafkaError, UserError
 from brokers.zk_broker import paths as fmt
+from brokers.zk_broker.acl import SCHEME
 from brokers.zk_broker.bridge import BridgeTimeout, KazooBridge
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.direct import DirectSession
@@ -93,9 +94,14 @@ class ZkSession:
         if self.client is not None:
             raise RuntimeError("ZkCoordinator.start() called twice")
         cfg = self.config
+        digest = cfg.digest
         self.client = KazooClient(
             hosts=cfg.connect,
             timeout=cfg.session_timeout_ms / 1000,
+            # Sent on every (re)connect before any request; every create without an explicit
+            # ACL (kazoo's create, ensure_path, transactions) then gets default_acl.
+            auth_data=None if digest is None else [(SCHEME, digest.credential)],
+            default_acl=None if digest is None else digest.acl(),
             # Retry connecting forever, but never back off beyond reconnect_max_delay_ms.
             connection_retry=KazooRetry(
                 max_tries=-1,
@@ -131,6 +137,7 @@ class ZkSession:
             connect_timeout_s=cfg.connection_timeout_ms / 1000,
             request_timeout_s=cfg.request_timeout_ms / 1000,
             reconnect_max_delay_s=cfg.reconnect_max_delay_ms / 1000,
+            auth=None if cfg.digest is None else (SCHEME, cfg.digest.credential),
         )
         await self.direct.start()
 
