@@ -29,6 +29,7 @@ import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from brokers.core.atomic_file import replace_file
 from brokers.core.config import BrokerConfig, FlushMode
@@ -43,8 +44,11 @@ from brokers.core.notify import AppendNotifier
 from brokers.core.protocol.consumer_protocol import ConsumerProtocolAssignment
 from brokers.core.security.connection import SaslGate
 from brokers.core.security.listeners import Listener
-from brokers.core.server import KafkaServer
+from brokers.core.server import Dispatcher, KafkaServer
 from brokers.core.storage import LogManager
+
+if TYPE_CHECKING:  # imported when --metrics asks for them (prometheus-client)
+    from brokers.core.metrics import MetricsExporter
 
 log = logging.getLogger("twinbench.broker")
 
@@ -89,8 +93,19 @@ class Broker:
         )
         self.notifier = AppendNotifier()
         self.context = BrokerContext(config, coordinator, self.store, self.groups, self.notifier)
-        self.server = KafkaServer(
-            RequestDispatcher(self.context), config.max_frame_bytes, config.listener)
+        dispatcher: Dispatcher = RequestDispatcher(self.context)
+        self.metrics: MetricsExporter | None = None
+        if config.metrics is not None:
+            from brokers.core.metrics import MetricsExporter
+            from brokers.core.request_meter import MeteredDispatcher
+
+            meter = MeteredDispatcher(dispatcher)
+            dispatcher = meter
+            self.metrics = MetricsExporter(meter, self.counters, coordinator.counters,
+                                           lambda: self.server.in_flight(), config.data_dir)
+        self.server = KafkaServer(dispatcher, config.max_frame_bytes, config.listener)
+        # Where the metrics endpoint listens, once started.
+        self.metrics_address: tuple[str, int] | None = None
         self.address: tuple[str, int] | None = None
         # Every listener as bound (port 0 replaced by the port chosen), the first registered.
         self.bound: list[Listener] = []
@@ -153,7 +168,16 @@ class Broker:
         # Always: any topic may carry its own retention.ms / retention.bytes.
         self._every(storage.retention_check_interval_ms / 1000, self._retention)
         self._every(GROUP_TICK_S, self._group_tick)
+        if self.metrics is not None and self.config.metrics is not None:
+            from brokers.core.metrics import REFRESH_S
+
+            self.metrics_address = self.metrics.start(*self.config.metrics)
+            self._every(REFRESH_S, self._refresh_metrics)
         return host, port
+
+    async def _refresh_metrics(self) -> None:
+        if self.metrics is not None:
+            self.metrics.refresh()
 
     def _apply_topic_configs(self, view: ClusterView) -> None:
         self.store.configure_topics({name: t.configs for name, t in view.topics.items()})
@@ -241,6 +265,8 @@ class Broker:
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
         self._timers.clear()
+        if self.metrics is not None:
+            self.metrics.stop()
         await self.server.stop()
         self.notifier.wake_all()
         await self.groups.close()
@@ -286,6 +312,8 @@ def run_broker(make_broker: Callable[[], Broker]) -> int:
         host, port = await broker.start()
         for listener in broker.bound:
             print(f"listener={listener}", flush=True)
+        if broker.metrics_address is not None:
+            print("metrics={}:{}".format(*broker.metrics_address), flush=True)
         # Last: the line launchers wait for, naming the registered (first) listener.
         print(f"listening={host}:{port}", flush=True)
         try:

@@ -87,6 +87,9 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         default=BrokerConfig.auto_create_topics,
                         help="create a topic a client names in Metadata when the client allows "
                         "it (auto.create.topics.enable; default on)")
+    parser.add_argument("--metrics", type=parse_hostport, default=None, metavar="HOST:PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any "
+                        "free port, printed as metrics=HOST:PORT); off by default")
     parser.add_argument("--log-level", default="INFO",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     sec, dc = parser.add_argument_group(
@@ -172,7 +175,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         raise UserError(f"cannot use data directory {args.data_dir}: {exc.strerror}") from None
     return BrokerConfig(
         node_id=args.node_id, host=first.host, port=first.port, data_dir=args.data_dir,
-        protocol=first.protocol, extra_listeners=tuple(extra),
+        protocol=first.protocol, extra_listeners=tuple(extra), metrics=args.metrics,
         security=SecurityConfig(
             ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
             ssl_cafile=args.ssl_cafile, sasl_mechanisms=args.sasl_mechanisms,

@@ -182,6 +182,9 @@ class BrokerConfig:
     extra_listeners: tuple[Listener, ...] = ()
     # Certificates, SASL mechanisms and credentials of the TLS and SASL listeners.
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # Where to serve Prometheus metrics over HTTP (brokers/core/metrics.py); None: no
+    # endpoint, and requests are not metered at all (the server calls the dispatcher directly).
+    metrics: tuple[str, int] | None = None
     # Address clients are told to connect to in Metadata; None means host:port as bound.
     advertised_host: str | None = None
     # docs/architecture.md, fairness rule 2: `per_request` asks the coordination store on

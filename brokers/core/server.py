@@ -303,6 +303,10 @@ class KafkaServer:
         sockname = server.sockets[0].getsockname()
         return sockname[0], sockname[1]
 
+    def in_flight(self) -> int:
+        """Requests read and not yet answered, over every connection (for metrics)."""
+        return sum(len(conn._slots) for conn in self.connections)
+
     # --- connection limits ------------------------------------------------------------------
     def admit(self, conn: ServerConnection) -> bool:
         cfg = self.config
