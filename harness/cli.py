@@ -86,6 +86,10 @@ def _add_cluster(sub: Subcommands) -> None:
     sec.add_argument("--sasl-credentials-file", type=Path, metavar="FILE",
                      help="user=password lines (mode 0600) every broker accepts; the "
                      "harness's own clients log in as the first user")
+    cluster.add_argument("--metrics", action="store_true",
+                         help="every broker serves Prometheus metrics; also start Prometheus "
+                         "(Debian's package) scraping them, print prometheus=HOST:PORT, and "
+                         "write a Grafana dashboard (dashboard=FILE)")
     cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
@@ -183,7 +187,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         ssl_keyfile=args.ssl_keyfile, ssl_ca_location=args.ssl_ca_location,
         sasl_mechanisms=tuple(m.strip().upper() for m in args.sasl_mechanisms.split(",")
                               if m.strip()),
-        sasl_credentials_file=args.sasl_credentials_file,
+        sasl_credentials_file=args.sasl_credentials_file, metrics=args.metrics,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -207,11 +211,22 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             return line
 
         server = ControlServer(control, on_request).start()
+        prometheus = None
         try:
             publish()
             if cluster.zookeeper_connect:
                 print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
             print(f"bootstrap={cluster.bootstrap}", flush=True)
+            if args.metrics:
+                from harness.grafana import write_dashboard
+                from harness.prometheus import start_prometheus
+
+                prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
+                                              cluster.root / "prometheus")
+                print(f"prometheus={prometheus.address}", flush=True)
+                dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
+                                            [args.arch])
+                print(f"dashboard={dashboard}", flush=True)
             print(f"state={own_state}", flush=True)
             while not stop.wait(0.2):
                 with lock:
@@ -222,6 +237,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                     print(f"exited={node} code={code}", flush=True)
         finally:
             server.close()
+            if prometheus is not None:
+                prometheus.stop()
             # The shared copy points at the newest cluster: remove it only if it is ours.
             with contextlib.suppress(OSError, ValueError):
                 if json.loads(shared_state.read_text("utf-8")).get("pid") == os.getpid():

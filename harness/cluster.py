@@ -96,6 +96,8 @@ class ClusterSpec:
     sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
     # user=password lines (mode 0600) every broker accepts; the probe logs in as the first.
     sasl_credentials_file: Path | None = None
+    # Every broker serves Prometheus metrics on a free port of its host (--metrics).
+    metrics: bool = False
 
     @property
     def architecture(self) -> Architecture:
@@ -167,6 +169,8 @@ class BrokerProcess:
     data_dir: Path = field(default_factory=Path)
     # The namespace the broker runs in (network netns), else None.
     namespace: str | None = None
+    # HOST:PORT of its Prometheus endpoint (ClusterSpec.metrics), else "".
+    metrics: str = ""
     # Fault state the cluster put it in (SIGSTOP, link down); an exit shows in process.poll().
     paused: bool = False
     isolated: bool = False
@@ -230,7 +234,7 @@ class ProcessCluster:
                     namespace=self.network.hosts[node_id].namespace if self.network else None))
             deadline = time.monotonic() + self.spec.ready_timeout_s
             for b in self.brokers:
-                self._await_listening(b, deadline)
+                self._await_listening(b, deadline, self.spec.metrics)
             self._wait_for_membership(deadline)
         except BaseException:
             self.stop()
@@ -243,7 +247,10 @@ class ProcessCluster:
                               log_path=self.root / f"broker-{node_id}.log").start()
 
     @staticmethod
-    def _await_listening(b: BrokerProcess, deadline: float) -> None:
+    def _await_listening(b: BrokerProcess, deadline: float, metrics: bool) -> None:
+        if metrics:  # printed before listening=
+            line = b.process.wait_for_line("metrics=", max(1.0, deadline - time.monotonic()))
+            b.metrics = line.split("=", 1)[1]
         line = b.process.wait_for_line("listening=", max(1.0, deadline - time.monotonic()))
         b.host, _, port = line.split("=", 1)[1].rpartition(":")
         b.port = int(port)
@@ -287,8 +294,10 @@ class ProcessCluster:
             # Keep the address clients and peers already know, as a restarted host would.
             argv = self._argvs[node_id]
             argv[argv.index("--listener") + 1] = f"{self.spec.protocol.value}://{b.address}"
+            if b.metrics:
+                argv[argv.index("--metrics") + 1] = b.metrics
         b.process = self._launch(node_id)
-        self._await_listening(b, time.monotonic() + timeout_s)
+        self._await_listening(b, time.monotonic() + timeout_s, self.spec.metrics)
         return b
 
     def isolate_broker(self, node_id: int) -> None:
@@ -421,6 +430,7 @@ class ProcessCluster:
         return [[*prefixes[i], sys.executable, "-m", entry.module,
                  "--node-id", str(i), "--listener",
                  str(Listener(spec.protocol, hosts[i], port)),
+                 *(["--metrics", f"{hosts[i]}:0"] if spec.metrics else []),
                  "--data-dir", str(self.root / f"broker-{i}"), *extra[i], *common]
                 for i, port in enumerate(ports)]
 
@@ -488,6 +498,7 @@ class ProcessCluster:
             "brokers": [{
                 "node_id": b.node_id, "pid": b.process.pid, "host": b.host, "port": b.port,
                 "data_dir": str(b.data_dir), "namespace": b.namespace, "state": b.state,
+                "metrics": b.metrics or None,
             } for b in self.brokers],
             **extra,
         }
