@@ -22,6 +22,10 @@ Layout (one concept per module):
 - ``handlers/``            one module per family of Kafka APIs, and the request dispatcher
 - ``server.py``            KafkaServer and ServerConnection, the asyncio Protocol: frames in,
                            responses out in request order; one listening socket per listener
+- ``request_meter.py``     MeteredDispatcher: per-API requests, bytes and time (only with
+                           --metrics)
+- ``metrics.py``           the Prometheus endpoint (prometheus-client): request metrics, the
+                           counters contract, disk, process
 - ``security/``            TLS and SASL listeners (PLAIN, SCRAM): listener syntax, TLS
                            contexts, credentials, the per-connection SASL state machine
 - ``broker.py``            wiring, timers, and the process entry point (run_broker)
