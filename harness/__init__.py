@@ -24,6 +24,8 @@ Layout:
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead
 - ``create_latency.py`` benchmark: CreateTopics latency (DSBS: at the arbiter / forwarded)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
+- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography)
+- ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin
 - ``prometheus.py``   a real Prometheus scraping a cluster's brokers (``cluster --metrics``)
 - ``grafana.py``      the Grafana dashboard of the brokers' metrics, one row per architecture
 - ``setup_system.sh`` Debian packages the project needs (java, zookeeper, kcat, prometheus)

@@ -36,7 +36,7 @@ from brokers.core.errors import UserError
 from brokers.core.security.listeners import Listener, SecurityProtocol
 from harness import architectures
 from harness.architectures import ZOOKEEPER, Architecture, Launch
-from harness.client_security import ClientSecurity
+from harness.client_security import ClientSecurity, security_from_credentials_file
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, ProcessError
 
@@ -144,7 +144,7 @@ class ClusterSpec:
 
     def client_security(self) -> ClientSecurity:
         """How a client of this cluster connects (the harness's probe does so)."""
-        return ClientSecurity.from_credentials_file(
+        return security_from_credentials_file(
             self.protocol, self.ssl_ca_location, self.sasl_credentials_file,
             self.sasl_mechanisms[0])
 

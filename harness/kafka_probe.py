@@ -23,14 +23,14 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponse,
 )
 from brokers.core.protocol.schema import Message
-from harness.client_security import ClientSecurity
+from harness.client_security import ClientSecurity, connect
 
 
 class KafkaProbe:
     def __init__(self, host: str, port: int, timeout_s: float = 10.0,
                  security: ClientSecurity | None = None) -> None:
         """``security``: TLS and SASL done before the first request (a secured listener)."""
-        self.sock = (security.connect(host, port, timeout_s) if security is not None
+        self.sock = (connect(security, host, port, timeout_s) if security is not None
                      else socket.create_connection((host, port), timeout=timeout_s))
         self._correlation = 0
 

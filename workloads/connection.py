@@ -27,6 +27,9 @@ from time import perf_counter_ns
 from typing import Any, TypeVar
 
 from brokers.core.errors import FrameTooLarge, ProtocolViolation, UnsupportedVersion
+from brokers.core.protocol.api import decode_response
+from brokers.core.protocol.schema import Message
+from brokers.core.security.client import ClientSecurity, SaslClientExchange
 from workloads import wire
 from workloads.latency import LatencyRecorder
 
@@ -75,6 +78,8 @@ class ConnectionConfig:
     # A request not answered within this long fails the whole connection (a hung broker must
     # end a measurement, not freeze it). None waits forever.
     request_timeout_s: float | None = 60.0
+    # A secured listener: TLS and/or SASL done when the connection opens (None: PLAINTEXT).
+    security: ClientSecurity | None = None
 
 
 class BrokerConnection(asyncio.Protocol):
@@ -113,15 +118,21 @@ class BrokerConnection(asyncio.Protocol):
         config = config or ConnectionConfig()
         loop = asyncio.get_running_loop()
         proto = cls(host, port, config)
+        security = config.security
+        ctx = security.ssl_context() if security is not None else None
         await asyncio.wait_for(
-            loop.create_connection(lambda: proto, host, port), config.connect_timeout_s
+            loop.create_connection(lambda: proto, host, port, ssl=ctx,
+                                   server_hostname=host if ctx is not None else None),
+            config.connect_timeout_s,
         )
-        if handshake:
-            try:
+        try:
+            if handshake:
                 await proto.handshake()
-            except BaseException:
-                proto.close()
-                raise
+            if security is not None and security.protocol.sasl:
+                await proto.authenticate(security)
+        except BaseException:
+            proto.close()
+            raise
         return proto
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -342,6 +353,16 @@ class BrokerConnection(asyncio.Protocol):
             if err != UnsupportedVersion.code:
                 break
         raise ProtocolViolation(f"{self.host}:{self.port}: ApiVersions failed with error {err}")
+
+    async def authenticate(self, security: ClientSecurity) -> None:
+        """The SASL exchange (SaslHandshake v1, SaslAuthenticate v1), before any other request
+        than ApiVersions; AuthenticationError when the broker refuses."""
+        exchange = SaslClientExchange(security)
+        step: tuple[int, int, Message] | None = exchange.first()
+        while step is not None:
+            api_key, version, request = step
+            body = await self.call(api_key, version, request.encode(version))
+            step = exchange.next(decode_response(api_key, version, body))
 
     def pick_version(self, api_key: int, lo: int, hi: int) -> int:
         """Highest version in both our [lo, hi] and the broker's advertised range."""

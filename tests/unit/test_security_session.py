@@ -24,6 +24,11 @@ from brokers.core.protocol.messages.sasl import (
 )
 from brokers.core.protocol.primitives import join
 from brokers.core.protocol.schema import Message
+from brokers.core.security.client import (
+    AuthenticationError,
+    ClientSecurity,
+    SaslClientExchange,
+)
 from brokers.core.security.credentials import Credentials, parse_credentials
 from brokers.core.security.listeners import Listener, SecurityProtocol
 from brokers.core.security.mechanisms import MechanismRegistry
@@ -201,3 +206,24 @@ def test_credentials_file() -> None:
                      ("=x\n", "line 1")):
         with pytest.raises(UserError, match=why):
             parse_credentials(bad)
+
+
+@pytest.mark.parametrize("mechanism", ALL)
+def test_our_client_exchange_against_the_session(registry: MechanismRegistry,
+                                                 mechanism: str) -> None:
+    """The load client's and probe's half (SaslClientExchange) against the broker's."""
+
+    def run(password: str) -> SaslSession:
+        session = SaslSession(registry)
+        exchange = SaslClientExchange(ClientSecurity(
+            SecurityProtocol.SASL_PLAINTEXT, None, mechanism, "alice", password))
+        step: tuple[int, int, Message] | None = exchange.first()
+        while step is not None:
+            api_key, version, body = step
+            step = exchange.next(answer(session.receive(request(api_key, version, body)),
+                                        api_key, version))
+        return session
+
+    assert run("alice-secret").user == "alice"
+    with pytest.raises(AuthenticationError, match=mechanism):
+        run("wrong")

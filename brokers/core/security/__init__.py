@@ -21,4 +21,6 @@ Layout (one concept per module):
 - ``sasl_session.py``  the per-connection SASL state machine (Kafka's handshake, then
                        SaslAuthenticate or v0 bare tokens): frames in, actions out, no I/O
 - ``connection.py``    SaslServerConnection: the asyncio side of one SASL connection
+- ``client.py``        a client's side: ClientSecurity (settings, TLS context, librdkafka
+                       properties) and SaslClientExchange (the client's half, sans-IO)
 """

@@ -1,0 +1,95 @@
+"""`python -m harness.perf_security`: what TLS and SASL cost each twin.
+
+For every architecture, a cluster with PLAINTEXT listeners and one with SASL_SSL listeners
+(SCRAM-SHA-512; throwaway certificates and users from harness/certs.py), each driven by the
+load client's synchronous producer (the paper's), interleaved A B B A per architecture so
+drift on this shared machine hits both sides alike. Prints records/s (median of the
+repetitions) per architecture and protocol and the SASL_SSL/PLAINTEXT ratio. The clusters are
+the ones `twinbench cluster --security-protocol` starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from brokers.core.security.client import ClientSecurity
+from harness import architectures
+from harness.certs import make_run_security
+from harness.cluster import ClusterSpec, ProcessCluster
+from workloads.cluster import ClusterClient, ClusterClientConfig
+from workloads.connection import ConnectionConfig
+from workloads.connection import run as run_async
+from workloads.producer import Producer
+
+PROTOCOLS = ("PLAINTEXT", "SASL_SSL")
+MECHANISM = "SCRAM-SHA-512"
+
+
+async def _produce(bootstrap: str, security: ClientSecurity | None, msg_size: int, batch: int,
+                   count: int) -> float:
+    config = ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
+                                 connection=ConnectionConfig(security=security))
+    cluster = await ClusterClient.open(bootstrap, config)
+    try:
+        topic = f"sec-{uuid.uuid4().hex[:12]}"
+        await cluster.create_topic(topic, partitions=1)
+        result = await Producer(cluster, topic, msg_size=msg_size, batch=batch,
+                                mode="sync").run(count)
+    finally:
+        await cluster.close()
+    if result.records_acked != count:
+        raise RuntimeError(f"only {result.records_acked}/{count} records acknowledged")
+    return result.rps
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.perf_security",
+                                     description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--arch", choices=[*architectures.names(), "both"], default="both")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--repetitions", type=int, default=2, help="A B B A rounds")
+    parser.add_argument("--msg-size", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=20)
+    args = parser.parse_args(argv)
+    arches = architectures.names() if args.arch == "both" else [args.arch]
+    with tempfile.TemporaryDirectory(prefix="twinbench-perf-security-") as tmp:
+        root = Path(tmp)
+        files = make_run_security(root / "security")
+        print(f"{'arch':6} {'protocol':10} {'records/s':>12}  samples", flush=True)
+        for arch in arches:
+            rps: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
+            for rnd in range(args.repetitions):
+                order = PROTOCOLS if rnd % 2 == 0 else PROTOCOLS[::-1]
+                for protocol in order:
+                    spec = ClusterSpec(arch, brokers=args.brokers, gossip_preset="local",
+                                       data_dir=root / f"{arch}-{protocol}-{rnd}",
+                                       security_protocol=protocol,
+                                       ssl_certfile=files.server_pem,
+                                       ssl_keyfile=files.server_pem,
+                                       ssl_ca_location=files.ca_pem,
+                                       sasl_mechanisms=(MECHANISM,),
+                                       sasl_credentials_file=files.credentials)
+                    with ProcessCluster(spec) as cluster:
+                        security = (None if protocol == "PLAINTEXT"
+                                    else spec.client_security())
+                        rps[protocol].append(run_async(_produce(
+                            cluster.bootstrap, security, args.msg_size, args.batch,
+                            args.messages)))
+                    print(f"  {arch} {protocol} round {rnd}: {rps[protocol][-1]:,.0f} rec/s",
+                          file=sys.stderr, flush=True)
+            for protocol in PROTOCOLS:
+                print(f"{arch:6} {protocol:10} {statistics.median(rps[protocol]):>12,.0f}  "
+                      f"{', '.join(f'{x:,.0f}' for x in rps[protocol])}", flush=True)
+            ratio = statistics.median(rps["SASL_SSL"]) / statistics.median(rps["PLAINTEXT"])
+            print(f"{arch:6} SASL_SSL/PLAINTEXT = {ratio:.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
