@@ -83,6 +83,11 @@ bench-faults: setup
 # Both architectures in one run, interleaved session by session (docs/architecture.md,
 # "Measuring on a small VM": A B B A, not A then B), so drift on a shared machine hits both
 # alike; then the analysis.
+# Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
+bench-latency: setup
+	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
 bench: setup
 	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
