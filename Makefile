@@ -54,6 +54,10 @@ perf: setup
 	@$(PY) -m harness.perf
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
+# The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
+perf-cluster: setup
+	@$(PY) -m harness.perf_cluster $(PERF_ARGS)
+
 perf-zk: setup
 	@$(PY) -m harness.perf_zk
 

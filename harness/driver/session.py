@@ -331,6 +331,17 @@ async def _streaming(producers: list[Producer], consumers: list[Consumer], count
             cast(list[ConsumerResult], list(both[len(producers):])))
 
 
+async def produce_only(clients: Clients, workload: Workload, cell: Cell, topic: str
+                       ) -> RoleResult:
+    """The production phase of a split session alone (a sink that stores nothing has nothing
+    to consume: harness/perf_cluster.py's null-sink ceiling)."""
+    producers = _producers(clients, workload, cell, topic)
+    counts = _producer_counts(workload, cell)
+    prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
+                                                                    strict=True)))
+    return production_role(list(prod))
+
+
 async def run_session(
     clients: Clients,
     workload: Workload,
