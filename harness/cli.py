@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures
@@ -21,6 +24,8 @@ from harness.architectures import ZOOKEEPER
 from harness.faults import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
+    from harness.cluster import ClusterSpec
+
     Subcommands = argparse._SubParsersAction[OneLineParser]
 
 
@@ -72,6 +77,10 @@ def _add_cluster(sub: Subcommands) -> None:
                               "`twinbench fault partition` can cut one off")
     sec = cluster.add_argument_group(
         "security", "every broker's listener: TLS with PEM files, SASL with a credentials file")
+    sec.add_argument("--security", choices=("none", "tls", "sasl_ssl"), default="none",
+                     help="tls or sasl_ssl: secure the cluster with throwaway certificates and "
+                     "users made for it (SCRAM-SHA-512 first); prints client_config=FILE, "
+                     "librdkafka properties a client can use as they are")
     sec.add_argument("--security-protocol", default="PLAINTEXT",
                      choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
                      help="the brokers' listener protocol (default PLAINTEXT)")
@@ -165,17 +174,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a cluster, print where it is, then watch it until SIGINT/SIGTERM: a broker that
     exits is reported as ``exited=<id> code=<status>`` and the others keep serving; faults
     arrive from ``twinbench fault`` over the control socket (harness/control.py)."""
-    import contextlib
     import os
-    import signal
-    import threading
 
     from brokers.core.config import FlushPolicy
-    from harness import faults
-    from harness.cluster import ClusterSpec, ProcessCluster
-    from harness.control import ControlServer, default_state, socket_path
+    from harness.cluster import ClusterSpec
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
+    throwaway = _throwaway_security(args)
     spec = ClusterSpec(
         arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,
         zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
@@ -189,6 +194,47 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                               if m.strip()),
         sasl_credentials_file=args.sasl_credentials_file, metrics=args.metrics,
     )
+    try:
+        return _serve_cluster(args, spec)
+    finally:
+        if throwaway is not None:
+            shutil.rmtree(throwaway, ignore_errors=True)
+
+
+def _throwaway_security(args: argparse.Namespace) -> Path | None:
+    """``--security tls|sasl_ssl``: certificates and users made for this cluster, written into
+    ``args`` as if given explicitly; returns their directory (removed when the cluster
+    stops), None for ``--security none``."""
+    if args.security == "none":
+        return None
+    given = [name for name in ("ssl_certfile", "ssl_keyfile", "ssl_ca_location",
+                               "sasl_credentials_file") if getattr(args, name) is not None]
+    if given or args.security_protocol != "PLAINTEXT":
+        raise UserError("--security makes its own certificates and users; drop "
+                        "--security-protocol and the --ssl-*/--sasl-* files")
+    from harness.certs import make_run_security
+
+    directory = Path(tempfile.mkdtemp(prefix="twinbench-security-"))
+    files = make_run_security(directory)
+    args.ssl_certfile = args.ssl_keyfile = files.server_pem
+    args.ssl_ca_location = files.ca_pem
+    args.sasl_credentials_file = files.credentials
+    args.security_protocol = "SSL" if args.security == "tls" else "SASL_SSL"
+    args.sasl_mechanisms = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    return directory
+
+
+def _serve_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
+    """The cluster of ``spec`` in the foreground, until SIGINT/SIGTERM."""
+    import contextlib
+    import os
+    import signal
+    import threading
+
+    from harness import faults
+    from harness.cluster import ProcessCluster
+    from harness.control import ControlServer, default_state, socket_path
+
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -217,6 +263,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             if cluster.zookeeper_connect:
                 print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
             print(f"bootstrap={cluster.bootstrap}", flush=True)
+            if spec.protocol.value != "PLAINTEXT":
+                properties = cluster.root / "client.properties"
+                replace_file(properties, "".join(
+                    f"{k}={v}\n" for k, v in
+                    spec.client_security().librdkafka_properties().items()),
+                    sync_file=False, sync_dir=False, mode=0o600)
+                print(f"client_config={properties}", flush=True)
             if args.metrics:
                 from harness.grafana import write_dashboard
                 from harness.prometheus import start_prometheus

@@ -92,6 +92,26 @@ def test_malformed_client_first_is_refused(message: bytes) -> None:
         _server().first(message)
 
 
+def test_a_client_nonce_repeated_in_front_is_accepted_as_kafka_does() -> None:
+    """librdkafka 2.0 (kcat on Debian 12) sends r=<client nonce><client nonce><server part>;
+    Kafka checks that the nonce ends with the one it sent, and so do we."""
+    import base64
+    import hashlib
+    import hmac
+
+    server = _server()
+    first = server.first(f"n,,n=user,r={CLIENT_NONCE}".encode()).decode()
+    attrs = dict(a.split("=", 1) for a in first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", b"pencil", base64.b64decode(attrs["s"]), 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    without_proof = f"c=biws,r={CLIENT_NONCE}{attrs['r']}"
+    auth = f"n=user,r={CLIENT_NONCE},{first},{without_proof}".encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    server.final(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    assert server.username == "user"
+
+
 def test_client_final_must_carry_our_nonce_and_binding() -> None:
     server = _server()
     server.first(f"n,,n=user,r={CLIENT_NONCE}".encode())
