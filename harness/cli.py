@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fault(sub)
     _add_run(sub)
     _add_analyze(sub)
+    hosts = sub.add_parser("hosts", help="the machines of a multi-host run (hosts file)")
+    hosts_sub = hosts.add_subparsers(dest="hosts_command", required=True,
+                                     parser_class=OneLineParser)
+    check = hosts_sub.add_parser("check", help="one line per host: reachable, same twinbench "
+                                 "version, clock offset")
+    check.add_argument("file", type=Path, metavar="FILE", help="hosts file (YAML)")
     return parser
 
 
@@ -284,6 +290,18 @@ def _external(args: argparse.Namespace) -> External | None:
                     str(args.client_config) if args.client_config else None)
 
 
+def cmd_hosts(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from harness.hosts import check_hosts, load_hosts
+
+    hosts = load_hosts(args.file)
+    statuses = asyncio.run(check_hosts(hosts))
+    for status in statuses:
+        print(status.line())
+    return 0 if all(s.ok for s in statuses) else 1
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from spark_analysis.cli import analyze_command
 
@@ -291,11 +309,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "fault": cmd_fault,
-            "run": cmd_run, "analyze": cmd_analyze}
+            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        if list(argv if argv is not None else sys.argv[1:]) == ["--version"]:
+            # What `twinbench hosts check` compares across hosts.
+            from harness.hosts import local_version
+
+            print(local_version())
+            return 0
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except (UserError, OSError) as exc:
