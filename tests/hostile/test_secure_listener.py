@@ -4,7 +4,8 @@ One real broker process with every kind of listener (SASL_SSL first, SSL, SASL_P
 PLAINTEXT). Each attack is followed by a check that the process is alive and that an honest,
 authenticated client on every listener is still answered. The listener code is shared by both
 twins (brokers/core), so the one-node broker stands for them here; the contract suite drives
-the same listeners on zk and dsbs clusters with real clients.
+the same listeners on zk and dsbs clusters with real clients. A broker whose certificate
+has expired gets a process of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import struct
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +179,47 @@ def test_wrong_passwords_are_counted_and_right_ones_still_work(secured: Secured)
     doc = eventually(lambda: path.exists() and json.loads(path.read_text()), 10, "counters")
     assert doc["broker"]["sasl_authentication_failures"] >= 3
     assert doc["broker"]["sasl_authentications"] >= 2
+
+
+def test_an_expired_certificate_is_refused_by_clients_and_the_broker_serves_on(
+        tmp_path: Path) -> None:
+    """A broker whose certificate has expired: every TLS client refuses it with a clean
+    error; the broker stays up and its PLAINTEXT listener still serves."""
+    import datetime
+
+    import trustme
+
+    ck = pytest.importorskip("confluent_kafka")
+    files = make_security_files(tmp_path / "tls")
+    ca = trustme.CA()
+    past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=2)
+    expired = ca.issue_cert("127.0.0.1", "localhost", not_before=past - datetime.timedelta(
+        days=1), not_after=past)
+    expired.private_key_and_cert_chain_pem.write_to_path(str(files.server_pem))
+    ca.cert_pem.write_to_path(str(files.ca_pem))
+    argv = [sys.executable, "-m", "harness.cli", "broker",
+            "--listener", "SSL://127.0.0.1:0", "--listener", "PLAINTEXT://127.0.0.1:0",
+            "--data-dir", str(tmp_path / "data"), *files.broker_args("SSL")]
+    proc = ManagedProcess(argv, name="expired broker", log_path=tmp_path / "broker.log").start()
+    try:
+        ports = {}
+        for _ in range(2):
+            protocol, _, address = proc.wait_for_line("listener=", 30).split(
+                "=", 1)[1].partition("://")
+            ports[protocol] = int(address.rsplit(":", 1)[1])
+        proc.wait_for_line("listening=", 30)
+        with pytest.raises(ssl.SSLCertVerificationError, match="expired"):
+            KafkaProbe("127.0.0.1", ports["SSL"], timeout_s=5, security=ClientSecurity(
+                SecurityProtocol.SSL, files.ca_pem)).close()
+        reports: list = []
+        producer = ck.Producer({"bootstrap.servers": f"127.0.0.1:{ports['SSL']}",
+                                "security.protocol": "SSL", "ssl.ca.location": str(files.ca_pem),
+                                "message.timeout.ms": 3000})
+        producer.produce("never", b"x", on_delivery=lambda err, _msg: reports.append(err))
+        producer.flush(10)
+        assert len(reports) == 1 and reports[0] is not None
+        assert proc.poll() is None
+        with KafkaProbe("127.0.0.1", ports["PLAINTEXT"], timeout_s=10) as probe:
+            assert probe.metadata([]).brokers
+    finally:
+        proc.stop()
