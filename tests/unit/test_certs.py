@@ -45,3 +45,20 @@ def test_run_certificates_are_trusted_through_their_ca_only(tmp_path: Path) -> N
         assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     users = dict(line.split("=", 1) for line in run.credentials.read_text().splitlines())
     assert set(users) == {"alice", "bob"} and len(set(users.values())) == 2
+
+
+def test_a_server_ca_file_requires_client_certificates(tmp_path: Path) -> None:
+    import trustme
+
+    run = make_run_security(tmp_path / "a")
+    clients = trustme.CA()
+    clients_pem = tmp_path / "clients-ca.pem"
+    clients.cert_pem.write_to_path(str(clients_pem))
+    server = server_context(run.server_pem, run.server_pem, clients_pem)
+    assert server.verify_mode is ssl.CERT_REQUIRED
+    anonymous = client_context(run.ca_pem)
+    with pytest.raises(ssl.SSLError):
+        _handshake(anonymous, server)
+    known = client_context(run.ca_pem)
+    clients.issue_cert("client@example").configure_cert(known)
+    _handshake(known, server)
