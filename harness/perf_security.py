@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--arch", choices=[*architectures.names(), "both"], default="both")
     parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--messages", type=int, default=300_000,
+                        help="records per session (default %(default)s: about a second or more)")
     parser.add_argument("--repetitions", type=int, default=2, help="A B B A rounds")
     parser.add_argument("--msg-size", type=int, default=32)
     parser.add_argument("--batch", type=int, default=20)
