@@ -25,6 +25,11 @@ Conventions every implementation follows:
   the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
 * A topic's partition count only grows (``create_partitions``); no view a broker serves ever
   shows a topic with fewer partitions than it showed before (short of the topic's deletion).
+* A deleted topic's data goes only on positive evidence of its deletion: the coordinator calls
+  its ``on_topic_deleted`` listeners when the authoritative store says the topic was deleted
+  (or replaced by a new topic of the same name), synchronously, before any view without it
+  is served; a topic merely absent from a view (a cache not yet filled, a store out of
+  reach) never deletes anything.
 * Replication factors other than 1 are refused (``validate_replication_factor``) until
   replication exists, so no client is told its data is replicated when it is not.
 """
@@ -194,6 +199,17 @@ class Coordinator(Protocol):
         authoritative store (so an incremental change applies to the latest values); a
         KafkaError from ``change`` (validation) propagates. Raises UnknownTopicOrPartition.
         Returns once this broker's own view shows the new configs; every broker's follows."""
+
+    async def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` and the offsets committed for it. Raises UnknownTopicOrPartition
+        when no such topic exists (also when a deletion already removed it); a deletion
+        already under way is joined. Returns once this broker's own view no longer shows the
+        topic; every broker's follows, each dropping its partitions on its deletion event."""
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(topic)`` (synchronously, on the loop) on every deletion event: the
+        topic's data held here must go. Called before any view without the topic, or with a
+        new topic of that name, is served; never because a topic is missing from a view."""
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""

@@ -47,6 +47,9 @@ class LogStore(Protocol):
         """Apply each topic's own configs (retention, segment size) to its partition logs."""
     def on_failure(self, listener: Callable[[str], None]) -> None:
         """``listener(reason)`` once, when a disk error takes the store offline."""
+    def delete_topic(self, topic: str) -> int:
+        """Remove every partition log of ``topic`` and its files (a deletion event only);
+        returns how many were removed."""
     def close(self) -> None: ...
 
 
@@ -122,6 +125,12 @@ class NullLogStore:
 
     def flush_dirty(self) -> int:
         return 0
+
+    def delete_topic(self, topic: str) -> int:
+        gone = [k for k in self._logs if k[0] == topic]
+        for key in gone:
+            del self._logs[key]
+        return len(gone)
 
     def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         pass  # nothing is stored, so nothing is retained or rolled

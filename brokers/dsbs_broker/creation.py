@@ -70,7 +70,7 @@ from brokers.core.errors import (
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
 from brokers.dsbs_broker.membership import MemberTable
-from brokers.dsbs_broker.metadata import TopicStore
+from brokers.dsbs_broker.metadata import TopicStore, rank
 from brokers.dsbs_broker.wire import (
     Create,
     CreateResult,
@@ -282,6 +282,9 @@ class Creations:
             if rec.name != req.msg.name:
                 self.host.counters["dropped_create_mismatch"] += 1
                 return
+            if rec.deleted:
+                self.host.store_topic(rec)
+                return  # not an answer: the retry timer asks again
             self.host.store_topic(rec)  # settles req through on_record when it is taken
             if msg.rid in self._requests and not self._settle(req):
                 # This broker refuses the record (its own limits): say so rather than retry.
@@ -299,6 +302,13 @@ class Creations:
     def on_record(self, rec: TopicRecord) -> None:
         name = rec.name
         self._promises.pop(name, None)
+        if self.host.topics.get(name) is None:
+            # A deletion record: a proposal of the name starts again above it (its waiters
+            # retry); requests wait for a live record.
+            prop = self._proposals.get(name)
+            if prop is not None:
+                self._abandon(prop)
+            return
         prop = self._proposals.pop(name, None)
         if prop is not None:
             del self._pids[prop.pid]
@@ -344,6 +354,9 @@ class Creations:
         if rec is not None:
             self._answer(w, rec)
             return
+        # A deleted name's new topic starts above the deletion record, so it outranks it.
+        tomb = host.topics.held(name)
+        version = 1 if tomb is None else tomb.version + 1
         prop = self._proposals.get(name)
         if prop is not None:
             if len(prop.waiters) < MAX_WAITERS and not any(
@@ -357,8 +370,8 @@ class Creations:
             self._reply(w, CreateResult(w.rid, True, 0))
             return
         ring = placement.assign_ring(name, host.members.live_ids(), msg.num_partitions, rf)
-        rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
-                          msg.explicit, msg.token)
+        rec = TopicRecord(name, version, host.node_id, msg.num_partitions, rf, ring,
+                          msg.configs, msg.explicit, msg.token)
         problem = host.topic_problem(rec)
         if problem is not None:
             self._reply(w, CreateResult(w.rid, False, refusal(name, problem, host.limits).code))
@@ -427,7 +440,16 @@ class Creations:
                 self.host.counters["dropped_create_mismatch"] += 1
                 return
             self.host.counters["proposals_met_a_record"] += 1
-            if not self.host.store_topic(rec):  # taken: on_record answers the waiters
+            taken = self.host.store_topic(rec)  # taken: on_record answers the waiters
+            if self.host.topics.get(name) is None:
+                # The voter holds a record of a creation deleted here, or a deletion record
+                # this proposal does not outrank: tell it what we hold, and start again.
+                held = self.host.topics.held(name)
+                if held is not None and held != rec:
+                    self.host.push_topic(held)
+                if self._proposals.get(name) is prop:
+                    self._abandon(prop)
+            elif not taken:
                 self._abandon(prop)
         else:
             self.host.counters["proposals_refused"] += 1
@@ -441,7 +463,9 @@ class Creations:
         if rec.creator != sender:
             host.counters["dropped_create_mismatch"] += 1
             return
-        have = host.topics.get(name)
+        have = host.topics.held(name)
+        if have is not None and have.deleted and rank(have) < rank(rec):
+            have = None  # the proposal is a new topic of a deleted name, ranked above it
         if have is not None:
             vote = Vote(msg.pid, Verdict.HAVE, have)
         elif name in self._proposals or host.topic_arbiter(name) != sender:

@@ -13,6 +13,9 @@ explicit CreateTopics (ranked above an auto-creation) and the creating request's
 version-1 broker and a version-2 broker drop each other's datagrams as ``bad_version``, so a
 mixed cluster shows up as two clusters instead of misreading records.
 
+Version 3 added the deletion record (a tombstone: a topic record with ``TOPIC_DELETED`` set,
+``metadata.py``), which a version-2 broker would otherwise take for a live topic.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -36,7 +39,7 @@ from enum import IntEnum
 from brokers.dsbs_broker.config import MAX_PACKET_BYTES
 
 MAGIC = 0xD5B5
-VERSION = 2
+VERSION = 3
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 
 _HEADER = struct.Struct(">HBBIIII")
@@ -55,6 +58,7 @@ _CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions,
 _RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
 _VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
 TOPIC_EXPLICIT = 0x01  # topic record / digest / CREATE flag: an explicit CreateTopics
+TOPIC_DELETED = 0x02  # topic record flag: a deletion record (tombstone) of the creation
 RESULT_RETRY = 0x01  # CREATE_RESULT flag: not decided here (not the arbiter, or busy): retry
 _HAS_RECORD = 0x02  # CREATE_RESULT flag: a topic record follows
 _SYNC_FIXED = struct.Struct(">BQQ")
@@ -126,7 +130,8 @@ class TopicRecord:
     partition p's replicas are ring[(p + r) % len(ring)] for r < replication_factor.
     ``creator`` is the arbiter that committed it; ``explicit`` says it answers a CreateTopics
     (not an auto-creation); ``token`` is the creating request's random id, so that request
-    recognises its own record however the answer reaches it."""
+    recognises its own record however the answer reaches it. ``deleted``: the record is the
+    deletion of the topic that creation made (a tombstone; it keeps the topic's fields)."""
 
     name: str
     version: int
@@ -137,6 +142,7 @@ class TopicRecord:
     configs: tuple[tuple[str, str], ...] = ()
     explicit: bool = False
     token: int = 0
+    deleted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +318,8 @@ def encode_update(u: Update) -> bytes:
     return b"".join((
         _U8.pack(UpdateTag.TOPIC), _str8(u.name),
         _TOPIC_FIXED.pack(u.version, u.creator, u.num_partitions, u.replication_factor,
-                          TOPIC_EXPLICIT if u.explicit else 0, u.token),
+                          (TOPIC_EXPLICIT if u.explicit else 0)
+                          | (TOPIC_DELETED if u.deleted else 0), u.token),
         _U16.pack(len(u.ring)), *(_U32.pack(n) for n in u.ring),
         *_configs(u.configs),
     ))
@@ -549,10 +556,10 @@ def _decode_update(r: _Reader) -> Update | None:
         ring = tuple(r.u32() for _ in range(r.count(4)))
         if not name or nparts < 1 or rf < 1 or not ring:
             raise WireError("malformed", "empty topic record")
-        if flags & ~TOPIC_EXPLICIT:
+        if flags & ~(TOPIC_EXPLICIT | TOPIC_DELETED):
             raise WireError("malformed", f"topic flags {flags}")
         return TopicRecord(name, version, creator, nparts, rf, ring, _decode_configs(r),
-                           bool(flags), token)
+                           bool(flags & TOPIC_EXPLICIT), token, bool(flags & TOPIC_DELETED))
     if tag == UpdateTag.PAD:
         r.take(r.u16())
         return None

@@ -10,6 +10,8 @@ Duties (Kafka 0.8's, minus replication, which does not exist yet):
   resync), then reconcile;
 * topics: any broker may write ``/brokers/topics/<t>`` (as Kafka 0.8's admin tools did); the
   controller sees it through its watch and creates each partition's state znode;
+* topics marked for deletion (``/admin/delete_topics``): removed once every broker holding a
+  replica is live (``deletion.py``); their partitions get no leader changes meanwhile;
 * brokers leaving/joining: with no replication a partition whose only replica is dead has no
   leader (-1, clients get LEADER_NOT_AVAILABLE) until that broker re-registers; the controller
   then makes it leader again. Every leader change bumps ``leader_epoch``.
@@ -39,6 +41,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from brokers.core.coordinator import NO_LEADER, TopicPartition
 from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
 from brokers.zk_broker.bridge import KazooBridge
+from brokers.zk_broker.deletion import TopicDeletions
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
 log = logging.getLogger(__name__)
@@ -144,6 +147,7 @@ class Controller:
         self._task: asyncio.Task[None] | None = None
         self._stopped = False  # set by stop(); a pass in progress must not write any more
         self.writes = 0  # state znodes written while in office (for counters/logs)
+        self.deletions = TopicDeletions(bridge, paths, self.notify)
 
     def start(self) -> None:
         self._dirty.set()
@@ -195,9 +199,14 @@ class Controller:
     async def reconcile(self) -> None:
         if self._stopped:
             return
+        if not await self.deletions.run(self.ctx, self.epoch_zk_version):
+            raise _Fenced()
+        blocked = self.deletions.blocked(self.ctx)
         live = self.ctx.live_broker_ids()
         writes = []
         for topic, assignment in self.ctx.assignments().items():
+            if topic in blocked:
+                continue
             for partition, replicas in assignment.items():
                 tp = TopicPartition(topic, partition)
                 cached = self.ctx.cached_state(tp)

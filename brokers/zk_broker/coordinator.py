@@ -47,6 +47,7 @@ from brokers.core.errors import CoordinatorNotAvailable
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.counters import ZkCounters
+from brokers.zk_broker.deletion import request_deletion
 from brokers.zk_broker.election import Election
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
@@ -237,6 +238,13 @@ class ZkCoordinator:
 
     async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
         return await self._topics.alter_configs(topic, change)
+
+    async def delete_topic(self, topic: str) -> None:
+        await request_deletion(self._session, self.paths, self._cache, topic,
+                               self.config.create_topic_timeout_ms)
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        self._cache.on_topic_deleted(listener)
 
     # ============================================================================================
     # groups

@@ -40,6 +40,11 @@ def test_our_bytes_are_kafka_pythons_bytes(key: ApiKey, version: int, data: st.D
                                            ) -> None:
     for cls in (REQUESTS[key], RESPONSES[key]):
         kp = kp_class(cls.__name__)
+        lo, hi = getattr(kp, "valid_versions", (0, version))
+        if not lo <= version <= hi:
+            # kafka-python 3 follows Kafka 4's specs, which dropped some early versions
+            # (DeleteTopics v0); the round-trip tests still cover ours.
+            pytest.skip(f"kafka-python has no {cls.__name__} v{version}")
         obj = data.draw(struct_strategy(cls, version))
         if cls.__name__ == "ApiVersionsResponse":
             # Clients read any ApiVersions error body as v0 (the KIP-511 fallback shape),
@@ -47,7 +52,11 @@ def test_our_bytes_are_kafka_pythons_bytes(key: ApiKey, version: int, data: st.D
             obj.error_code = 0
         raw = join(obj.encode(version))
         decoded = kp.decode(raw, version=version)
-        assert bytes(decoded.encode()) == raw
+        # kafka-python's DeleteTopicsRequest.encode (a v6 convenience) sets the version on a
+        # decoded object, which has no header to update, and fails: its base encode is the
+        # codec under test.
+        encode = kp.__mro__[1].encode if cls.__name__ == "DeleteTopicsRequest" else kp.encode
+        assert bytes(encode(decoded)) == raw
 
 
 def test_kafka_python_produce_request_decodes_with_ours() -> None:

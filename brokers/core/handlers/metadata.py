@@ -1,4 +1,4 @@
-"""Metadata (with topic auto-creation), CreateTopics and CreatePartitions.
+"""Metadata (with topic auto-creation), CreateTopics, CreatePartitions and DeleteTopics.
 
 Both read and change the topic table through the Coordinator seam: this is where a ZooKeeper
 round trip or a gossip broadcast happens, never in the broker core.
@@ -36,6 +36,11 @@ from brokers.core.protocol.messages.create_topics import (
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+)
+from brokers.core.protocol.messages.delete_topics import (
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
 )
 from brokers.core.protocol.messages.describe_configs import DEFAULT_CONFIG, TOPIC_CONFIG
 from brokers.core.protocol.messages.metadata import (
@@ -219,6 +224,42 @@ async def handle_create_partitions(
         else:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0))
     return CreatePartitionsResponse(results=results)
+
+
+async def handle_delete_topics(
+    ctx: BrokerContext, call: Call, req: DeleteTopicsRequest
+) -> DeleteTopicsResponse:
+    """Every named topic is deleted concurrently, as Kafka waits for them in one operation;
+    each result comes once this broker's view no longer shows the topic, or at the request's
+    timeout (REQUEST_TIMED_OUT: the deletion goes on)."""
+    seen: set[str] = set()
+    named_twice: set[str] = set()
+    for name in req.topic_names:
+        try:
+            _first_mention(seen, name)
+        except InvalidRequest:
+            named_twice.add(name)
+
+    async def delete(name: str) -> KafkaError | None:
+        try:
+            if name in named_twice:
+                raise InvalidRequest(f"topic {name!r} named twice in one request")
+            validate_topic_name(name)
+            await _within(ctx.coordinator.delete_topic(name), req.timeout_ms,
+                          f"topic {name!r}: deletion not complete")
+        except KafkaError as exc:
+            return exc
+        return None
+
+    outcomes = await asyncio.gather(*(delete(n) for n in seen))
+    errors = dict(zip(seen, outcomes, strict=True))
+    results = []
+    for name in dict.fromkeys(req.topic_names):  # once per name, in request order
+        exc = errors.get(name)
+        results.append(DeletableTopicResult(
+            name=name, error_code=0 if exc is None else exc.code,
+            error_message=None if exc is None else exc.message or None))
+    return DeleteTopicsResponse(responses=results)
 
 
 def _first_mention(seen: set[str], name: str) -> None:
