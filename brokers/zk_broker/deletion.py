@@ -35,10 +35,17 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+)
 from kazoo.protocol.states import WatchedEvent
 
 from brokers.core.errors import NotController, RequestTimedOut, UnknownTopicOrPartition
+from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.bridge import KazooBridge
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession
@@ -48,6 +55,11 @@ if TYPE_CHECKING:
     from brokers.zk_broker.controller import ControllerContext
 
 log = logging.getLogger(__name__)
+
+
+
+class _Fenced(Exception):
+    """The controller-epoch check of our multi failed: a newer controller exists."""
 
 
 async def request_deletion(
@@ -63,7 +75,8 @@ async def request_deletion(
             raise UnknownTopicOrPartition(f"unknown topic {name!r}")
         # Already marked: wait for that deletion, as Kafka does.
         with contextlib.suppress(NodeExistsError):
-            await b.call("create", paths.delete_topic(name), b"", makepath=True)
+            await b.call("create", paths.delete_topic(name), fmt.encode_marker(stat.czxid),
+                         makepath=True)
     except UNAVAILABLE as exc:
         raise NotController(f"ZooKeeper unavailable: {exc}") from exc
     if not await cache.wait_for(lambda view: name not in view.topics
@@ -82,9 +95,10 @@ class TopicDeletions:
         self._notify = notify
         self._marked: set[str] = set()
         self._stale = True  # the markers must be read (first pass, or their watch fired)
-        # Topics whose znodes we removed while the cache may still show them: never give
-        # their partitions state again (that would re-create the topic's path).
-        self._removed: set[str] = set()
+        # Topics whose znodes we removed while the cache may still show them (by the czxid
+        # of the removed znode): never give their partitions state again (that would
+        # re-create the topic's path); a new topic of the name is not blocked.
+        self._removed: dict[str, int | None] = {}
         self.deleted = 0  # topics deleted while in office (for logs)
 
     def _on_watch(self, event: WatchedEvent) -> None:
@@ -93,8 +107,9 @@ class TopicDeletions:
 
     def blocked(self, ctx: ControllerContext) -> set[str]:
         """Topics the partition reconciliation must leave alone."""
-        self._removed &= set(ctx.assignments())
-        return self._marked | self._removed
+        self._removed = {t: z for t, z in self._removed.items()
+                         if t in ctx.assignments() and ctx.topic_czxid(t) == z}
+        return self._marked | set(self._removed)
 
     async def run(self, ctx: ControllerContext, fence_version: int) -> bool:
         """Delete every eligible marked topic; False when a newer controller fenced us."""
@@ -104,18 +119,29 @@ class TopicDeletions:
         live = ctx.live_broker_ids()
         for topic in sorted(self._marked):
             assignment = ctx.assignments().get(topic)
+            try:
+                data, _ = await self._bridge.call("get", self._paths.delete_topic(topic))
+            except NoNodeError:
+                self._marked.discard(topic)
+                continue
             if assignment is not None:
                 replicas = {b for reps in assignment.values() for b in reps}
                 if not replicas <= live:
                     log.info("deletion of %r waits for broker(s) %s", topic,
                              sorted(replicas - live))
                     continue
-                if not await self._remove_topic(topic, fence_version):
+                try:
+                    removed = await self._remove_topic(topic, fmt.decode_marker(data),
+                                                       fence_version)
+                except _Fenced:
                     return False
-                self._removed.add(topic)
-                self.deleted += 1
-                log.info("controller: topic %r deleted", topic)
-            await self._remove_offsets(topic)
+                if removed is not None:
+                    self._removed[topic] = removed
+                    self.deleted += 1
+                    log.info("controller: topic %r deleted", topic)
+                    await self._remove_offsets(topic)
+            else:
+                await self._remove_offsets(topic)  # gone already: perhaps not its offsets
             with contextlib.suppress(NoNodeError):
                 await self._bridge.call("delete", self._paths.delete_topic(topic))
             self._marked.discard(topic)
@@ -132,10 +158,18 @@ class TopicDeletions:
                 if await b.call("exists", self._paths.delete_topics, watch=watch) is None:
                     return []
 
-    async def _remove_topic(self, topic: str, fence_version: int) -> bool:
-        """One fenced multi removing the topic's znodes, deepest first; False if fenced."""
+    async def _remove_topic(
+        self, topic: str, marked: int | None, fence_version: int
+    ) -> int | None:
+        """One fenced multi removing the topic's znodes, deepest first, if the marker names
+        this topic znode (``marked``: its czxid; None names any: Kafka's own tools write an
+        empty marker), so a marker outliving its topic never deletes a new one of the name.
+        Returns the removed znode's czxid, None if nothing was removed; raises _Fenced."""
         b = self._bridge
         p = self._paths
+        stat = await b.call("exists", p.topic(topic))
+        if stat is None or (marked is not None and stat.czxid != marked):
+            return None
         doomed: list[str] = []
         for part in await self._children(p.topic(topic) + "/partitions"):
             part_path = f"{p.topic(topic)}/partitions/{part}"
@@ -148,18 +182,20 @@ class TopicDeletions:
             doomed.append(p.topic_config(topic))
         txn = b.transaction()
         txn.check(p.controller_epoch, fence_version)
+        txn.check(p.topic(topic), stat.version)
         for path in doomed:
             txn.delete(path)
         results = await b.commit(txn)
-        if isinstance(results[0], Exception):
-            return False
-        failed = [r for r in results[1:] if isinstance(r, Exception)]
+        if isinstance(results[0], BadVersionError):
+            raise _Fenced()
+        failed = [r for r in results[1:] if isinstance(r, Exception)
+                  and not isinstance(r, RolledBackError)]
         if failed:
             # Changed under us (a partition added meanwhile): read again on the next pass.
             self._stale = True
             self._notify()
             raise RuntimeError(f"deleting topic {topic!r}: {failed[0]!r}; will retry")
-        return True
+        return int(stat.czxid)
 
     async def _remove_offsets(self, topic: str) -> None:
         for group in await self._children(self._paths.consumers):

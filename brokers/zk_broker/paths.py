@@ -8,7 +8,7 @@ Layout (every path under an optional chroot, e.g. ``/twinbench-run-7``)::
     /brokers/topics/<topic>                            persistent {"version":1,"partitions":{..}}
     /brokers/topics/<topic>/partitions/<p>/state       persistent leader, leader_epoch, isr
     /config/topics/<topic>                             persistent {"version":1,"config":{..}}
-    /admin/delete_topics/<topic>                       persistent empty: deletion requested
+    /admin/delete_topics/<topic>                       persistent deletion requested (czxid)
     /consumers/<group>/ids/<member>                    ephemeral  member registration (JSON)
     /consumers/<group>/owners/<topic>/<partition>      ephemeral  owning member id (text)
     /consumers/<group>/offsets/<topic>/<partition>     persistent committed offset (decimal)
@@ -216,6 +216,19 @@ def decode_assignment(data: bytes) -> dict[int, tuple[int, ...]]:
     obj = _loads(data)
     parts = {int(p): tuple(int(b) for b in r) for p, r in obj["partitions"].items()}
     return dict(sorted(parts.items()))
+
+
+def encode_marker(czxid: int) -> bytes:
+    """A deletion marker's payload: which topic znode (its creation zxid) is to go. Kafka
+    writes none; ``decode_marker`` reads such a marker as "whatever topic of the name"."""
+    return str(czxid).encode("ascii")
+
+
+def decode_marker(data: bytes | None) -> int | None:
+    try:
+        return int((data or b"").decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 def encode_topic_config(configs: dict[str, str]) -> bytes:

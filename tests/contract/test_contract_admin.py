@@ -1,8 +1,9 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
 AdminClient), on every architecture: group listing and description, the ACL APIs, which
 answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
-topic configs (described, altered whole and incrementally), adding partitions, and deleting
-groups and committed offsets.
+topic configs (described, altered whole and incrementally), adding partitions, deleting
+groups and committed offsets, and deleting topics (with their files and offsets; for good, across
+restarts; the name free for a new topic that starts at offset 0).
 """
 
 from __future__ import annotations
@@ -41,7 +42,15 @@ from brokers.core.protocol.messages.describe_configs import (
     DescribeConfigsResource,
 )
 from harness.kafka_probe import KafkaProbe
-from tests.support.ops import create_everywhere, eventually, leaders
+from tests.support.ops import (
+    create_everywhere,
+    eventually,
+    fetch_values,
+    leaders,
+    produce,
+    produce_values,
+)
+from tests.support.record_builder import build_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]
 
@@ -498,3 +507,137 @@ def _delete(admin, group: str) -> int:
     except Exception as exc:
         return int(exc.args[0].code())
     return 0
+
+
+# --- DeleteTopics -----------------------------------------------------------------------------
+def _known_anywhere(cluster, topic: str) -> list[int]:
+    """The brokers whose Metadata still shows ``topic`` (no auto-creation)."""
+    from brokers.core.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    shown = []
+    for b in cluster.brokers:
+        with KafkaProbe(b.host, b.port) as probe:
+            md = probe.request(ApiKey.METADATA, 9, MetadataRequest(
+                topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False))
+        if md.topics[0].error_code != UnknownTopicOrPartition.code:
+            shown.append(b.port)
+    return shown
+
+
+def _partition_dirs(cluster, topic: str) -> list[str]:
+    """Partition directories of ``topic`` left in any broker's data directory."""
+    return sorted(str(p) for b in cluster.brokers for p in b.data_dir.rglob(f"{topic}-*")
+                  if p.is_dir() and p.name.rpartition("-")[2].isdigit())
+
+
+def _gone_everywhere(cluster, topic: str) -> None:
+    eventually(lambda: not _known_anywhere(cluster, topic) and not _partition_dirs(
+        cluster, topic), timeout_s=30, what=f"{topic} gone from every broker and disk")
+
+
+def test_both_admin_clients_delete_topics_with_their_data_and_offsets(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    (one, group), (two, _) = _names(), _names()
+    n = len(cluster.brokers)
+    for name in (one, two):
+        create_everywhere(cluster.brokers, name, n)
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for name in (one, two):
+        for p in range(n):
+            for i in range(3):
+                producer.produce(name, f"{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    assert len(_partition_dirs(cluster, one)) == n
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.alter_consumer_group_offsets([ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(one, 0, 2)])])[group].result(30)
+    admin.delete_topics([one], operation_timeout=30)[one].result(30)
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = kp.delete_topics([two], timeout_ms=30_000)
+        assert [(t["name"], t["error_code"]) for t in got["topics"]] == [(two, 0)]
+    finally:
+        kp.close()
+    for name in (one, two):
+        _gone_everywhere(cluster, name)
+    # The offsets committed for the deleted topic went with it.
+    eventually(lambda: _committed(admin, ck, group, one) == {}, timeout_s=15,
+               what="the deleted topic's committed offset gone")
+    # A new topic of the name starts empty, at offset 0, and serves the new records only.
+    create_everywhere(cluster.brokers, one, 1)
+    node = _leader_of(cluster, one, 0)
+    assert (produce(node, one, 0, build_batch([(None, b"new")])).base_offset) == 0
+    assert fetch_values(node, one, 0) == [b"new"]
+    assert _committed(admin, ck, group, one) == {}
+
+
+def _leader_of(cluster, topic: str, partition: int):
+    leader = leaders(cluster.brokers[0], topic)[partition]
+    if len(cluster.brokers) == 1:
+        return cluster.brokers[0]
+    return next(b for b in cluster.brokers if b.node_id == leader)
+
+
+def test_deleting_an_unknown_topic_or_one_twice_gets_unknown_topic(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name, _ = _names()
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def code(topic: str) -> int:
+        try:
+            admin.delete_topics([topic], operation_timeout=30)[topic].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code("adm-no-such-topic") == UnknownTopicOrPartition.code
+    create_everywhere(cluster.brokers, name, 1)
+    assert code(name) == 0
+    assert code(name) == UnknownTopicOrPartition.code
+    # Every version on the wire; a name twice in one request is INVALID_REQUEST, an illegal
+    # name INVALID_TOPIC_EXCEPTION, and the broker stays up.
+    from brokers.core.errors import InvalidTopic
+    from brokers.core.protocol.messages.delete_topics import DeleteTopicsRequest
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in range(6):
+            got = probe.request(ApiKey.DELETE_TOPICS, version, DeleteTopicsRequest(
+                topic_names=[name, "adm-twice", "adm-twice", "bad/name"], timeout_ms=5_000))
+            codes = {r.name: r.error_code for r in got.responses}
+            assert codes == {name: UnknownTopicOrPartition.code, "adm-twice": InvalidRequest.code,
+                             "bad/name": InvalidTopic.code}
+            messages = [r.error_message for r in got.responses]
+            assert all(messages) if version >= 5 else not any(messages)
+    create_everywhere(cluster.brokers, name, 2)  # the broker serves; the name is free again
+
+
+@pytest.mark.multi_broker
+def test_a_deleted_topic_stays_deleted_after_every_broker_restarts(cluster):
+    name, _ = _names()
+    n = len(cluster.brokers)
+    create_everywhere(cluster.brokers, name, n)
+    for b in cluster.brokers:
+        for p, leader in leaders(b, name).items():
+            if leader == b.node_id:
+                assert produce_values(b, name, p, [b"old"]) == 0
+    from brokers.core.protocol.messages.delete_topics import DeleteTopicsRequest
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        got = probe.request(ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(
+            topic_names=[name], timeout_ms=30_000))
+    assert [(r.name, r.error_code) for r in got.responses] == [(name, 0)]
+    _gone_everywhere(cluster, name)
+    keep, _ = _names()
+    create_everywhere(cluster.brokers, keep, n)
+    for b in list(cluster.brokers):
+        cluster.restart_broker(b.node_id)
+    for b in cluster.brokers:
+        eventually(lambda b=b: len(ls := leaders(b, keep)) == n and min(ls.values()) >= 0,
+                   timeout_s=60, what=f"broker {b.node_id} serving after its restart")
+    assert _known_anywhere(cluster, name) == [] and _partition_dirs(cluster, name) == []
+    # The name is free again: a new topic of it starts empty.
+    create_everywhere(cluster.brokers, name, n)
+    for p in range(n):
+        assert fetch_values(_leader_of(cluster, name, p), name, p) == []

@@ -40,18 +40,21 @@ def test_our_bytes_are_kafka_pythons_bytes(key: ApiKey, version: int, data: st.D
                                            ) -> None:
     for cls in (REQUESTS[key], RESPONSES[key]):
         kp = kp_class(cls.__name__)
-        lo, hi = getattr(kp, "valid_versions", (0, version))
-        if not lo <= version <= hi:
-            # kafka-python 3 follows Kafka 4's specs, which dropped some early versions
-            # (DeleteTopics v0); the round-trip tests still cover ours.
-            pytest.skip(f"kafka-python has no {cls.__name__} v{version}")
         obj = data.draw(struct_strategy(cls, version))
         if cls.__name__ == "ApiVersionsResponse":
             # Clients read any ApiVersions error body as v0 (the KIP-511 fallback shape),
             # so a v1+ body with an error is never sent; kafka-python would misparse it.
             obj.error_code = 0
         raw = join(obj.encode(version))
-        decoded = kp.decode(raw, version=version)
+        try:
+            decoded = kp.decode(raw, version=version)
+        except AttributeError:
+            # kafka-python 3 follows Kafka 4's specs, which dropped some early versions
+            # (DeleteTopics v0); the round-trip tests still cover ours.
+            lo, hi = kp.valid_versions
+            if lo <= version <= hi:
+                raise
+            pytest.skip(f"kafka-python has no {cls.__name__} v{version}")
         # kafka-python's DeleteTopicsRequest.encode (a v6 convenience) sets the version on a
         # decoded object, which has no header to update, and fails: its base encode is the
         # codec under test.
