@@ -116,6 +116,7 @@ class MetadataCache:
         self._topic_czxid.pop(topic, None)
         for tp in [tp for tp in self._states if tp.topic == topic]:
             del self._states[tp]
+        self._session.forget_paths(self._paths.topic(topic))
         for listener in list(self._deletion_listeners):
             try:
                 listener(topic)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from brokers.core.coordinator import NO_LEADER, TopicPartition
 from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
@@ -236,8 +236,8 @@ class Controller:
             txn.set_data(path, target.encode(), version=cached.version)
         results = await self.bridge.commit(txn)
         check, op = results[0], results[1]
-        if isinstance(check, Exception):
-            raise _Fenced()
+        if isinstance(check, Exception) and not isinstance(check, RolledBackError):
+            raise _Fenced()  # (rolled back: the check held, the write failed)
         if isinstance(op, (NodeExistsError, BadVersionError, NoNodeError)):
             # Our cache was behind: the watch-driven refresh will bring the real state and
             # mark us dirty again; nothing is lost by skipping this write.
