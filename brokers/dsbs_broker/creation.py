@@ -354,9 +354,10 @@ class Creations:
         if rec is not None:
             self._answer(w, rec)
             return
-        # A deleted name's new topic starts above the deletion record, so it outranks it.
+        # A deleted name's new topic is of the next creation epoch, so it outranks every record
+        # of the deleted one.
         tomb = host.topics.held(name)
-        version = 1 if tomb is None else tomb.version + 1
+        epoch = 0 if tomb is None else tomb.epoch + 1
         prop = self._proposals.get(name)
         if prop is not None:
             if len(prop.waiters) < MAX_WAITERS and not any(
@@ -370,8 +371,8 @@ class Creations:
             self._reply(w, CreateResult(w.rid, True, 0))
             return
         ring = placement.assign_ring(name, host.members.live_ids(), msg.num_partitions, rf)
-        rec = TopicRecord(name, version, host.node_id, msg.num_partitions, rf, ring,
-                          msg.configs, msg.explicit, msg.token)
+        rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
+                          msg.explicit, msg.token, epoch=epoch)
         problem = host.topic_problem(rec)
         if problem is not None:
             self._reply(w, CreateResult(w.rid, False, refusal(name, problem, host.limits).code))

@@ -26,8 +26,10 @@ version up, written by the broker a client asked, ``tombstone``). Among records 
 creation a tombstone always wins (``merge``): a stale or late record of the deleted topic can
 never bring it back, whatever it grew to meanwhile (the tombstone then takes a version above
 it, so digests rank it above the record it replaces). A new topic of the name is a new
-creation, decided by the arbiter like any other, whose version starts above the tombstone's
-(``creation.py``), so it outranks the tombstone everywhere. Tombstones are kept, never
+creation, decided by the arbiter like any other, one creation epoch above the tombstone's
+(``creation.py``); the epoch is ranked first, so the new topic outranks the tombstone and
+every record of the deleted topic everywhere, including one a broker that had heard of neither
+the deletion nor the new topic changed meanwhile. Tombstones are kept, never
 forgotten: forgetting one safely needs to know that no member, including dead or partitioned
 ones that may come back, still holds a record of the deleted topic, which gossip cannot know;
 a tombstone costs one small record per deleted name until a new topic of the name replaces
@@ -58,9 +60,11 @@ from brokers.dsbs_broker.wire import DigestEntry, TopicRecord, encode_update, na
 MAX_HASH = (1 << 64) - 1
 
 
-def rank(r: TopicRecord | DigestEntry) -> tuple[int, bool, int]:
-    """Which of two records of one name wins: the higher rank."""
-    return (r.version, r.explicit, -r.creator)
+def rank(r: TopicRecord | DigestEntry) -> tuple[int, int, bool, int]:
+    """Which of two records of one name wins: the higher rank. The creation epoch comes
+    first: a topic created after the name's previous topic was deleted outranks every record
+    of that one, however much it changed meanwhile on a broker that had not heard."""
+    return (r.epoch, r.version, r.explicit, -r.creator)
 
 
 def _order(r: TopicRecord) -> tuple[Any, ...]:
@@ -157,7 +161,7 @@ class TopicStore:
         entries = []
         for h in chosen:
             r = self.records[self._by_hash[h]]
-            entries.append(DigestEntry(h, r.version, r.creator, r.explicit))
+            entries.append(DigestEntry(h, r.version, r.creator, r.explicit, r.epoch))
         if i + max_entries >= len(self._hashes):
             return start, MAX_HASH, entries, 0
         hi = chosen[-1] if chosen else start
@@ -204,6 +208,8 @@ def record_to_json(rec: TopicRecord) -> dict[str, Any]:
            "explicit": rec.explicit, "token": rec.token}
     if rec.deleted:
         doc["deleted"] = True
+    if rec.epoch:
+        doc["epoch"] = rec.epoch
     return doc
 
 
@@ -214,7 +220,7 @@ def record_from_json(d: Any) -> TopicRecord:
             str(d["name"]), int(d["version"]), int(d["creator"]), int(d["partitions"]),
             int(d["replication_factor"]), tuple(int(n) for n in d["ring"]),
             tuple((str(k), str(v)) for k, v in d["configs"]), bool(d["explicit"]),
-            int(d["token"]), bool(d.get("deleted", False)))
+            int(d["token"]), bool(d.get("deleted", False)), int(d.get("epoch", 0)))
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"not a topic record: {d!r}") from e
     if not rec.name or rec.num_partitions < 1 or not rec.ring:

@@ -14,7 +14,9 @@ version-1 broker and a version-2 broker drop each other's datagrams as ``bad_ver
 mixed cluster shows up as two clusters instead of misreading records.
 
 Version 3 added the deletion record (a tombstone: a topic record with ``TOPIC_DELETED`` set,
-``metadata.py``), which a version-2 broker would otherwise take for a live topic.
+``metadata.py``), which a version-2 broker would otherwise take for a live topic, and to every
+topic record and digest entry the name's creation epoch (how many topics of the name were
+deleted before this one was created), ranked first.
 
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
@@ -52,8 +54,9 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PING = struct.Struct(">II")
 _MEMBER_FIXED = struct.Struct(">IIB")
-_TOPIC_FIXED = struct.Struct(">IIIHBQ")  # version, creator, partitions, rf, flags, token
-_DIGEST_ENTRY = struct.Struct(">QIIB")  # name hash, version, creator, flags
+# version, creator, partitions, rf, flags, token, creation epoch
+_TOPIC_FIXED = struct.Struct(">IIIHBQI")
+_DIGEST_ENTRY = struct.Struct(">QIIBI")  # name hash, version, creator, flags, creation epoch
 _CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions, rf
 _RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
 _VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
@@ -131,7 +134,9 @@ class TopicRecord:
     ``creator`` is the arbiter that committed it; ``explicit`` says it answers a CreateTopics
     (not an auto-creation); ``token`` is the creating request's random id, so that request
     recognises its own record however the answer reaches it. ``deleted``: the record is the
-    deletion of the topic that creation made (a tombstone; it keeps the topic's fields)."""
+    deletion of the topic that creation made (a tombstone; it keeps the topic's fields).
+    ``epoch``: the name's creation epoch, one more than that of the deleted topic of the name
+    the creation replaced (0 for a name's first topic)."""
 
     name: str
     version: int
@@ -143,6 +148,7 @@ class TopicRecord:
     explicit: bool = False
     token: int = 0
     deleted: bool = False
+    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,7 @@ class DigestEntry:
     version: int
     creator: int
     explicit: bool = False
+    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +326,7 @@ def encode_update(u: Update) -> bytes:
         _U8.pack(UpdateTag.TOPIC), _str8(u.name),
         _TOPIC_FIXED.pack(u.version, u.creator, u.num_partitions, u.replication_factor,
                           (TOPIC_EXPLICIT if u.explicit else 0)
-                          | (TOPIC_DELETED if u.deleted else 0), u.token),
+                          | (TOPIC_DELETED if u.deleted else 0), u.token, u.epoch),
         _U16.pack(len(u.ring)), *(_U32.pack(n) for n in u.ring),
         *_configs(u.configs),
     ))
@@ -366,7 +373,8 @@ def encode_message(m: Message) -> bytes:
             _U8.pack(MsgType.SYNC), _SYNC_FIXED.pack(flags, m.lo, m.hi),
             _U16.pack(len(m.digest)),
             *(_DIGEST_ENTRY.pack(d.name_hash, d.version, d.creator,
-                                 TOPIC_EXPLICIT if d.explicit else 0) for d in m.digest),
+                                 TOPIC_EXPLICIT if d.explicit else 0, d.epoch)
+              for d in m.digest),
         ))
     if isinstance(m, Offsets):
         return b"".join((
@@ -552,14 +560,15 @@ def _decode_update(r: _Reader) -> Update | None:
         return _decode_member_fast(r)
     if tag == UpdateTag.TOPIC:
         name = r.str8()
-        version, creator, nparts, rf, flags, token = r.unpack(_TOPIC_FIXED)
+        version, creator, nparts, rf, flags, token, epoch = r.unpack(_TOPIC_FIXED)
         ring = tuple(r.u32() for _ in range(r.count(4)))
         if not name or nparts < 1 or rf < 1 or not ring:
             raise WireError("malformed", "empty topic record")
         if flags & ~(TOPIC_EXPLICIT | TOPIC_DELETED):
             raise WireError("malformed", f"topic flags {flags}")
         return TopicRecord(name, version, creator, nparts, rf, ring, _decode_configs(r),
-                           bool(flags & TOPIC_EXPLICIT), token, bool(flags & TOPIC_DELETED))
+                           bool(flags & TOPIC_EXPLICIT), token, bool(flags & TOPIC_DELETED),
+                           epoch)
     if tag == UpdateTag.PAD:
         r.take(r.u16())
         return None
@@ -611,10 +620,10 @@ def _decode_message(r: _Reader) -> Message:
             raise WireError("malformed", "sync flags or range")
         digest = []
         for _ in range(r.count(_DIGEST_ENTRY.size)):
-            h, version, creator, dflags = r.unpack(_DIGEST_ENTRY)
+            h, version, creator, dflags, epoch = r.unpack(_DIGEST_ENTRY)
             if dflags & ~TOPIC_EXPLICIT:
                 raise WireError("malformed", f"digest flags {dflags}")
-            digest.append(DigestEntry(h, version, creator, bool(dflags)))
+            digest.append(DigestEntry(h, version, creator, bool(dflags), epoch))
         return Sync(bool(flags & 1), bool(flags & 2), lo, hi, tuple(digest))
     if t == MsgType.OFFSETS:
         batch = r.u32()
