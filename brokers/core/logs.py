@@ -35,6 +35,9 @@ class PartitionLogLike(Protocol):
     def append(self, records: bytes | memoryview, leader_epoch: int = -1) -> AppendResult: ...
     def read(self, offset: int, max_bytes: int) -> bytes | memoryview: ...
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
+    def delete_records(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (<= the end; OffsetOutOfRange beyond),
+        durably; returns the log start offset."""
 
 
 class LogStore(Protocol):
@@ -75,10 +78,17 @@ class NullPartitionLog:
 
     def __init__(self) -> None:
         self._end = 0
+        self._start = 0
 
     @property
     def log_start_offset(self) -> int:
-        return 0
+        return self._start
+
+    def delete_records(self, offset: int) -> int:
+        if not 0 <= offset <= self._end:
+            raise OffsetOutOfRange(f"offset {offset} outside [0, {self._end}]")
+        self._start = max(self._start, offset)
+        return self._start
 
     @property
     def log_end_offset(self) -> int:
@@ -99,8 +109,8 @@ class NullPartitionLog:
         return AppendResult(base, self._end - 1, 0)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        if not 0 <= offset <= self._end:
-            raise OffsetOutOfRange(f"offset {offset} outside [0, {self._end}]")
+        if not self._start <= offset <= self._end:
+            raise OffsetOutOfRange(f"offset {offset} outside [{self._start}, {self._end}]")
         return b""
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:

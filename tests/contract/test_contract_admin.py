@@ -629,15 +629,106 @@ def test_a_deleted_topic_stays_deleted_after_every_broker_restarts(cluster):
             topic_names=[name], timeout_ms=30_000))
     assert [(r.name, r.error_code) for r in got.responses] == [(name, 0)]
     _gone_everywhere(cluster, name)
+    # A topic that stays, with records deleted below offset 2: its log start offset survives
+    # the restarts too.
+    from brokers.core.errors import OffsetOutOfRange
+    from brokers.core.protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from tests.support.ops import fetch
     keep, _ = _names()
     create_everywhere(cluster.brokers, keep, n)
+    for p in range(n):
+        leader = _leader_of(cluster, keep, p)
+        for i in range(3):
+            assert produce_values(leader, keep, p, [b"k%d" % i]) == 0
+        with KafkaProbe(leader.host, leader.port) as probe:
+            got = probe.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(topics=[
+                DeleteRecordsTopic(name=keep, partitions=[
+                    DeleteRecordsPartition(partition_index=p, offset=2)])]))
+        assert got.topics[0].partitions[0].low_watermark == 2
     for b in list(cluster.brokers):
         cluster.restart_broker(b.node_id)
     for b in cluster.brokers:
         eventually(lambda b=b: len(ls := leaders(b, keep)) == n and min(ls.values()) >= 0,
                    timeout_s=60, what=f"broker {b.node_id} serving after its restart")
+    for p in range(n):
+        leader = _leader_of(cluster, keep, p)
+        assert fetch(leader, keep, p, 1).error_code == OffsetOutOfRange.code
+        assert fetch(leader, keep, p, 2).log_start_offset == 2
     assert _known_anywhere(cluster, name) == [] and _partition_dirs(cluster, name) == []
     # The name is free again: a new topic of it starts empty.
     create_everywhere(cluster.brokers, name, n)
     for p in range(n):
         assert fetch_values(_leader_of(cluster, name, p), name, p) == []
+
+
+# --- DeleteRecords ----------------------------------------------------------------------------
+def test_both_admin_clients_delete_records_and_reads_honour_the_new_start(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    from brokers.core.errors import OffsetOutOfRange
+    from brokers.core.protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from tests.support.ops import fetch
+    name, _ = _names()
+    create_everywhere(cluster.brokers, name, 1)
+    node = _leader_of(cluster, name, 0)
+    for i in range(10):  # one batch per record: a read from offset k starts with record k
+        assert produce_values(node, name, 0, [f"v{i}".encode()]) == 0
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    tp = ck.TopicPartition(name, 0, 4)
+    (done,) = admin.delete_records([tp]).values()
+    assert done.result(30).low_watermark == 4
+    assert fetch(node, name, 0, 0).error_code == OffsetOutOfRange.code
+    assert fetch_values_from(node, name, 4) == [f"v{i}".encode() for i in range(4, 10)]
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": name})
+    try:
+        assert consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=30) == (4, 10)
+    finally:
+        consumer.close()
+    # Beyond the high watermark: OFFSET_OUT_OF_RANGE, and nothing moves.
+    (beyond,) = admin.delete_records([ck.TopicPartition(name, 0, 11)]).values()
+    with pytest.raises(ck.KafkaException) as info:
+        beyond.result(30)
+    assert info.value.args[0].code() == OffsetOutOfRange.code
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = kp.delete_records({kafka.TopicPartition(name, 0): 7}, timeout_ms=30_000)
+        assert [v["low_watermark"] for v in got.values()] == [7]
+    finally:
+        kp.close()
+    # Every version on the wire: -1 is the high watermark; an unknown topic is refused.
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in range(3):
+            got = probe.request(ApiKey.DELETE_RECORDS, version, DeleteRecordsRequest(topics=[
+                DeleteRecordsTopic(name=name, partitions=[
+                    DeleteRecordsPartition(partition_index=0, offset=-1)]),
+                DeleteRecordsTopic(name="adm-no-such-topic", partitions=[
+                    DeleteRecordsPartition(partition_index=0, offset=1)])]))
+            results = {t.name: t.partitions[0] for t in got.topics}
+            assert (results[name].error_code, results[name].low_watermark) == (0, 10)
+            assert results["adm-no-such-topic"].error_code == UnknownTopicOrPartition.code
+    assert fetch_values_from(node, name, 10) == []
+
+
+def fetch_values_from(broker, topic: str, offset: int) -> list[bytes | None]:
+    """Every value of partition 0 from ``offset`` to the end."""
+    from brokers.core.protocol.records import decode_records
+    from tests.support.ops import fetch
+    values: list[bytes | None] = []
+    while True:
+        part = fetch(broker, topic, 0, offset)
+        assert part.error_code == 0, part.error_code
+        records = [r for r in decode_records(part.records) if r.offset >= offset]
+        if not records:
+            return values
+        values.extend(r.value for r in records)
+        offset = records[-1].offset + 1
