@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from brokers.core.coordinator import (
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -145,6 +146,12 @@ class LocalCoordinator(GroupRegistry):
         validate_replication_factor(replication_factor)
         self._store_topic(self._topic_info(name, num_partitions, configs or {}))
         return self._topics[name]
+
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        # One node: the only assignment that passes validation puts everything here.
+        return await self.create_topic(name, len(assignment), 1, configs)
 
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         info = self._topics.get(topic)

@@ -47,6 +47,7 @@ from types import MappingProxyType
 
 from brokers.core.coordinator import (
     NO_LEADER,
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -473,6 +474,21 @@ class DsbsCoordinator(GroupRegistry):
         """Ask the name's arbiter (perhaps ourselves) to create the topic and wait for its
         answer; the record is in our table by the time this returns or raises
         TopicAlreadyExists. Invalid definitions are refused here, without a round trip."""
+        return await self._create(name, num_partitions, replication_factor, configs,
+                                  auto=auto)
+
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        """As ``create_topic``, with the ring that puts partition p on ``assignment[p]``
+        (``placement.manual_ring``) carried to the arbiter in the CREATE."""
+        return await self._create(name, len(assignment), 1, configs, auto=False,
+                                  ring=placement.manual_ring(assignment))
+
+    async def _create(
+        self, name: str, num_partitions: int, replication_factor: int,
+        configs: Mapping[str, str] | None, *, auto: bool, ring: tuple[int, ...] = (),
+    ) -> TopicInfo:
         node = self.node
         validate_topic_name(name)
         if name in node.topics:
@@ -488,8 +504,8 @@ class DsbsCoordinator(GroupRegistry):
         # The arbiter builds the ring over its live members and checks everything again; ours
         # are the best estimate of its length, so most refusals cost no round trip.
         ring_len = min(num_partitions + rf - 1, max(node.members.live_count(), 1))
-        probe = TopicRecord(name, 1, self._node_id, num_partitions, rf, tuple(range(ring_len)),
-                            items, True, 0)
+        probe = TopicRecord(name, 1, self._node_id, num_partitions, rf,
+                            ring or tuple(range(ring_len)), items, True, 0)
         problem = node.topic_problem(probe)
         if problem is not None:
             raise refusal(name, problem, limits)
@@ -497,7 +513,7 @@ class DsbsCoordinator(GroupRegistry):
             raise InvalidConfig(f"topic {name!r}: definition exceeds one gossip packet")
         fut: asyncio.Future[CreateOutcome] = asyncio.get_running_loop().create_future()
         rid = node.creations.request(name, num_partitions, rf, items, explicit=not auto,
-                                     now=self._now())
+                                     now=self._now(), ring=ring)
         self._creates[rid] = fut
         if self._driver is not None:
             self._driver.flush()  # the CREATE or PROPOSE leaves now, not at the next timer

@@ -214,13 +214,14 @@ class Creations:
     def request(
         self, name: str, num_partitions: int, replication_factor: int,
         configs: tuple[tuple[str, str], ...], *, explicit: bool, now: float,
+        ring: tuple[int, ...] = (),
     ) -> int:
         """Start creating a topic; the outcome appears in ``completed`` under the returned id
         (possibly at once). The caller has validated the definition; the arbiter does again."""
         self._rid = (self._rid + 1) & 0xFFFFFFFF
         token = self.host.rng.getrandbits(64) or 1
         msg = Create(self._rid, token, explicit, name, num_partitions, replication_factor,
-                     configs)
+                     configs, ring)
         req = _Request(msg, now + self.host.cfg.create_timeout_s, now)
         self._requests[msg.rid] = req
         self._by_name.setdefault(name, set()).add(msg.rid)
@@ -370,7 +371,8 @@ class Creations:
             host.counters["creates_busy"] += 1
             self._reply(w, CreateResult(w.rid, True, 0))
             return
-        ring = placement.assign_ring(name, host.members.live_ids(), msg.num_partitions, rf)
+        ring = msg.ring or placement.assign_ring(name, host.members.live_ids(),
+                                                 msg.num_partitions, rf)
         rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
                           msg.explicit, msg.token, epoch=epoch)
         problem = host.topic_problem(rec)

@@ -16,7 +16,8 @@ mixed cluster shows up as two clusters instead of misreading records.
 Version 3 added the deletion record (a tombstone: a topic record with ``TOPIC_DELETED`` set,
 ``metadata.py``), which a version-2 broker would otherwise take for a live topic, and to every
 topic record and digest entry the name's creation epoch (how many topics of the name were
-deleted before this one was created), ranked first.
+deleted before this one was created), ranked first, and to CREATE the ring of a manual
+replica assignment.
 
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
@@ -232,6 +233,7 @@ class Create:
     num_partitions: int
     replication_factor: int
     configs: tuple[tuple[str, str], ...] = ()
+    ring: tuple[int, ...] = ()  # a manual assignment's ring; empty: the arbiter places it
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +391,7 @@ def encode_message(m: Message) -> bytes:
             _CREATE_FIXED.pack(m.rid, m.token, TOPIC_EXPLICIT if m.explicit else 0,
                                m.num_partitions, m.replication_factor),
             _str8(m.name), *_configs(m.configs),
+            _U16.pack(len(m.ring)), *(_U32.pack(n) for n in m.ring),
         ))
     if isinstance(m, CreateResult):
         flags = (RESULT_RETRY if m.retry else 0) | (_HAS_RECORD if m.record else 0)
@@ -634,7 +637,10 @@ def _decode_message(r: _Reader) -> Message:
         rid, token, flags, nparts, rf = r.unpack(_CREATE_FIXED)
         if flags & ~TOPIC_EXPLICIT:
             raise WireError("malformed", f"create flags {flags}")
-        return Create(rid, token, bool(flags), r.str8(), nparts, rf, _decode_configs(r))
+        name = r.str8()
+        configs = _decode_configs(r)
+        return Create(rid, token, bool(flags), name, nparts, rf, configs,
+                      tuple(r.u32() for _ in range(r.count(4))))
     if t == MsgType.CREATE_RESULT:
         rid, flags, code = r.unpack(_RESULT_FIXED)
         if flags & ~(RESULT_RETRY | _HAS_RECORD):

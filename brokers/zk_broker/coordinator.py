@@ -34,6 +34,7 @@ from typing import Any
 from kazoo.client import KazooState
 
 from brokers.core.coordinator import (
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -232,6 +233,11 @@ class ZkCoordinator:
         auto: bool = False,
     ) -> TopicInfo:
         return await self._topics.create(name, num_partitions, replication_factor, configs)
+
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        return await self._topics.create_assigned(name, assignment, configs)
 
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         return await self._topics.add_partitions(topic, total)

@@ -732,3 +732,72 @@ def fetch_values_from(broker, topic: str, offset: int) -> list[bytes | None]:
             return values
         values.extend(r.value for r in records)
         offset = records[-1].offset + 1
+
+
+# --- CreateTopics with a manual replica assignment ---------------------------------------------
+def _broker_ids(cluster) -> list[int]:
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        return sorted(b.node_id for b in probe.metadata([]).brokers)
+
+
+def test_both_admin_clients_create_topics_on_the_brokers_they_name(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    ids = _broker_ids(cluster)
+    one, _ = _names()
+    two, _ = _names()
+    # Partition p on ids[-1 - p % n]: not the round robin the brokers would choose, and (with
+    # more partitions than brokers) a broker holding several partitions.
+    want = {p: ids[-1 - p % len(ids)] for p in range(len(ids) + 1)}
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([ck_admin.NewTopic(one, replica_assignment=[
+        [want[p]] for p in range(len(want))])])[one].result(30)
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.create_topics([kadmin.NewTopic(two, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [ids[-1]]})])
+    finally:
+        kp.close()
+    for b in cluster.brokers:
+        eventually(lambda b=b: leaders(b, one) == want and leaders(b, two) == {0: ids[-1]},
+                   timeout_s=30, what="the named leaders on every broker")
+    node = _leader_of(cluster, one, len(want) - 1)
+    assert produce_values(node, one, len(want) - 1, [b"placed"]) == 0
+
+    def code(assignment: list[list[int]]) -> int:
+        name, _ = _names()
+        try:
+            admin.create_topics([ck_admin.NewTopic(name, replica_assignment=assignment)]
+                                )[name].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    from brokers.core.errors import InvalidReplicaAssignment, InvalidReplicationFactor
+    assert code([[999]]) == InvalidReplicaAssignment.code  # no such broker
+    assert code([[ids[0]], [ids[0], ids[-1]]]) == InvalidReplicaAssignment.code  # lengths
+    assert code([[ids[0], ids[0]]]) == InvalidReplicaAssignment.code  # a broker twice
+    if len(ids) > 1:  # two replicas: replication does not exist yet
+        assert code([[ids[0], ids[1]]]) == InvalidReplicationFactor.code
+    # On the wire: partitions not 0..n-1, and an assignment with a partition count.
+    from brokers.core.protocol.messages.create_topics import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreateTopicsRequest,
+    )
+    bad, _ = _names()
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (2, 5, 7):
+            got = probe.request(ApiKey.CREATE_TOPICS, version, CreateTopicsRequest(topics=[
+                CreatableTopic(name=bad, num_partitions=-1, replication_factor=-1, assignments=[
+                    CreatableReplicaAssignment(partition_index=1, broker_ids=[ids[0]])]),
+                CreatableTopic(name=bad + "-n", num_partitions=1, replication_factor=-1,
+                               assignments=[CreatableReplicaAssignment(
+                                   partition_index=0, broker_ids=[ids[0]])])],
+                timeout_ms=10_000))
+            assert [t.error_code for t in got.topics] == [InvalidReplicaAssignment.code,
+                                                          InvalidRequest.code]
+    assert _known_anywhere(cluster, bad) == []

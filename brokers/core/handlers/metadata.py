@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 
 from brokers.core.coordinator import (
     ClusterView,
+    validate_replica_assignment,
     validate_replication_factor,
     validate_topic_name,
 )
@@ -165,11 +166,18 @@ async def handle_create_topics(
         try:
             _first_mention(seen, topic.name)
             validate_topic_name(topic.name)
+            assignment = None
             if topic.assignments:
-                raise InvalidRequest("manual replica assignments are not supported")
-            partitions = ctx.config.default_partitions if topic.num_partitions == -1 else (
-                topic.num_partitions)
-            replication = validate_replication_factor(topic.replication_factor)
+                if topic.num_partitions != -1 or topic.replication_factor != -1:
+                    raise InvalidRequest("a manual replica assignment needs num_partitions and "
+                                         "replication_factor -1")
+                assignment = validate_replica_assignment(
+                    {a.partition_index: a.broker_ids for a in topic.assignments},
+                    [b.node_id for b in ctx.coordinator.cluster().brokers])
+            partitions = (len(assignment) if assignment else ctx.config.default_partitions
+                          if topic.num_partitions == -1 else topic.num_partitions)
+            replication = (len(assignment[0]) if assignment
+                           else validate_replication_factor(topic.replication_factor))
             if partitions < 1:
                 raise InvalidPartitions(f"{partitions} partitions requested")
             if topic.name in ctx.coordinator.cluster().topics:
@@ -178,7 +186,9 @@ async def handle_create_topics(
             configs = validate_topic_configs({c.name: c.value for c in topic.configs})
             if not req.validate_only:
                 await _within(
-                    ctx.coordinator.create_topic(topic.name, partitions, replication, configs),
+                    ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
+                    if assignment is None else
+                    ctx.coordinator.create_topic_assigned(topic.name, assignment, configs),
                     req.timeout_ms, f"topic {topic.name!r} not ready")
         except KafkaError as exc:
             results.append(CreatableTopicResult(
