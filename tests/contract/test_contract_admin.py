@@ -752,7 +752,8 @@ def test_both_admin_clients_create_topics_on_the_brokers_they_name(cluster):
     # more partitions than brokers) a broker holding several partitions.
     want = {p: ids[-1 - p % len(ids)] for p in range(len(ids) + 1)}
     admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([ck_admin.NewTopic(one, replica_assignment=[
+    # (librdkafka wants the partition count too, and sends -1 with the assignment.)
+    admin.create_topics([ck_admin.NewTopic(one, num_partitions=len(want), replica_assignment=[
         [want[p]] for p in range(len(want))])])[one].result(30)
     kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
@@ -769,7 +770,8 @@ def test_both_admin_clients_create_topics_on_the_brokers_they_name(cluster):
     def code(assignment: list[list[int]]) -> int:
         name, _ = _names()
         try:
-            admin.create_topics([ck_admin.NewTopic(name, replica_assignment=assignment)]
+            admin.create_topics([ck_admin.NewTopic(name, num_partitions=len(assignment),
+                                                   replica_assignment=assignment)]
                                 )[name].result(30)
         except ck.KafkaException as exc:
             return int(exc.args[0].code())
