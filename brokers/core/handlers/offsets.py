@@ -146,6 +146,7 @@ async def handle_offset_commit(
             await ctx.groups.commit(
                 group_id=req.group_id, generation_id=req.generation_id_or_member_epoch,
                 member_id=req.member_id, offsets=offsets,
+                group_instance_id=req.group_instance_id,
             )
         except KafkaError as exc:
             error = exc
