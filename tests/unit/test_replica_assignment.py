@@ -40,3 +40,12 @@ def test_a_manual_ring_places_every_partition_where_the_assignment_says(brokers)
         (b,) for b in brokers]
     if len(set(brokers)) == len(brokers):
         assert ring == tuple(brokers)
+
+
+def test_gossip_takes_a_ring_naming_a_broker_twice_only_with_one_replica():
+    from brokers.dsbs_broker.config import GossipLimits
+    from brokers.dsbs_broker.validation import topic_problem
+    from brokers.dsbs_broker.wire import TopicRecord
+    limits = GossipLimits()
+    assert topic_problem(TopicRecord("t", 1, 0, 3, 1, (1, 1, 2)), limits) is None
+    assert topic_problem(TopicRecord("t", 1, 0, 3, 2, (1, 1, 2)), limits) == "ring"
