@@ -146,3 +146,52 @@ def test_any_order_of_creation_and_deletion_records_converges(ops, rnd: random.R
     assert len(settled) == 1
     (alone,) = settled
     assert alone is not None and alone.token == final.token and alone.deleted == final.deleted
+
+
+def test_a_cut_off_broker_learns_of_a_deletion_and_the_new_topic_after_healing():
+    """On the simulated network: a topic is deleted and created again on one side of a
+    partition; the cut-off broker, still holding the old topic, converges on the new one
+    once the partition heals (anti-entropy carries the records after gossip gave up), and
+    its stale record brings the old topic back nowhere."""
+    from brokers.dsbs_broker.config import GossipConfig
+    from brokers.dsbs_broker.simnet import SimNet
+    from brokers.dsbs_broker.wire import Status
+
+    cfg = GossipConfig.LOCAL
+    net = SimNet(cfg, seed=3)
+    for i in range(3):
+        net.add(i, seeds=(0, 1, 2))
+
+    def alive(ids: set[int]) -> bool:
+        return all((m := node.members.get(i)) is not None and m.status == Status.ALIVE
+                   for node in net.live_nodes() for i in ids)
+
+    assert net.run_until(lambda: alive({0, 1, 2}), timeout_s=10) is not None
+
+    def request(node: int, partitions: int) -> int:
+        return net.nodes[node].creations.request("t", partitions, 1, (), explicit=True,
+                                                 now=net.now)
+
+    rid = request(0, 2)
+    assert net.run_until(lambda: rid in net.nodes[0].creations.completed, timeout_s=30)
+    old = net.nodes[0].creations.completed.pop(rid).record
+    assert old is not None
+    assert net.run_until(lambda: all(n.topics.get("t") == old for n in net.live_nodes()),
+                         timeout_s=10) is not None
+    net.partition({0, 1}, {2})
+    tomb = tombstone(old, 0)
+    assert net.nodes[0].store_topic(tomb)
+    net.nodes[0].push_topic(tomb)
+    net.run_for(10 * cfg.tick_s + 3.0)
+    assert net.nodes[1].topics.get("t") is None and net.nodes[2].topics.get("t") == old
+    rid = request(1, 3)  # the name is free on this side once node 2 is declared dead
+    assert net.run_until(lambda: rid in net.nodes[1].creations.completed, timeout_s=60)
+    new = net.nodes[1].creations.completed.pop(rid).record
+    assert new is not None and new.epoch == old.epoch + 1 and new.token != old.token
+    net.heal()
+
+    def converged() -> bool:
+        held = {n.topics.held("t") for n in net.live_nodes()}
+        return len(held) == 1 and next(iter(held)) == new
+
+    assert net.run_until(converged, timeout_s=120) is not None
