@@ -18,12 +18,13 @@ Kafka's TopicDeletionManager) and, for each topic marked:
 
 Kafka's controller also waits for each replica's StopReplica acknowledgement before it removes
 the znodes; brokers here have no controller channel, so each drops its partitions when it sees
-the znodes go. A broker that crashes in the few milliseconds between the znodes' removal and
-its cache seeing it keeps the partitions' files; if a new topic of the name is created before
-it restarts, it would serve them as the new topic's (Kafka 2.8 closes that window with its
-StopReplica acknowledgements and, since 2.8, topic ids in ``partition.metadata``; neither
-exists here yet). A broker that is down when the deletion is asked is safe: the deletion waits
-for it, and its restarted cache sees the topic go.
+the znodes go. So a broker whose cache never saw the topic go keeps the partitions' files: one
+that crashes between the znodes' removal and its cache seeing it, or one that was down when the
+deletion was asked and whose first read of ``/brokers/topics`` after it registered again comes
+after the controller (waiting for exactly that registration) removed the topic. Stray files
+are never served, except as a new topic of the same name created before the broker deletes
+them (Kafka 2.8 closes this with StopReplica acknowledgements and topic ids in
+``partition.metadata``; neither exists here yet).
 While a topic is marked, its partitions get no leader changes and a creation of its name fails
 with TOPIC_ALREADY_EXISTS, as in Kafka.
 
