@@ -4,8 +4,6 @@ and a wrong project path each get their one line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import yaml
 from brokers.core.errors import UserError
 from harness.hosts import check_roles, load_hosts, local_version
 from tests.support import sshd
+from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -45,8 +44,7 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
          "roles": ["client"]},
     ]}
     path = _write(tmp_path / "hosts.yaml", doc)
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "hosts", "check", str(path)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = twinbench("hosts", "check", str(path), timeout=120)
     assert done.returncode == 1, done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines()}
     assert set(lines) == {"good", "wrong-key", "ghost"}
@@ -56,9 +54,8 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
     # The same host with the project somewhere it is not.
     doc["project"] = str(tmp_path / "nowhere")
     doc["hosts"] = doc["hosts"][:1]
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "hosts", "check",
-                           str(_write(tmp_path / "elsewhere.yaml", doc))],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = twinbench("hosts", "check", str(_write(tmp_path / "elsewhere.yaml", doc)),
+                     timeout=120)
     assert done.returncode == 1
     assert f"NOT READY: no twinbench at {tmp_path / 'nowhere'}" in done.stdout
 

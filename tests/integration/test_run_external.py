@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from harness import runlog
 from harness.external import NOT_APPLIED
 from harness.processes import ManagedProcess
 from spark_analysis.loader import validate_runs
+from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -30,11 +30,6 @@ cells:
 """
 
 
-def _twinbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
-
-
 def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
     proc = ManagedProcess(
         [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "3",
@@ -47,7 +42,7 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
         config = tmp_path / "client.yaml"
         config.write_text("client_id: ext-test\nrequest_timeout_ms: 30000\n")
         out = tmp_path / "runs"
-        done = _twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
+        done = twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
                           str(workload), "--client-config", str(config), "--out", str(out),
                           "--quiet")
         assert done.returncode == 0, done.stderr
@@ -92,7 +87,7 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
      "--client-config only applies with --bootstrap"),
 ])
 def test_what_an_external_run_refuses(args: list[str], expected: str) -> None:
-    done = _twinbench("run", *args, "--out", "/nonexistent-twinbench-runs", timeout=60)
+    done = twinbench("run", *args, "--out", "/nonexistent-twinbench-runs", timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("twinbench: error: ") and expected in done.stderr
     assert done.stderr.count("\n") == 1

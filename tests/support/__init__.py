@@ -12,6 +12,8 @@ Helpers::
     faulty_fs.py      filesystems that fail on demand: a full tmpfs, an ext4 that shuts down
     usage.py          a broker process's memory and descriptors while an attack runs
     security.py       throwaway CA and certificates (trustme), SASL users, client settings
+    cli.py            the twinbench command as a bounded child process, output captured
+    sshd.py           test hosts: network namespaces running OpenSSH, with keys made per test
 
 Fake brokers (test doubles for the load client, never for the brokers under test)::
 

@@ -69,6 +69,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
     ApiKey.API_VERSIONS: admin.handle_api_versions,
     ApiKey.CREATE_TOPICS: metadata.handle_create_topics,
+    ApiKey.DELETE_TOPICS: metadata.handle_delete_topics,
+    ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
     ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.DESCRIBE_ACLS: admin.handle_describe_acls,

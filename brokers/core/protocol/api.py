@@ -24,6 +24,8 @@ from brokers.core.protocol.messages import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
     describe_configs,
     describe_groups,
     fetch,
@@ -62,6 +64,8 @@ class ApiKey(IntEnum):
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     SASL_AUTHENTICATE = 36
     DESCRIBE_ACLS = 29
@@ -93,6 +97,8 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_ACLS: (0, 2),
@@ -130,6 +136,10 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.API_VERSIONS: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (create_topics.CreateTopicsRequest,
                            create_topics.CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: (delete_topics.DeleteTopicsRequest,
+                           delete_topics.DeleteTopicsResponse),
+    ApiKey.DELETE_RECORDS: (delete_records.DeleteRecordsRequest,
+                            delete_records.DeleteRecordsResponse),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
     ApiKey.SASL_HANDSHAKE: (sasl.SaslHandshakeRequest, sasl.SaslHandshakeResponse),
