@@ -116,7 +116,9 @@ class LeaderPartition:
         f.log_end_offset = fetch_offset
         f.last_fetch_ms = now_ms
         f.last_fetch_leader_end = self._leo
-        return self._advance() if replica_id in self._isr else None
+        counted = replica_id in self._isr or (
+            self._pending is not None and replica_id in self._pending)
+        return self._advance() if counted else None
 
     # --- the ISR ----------------------------------------------------------------------------
     def lagging(self, now_ms: int, max_lag_ms: int) -> frozenset[int]:
