@@ -165,3 +165,9 @@ class ProducerStates:
             table.load(self._scan(log))
             self._partitions[(topic, partition)] = table
         return table
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Drop a partition's table: the log changed under it (this broker became the leader of
+        a replicated partition whose log it filled as a follower, or cut), so the next
+        idempotent batch rebuilds it from the stored headers."""
+        self._partitions.pop((topic, partition), None)
