@@ -25,8 +25,9 @@ Conventions every implementation follows:
   the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
 * A topic's partition count only grows (``create_partitions``); no view a broker serves ever
   shows a topic with fewer partitions than it showed before (short of the topic's deletion).
-* Replication factors other than 1 are refused (``validate_replication_factor``) until
-  replication exists, so no client is told its data is replicated when it is not.
+* Replication factors other than 1 are refused (``validate_replication_factor``) by an
+  architecture whose coordinator does not also implement ``IsrChanges``
+  (brokers/core/isr_changes.py): no client is told its data is replicated when it is not.
 """
 
 from __future__ import annotations
@@ -56,11 +57,18 @@ def validate_topic_name(name: str) -> None:
 REPLICATION_NOT_IMPLEMENTED = "replication is not implemented; replication factor must be 1"
 
 
-def validate_replication_factor(replication_factor: int) -> int:
-    """The replication factor a new topic gets: -1 (the broker default) means 1, and anything
-    but 1 raises InvalidReplicationFactor saying why, until replication exists."""
+def validate_replication_factor(replication_factor: int, *, replicates: bool = False) -> int:
+    """The replication factor a new topic gets: -1 (the broker default) means 1. Anything else
+    but 1 raises InvalidReplicationFactor saying why, unless the architecture ``replicates``
+    (its coordinator implements ``brokers.core.isr_changes.IsrChanges``); then any factor
+    from 1 up is taken (whether enough brokers live is the coordinator's to say)."""
     if replication_factor in (-1, 1):
         return 1
+    if replicates and replication_factor > 1:
+        return replication_factor
+    if replicates:
+        raise InvalidReplicationFactor(
+            f"replication factor must be at least 1, got {replication_factor}")
     raise InvalidReplicationFactor(
         f"replication factor {replication_factor} refused: {REPLICATION_NOT_IMPLEMENTED}")
 

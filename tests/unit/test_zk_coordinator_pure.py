@@ -121,9 +121,10 @@ def test_controller_decisions() -> None:
     assert next_partition_state((9,), live, None, 3) == LeaderAndIsr(NO_LEADER, 0, (), 3)
     # Healthy leader: no write.
     assert next_partition_state((1,), live, LeaderAndIsr(1, 4, (1,), 1), 3) is None
-    # Leader died: leaderless with a bumped epoch; stays leaderless without more writes.
+    # Leader died: leaderless with a bumped epoch (the ISR still names it, the only replica
+    # with every committed record); stays leaderless without more writes.
     gone = next_partition_state((3,), live, LeaderAndIsr(3, 4, (3,), 1), 3)
-    assert gone == LeaderAndIsr(NO_LEADER, 5, (), 3)
+    assert gone == LeaderAndIsr(NO_LEADER, 5, (3,), 3)
     assert next_partition_state((3,), live, gone, 3) is None
     # It returns: leader again, epoch bumped again.
     assert next_partition_state((3,), live | {3}, gone, 4) == LeaderAndIsr(3, 6, (3,), 4)

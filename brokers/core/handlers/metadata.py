@@ -26,6 +26,7 @@ from brokers.core.errors import (
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.isr_changes import IsrChanges
 from brokers.core.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -164,7 +165,8 @@ async def handle_create_topics(
                 raise InvalidRequest("manual replica assignments are not supported")
             partitions = ctx.config.default_partitions if topic.num_partitions == -1 else (
                 topic.num_partitions)
-            replication = validate_replication_factor(topic.replication_factor)
+            replication = validate_replication_factor(
+                topic.replication_factor, replicates=isinstance(ctx.coordinator, IsrChanges))
             if partitions < 1:
                 raise InvalidPartitions(f"{partitions} partitions requested")
             if topic.name in ctx.coordinator.cluster().topics:
