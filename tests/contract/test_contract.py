@@ -258,12 +258,12 @@ def test_create_topics_racing_an_auto_create_leaves_one_record_everywhere(cluste
 def test_replication_factor_above_one_is_refused_with_the_reason(cluster, replication_factor):
     """Architectures that do not replicate say so; those that do (the list in
     test_contract_replication.py) place the replicas."""
-    from tests.contract.test_contract_replication import REPLICATING
+    from tests.contract.test_contract_replication import REPLICATING, _arch
 
     topic = fresh_topic()
     with connect(cluster.brokers[0]) as c:
         res = create_topic(c, topic, 1, replication_factor=replication_factor)
-        if cluster.arch in REPLICATING:
+        if _arch(cluster) in REPLICATING:
             assert res.error_code == 0
             replicas = eventually(lambda: (md := metadata(c, [topic])).topics[0].partitions
                                   and md.topics[0].partitions[0].replica_nodes)

@@ -22,10 +22,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.multi_broker]
 REPLICATING = ("zk",)
 
 
+def _arch(cluster) -> str:
+    """The architecture's name (the one-broker cluster's, or the launched cluster's spec)."""
+    spec = getattr(cluster, "spec", None)
+    return spec.arch if spec is not None else cluster.arch
+
+
 @pytest.fixture
 def replicating(cluster):
-    if cluster.arch not in REPLICATING:
-        pytest.skip(f"{cluster.arch} does not replicate yet (it refuses a factor above 1)")
+    if _arch(cluster) not in REPLICATING:
+        pytest.skip(f"{_arch(cluster)} does not replicate yet (it refuses a factor above 1)")
     return cluster
 
 
@@ -101,7 +107,7 @@ def test_a_killed_leader_loses_no_acknowledged_record(replicating):
             if msg is not None and not msg.error():
                 got.append(msg.value())
         consumer.close()
-        assert got == acked
+        assert got == acked, (len(got), [_state(b, topic) for b in survivors])
     finally:
         cluster.restart_broker(victim)
     # The old leader truncates to the new leader's log, catches up and rejoins the ISR.

@@ -8,8 +8,10 @@ that, partitions stop receiving data once the response-level ``max_bytes`` is sp
 Partitions with more than one replica (``ctx.replicas.leaders``): a follower's fetch
 (``replica_id`` >= 0) reports its log end to the leader and reads past the high watermark; a
 consumer reads only batches below it, and the answer's high watermark is the replicated one.
-A ``current_leader_epoch`` older than the leader's is FENCED_LEADER_EPOCH, a newer one
-UNKNOWN_LEADER_EPOCH. With replication factor 1 the high watermark is the log end, as before.
+A follower's ``current_leader_epoch`` older than the leader's is FENCED_LEADER_EPOCH, a newer
+one UNKNOWN_LEADER_EPOCH. Consumers' epochs are not checked: Metadata tells clients -1
+(``CLIENT_LEADER_EPOCH``), and librdkafka still sends an epoch it inferred, which would fence it
+for good. With replication factor 1 the high watermark is the log end, as before.
 """
 
 from __future__ import annotations
@@ -117,8 +119,8 @@ def _read(
                 TopicPartition(t.topic, p.partition))
             try:
                 if leader is not None and replicas is not None:
-                    _check_epoch(leader, p.current_leader_epoch)
                     if req.replica_id >= 0:
+                        _check_epoch(leader, p.current_leader_epoch)
                         replicas.replica_fetched(TopicPartition(t.topic, p.partition),
                                                  req.replica_id, p.fetch_offset)
                 elif req.replica_id >= 0:
