@@ -38,6 +38,7 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.records import decode_records, iter_batches
 from harness.kafka_probe import KafkaProbe
+from tests.support.clusters import REPLICATING
 from tests.support.ops import (
     create_everywhere,
     eventually,
@@ -256,14 +257,12 @@ def test_create_topics_racing_an_auto_create_leaves_one_record_everywhere(cluste
 
 @pytest.mark.parametrize("replication_factor", [2, 3])
 def test_replication_factor_above_one_is_refused_with_the_reason(cluster, replication_factor):
-    """Architectures that do not replicate say so; those that do (the list in
-    test_contract_replication.py) place the replicas."""
-    from tests.contract.test_contract_replication import REPLICATING, _arch
-
+    """Architectures that do not replicate say so; those that do
+    (tests.support.clusters.REPLICATING) place the replicas."""
     topic = fresh_topic()
     with connect(cluster.brokers[0]) as c:
         res = create_topic(c, topic, 1, replication_factor=replication_factor)
-        if _arch(cluster) in REPLICATING:
+        if getattr(cluster, "spec", cluster).arch in REPLICATING:
             assert res.error_code == 0
             replicas = eventually(lambda: (md := metadata(c, [topic])).topics[0].partitions
                                   and md.topics[0].partitions[0].replica_nodes)

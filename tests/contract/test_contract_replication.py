@@ -2,13 +2,15 @@
 acks=all, the leader killed (SIGKILL) mid-stream, a new leader elected from the ISR, and every
 acknowledged record still there, once and in order; min.insync.replicas enforced.
 
-Only architectures whose coordinator replicates (``IsrChanges``) take a factor above 1; the
-others must keep refusing it with the reason (test_contract.py checks the refusal).
+Only architectures whose coordinator replicates (``IsrChanges``; tests.support.clusters.
+REPLICATING) take a factor above 1 and run these tests; the others must keep refusing it with
+the reason (test_contract.py checks the refusal).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -17,22 +19,7 @@ from brokers.core.errors import NotEnoughReplicas
 from tests.support.ops import connect, eventually, produce
 from tests.support.record_builder import build_batch
 
-pytestmark = [pytest.mark.integration, pytest.mark.multi_broker]
-
-REPLICATING = ("zk",)
-
-
-def _arch(cluster) -> str:
-    """The architecture's name (the one-broker cluster's, or the launched cluster's spec)."""
-    spec = getattr(cluster, "spec", None)
-    return spec.arch if spec is not None else cluster.arch
-
-
-@pytest.fixture
-def replicating(cluster):
-    if _arch(cluster) not in REPLICATING:
-        pytest.skip(f"{_arch(cluster)} does not replicate yet (it refuses a factor above 1)")
-    return cluster
+pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated]
 
 
 def _state(broker, topic: str) -> tuple[int, list[int]]:
@@ -63,8 +50,7 @@ def _by_node(cluster, node_id: int):
     return next(b for b in cluster.brokers if b.node_id == node_id)
 
 
-def test_a_killed_leader_loses_no_acknowledged_record(replicating):
-    cluster = replicating
+def test_a_killed_leader_loses_no_acknowledged_record(cluster):
     ck = pytest.importorskip("confluent_kafka")
     topic = f"repl-{uuid.uuid4().hex[:10]}"
     victim = _create(cluster, topic, min_isr=2)
@@ -100,12 +86,9 @@ def test_a_killed_leader_loses_no_acknowledged_record(replicating):
                                 "enable.auto.commit": False})
         consumer.subscribe([topic])
         got: list[bytes] = []
-        for _ in range(600):
-            if len(got) >= total:
-                break
-            msg = consumer.poll(0.2)
-            if msg is not None and not msg.error():
-                got.append(msg.value())
+        deadline = time.monotonic() + 60
+        while len(got) < total and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(1000, 0.5) if not m.error()]
         consumer.close()
         assert got == acked, (len(got), [_state(b, topic) for b in survivors])
     finally:
@@ -116,8 +99,7 @@ def test_a_killed_leader_loses_no_acknowledged_record(replicating):
                what=f"broker {victim} back in the ISR")
 
 
-def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(replicating):
-    cluster = replicating
+def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(cluster):
     topic = f"misr-{uuid.uuid4().hex[:10]}"
     leader = _create(cluster, topic, min_isr=3)
     follower = next(b.node_id for b in cluster.brokers if b.node_id != leader)
@@ -126,10 +108,13 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(replicating):
         .error_code == 0
     cluster.kill_broker(follower)
     try:
-        eventually(lambda: follower not in _state(_by_node(cluster, leader), topic)[1],
-                   timeout_s=60, what=f"broker {follower} out of the ISR")
-        res = produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"b")]), acks=-1)
-        assert res.error_code == NotEnoughReplicas.code
+        # Once the stored ISR has lost the dead follower (its ZooKeeper session expires, the
+        # controller drops it), acks=all is refused before the append. Until then an attempt
+        # waits for the dead follower and ends in a timeout or NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        eventually(lambda: produce(_by_node(cluster, leader), topic, 0,
+                                   build_batch([(None, b"b")]), acks=-1).error_code
+                   == NotEnoughReplicas.code,
+                   timeout_s=90, what="NOT_ENOUGH_REPLICAS for acks=all")
         assert produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"c")]), acks=1) \
             .error_code == 0
     finally:

@@ -269,6 +269,9 @@ class ReplicaFetcher:
                     waiting = pending.get(tp)
                     if waiting is None or tp not in asks:
                         continue
+                    if self.manager.following.get(tp) is not waiting:
+                        del pending[tp]  # it leads now, or follows another epoch: not ours
+                        continue
                     if p.error_code:
                         error = error_for_code(p.error_code)
                         raise (error or KafkaError)(
