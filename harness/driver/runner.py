@@ -235,7 +235,8 @@ class _Run:
             self.progress.advance()
             return
         try:
-            await clients.admin.create_topic(topic, self.workload.partitions)
+            await clients.admin.create_topic(topic, self.workload.partitions,
+                                              self.workload.replication_factor)
             before = counters.read(cluster)
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
@@ -292,7 +293,8 @@ class _Run:
         assert s.case is not None
         arch = s.side.arch
         try:
-            await clients.admin.create_topic(topic, self.workload.partitions)
+            await clients.admin.create_topic(topic, self.workload.partitions,
+                                              self.workload.replication_factor)
             before = counters.read(cluster)
             outcome = await run_fault_session(cluster, clients, self.workload, s.cell, s.case,
                                               s.side.offset_commit, topic, f"{topic}-group")

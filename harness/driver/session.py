@@ -251,7 +251,7 @@ async def run_session(
         Producer(clients.producers[i], config=ProducerConfig(
             topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
             producer_id=i + 1, partitions=pparts[i], rate=rate, arrivals=arrivals, seed=i + 1,
-            warmup_s=wl.warmup_s))
+            warmup_s=wl.warmup_s, acks=wl.acks))
         for i in range(wl.producers)
     ]
     verifier = Verifier()
