@@ -17,6 +17,8 @@ Layout:
 - ``perf.py``         `make perf`: the broker against a null sink, side by side; ``--open-loop``:
                       the load client's on-time ceiling against the null sink
 - ``rate_search.py``  the highest rate kept: ramp, then bisection (sans-IO)
+- ``perf_cluster.py`` `make perf-cluster`: the 3-broker twins against uncoordinated and
+                      null-sink ceilings of the same shape, interleaved
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``perf_zk.py``      `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead

@@ -1,11 +1,12 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 2) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 4) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
 incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
-``counters.csv`` and the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
-header only unless the workload injects faults) as each session ends, flushing every time: rows
-already written stay valid whatever happens next.
+``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
+header only unless the workload injects faults) and the open-loop files (``series.csv``,
+``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) as each session
+ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
 
@@ -39,7 +40,10 @@ __all__ = [
     "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
     "LATENCY_KEYS",
+    "MAX_RATE_COLUMNS",
+    "RATE_SEARCH_COLUMNS",
     "RECORD_COLUMNS",
+    "SERIES_COLUMNS",
     "TIMELINE_COLUMNS",
     "RunLog",
     "cpu_model",
@@ -49,7 +53,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,6 +86,19 @@ FAULT_EVENT_COLUMNS = (
     "result",
 )
 TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
+# Open-loop sessions (format 4): one row per second of each session; one per step of a maximum
+# sustainable rate search, and one per search (its bracket).
+_OPEN_KEYS = ("run_id", "arch", "label", "cell_id", "scenario", "try")
+SERIES_COLUMNS = (
+    *_OPEN_KEYS, "t_s", "bucket_s", "produced", "consumed", "backlog", "e2e_records",
+    "e2e_p99_us", "warmup",
+)
+RATE_SEARCH_COLUMNS = (
+    "run_id", "arch", "label", "cell_id", "try", "step", "rate", "verdict", "achieved_rate",
+    "consumed_rate", "backlog_end", "e2e_p99_us", "send_delay_p99_us",
+)
+MAX_RATE_COLUMNS = ("run_id", "arch", "label", "cell_id", "try", "kept_rate", "failed_rate",
+                    "steps")
 # Every counter's increase over a session, one row per counter (optional in format 2: added
 # later; the CI regression's exact layer reads it, spark_analysis/regress.py).
 COUNTER_COLUMNS = (
@@ -217,7 +234,10 @@ class RunLog:
         for name, columns in (("faults.csv", FAULT_COLUMNS),
                               ("fault_events.csv", FAULT_EVENT_COLUMNS),
                               ("timeline.csv", TIMELINE_COLUMNS),
-                              ("counters.csv", COUNTER_COLUMNS)):
+                              ("counters.csv", COUNTER_COLUMNS),
+                              ("series.csv", SERIES_COLUMNS),
+                              ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                              ("max_rate.csv", MAX_RATE_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()
@@ -264,8 +284,8 @@ class RunLog:
         self._flush()
 
     def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
-        ``timeline.csv``) or to ``counters.csv``."""
+        """Append rows to one of the files beyond records, coordination and latency (the fault
+        files, the open-loop files, ``counters.csv``)."""
         _, writer, columns = self._tables[name]
         for row in rows:
             self._check(row, columns)

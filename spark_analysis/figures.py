@@ -322,12 +322,15 @@ def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
 
 
 def draw_all(analysis: Analysis, out: Path) -> list[Path]:
-    from spark_analysis.fault_figures import draw_faults  # it imports this module's style
+    # Both import this module's style.
+    from spark_analysis.fault_figures import draw_faults
+    from spark_analysis.latency_figures import draw_latency
 
     f = analysis.faults
     return (draw_tables(analysis.comparison, analysis.latency_distribution,
                         analysis.coordination, out, analysis.archs)
-            + draw_faults(f.stats, f.sessions, f.timeline, f.events, out, analysis.archs))
+            + draw_faults(f.stats, f.sessions, f.timeline, f.events, out, analysis.archs)
+            + draw_latency(analysis.latency_curves, out, analysis.archs))
 
 
 def read_archs(report_dir: Path) -> Archs:
@@ -357,4 +360,6 @@ def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:
             # Fault sessions (absent unless the runs injected faults): fault_figures.draw_faults
             # takes these four.
             "fault_stats": read("fault_stats"), "fault_sessions": read("fault_sessions"),
-            "fault_timeline": read("fault_timeline"), "fault_events": read("fault_events")}
+            "fault_timeline": read("fault_timeline"), "fault_events": read("fault_events"),
+            # Open-loop sessions (absent without them): latency_figures.draw_latency.
+            "latency_curves": read("latency_curves"), "max_rates": read("max_rates")}

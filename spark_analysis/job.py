@@ -17,7 +17,7 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, paper, tables
+from spark_analysis import aggregate, fault_tables, latency_tables, paper, tables
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -71,6 +71,10 @@ class Analysis:
     faults: FaultTables = field(default_factory=FaultTables)
     # The architectures shown and how (from the run manifests, spark_analysis/archs.py).
     archs: Archs = DEFAULT
+    # Open-loop sessions (latency_tables.py): latency-throughput points, and the maximum
+    # sustainable rates of rate searches; empty without open-loop runs.
+    latency_curves: pd.DataFrame = field(default_factory=_empty)
+    max_rates: pd.DataFrame = field(default_factory=_empty)
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -118,9 +122,10 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
-            if cell_stats.empty and logs.faults is None:
-                raise UserError("the runs hold no measurements (every records.csv is header-only"
-                                " and no run injected faults)")
+            if (cell_stats.empty and logs.faults is None and logs.max_rate is None
+                    and aggregate.open_loop(logs.records).empty):
+                raise UserError("the runs hold no measurements (every records.csv is "
+                                "header-only and no run injected faults)")
             t1 = time.perf_counter()
             tries = aggregate.per_try(records)
             rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
@@ -135,6 +140,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             faults = compute_faults(logs, notes, archs)
             timings["aggregate_faults_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            curves = latency_tables.curves(aggregate.open_loop(logs.records), archs)
+            found = (logs.max_rate.toPandas() if logs.max_rate is not None
+                     else pd.DataFrame())
+            maxima = latency_tables.max_rates(found, archs)
+            timings["aggregate_open_loop_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -154,7 +165,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         latency_distribution=tables.latency_distribution(hists),
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
-        timings=timings, faults=faults, archs=archs,
+        timings=timings, faults=faults, archs=archs, latency_curves=curves,
+        max_rates=maxima,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -203,6 +215,9 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         frames.update({"fault_sessions": f.sessions, "fault_stats": f.stats,
                        "fault_outcomes": f.outcomes, "fault_comparison": f.comparison,
                        "fault_timeline": f.timeline, "fault_events": f.events})
+    if not analysis.latency_curves.empty or not analysis.max_rates.empty:
+        frames.update({"latency_curves": analysis.latency_curves,
+                       "max_rates": analysis.max_rates})
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.csv"

@@ -39,11 +39,12 @@ from rich.console import Console
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, runlog
 from harness.cluster import ClusterSpec, ProcessCluster
-from harness.driver import counters, placement, plan, rows
+from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
-from harness.workload import LoadedWorkload
+from harness.rate_search import RateSearch, RateSearcher
+from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
@@ -122,6 +123,19 @@ class _Run:
         if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
             self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
+        # (side index, base cell id) -> each try's search (rate_search workloads).
+        self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
+        self.warn_above_client_ceiling()
+
+    def warn_above_client_ceiling(self) -> None:
+        """A target the load client cannot schedule measures the client, not the brokers."""
+        too_high = [r for r in self.workload.rate if r > CLIENT_CEILING_RPS]
+        if too_high:
+            print(f"twinbench: warning: target rate {max(too_high):,.0f} records/s is above "
+                  f"what one load client schedules on time (~{CLIENT_CEILING_RPS:,.0f} on the "
+                  "development VM; `python -m harness.perf --open-loop` measures this "
+                  "machine); such sessions measure the client and will likely be marked behind",
+                  file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
     def spec(self, arch: str, metadata_check: str) -> ClusterSpec:
@@ -211,6 +225,8 @@ class _Run:
                                       f"(metadata_check={epoch.metadata_check})")
                 cluster = self.start_cluster(arch, epoch.metadata_check)
                 clients[arch] = await Clients.open(cluster.bootstrap, self.workload)
+            if epoch.searches:
+                await self.run_searches(epoch, clients)
             for session in epoch.sessions:
                 arch = session.side.arch
                 await self.run_one(self.clusters[arch], clients[arch], session)
@@ -220,7 +236,80 @@ class _Run:
                     await c.close()
             self.stop_clusters()
 
+    # --- rate searches ---------------------------------------------------------------------
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+        """Every side's maximum sustainable rate, per base cell and try; the sides' searches
+        advance one step at a time, alternating which goes first (A B B A)."""
+        wl = self.workload
+        assert wl.rate_search is not None
+        config = searches.search_config(wl.rate_search)
+        for cell in plan.base_cells(wl):
+            for try_no in range(1, wl.tries + 1):
+                found = {side.index: RateSearcher(config) for side in epoch.searches}
+                step = 0
+                while any(f.next_rate() is not None for f in found.values()):
+                    step += 1
+                    order = epoch.searches if step % 2 else epoch.searches[::-1]
+                    for side in order:
+                        rate = found[side.index].next_rate()
+                        if rate is None:
+                            continue
+                        outcome = await self.search_step(clients[side.arch], side, cell,
+                                                         try_no, step, rate)
+                        found[side.index].record(outcome.kept)
+                for side in epoch.searches:
+                    result = found[side.index].result()
+                    self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
+                    log = self.log_for(side, self.clusters[side.arch])
+                    log.add_rows("max_rate.csv", [searches.max_rate_row(
+                        log.run_id, side, cell, try_no, result)])
+                    self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
+                                       f"max sustainable rate {result.kept:,.0f} records/s")
+
+    async def search_step(self, clients: Clients, side: plan.Side, cell: plan.Cell, try_no: int,
+                          step_no: int, rate: float) -> searches.Step:
+        wl = self.workload
+        assert wl.rate_search is not None and wl.duration_s is not None
+        cluster = self.clusters[side.arch]
+        log = self.log_for(side, cluster)
+        self.session_no += 1
+        self.progress.current(f"[{side.arch}] {cell.base_id} search try {try_no} step "
+                              f"{step_no}: {rate:,.0f} records/s")
+        topic = f"{self.name_prefix}-{self.session_no}"
+        try:
+            await clients.admin.create_topic(topic, wl.partitions, wl.replication_factor)
+            result = await run_session(clients, wl, dataclasses.replace(cell, rate=rate),
+                                       "streaming", side.offset_commit, topic, f"{topic}-group")
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            if any(b.process.poll() is not None for b in cluster.brokers):
+                raise ClusterDied(f"a {side.arch} broker exited during a rate search") from exc
+            step = searches.Step("error")
+        else:
+            self.timed_s += result.timed_s("streaming")
+            step = searches.step_verdict(result, rate, wl.rate_search, wl.duration_s)
+        log.add_rows("rate_search.csv", [searches.step_row(log.run_id, side, cell, try_no,
+                                                           step_no, rate, step)])
+        return step
+
+    def fraction_rate(self, s: plan.Session) -> plan.Cell | None:
+        """A rate_fractions cell with its side's rate filled in; None when the side's
+        searches kept no rate at all (the cell cannot run on it)."""
+        assert s.cell.fraction is not None
+        maximum = searches.mean_max(self.max_rates.get((s.side.index, s.cell.base_id), []))
+        if maximum <= 0:
+            return None
+        return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
+
+    # --- sessions --------------------------------------------------------------------------
     async def run_one(self, cluster: ProcessCluster, clients: Clients, s: plan.Session) -> None:
+        if s.cell.fraction is not None:
+            cell = self.fraction_rate(s)
+            if cell is None:
+                print(f"twinbench: warning: {s.side.arch} {s.cell.cell_id} try {s.try_no}: "
+                      "skipped: the rate search kept no rate on this side", file=sys.stderr)
+                self.progress.advance()
+                return
+            s = dataclasses.replace(s, cell=cell)
         log = self.log_for(s.side, cluster)
         self.session_no += 1
         arch = s.side.arch
@@ -261,6 +350,7 @@ class _Run:
         log.add_coordination(coord)
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
+        log.add_rows("series.csv", rows.series_rows(run_id, arch, s, result))
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
         ol = result.open_loop
