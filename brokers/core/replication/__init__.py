@@ -6,8 +6,8 @@ when a follower falls behind or catches up (the ``IsrChanges`` seam,
 ``brokers/core/isr_changes.py``). With replication factor 1 nothing here runs: the data path
 and the coordination traffic are those of an unreplicated broker.
 
-Layout (one concept per module; the first four are sans-IO state machines with no clock of
-their own, unit-tested without sockets):
+Layout (one concept per module; the first five are sans-IO, with no clock of their own,
+unit-tested without sockets; the last two do the I/O):
 - ``config.py``       ``ReplicationConfig``: lag time, the broker default of min.insync.replicas,
                       the follower's fetch settings
 - ``leader.py``       ``LeaderPartition``: the leader's record of its followers (log end
@@ -20,4 +20,9 @@ their own, unit-tested without sockets):
                       leader's answer for its latest epoch
 - ``purgatory.py``    ``DelayedProduces``: acks=-1 produces parked until the high watermark
                       passes them or their timeout ends
+- ``manager.py``      ``ReplicaManager``: follows the twin's view (leader or follower of each
+                      replicated partition), serves the produce/fetch/OffsetForLeaderEpoch
+                      handlers, completes delayed produces, sends ISR proposals to the twin
+- ``fetcher.py``      ``ReplicaFetcher`` (one per leader) and ``Fetchers``: truncation by
+                      OffsetForLeaderEpoch, then Fetch with replica_id, over one connection
 """
