@@ -126,6 +126,12 @@ def _read(
                 elif req.replica_id >= 0:
                     raise NotLeaderOrFollower(
                         f"{t.topic}-{p.partition} is not a replicated partition led here")
+                elif replicas is not None and replicas.following and (
+                        TopicPartition(t.topic, p.partition) in replicas.following):
+                    # Led here per the store (per_request) but not yet per the view: no high
+                    # watermark to cap the read at yet.
+                    raise NotLeaderOrFollower(
+                        f"{t.topic}-{p.partition}: this broker is taking over its leadership")
                 # limit <= 0 once the budget is spent: only the first data-bearing partition
                 # may exceed it (read returns at least one batch), the rest get nothing.
                 data = log.read(p.fetch_offset, limit) if (limit > 0 or total == 0) else b""

@@ -27,6 +27,7 @@ from brokers.core.errors import (
     InvalidRequiredAcks,
     KafkaError,
     NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.logs import PartitionLogLike
@@ -125,6 +126,12 @@ def _append(
             leader = None if replicas is None else replicas.leaders.get(
                 TopicPartition(topic, partition))
             if leader is None or replicas is None:
+                if replicas is not None and replicas.following and (
+                        TopicPartition(topic, partition) in replicas.following):
+                    # The store already names this broker (the per_request check) but its
+                    # view has not caught up: appending unreplicated would ack too early.
+                    raise NotLeaderOrFollower(
+                        f"{topic}-{partition}: this broker is taking over its leadership")
                 epoch = CLIENT_LEADER_EPOCH
             else:
                 epoch = leader.leader_epoch
