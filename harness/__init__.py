@@ -11,6 +11,10 @@ Layout:
 - ``cluster.py``      ProcessCluster: start/stop one architecture's broker processes, and faults
 - ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
 - ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
+- ``external.py``     `twinbench run --bootstrap`: a cluster twinbench did not start (probe,
+                      client settings, what is not measured)
+- ``hosts.py``        hosts files (YAML) and `twinbench hosts check`: SSH login, version,
+                      clock offset per host (asyncssh)
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``code_metrics.py`` module and function sizes, architecture literals (the architecture
                       pass's figures)

@@ -36,12 +36,13 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness import architectures
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
 from harness.driver import placement
 from harness.driver.plan import Cell
 from harness.driver.session import Clients, RoleResult, produce_only, run_session
@@ -79,6 +80,9 @@ class Sample:
     records: int
     wall_s: float
     rps: float
+    # CPU seconds of every process of the side (brokers, and ZooKeeper for zk) over the whole
+    # session, both roles; per 1,000 records produced. On the production row only.
+    cpu_ms_per_1k: float | None = None
 
 
 @dataclass
@@ -90,8 +94,9 @@ class Target:
     # CreateTopics goes to each of these (a twin: its admin client; uncoordinated: every
     # broker, since no broker tells another).
     admins: list[ClusterClient]
+    # CPU seconds so far of every process of the side.
+    cpu: Callable[[], float]
     production_only: bool = False
-    processes: list[ManagedProcess] = field(default_factory=list)
 
     async def create(self, topic: str, partitions: int) -> None:
         for admin in self.admins:
@@ -105,23 +110,28 @@ class Target:
 
 async def _twin(cluster: ProcessCluster, wl: Workload) -> Target:
     clients = await Clients.open(cluster.bootstrap, wl)
-    return Target(cluster.spec.arch, clients, [clients.admin])
+    return Target(cluster.spec.arch, clients, [clients.admin],
+                  lambda: sum(cluster.cpu_seconds().values()))
 
 
-async def _independent(name: str, bootstraps: list[str], wl: Workload, production_only: bool
-                       ) -> Target:
+async def _independent(name: str, brokers: list[tuple[ManagedProcess, str]], wl: Workload,
+                       production_only: bool) -> Target:
     """Clients for three one-broker clusters: producer i and consumer i on broker i."""
+    bootstraps = [address for _, address in brokers]
     n = len(bootstraps)
     admins = [await ClusterClient.open(b) for b in bootstraps]
     producers = [await ClusterClient.open(bootstraps[i % n]) for i in range(wl.producers)]
     consumers = [await ClusterClient.open(bootstraps[j % n]) for j in range(wl.consumers)]
-    return Target(name, Clients(admins[0], producers, consumers), admins, production_only)
+    pids = [proc.pid for proc, _ in brokers]
+    return Target(name, Clients(admins[0], producers, consumers), admins,
+                  lambda: sum(process_cpu_seconds(pid) for pid in pids), production_only)
 
 
 async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep: int
                    ) -> list[Sample]:
     topic = f"pc-{uuid.uuid4().hex[:12]}"
     await target.create(topic, wl.partitions)
+    cpu0 = target.cpu()
     roles: list[RoleResult]
     if target.production_only:
         if scenario != "split":
@@ -134,8 +144,12 @@ async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep:
             raise RuntimeError(f"{target.name} {cell.cell_id} {scenario}: data lost or "
                                f"reordered ({result.report})")
         roles = [result.production, result.consumption]
+    cpu_s = target.cpu() - cpu0
+    produced = roles[0].records
     return [Sample(target.name, cell.msg_size, cell.batch, scenario, r.role, rep, r.records,
-                   r.wall_s, r.records / r.wall_s if r.wall_s > 0 else 0.0) for r in roles]
+                   r.wall_s, r.records / r.wall_s if r.wall_s > 0 else 0.0,
+                   cpu_s / produced * 1e6 if r.role == "production" and produced else None)
+            for r in roles]
 
 
 async def _measure(targets: list[Target], wl: Workload, config: PerfClusterConfig
@@ -170,9 +184,11 @@ def table(samples: list[Sample], twins: list[str]) -> list[dict[str, object]]:
             med[side] = statistics.median(values)
             mean = statistics.fmean(values)
             cv = statistics.stdev(values) / mean if len(values) > 1 and mean > 0 else None
+            cpu = [s.cpu_ms_per_1k for s in here if s.side == side and s.cpu_ms_per_1k is not None]
             rows.append({"msg_size": size, "batch": batch, "scenario": scenario, "role": role,
                          "side": side, "median_rps": med[side], "cv": cv,
-                         "repetitions": len(values)})
+                         "repetitions": len(values),
+                         "cpu_ms_per_1k": statistics.median(cpu) if cpu else None})
         for row in rows[-len(med):]:
             if row["side"] in twins:
                 for ceiling in (UNCOORDINATED, NULL_SINK):
@@ -189,16 +205,20 @@ def efficiency_min(rows: list[dict[str, object]]) -> float:
 def _print(rows: list[dict[str, object]], config: PerfClusterConfig, where: str) -> None:
     print(f"\n3 brokers, 3 synchronous producers, 3 consumers, {config.messages:,} messages per "
           f"session, median of {config.repetitions} interleaved repetitions; {where}")
+    print("cpu ms/1k: CPU of the side's processes over the session (both roles, ZooKeeper "
+          "included) per 1,000 records produced")
     print(f"{'cell':>12} {'scenario':>9} {'role':>11} {'side':>14} {'rec/s':>10} {'cv':>6} "
-          f"{'/uncoord':>9} {'/null':>7}")
+          f"{'/uncoord':>9} {'/null':>7} {'cpu ms/1k':>10}")
     for r in rows:
         cv = f"{r['cv']:.1%}" if r["cv"] is not None else "-"
         ru = r.get("ratio_uncoordinated")
         rn = r.get("ratio_null-sink")
+        cpu = r["cpu_ms_per_1k"]
         print(f"{r['msg_size']:>6} B x{r['batch']:>3} {r['scenario']:>9} {r['role']:>11} "
               f"{r['side']:>14} {r['median_rps']:>10,.0f} {cv:>6} "
               f"{f'{ru:.3f}' if ru is not None else '':>9} "
-              f"{f'{rn:.3f}' if rn is not None else '':>7}")
+              f"{f'{rn:.3f}' if rn is not None else '':>7} "
+              f"{f'{cpu:.1f}' if cpu is not None else '':>10}")
 
 
 def _write(config: PerfClusterConfig, samples: list[Sample], rows: list[dict[str, object]],
@@ -224,7 +244,8 @@ def run(config: PerfClusterConfig) -> int:
             prefix="twinbench-perf-cluster-") as tmp:
         workdir = Path(tmp)
         clusters: list[ProcessCluster] = []
-        singles: dict[str, list[str]] = {UNCOORDINATED: [], NULL_SINK: []}
+        singles: dict[str, list[tuple[ManagedProcess, str]]] = {UNCOORDINATED: [],
+                                                                  NULL_SINK: []}
         with placement.children_on(where):
             for arch in twins:
                 spec = ClusterSpec(arch=arch, brokers=wl.brokers, flush=wl.flush,
@@ -237,7 +258,7 @@ def run(config: PerfClusterConfig) -> int:
                 for i in range(wl.brokers):
                     proc, address = start_single(f"{side}-{i}", workdir, None, storage)
                     stack.callback(proc.stop)
-                    singles[side].append(address)
+                    singles[side].append((proc, address))
 
         async def main() -> list[Sample]:
             targets = [await _twin(c, wl) for c in clusters]

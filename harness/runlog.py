@@ -110,7 +110,7 @@ LATENCY_KEYS = (
 MANIFEST_KEYS = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
     "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
-    "architectures", "started_at", "finished_at", "incomplete", "failed_cells",
+    "architectures", "started_at", "finished_at", "incomplete", "failed_cells", "external",
 )
 
 
@@ -333,6 +333,7 @@ def base_manifest(
     started_at: datetime,
     run_arches: Sequence[str] | None = None,
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
+    external: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -359,6 +360,9 @@ def base_manifest(
         "finished_at": None,
         "incomplete": True,
         "failed_cells": [],
+        # A cluster twinbench did not start (harness/external.py): its address and what was
+        # not measured or not applied; None for the twins.
+        "external": dict(external) if external is not None else None,
     }
 
 

@@ -28,6 +28,8 @@ Layout::
                     znode (the IsrChanges seam), its decision pure
     topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for
                     the leaders)
+    deletion.py     topic deletion: the /admin/delete_topics marker a request writes, and the
+                    controller's duty that removes a marked topic's znodes and offsets
     registry.py     GroupRegistry: the consumer registries (ids/owners/offsets), offset
                     commits kept in arrival order per znode, and their restoration after a
                     session loss

@@ -43,8 +43,9 @@ from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
+from harness.external import External, ExternalCluster
 from harness.rate_search import RateSearch, RateSearcher
-from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload
+from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload, Workload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
@@ -71,6 +72,9 @@ class RunOptions:
     zookeeper: str | None = None
     # Progress bar and summary table; None = only when stdout is a terminal.
     progress: bool | None = None
+    # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
+    # architecture is the external cluster's name.
+    external: External | None = None
 
 
 @dataclass
@@ -104,14 +108,19 @@ class _Run:
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
         self.placement = placement.choose(wl.placement)
-        self.arches = architectures.expand(opts.arch)
+        self.external = opts.external
+        if self.external is not None:
+            _check_external(wl)
+            self.arches: tuple[str, ...] = (self.external.name,)
+        else:
+            self.arches = architectures.expand(opts.arch)
         self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, ProcessCluster] = {}
+        self.clusters: dict[str, ProcessCluster | ExternalCluster] = {}
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -153,7 +162,11 @@ class _Run:
             network=wl.network,
         )
 
-    def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster:
+    def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster | ExternalCluster:
+        if self.external is not None:
+            external = ExternalCluster(self.external)
+            self.clusters[arch] = external
+            return external
         with placement.children_on(self.placement):
             cluster = ProcessCluster(self.spec(arch, metadata_check))
             self.clusters[arch] = cluster
@@ -166,7 +179,8 @@ class _Run:
             cluster.stop()
 
     # --- run logs --------------------------------------------------------------------------
-    def log_for(self, side: plan.Side, cluster: ProcessCluster) -> runlog.RunLog:
+    def log_for(self, side: plan.Side, cluster: ProcessCluster | ExternalCluster
+                ) -> runlog.RunLog:
         log = self.logs.get(side.index)
         if log is not None:
             return log
@@ -179,9 +193,16 @@ class _Run:
             "start_seconds": round(cluster.start_seconds, 3),
             "network": wl.network,
         }
-        for option in cluster.spec.architecture.options:
-            cluster_info[option] = getattr(cluster.spec, option)
-        zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
+        zk_version = None
+        if isinstance(cluster, ExternalCluster):
+            cluster_info |= {"brokers": cluster.broker_count, "network": "external"}
+            labels = {arch: cluster.external.labels(order=100)}
+        else:
+            for option in cluster.spec.architecture.options:
+                cluster_info[option] = getattr(cluster.spec, option)
+            if cluster.zookeeper is not None:
+                zk_version = cluster.zookeeper.version
+            labels = architectures.manifest_labels(self.arches)
         manifest = runlog.base_manifest(
             run_id=run_id,
             arch=arch,
@@ -196,7 +217,8 @@ class _Run:
             seed=self.seed,
             started_at=self.started,
             run_arches=self.arches,
-            architectures=architectures.manifest_labels(self.arches),
+            architectures=labels,
+            external=self.external.manifest() if self.external is not None else None,
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -224,7 +246,10 @@ class _Run:
                 self.progress.current(f"starting {arch} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
                 cluster = self.start_cluster(arch, epoch.metadata_check)
-                clients[arch] = await Clients.open(cluster.bootstrap, self.workload)
+                if isinstance(cluster, ExternalCluster):
+                    await cluster.probe()
+                clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
+                                                   self.external)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
@@ -301,7 +326,8 @@ class _Run:
         return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
 
     # --- sessions --------------------------------------------------------------------------
-    async def run_one(self, cluster: ProcessCluster, clients: Clients, s: plan.Session) -> None:
+    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+                      s: plan.Session) -> None:
         if s.cell.fraction is not None:
             cell = self.fraction_rate(s)
             if cell is None:
@@ -326,10 +352,10 @@ class _Run:
         try:
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
-            before = counters.read(cluster)
+            before = _read(cluster)
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
-            after = counters.read(cluster)
+            after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
             self.outcome.incomplete = True
             msg = (f"{s.cell.cell_id} {s.scenario} try {s.try_no}: could not run: "
@@ -344,7 +370,7 @@ class _Run:
         self.timed_s += result.timed_s(s.scenario)
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
-        change = counters.delta(cluster.spec.architecture, before, after)
+        change = _change(cluster, before, after)
         coord = rows.coordination_row(run_id, arch, s, result, change)
         log.add_records(rec)
         log.add_coordination(coord)
@@ -377,10 +403,11 @@ class _Run:
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
-    async def run_fault(self, cluster: ProcessCluster, clients: Clients, s: plan.Session,
+    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+                        s: plan.Session,
                         log: runlog.RunLog, topic: str) -> None:
         """A fault session; the cluster is made whole again afterwards, whatever happened."""
-        assert s.case is not None
+        assert s.case is not None and isinstance(cluster, ProcessCluster)
         arch = s.side.arch
         try:
             await clients.admin.create_topic(topic, self.workload.partitions,
@@ -442,6 +469,31 @@ class _Run:
                         f" [{side.label}]" if side.label else "")
                     self.console.print(summary_table(title, self.records[side.index],
                                                      self.coordination[side.index]))
+
+
+def _read(cluster: ProcessCluster | ExternalCluster) -> counters.Reading | None:
+    """The counters of a cluster the run started; None for an external one."""
+    return counters.read(cluster) if isinstance(cluster, ProcessCluster) else None
+
+
+def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading | None,
+            after: counters.Reading | None) -> counters.Delta:
+    if isinstance(cluster, ExternalCluster) or before is None or after is None:
+        return counters.unmeasured()
+    return counters.delta(cluster.spec.architecture, before, after)
+
+
+def _check_external(wl: Workload) -> None:
+    """What a cluster twinbench did not start cannot do (harness/external.py)."""
+    if wl.faults is not None:
+        raise UserError(f"workload {wl.name}: fault workloads need a cluster twinbench starts "
+                        "(it kills and restarts its brokers); not --bootstrap")
+    if wl.restart != "never":
+        raise UserError(f"workload {wl.name}: restart: {wl.restart} needs a cluster twinbench "
+                        "starts; not --bootstrap")
+    if len(wl.metadata_check) > 1:
+        raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
+                        "brokers; an external cluster cannot sweep it")
 
 
 class ClusterDied(RuntimeError):

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from harness.driver import plan
 from harness.driver.plan import Cell
+from harness.external import External
 from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionConfig
@@ -69,8 +70,11 @@ class Clients:
     consumers: list[ClusterClient]
 
     @classmethod
-    async def open(cls, bootstrap: str, workload: Workload) -> Clients:
+    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
+                   ) -> Clients:
         config = client_config(bootstrap, workload)
+        if external is not None:
+            config = external.client_config(config)
         admin = await ClusterClient.open(bootstrap, config)
         try:
             producers = [await ClusterClient.open(bootstrap, config)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from harness.driver.searches import VERDICTS, search_config
 from harness.rate_search import RateSearcher
 from harness.workload import load_workload
 from tests.integration.test_run_smoke import zookeeper_missing
+from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -30,10 +29,8 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Pa
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
-         "latency-smoke", "--out", str(out), "--seed", "11"],
-        capture_output=True, text=True, timeout=600, check=False)
+    done = twinbench("run", "--arch", "both", "--workload", "latency-smoke", "--out", str(out),
+                     "--seed", "11", timeout=600)
     assert done.returncode == 0, done.stderr
     wl = load_workload("latency-smoke").workload
     assert wl.rate_search is not None and wl.duration_s is not None
@@ -80,9 +77,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Pa
             assert all(int(b["backlog"]) >= 0 for b in buckets)
             assert [b["warmup"] for b in buckets][:1] == ["True"]
     report = tmp_path / "report"
-    analysed = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "analyze", *map(str, runs), "--out", str(report)],
-        capture_output=True, text=True, timeout=600, check=False)
+    analysed = twinbench("analyze", *map(str, runs), "--out", str(report), timeout=600)
     assert analysed.returncode == 0, analysed.stderr
     maxima = _rows(report / "max_rates.csv")
     assert {m["arch"] for m in maxima} == {"zk", "dsbs"}
