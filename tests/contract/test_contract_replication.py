@@ -23,9 +23,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.rep
 
 
 def _state(broker, topic: str) -> tuple[int, list[int]]:
-    """(leader, isr) of partition 0 as ``broker``'s Metadata shows it."""
+    """(leader, isr) of partition 0 as ``broker``'s Metadata shows it; (-1, []) while it does
+    not know the topic yet (its watches lag the creation)."""
     with connect(broker) as p:
         md = p.metadata([topic])
+    if not md.topics[0].partitions:
+        return -1, []
     part = md.topics[0].partitions[0]
     return part.leader_id, sorted(part.isr_nodes)
 
