@@ -42,6 +42,8 @@ from brokers.core.handlers import BrokerContext, RequestDispatcher
 from brokers.core.logs import LogStore
 from brokers.core.notify import AppendNotifier
 from brokers.core.protocol.consumer_protocol import ConsumerProtocolAssignment
+from brokers.core.replication.fetcher import Fetchers
+from brokers.core.replication.manager import ReplicaManager
 from brokers.core.security.connection import SaslGate
 from brokers.core.security.listeners import Listener
 from brokers.core.server import Dispatcher, KafkaServer
@@ -93,6 +95,12 @@ class Broker:
         )
         self.notifier = AppendNotifier()
         self.context = BrokerContext(config, coordinator, self.store, self.groups, self.notifier)
+        self.replicas = ReplicaManager(
+            config.node_id, config.replication, coordinator, self.store, self.notifier,
+            self.context.producers.forget)
+        self.context.replicas = self.replicas
+        self.fetchers = Fetchers(self.replicas, coordinator, self.store)
+        self.replicas.on_following_changed = self.fetchers.refresh
         dispatcher: Dispatcher = RequestDispatcher(self.context)
         self.metrics: MetricsExporter | None = None
         if config.metrics is not None:
@@ -164,6 +172,9 @@ class Broker:
         # Topic configs (retention, segment size) reach the logs with every view change.
         self.coordinator.subscribe(self._apply_topic_configs)
         self._apply_topic_configs(self.coordinator.cluster())
+        # Leaders, followers and ISRs of replicated partitions follow the view too.
+        self.coordinator.subscribe(self.replicas.apply_view)
+        self.replicas.apply_view(self.coordinator.cluster())
         storage = self.config.storage
         if storage.flush.mode is FlushMode.INTERVAL_MS:
             self._every(storage.flush.interval_ms / 1000, self._flush)
@@ -280,6 +291,8 @@ class Broker:
         if self.metrics is not None:
             self.metrics.stop()
         await self.server.stop()
+        await self.fetchers.close()
+        await self.replicas.close()
         self.notifier.wake_all()
         await self.groups.close()
         # A KafkaStorageError while the broker halts is the failure already reported (the data

@@ -24,6 +24,9 @@ from tests.support.security import SecurityFiles
 
 SINGLE = "single"
 ARCHITECTURES = [SINGLE, *architectures.names()]
+# Architectures whose coordinator replicates (implements brokers.core.isr_changes.IsrChanges):
+# the contract tests marked ``replicated`` run on these; the others refuse a factor above 1.
+REPLICATING = ("zk",)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from brokers.core.handlers import (
     metadata,
     offsets,
     produce,
+    replication,
     sasl,
 )
 from brokers.core.handlers.context import BrokerContext, Call
@@ -56,6 +57,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.PRODUCE: produce.handle_produce,
     ApiKey.FETCH: fetch.handle_fetch,
     ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: replication.handle_offset_for_leader_epoch,
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,

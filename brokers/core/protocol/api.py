@@ -39,6 +39,7 @@ from brokers.core.protocol.messages import (
     metadata,
     offset_commit,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sasl,
     sync_group,
@@ -68,6 +69,7 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     SASL_AUTHENTICATE = 36
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -101,6 +103,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 3),
     ApiKey.DESCRIBE_ACLS: (0, 2),
     ApiKey.CREATE_ACLS: (0, 2),
     ApiKey.DELETE_ACLS: (0, 2),
@@ -144,6 +147,8 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
                               init_producer_id.InitProducerIdResponse),
     ApiKey.SASL_HANDSHAKE: (sasl.SaslHandshakeRequest, sasl.SaslHandshakeResponse),
     ApiKey.SASL_AUTHENTICATE: (sasl.SaslAuthenticateRequest, sasl.SaslAuthenticateResponse),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (offset_for_leader_epoch.OffsetForLeaderEpochRequest,
+                                     offset_for_leader_epoch.OffsetForLeaderEpochResponse),
     ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),
     ApiKey.CREATE_ACLS: (acls.CreateAclsRequest, acls.CreateAclsResponse),
     ApiKey.DELETE_ACLS: (acls.DeleteAclsRequest, acls.DeleteAclsResponse),
