@@ -465,6 +465,17 @@ class ProcessCluster:
         return out
 
 
+    def rss_bytes(self) -> dict[int, int]:
+        """Resident set size of every running broker process, by node id (psutil)."""
+        out: dict[int, int] = {}
+        for b in self.brokers:
+            try:
+                out[b.node_id] = psutil.Process(b.process.pid).memory_info().rss
+            except psutil.Error:
+                continue  # exited: no reading rather than a wrong one
+        return out
+
+
 GOSSIP_KEY_FILE = "gossip.key"
 
 

@@ -1,10 +1,11 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 2) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 4) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
 incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
 ``counters.csv`` and the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
-header only unless the workload injects faults) as each session ends, flushing every time: rows
+header only unless the workload injects faults) and ``metadata.csv`` (format 4; header only
+unless the workload runs metadata scenarios) as each session ends, flushing every time: rows
 already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
@@ -39,6 +40,7 @@ __all__ = [
     "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
     "LATENCY_KEYS",
+    "METADATA_COLUMNS",
     "RECORD_COLUMNS",
     "TIMELINE_COLUMNS",
     "RunLog",
@@ -49,7 +51,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,6 +84,14 @@ FAULT_EVENT_COLUMNS = (
     "result",
 )
 TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
+# Metadata sessions (format 4): one row per session (harness/driver/metadata.py).
+METADATA_COLUMNS = (
+    *_SESSION_KEYS, "kind", "n", "topics", "partitions", "brokers", "create_s",
+    "create_p50_ms", "create_max_ms", "converge_s", "metadata_p50_ms", "metadata_max_ms",
+    "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
+    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
+    "status",
+)
 # Every counter's increase over a session, one row per counter (optional in format 2: added
 # later; the CI regression's exact layer reads it, spark_analysis/regress.py).
 COUNTER_COLUMNS = (
@@ -217,7 +227,8 @@ class RunLog:
         for name, columns in (("faults.csv", FAULT_COLUMNS),
                               ("fault_events.csv", FAULT_EVENT_COLUMNS),
                               ("timeline.csv", TIMELINE_COLUMNS),
-                              ("counters.csv", COUNTER_COLUMNS)):
+                              ("counters.csv", COUNTER_COLUMNS),
+                              ("metadata.csv", METADATA_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()
@@ -265,7 +276,7 @@ class RunLog:
 
     def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
-        ``timeline.csv``) or to ``counters.csv``."""
+        ``timeline.csv``), to ``counters.csv`` or to ``metadata.csv``."""
         _, writer, columns = self._tables[name]
         for row in rows:
             self._check(row, columns)

@@ -5,9 +5,12 @@ Layout (one concept per module; imports point down the list)::
     runner.py     run(): clusters up and down, the session loop, Ctrl-C, exit status
     progress.py   rich progress (sessions done / total, current cell, ETA) and the summary table
     rows.py       a session's results -> records.csv / coordination.csv / counters.csv /
-                  latency.jsonl rows
+                  latency.jsonl / metadata.csv rows
     faults.py     one fault session: paced load, the fault schedule, detection, rejoin, gaps,
                   group recovery, loss
+    metadata.py   one metadata session: a topic storm or one topic of many partitions on fresh
+                  clusters; convergence on every broker, coordination messages, Metadata
+                  response time, broker memory, idle traffic
     session.py    one session: producers and consumers (split or streaming), verification
     counters.py   coordination cost readings: ZooKeeper mntr, broker counters (SIGUSR1), CPU
     placement.py  CPU pinning of the load client vs the brokers and ZooKeeper

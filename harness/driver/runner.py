@@ -41,6 +41,7 @@ from harness import architectures, runlog
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows
 from harness.driver.faults import run_fault_session
+from harness.driver.metadata import run_metadata_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
 from harness.workload import LoadedWorkload
@@ -137,7 +138,17 @@ class _Run:
             gossip_preset=wl.gossip_preset,
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
+            broker_args=self.broker_limits(),
         )
+
+    def broker_limits(self) -> tuple[str, ...]:
+        """A metadata workload's limits on every broker (what its cases were checked against
+        when the file was loaded)."""
+        md = self.workload.metadata
+        if md is None:
+            return ()
+        return ("--max-topics", str(md.max_topics),
+                "--max-partitions-per-topic", str(md.max_partitions_per_topic))
 
     def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster:
         with placement.children_on(self.placement):
@@ -227,11 +238,16 @@ class _Run:
         tags = [arch] if len(self.arches) > 1 else []
         tags += [s.side.label] if s.side.label else []
         side = f"[{' '.join(tags)}] " if tags else ""
-        what = s.case.name if s.case is not None else s.scenario
+        what = (s.case.name if s.case is not None else "metadata" if s.meta is not None
+                else s.scenario)
         self.progress.current(f"{side}{s.cell.cell_id} {what} try {s.try_no}")
         topic = f"{self.name_prefix}-{self.session_no}"
         if s.case is not None:
             await self.run_fault(cluster, clients, s, log, topic)
+            self.progress.advance()
+            return
+        if s.meta is not None:
+            await self.run_metadata(cluster, s, log, topic)
             self.progress.advance()
             return
         try:
@@ -338,6 +354,29 @@ class _Run:
             bad = "; ".join(f"{e.action} {e.target}: {e.result}" for e in outcome.events
                             if e.result != "ok")
             self.progress.note(f"[yellow]{s.case.name} try {s.try_no}: {bad}[/]")
+
+    async def run_metadata(self, cluster: ProcessCluster, s: plan.Session, log: runlog.RunLog,
+                           prefix: str) -> None:
+        """A metadata session on fresh clusters: one metadata.csv row, its counters."""
+        assert s.meta is not None and s.cell.n is not None and self.workload.metadata
+        t0 = time.monotonic()
+        try:
+            outcome = await run_metadata_session(cluster, self.workload.metadata, s.meta,
+                                                 s.cell.n, prefix)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            self.outcome.incomplete = True
+            msg = (f"{s.cell.cell_id} try {s.try_no} ({s.side.arch}): could not run: "
+                   f"{type(exc).__name__}: {exc}")
+            self.outcome.errors.append(msg)
+            print(f"twinbench: error: {msg}", file=sys.stderr)
+            dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
+            if dead:
+                raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+            return
+        self.timed_s += time.monotonic() - t0
+        run_id = log.run_id
+        log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
+        log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
 
     # --- the end ---------------------------------------------------------------------------
     def finish(self) -> None:

@@ -1,0 +1,233 @@
+"""One metadata session: a burst of metadata changes on a fresh cluster, and what it cost.
+
+Where the coordination designs differ most is not the data path but metadata at scale (what
+moved Kafka off ZooKeeper, KIP-500): how long a change takes to reach every broker, how many
+coordination messages it takes, and what a large table costs at rest. Each case kind
+(``harness.workload.METADATA_KINDS``) runs at each size ``n``:
+
+* topic-storm: ``n`` topics of the case's ``partitions`` each, created at once through
+  ``harness.create_latency.create_topics`` (one admin connection per broker, one request in
+  flight on each, topic i to broker i mod B);
+* partition-scale: one topic of ``n`` partitions, one CreateTopics.
+
+What is measured, from outside the brokers through the Kafka protocol (the same way on every
+architecture), into metadata.csv (docs/result-format.md):
+
+* create: from the first CreateTopics sent until the last is answered, and each request's
+  round trip;
+* converge: from the first CreateTopics sent until every broker's Metadata lists every topic
+  with all its partitions led (a watcher polls each broker every ``probe_ms``, asking only for
+  the topics that broker still lacks, so the probe's own load shrinks as the change spreads);
+* coordination messages the step took: the brokers' typed counters (``coordination_ops``:
+  ZooKeeper requests the brokers made, gossip datagrams they sent) and ZooKeeper's own request
+  count, read before the first request and after convergence (harness/driver/counters.py);
+* Metadata response time for the case's topics once converged (``METADATA_SAMPLES`` requests
+  to each broker, one at a time);
+* memory: every broker's resident set size after the step (psutil);
+* idle coordination traffic: counters read twice ``idle_s`` apart once everything is quiet,
+  per second (SWIM probes, ZooKeeper pings and watches: what the table costs at rest).
+
+A broker that refuses the change (a limit: POLICY_VIOLATION, INVALID_PARTITIONS) or a change
+that does not converge within ``timeout_s`` ends the session with one error line; the run goes
+on with the next session on fresh clusters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from brokers.core.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from harness.cluster import ProcessCluster
+from harness.create_latency import create_topics
+from harness.driver import counters
+from harness.workload import MetadataCase, MetadataPlan
+from workloads.cluster import METADATA
+from workloads.connection import BrokerConnection
+
+# Metadata requests per broker that time the response once the change has converged.
+METADATA_SAMPLES = 5
+
+
+@dataclass
+class MetadataOutcome:
+    # metadata.csv fields beyond the session's identity (docs/result-format.md).
+    row: dict[str, Any]
+    # Counter increases over the step (counters.csv), from before the first request until
+    # convergence.
+    delta: counters.Delta
+
+
+# ---------------------------------------------------------------------------------------------
+# What a Metadata answer says (pure)
+# ---------------------------------------------------------------------------------------------
+
+
+def complete_topics(resp: MetadataResponse, partitions: int) -> set[str]:
+    """Topics the answer lists without error, with ``partitions`` partitions, each led."""
+    out = set()
+    for t in resp.topics:
+        parts = [p for p in t.partitions if p.error_code == 0 and p.leader_id >= 0]
+        if t.error_code == 0 and len(parts) == partitions:
+            out.add(t.name)
+    return out
+
+
+def ms_summary(ms: Sequence[float]) -> tuple[float | None, float | None]:
+    """(median, max) of round trips in ms; (None, None) without any."""
+    if not ms:
+        return None, None
+    return statistics.median(ms), max(ms)
+
+
+def per_second(value: int | float | None, seconds: float) -> float | None:
+    return None if value is None or seconds <= 0 else value / seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Watching a change spread
+# ---------------------------------------------------------------------------------------------
+
+
+async def _metadata(conn: BrokerConnection, topics: Sequence[str]) -> MetadataResponse:
+    version = conn.pick_version(METADATA, 1, 8)
+    req = MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in topics],
+                          allow_auto_topic_creation=False)
+    return MetadataResponse.decode(await conn.call(METADATA, version, req.encode(version)),
+                                   version)
+
+
+async def watch_convergence(conns: Sequence[BrokerConnection], names: Sequence[str],
+                            partitions: int, period_s: float, deadline: float) -> list[float]:
+    """Poll every broker until it lists every topic of ``names`` complete; per broker, the
+    perf_counter time it first did. TimeoutError past ``deadline`` (perf_counter)."""
+    async def one(conn: BrokerConnection) -> float:
+        missing = set(names)
+        while True:
+            t_next = time.perf_counter() + period_s
+            resp = await _metadata(conn, sorted(missing))
+            missing -= complete_topics(resp, partitions)
+            now = time.perf_counter()
+            if not missing:
+                return now
+            if now > deadline:
+                raise TimeoutError(f"{conn.host}:{conn.port} still lacks {len(missing)} of "
+                                   f"{len(names)} topics")
+            await asyncio.sleep(max(0.0, t_next - now))
+
+    return list(await asyncio.gather(*(one(c) for c in conns)))
+
+
+async def time_metadata(conns: Sequence[BrokerConnection], names: Sequence[str],
+                        samples: int = METADATA_SAMPLES) -> list[float]:
+    """Round trips (ms) of Metadata for ``names``, ``samples`` per broker, one at a time."""
+    out = []
+    for conn in conns:
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            await _metadata(conn, names)
+            out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The session
+# ---------------------------------------------------------------------------------------------
+
+
+async def _open(cluster: ProcessCluster) -> list[BrokerConnection]:
+    conns: list[BrokerConnection] = []
+    try:
+        for b in cluster.brokers:
+            conns.append(await BrokerConnection.open(b.host, b.port))
+    except BaseException:
+        for c in conns:
+            c.close()
+        raise
+    return conns
+
+
+async def idle_traffic(cluster: ProcessCluster, seconds: float) -> dict[str, float | None]:
+    """Coordination traffic per second over ``seconds`` with nothing asked of the cluster."""
+    if seconds <= 0:
+        return {"idle_s": None, "idle_ops_per_s": None, "idle_zk_requests_per_s": None}
+    arch = cluster.spec.architecture
+    before = await asyncio.to_thread(counters.read, cluster)
+    t0 = time.perf_counter()
+    # A measurement window, not a wait for an effect: traffic is counted over it.
+    await asyncio.sleep(seconds)
+    after = await asyncio.to_thread(counters.read, cluster)
+    took = time.perf_counter() - t0
+    d = counters.delta(arch, before, after).columns
+    return {"idle_s": round(took, 6),
+            "idle_ops_per_s": per_second(d["coordination_ops"], took),
+            "idle_zk_requests_per_s": per_second(d["zk_requests"], took)}
+
+
+async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCase,
+                               n: int, prefix: str) -> MetadataOutcome:
+    """Run ``case`` at size ``n`` on ``cluster`` (fresh: no topics but what this creates);
+    topic names start with ``prefix``."""
+    if case.kind == "topic-storm":
+        names = [f"{prefix}-{i}" for i in range(n)]
+        partitions = case.partitions
+    else:
+        names = [prefix]
+        partitions = n
+    admin = await _open(cluster)
+    probes = await _open(cluster)
+    try:
+        arch = cluster.spec.architecture
+        before = await asyncio.to_thread(counters.read, cluster)
+        t0 = time.perf_counter()
+        watcher = asyncio.ensure_future(watch_convergence(
+            probes, names, partitions, plan.probe_ms / 1000, t0 + plan.timeout_s))
+        try:
+            try:
+                created = await asyncio.wait_for(
+                    create_topics(admin, names, partitions, concurrent=True), plan.timeout_s)
+            except TimeoutError:
+                raise TimeoutError(f"the CreateTopics requests were not all answered within "
+                                   f"timeout_s={plan.timeout_s:g}") from None
+            t_created = time.perf_counter()
+            seen = await watcher
+        finally:
+            if not watcher.done():
+                watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+        after = await asyncio.to_thread(counters.read, cluster)
+        delta = counters.delta(arch, before, after)
+        create_p50, create_max = ms_summary([c.ms for c in created])
+        meta_p50, meta_max = ms_summary(await time_metadata(probes, names))
+        rss = cluster.rss_bytes()
+        idle = await idle_traffic(cluster, plan.idle_s)
+    finally:
+        for c in [*admin, *probes]:
+            c.close()
+    row = {
+        "kind": case.kind,
+        "n": n,
+        "topics": len(names),
+        "partitions": partitions,
+        "brokers": len(cluster.brokers),
+        "create_s": round(t_created - t0, 6),
+        "create_p50_ms": create_p50,
+        "create_max_ms": create_max,
+        "converge_s": round(max(seen) - t0, 6),
+        "metadata_p50_ms": meta_p50,
+        "metadata_max_ms": meta_max,
+        **delta.columns,
+        "rss_max_bytes": max(rss.values()) if rss else None,
+        "rss_total_bytes": sum(rss.values()) if rss else None,
+        **idle,
+        "status": "ok",
+    }
+    return MetadataOutcome(row, delta)
