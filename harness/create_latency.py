@@ -61,17 +61,20 @@ async def create_one(conn: BrokerConnection, name: str, partitions: int,
 
 
 async def create_topics(conns: Sequence[BrokerConnection], names: Sequence[str],
-                        partitions: int, *, concurrent: bool) -> list[Created]:
+                        partitions: int, *, concurrent: bool, timeout_ms: int = 30_000
+                        ) -> list[Created]:
     """Topic i goes to ``conns[i % len(conns)]``. One at a time in order (the latency of a
     lone creation), or ``concurrent``: every connection works through its share at once, one
-    request in flight each (a storm from one admin client per broker)."""
+    request in flight each (a storm from one admin client per broker). ``timeout_ms`` is each
+    request's (how long a broker may wait for the new partitions' leaders)."""
     async def share(k: int) -> list[Created]:
-        return [Created(names[i], k, await create_one(conns[k], names[i], partitions))
+        return [Created(names[i], k,
+                        await create_one(conns[k], names[i], partitions, timeout_ms))
                 for i in range(k, len(names), len(conns))]
 
     if not concurrent:
         return [Created(name, i % len(conns),
-                        await create_one(conns[i % len(conns)], name, partitions))
+                        await create_one(conns[i % len(conns)], name, partitions, timeout_ms))
                 for i, name in enumerate(names)]
     done = await asyncio.gather(*(share(k) for k in range(min(len(conns), len(names)))))
     return [c for part in done for c in part]

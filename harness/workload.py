@@ -660,6 +660,8 @@ def _metadata(ctx: _Ctx, raw: Any) -> MetadataPlan:
             _given(raw, "max_partitions_per_topic", _METADATA_DEFAULTS), 1,
             MACHINE_MAX_PARTITIONS),
     }
+    if plan["timeout_s"] > 3600:
+        raise ctx.fail("metadata.timeout_s", f"must be at most 3600 s, got {plan['timeout_s']:g}")
     idle = _given(raw, "idle_s", _METADATA_DEFAULTS)
     if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 <= idle <= 600:
         raise ctx.fail("metadata.idle_s", f"must be a number of seconds in [0, 600], "

@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 3) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 4) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,11 +18,13 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4})
 # From this version on records.csv has the full end-to-end percentiles and open-loop columns.
 OPEN_LOOP_COLUMNS_SINCE = 3
 # From this version on every run directory holds the three fault files (possibly header-only).
 FAULT_FILES_SINCE = 2
+# From this version on every run directory holds metadata.csv (possibly header-only).
+METADATA_FILE_SINCE = 4
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([

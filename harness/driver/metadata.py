@@ -51,7 +51,7 @@ from harness.create_latency import create_topics
 from harness.driver import counters
 from harness.workload import MetadataCase, MetadataPlan
 from workloads.cluster import METADATA
-from workloads.connection import BrokerConnection
+from workloads.connection import BrokerConnection, ConnectionConfig
 
 # Metadata requests per broker that time the response once the change has converged.
 METADATA_SAMPLES = 5
@@ -143,11 +143,14 @@ async def time_metadata(conns: Sequence[BrokerConnection], names: Sequence[str],
 # ---------------------------------------------------------------------------------------------
 
 
-async def _open(cluster: ProcessCluster) -> list[BrokerConnection]:
+async def _open(cluster: ProcessCluster, timeout_s: float) -> list[BrokerConnection]:
+    """One connection per broker whose requests may take ``timeout_s`` (a creation of
+    thousands of partitions takes minutes on zk)."""
+    config = ConnectionConfig(client_id="twinbench-metadata", request_timeout_s=timeout_s)
     conns: list[BrokerConnection] = []
     try:
         for b in cluster.brokers:
-            conns.append(await BrokerConnection.open(b.host, b.port))
+            conns.append(await BrokerConnection.open(b.host, b.port, config))
     except BaseException:
         for c in conns:
             c.close()
@@ -182,8 +185,10 @@ async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case
     else:
         names = [prefix]
         partitions = n
-    admin = await _open(cluster)
-    probes = await _open(cluster)
+    # The client's limit sits above the brokers' own (timeout_ms), so a creation that takes
+    # too long comes back as the broker's REQUEST_TIMED_OUT, not a dropped connection.
+    admin = await _open(cluster, plan.timeout_s + 10)
+    probes = await _open(cluster, plan.timeout_s + 10)
     try:
         arch = cluster.spec.architecture
         before = await asyncio.to_thread(counters.read, cluster)
@@ -193,7 +198,9 @@ async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case
         try:
             try:
                 created = await asyncio.wait_for(
-                    create_topics(admin, names, partitions, concurrent=True), plan.timeout_s)
+                    create_topics(admin, names, partitions, concurrent=True,
+                                  timeout_ms=round(plan.timeout_s * 1000)),
+                    plan.timeout_s + 5)
             except TimeoutError:
                 raise TimeoutError(f"the CreateTopics requests were not all answered within "
                                    f"timeout_s={plan.timeout_s:g}") from None

@@ -161,6 +161,7 @@ def test_run_directories_are_never_reused(tmp_path: Path):
     ("faults.csv", runlog.FAULT_COLUMNS),
     ("fault_events.csv", runlog.FAULT_EVENT_COLUMNS),
     ("timeline.csv", runlog.TIMELINE_COLUMNS),
+    ("metadata.csv", runlog.METADATA_COLUMNS),
 ])
 def test_fault_file_columns_are_the_documented_ones(title, columns):
     assert list(columns) == table_keys(doc_section(title))
