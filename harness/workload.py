@@ -48,6 +48,8 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
       cases:                     # each case x size is a cell, run on every try
         - {name: topic-storm, kind: topic-storm, n: [1, 10, 100, 1000], partitions: 1}
         - {name: partition-scale, kind: partition-scale, n: [1, 10, 100, 1000]}
+        - {name: group-churn, kind: group-churn, n: [1, 10, 100], partitions: 100}
+        - {name: broker-join, kind: broker-join, n: [2, 4, 8]}
     faults:                      # makes every session a fault session (scenario "faults")
       rate: 3000                 # records/s, all producers together, paced
       duration_s: 30             # production phase; faults are scheduled inside it
@@ -186,11 +188,20 @@ class FaultPlan:
 METADATA_KINDS = {
     "topic-storm": "topics created at once (each with the case's partitions)",
     "partition-scale": "partitions of one topic",
+    "group-churn": "members joining one group (half of them then leave)",
+    "broker-join": "brokers in the cluster before one more joins (and then leaves)",
 }
+# Kinds whose case names the partitions of the topics it uses.
+_KINDS_WITH_PARTITIONS = ("topic-storm", "group-churn")
 # What this harness lets a workload ask of one cluster, whatever limits it sets: a 2-core VM
 # holds 10,000 partitions per broker process comfortably; beyond, a run would measure swapping.
 MACHINE_MAX_PARTITIONS = 10_000
 MACHINE_MAX_TOPICS = 10_000
+# Group members: each is a client of its own (connections, heartbeats) on the load client's
+# CPU, and the brokers allow 500 connections per client address.
+MACHINE_MAX_MEMBERS = 200
+# Brokers before a join: the cluster launcher's limit is 64 in all.
+MACHINE_MAX_BROKERS = 63
 
 
 @dataclass(frozen=True)
@@ -201,12 +212,14 @@ class MetadataCase:
     kind: str
     # The sizes swept (topics or partitions, by kind), one cell each.
     sizes: tuple[int, ...]
-    # topic-storm: partitions of every topic created.
+    # topic-storm: partitions of every topic created; group-churn: of the group's topic.
     partitions: int = 1
 
     def total_partitions(self, n: int) -> int:
         """Partitions a session of size ``n`` creates in the cluster."""
-        return n * self.partitions if self.kind == "topic-storm" else n
+        if self.kind == "topic-storm":
+            return n * self.partitions
+        return n if self.kind == "partition-scale" else self.partitions
 
     def topics(self, n: int) -> int:
         return n if self.kind == "topic-storm" else 1
@@ -611,11 +624,13 @@ def _metadata_case(ctx: _Ctx, where: str, raw: Any, plan: dict[str, Any]) -> Met
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ctx.fail(f"{where}.name", f"must match [a-z0-9][a-z0-9_-]*, got {name!r}")
     kind = ctx.choice(f"{where}.kind", raw["kind"], tuple(METADATA_KINDS))
-    sizes = tuple(ctx.integer(f"{where}.n", n, 1, MACHINE_MAX_PARTITIONS)
+    cap = {"group-churn": MACHINE_MAX_MEMBERS, "broker-join": MACHINE_MAX_BROKERS}.get(
+        kind, MACHINE_MAX_PARTITIONS)
+    sizes = tuple(ctx.integer(f"{where}.n", n, 1, cap)
                   for n in ctx.string_list(f"{where}.n", raw["n"]))
-    if "partitions" in raw and kind != "topic-storm":
-        raise ctx.fail(f"{where}.partitions", f"only applies to kind topic-storm ({kind}'s n "
-                       "is the partition count)")
+    if "partitions" in raw and kind not in _KINDS_WITH_PARTITIONS:
+        raise ctx.fail(f"{where}.partitions", f"only applies to kinds "
+                       f"{', '.join(_KINDS_WITH_PARTITIONS)} (not {kind})")
     partitions = ctx.integer(f"{where}.partitions", raw.get("partitions", 1), 1,
                              MACHINE_MAX_PARTITIONS)
     case = MetadataCase(name, kind, sizes, partitions)
@@ -631,7 +646,8 @@ def _metadata_case(ctx: _Ctx, where: str, raw: Any, plan: dict[str, Any]) -> Met
             raise ctx.fail(f"{where}.n", f"{n} topics, but the brokers allow max_topics="
                            f"{plan['max_topics']} (raise metadata.max_topics, at most "
                            f"{MACHINE_MAX_TOPICS:,})")
-        per_topic = n if kind == "partition-scale" else partitions
+        per_topic = n if kind == "partition-scale" else case.total_partitions(n) // max(
+            1, case.topics(n))
         if per_topic > plan["max_partitions_per_topic"]:
             raise ctx.fail(f"{where}.n" if kind == "partition-scale" else f"{where}.partitions",
                            f"{per_topic} partitions in one topic, but the brokers allow "

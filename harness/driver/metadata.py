@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,11 +50,27 @@ from harness.cluster import ProcessCluster
 from harness.create_latency import create_topics
 from harness.driver import counters
 from harness.workload import MetadataCase, MetadataPlan
-from workloads.cluster import METADATA
+from workloads.cluster import METADATA, ClusterClient
 from workloads.connection import BrokerConnection, ConnectionConfig
+from workloads.consumer import Consumer
+from workloads.group import GroupMember, GroupMemberConfig
 
 # Metadata requests per broker that time the response once the change has converged.
 METADATA_SAMPLES = 5
+# OffsetCommits of every partition that time the commit (group-churn).
+COMMIT_SAMPLES = 20
+# Group members heartbeat this often: how soon they hear of a rebalance (Kafka's default is
+# 3 s; shorter, so the rebalance and not the heartbeat period is what is timed, and long
+# enough that 200 members do not saturate the load client).
+MEMBER_HEARTBEAT_MS = 200
+# metadata.csv's columns beyond the session's identity (harness/runlog.py has the file).
+ROW_COLUMNS = (
+    "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
+    "create_max_ms", "converge_s", "leave_s", "metadata_p50_ms", "metadata_max_ms",
+    "commit_p50_ms", "commit_max_ms", "commit_ops", *counters.COLUMNS,
+    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
+    "status",
+)
 
 
 @dataclass
@@ -177,8 +193,19 @@ async def idle_traffic(cluster: ProcessCluster, seconds: float) -> dict[str, flo
 
 async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCase,
                                n: int, prefix: str) -> MetadataOutcome:
-    """Run ``case`` at size ``n`` on ``cluster`` (fresh: no topics but what this creates);
-    topic names start with ``prefix``."""
+    """Run ``case`` at size ``n`` on ``cluster`` (fresh: no topics but what this creates;
+    broker-join: started with one standby broker); topic and group names start with
+    ``prefix``."""
+    if case.kind == "group-churn":
+        return await _group_churn(cluster, plan, case, n, prefix)
+    if case.kind == "broker-join":
+        return await _broker_join(cluster, plan, n)
+    return await _topics(cluster, plan, case, n, prefix)
+
+
+async def _topics(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCase, n: int,
+                  prefix: str) -> MetadataOutcome:
+    """topic-storm and partition-scale."""
     if case.kind == "topic-storm":
         names = [f"{prefix}-{i}" for i in range(n)]
         partitions = case.partitions
@@ -220,6 +247,7 @@ async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case
         for c in [*admin, *probes]:
             c.close()
     row = {
+        **_empty_row(),
         "kind": case.kind,
         "n": n,
         "topics": len(names),
@@ -238,3 +266,200 @@ async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case
         "status": "ok",
     }
     return MetadataOutcome(row, delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Consumer-group churn
+# ---------------------------------------------------------------------------------------------
+
+
+def group_settled(members: Sequence[GroupMember], partitions: int) -> int | None:
+    """The generation at which every member is stable and, together, they hold every
+    partition exactly once; None while they are not there."""
+    gens = {m.generation for m in members}
+    if len(gens) != 1 or not all(m.transitions and m.transitions[-1][1] for m in members):
+        return None
+    held = sorted(p for m in members for p in m.assignment)
+    return gens.pop() if held == list(range(partitions)) else None
+
+
+async def _until_settled(members: Sequence[GroupMember], partitions: int, after_gen: int,
+                         period_s: float, deadline: float, what: str) -> tuple[float, int]:
+    """(perf_counter time, generation) when the members first settled past ``after_gen``."""
+    while True:
+        gen = group_settled(members, partitions)
+        now = time.perf_counter()
+        if gen is not None and gen > after_gen:
+            return now, gen
+        if now > deadline:
+            raise TimeoutError(f"{what}: the group did not settle (every member with its "
+                               f"assignment) within the timeout")
+        await asyncio.sleep(period_s)
+
+
+async def commit_cost(cluster: ProcessCluster, bootstrap: str, topic: str, group: str,
+                      partitions: int, commits: int) -> dict[str, float | None]:
+    """``commits`` OffsetCommits of every partition of ``topic`` (the measuring consumer's
+    manual-assignment commit, workloads.consumer), one at a time: round trips and the
+    coordination messages per commit."""
+    client = await ClusterClient.open(bootstrap)
+    try:
+        consumer = Consumer(client, topic, list(range(partitions)), group=group,
+                            commit="none")
+        before = await asyncio.to_thread(counters.read, cluster)
+        for k in range(1, commits + 1):
+            consumer.positions = dict.fromkeys(range(partitions), k)
+            await consumer.commit()
+        after = await asyncio.to_thread(counters.read, cluster)
+    finally:
+        await client.close()
+    d = counters.delta(cluster.spec.architecture, before, after).columns
+    summary = consumer.commit_latency.summary()
+    ops = d["coordination_ops"]
+    return {"commit_p50_ms": summary["p50_us"] / 1000 if summary["count"] else None,
+            "commit_max_ms": summary["max_us"] / 1000 if summary["count"] else None,
+            "commit_ops": None if ops is None else ops / commits}
+
+
+async def _group_churn(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCase,
+                       n: int, prefix: str) -> MetadataOutcome:
+    """n members join one group at once; then the later half leave; then the cost of
+    committing every partition's offset."""
+    partitions = case.partitions
+    topic, group = prefix, f"{prefix}-group"
+    conns = await _open(cluster, plan.timeout_s + 10)
+    try:
+        await create_topics(conns[:1], [topic], partitions, concurrent=False)
+        await watch_convergence(conns, [topic], partitions, plan.probe_ms / 1000,
+                                time.perf_counter() + plan.timeout_s)
+    finally:
+        for c in conns:
+            c.close()
+    config = GroupMemberConfig(group=group, topic=topic, session_timeout_ms=30_000,
+                               rebalance_timeout_ms=30_000, heartbeat_ms=MEMBER_HEARTBEAT_MS,
+                               request_timeout_s=10.0)
+    clients: list[ClusterClient] = []
+    stops = [asyncio.Event() for _ in range(n)]
+    tasks: list[asyncio.Future] = []
+    period = plan.probe_ms / 1000
+    try:
+        for _ in range(n):
+            clients.append(await ClusterClient.open(cluster.bootstrap))
+        members = [GroupMember(c, config) for c in clients]
+        arch = cluster.spec.architecture
+        before = await asyncio.to_thread(counters.read, cluster)
+        t0 = time.perf_counter()
+        tasks = [asyncio.ensure_future(m.run(stop)) for m, stop in zip(members, stops,
+                                                                       strict=True)]
+        joined, gen = await _until_settled(members, partitions, -1, period,
+                                           t0 + plan.timeout_s, f"{n} members joining")
+        after = await asyncio.to_thread(counters.read, cluster)
+        delta = counters.delta(arch, before, after)
+        leave_s = None
+        stay = n - n // 2
+        if stay < n:
+            t_leave = time.perf_counter()
+            for stop in stops[stay:]:
+                stop.set()
+            left, _ = await _until_settled(members[:stay], partitions, gen, period,
+                                           t_leave + plan.timeout_s,
+                                           f"{n - stay} of {n} members leaving")
+            leave_s = round(left - t_leave, 6)
+        commit = await commit_cost(cluster, cluster.bootstrap, topic, f"{prefix}-offsets",
+                                   partitions, COMMIT_SAMPLES)
+        rss = cluster.rss_bytes()
+    finally:
+        for stop in stops:
+            stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for client in clients:
+            await client.close()
+    idle = await idle_traffic(cluster, plan.idle_s)
+    row = {
+        **_empty_row(),
+        "kind": case.kind, "n": n, "topics": 1, "partitions": partitions,
+        "brokers": len(cluster.brokers),
+        "converge_s": round(joined - t0, 6),
+        "leave_s": leave_s,
+        **delta.columns,
+        **commit,
+        "rss_max_bytes": max(rss.values()) if rss else None,
+        "rss_total_bytes": sum(rss.values()) if rss else None,
+        **idle,
+        "status": "ok",
+    }
+    return MetadataOutcome(row, delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# A broker joins, then leaves
+# ---------------------------------------------------------------------------------------------
+
+
+async def _until_brokers(conns: Sequence[BrokerConnection], want: Callable[[set[int]], bool],
+                         period_s: float, deadline: float, what: str) -> float:
+    """perf_counter time when every broker of ``conns`` first answered Metadata with a broker
+    list ``want`` accepts."""
+    async def one(conn: BrokerConnection) -> float:
+        while True:
+            t_next = time.perf_counter() + period_s
+            resp = await _metadata(conn, [])
+            now = time.perf_counter()
+            if want({b.node_id for b in resp.brokers}):
+                return now
+            if now > deadline:
+                raise TimeoutError(f"{what}: {conn.host}:{conn.port} did not see it within "
+                                   "the timeout")
+            await asyncio.sleep(max(0.0, t_next - now))
+
+    return max(await asyncio.gather(*(one(c) for c in conns)))
+
+
+async def _broker_join(cluster: ProcessCluster, plan: MetadataPlan, n: int
+                       ) -> MetadataOutcome:
+    """A cluster of n brokers (plus one standby): the standby starts and joins, then stops
+    (SIGTERM) and leaves."""
+    arch = cluster.spec.architecture
+    period = plan.probe_ms / 1000
+    old = await _open(cluster, plan.timeout_s + 10)
+    new_conns: list[BrokerConnection] = []
+    try:
+        before = await asyncio.to_thread(counters.read, cluster)
+        t0 = time.perf_counter()
+        b = await asyncio.to_thread(cluster.join_standby, plan.timeout_s)
+        t_listening = time.perf_counter()
+        new_conns = [await BrokerConnection.open(b.host, b.port, old[0].config)]
+        everyone = {x.node_id for x in cluster.brokers}
+        joined = await _until_brokers([*old, *new_conns], lambda ids: ids >= everyone, period,
+                                      t0 + plan.timeout_s, f"broker {b.node_id} joining")
+        after = await asyncio.to_thread(counters.read, cluster)
+        delta = counters.delta(arch, before, after)
+        rss = cluster.rss_bytes()
+        idle = await idle_traffic(cluster, plan.idle_s)
+        for c in new_conns:
+            c.close()
+        t_leave = time.perf_counter()
+        await asyncio.to_thread(cluster.retire_broker, b.node_id)
+        left = await _until_brokers(old, lambda ids: b.node_id not in ids, period,
+                                    t_leave + plan.timeout_s, f"broker {b.node_id} leaving")
+    finally:
+        for c in [*old, *new_conns]:
+            c.close()
+    row = {
+        **_empty_row(),
+        "kind": "broker-join", "n": n, "topics": 0, "partitions": 0,
+        "brokers": n + 1,
+        "create_s": round(t_listening - t0, 6),
+        "converge_s": round(joined - t0, 6),
+        "leave_s": round(left - t_leave, 6),
+        **delta.columns,
+        "rss_max_bytes": max(rss.values()) if rss else None,
+        "rss_total_bytes": sum(rss.values()) if rss else None,
+        **idle,
+        "status": "ok",
+    }
+    return MetadataOutcome(row, delta)
+
+
+def _empty_row() -> dict[str, Any]:
+    return dict.fromkeys(ROW_COLUMNS)

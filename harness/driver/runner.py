@@ -125,12 +125,20 @@ class _Run:
         self.progress = RunProgress(self.total, show, self.console)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, arch: str, metadata_check: str) -> ClusterSpec:
+    def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
+             ) -> ClusterSpec:
+        """The cluster for ``arch``; a broker-join session's has its size of brokers plus one
+        standby."""
         wl = self.workload
         uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
+        brokers, standby = wl.brokers, 0
+        if session is not None and session.meta is not None and (
+                session.meta.kind == "broker-join") and session.cell.n is not None:
+            brokers, standby = session.cell.n, 1
         return ClusterSpec(
             arch=arch,
-            brokers=wl.brokers,
+            brokers=brokers,
+            standby=standby,
             zookeeper=self.opts.zookeeper if uses_zookeeper else None,
             zk_nodes=wl.zk_nodes,
             flush=wl.flush,
@@ -150,9 +158,10 @@ class _Run:
         return ("--max-topics", str(md.max_topics),
                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
 
-    def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster:
+    def start_cluster(self, arch: str, metadata_check: str,
+                      session: plan.Session | None = None) -> ProcessCluster:
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check))
+            cluster = ProcessCluster(self.spec(arch, metadata_check, session))
             self.clusters[arch] = cluster
             cluster.start()
         return cluster
@@ -220,7 +229,8 @@ class _Run:
             for arch in epoch.arches:
                 self.progress.current(f"starting {arch} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
-                cluster = self.start_cluster(arch, epoch.metadata_check)
+                # A metadata epoch is one cell: its first session says what cluster it needs.
+                cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
                 clients[arch] = await Clients.open(cluster.bootstrap, self.workload)
             for session in epoch.sessions:
                 arch = session.side.arch

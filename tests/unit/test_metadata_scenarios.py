@@ -69,11 +69,15 @@ def test_shipped_metadata_workloads_load(name):
      "allow max_partitions_per_topic=1000 (raise metadata.max_partitions_per_topic, at most "
      "10,000)"),
     ({"metadata": {"cases": [{**SCALE, "partitions": 3}]}},
-     "m.yaml: metadata.cases[0].partitions: only applies to kind topic-storm "
-     "(partition-scale's n is the partition count)"),
+     "m.yaml: metadata.cases[0].partitions: only applies to kinds topic-storm, group-churn "
+     "(not partition-scale)"),
+    ({"metadata": {"cases": [{"name": "g", "kind": "group-churn", "n": [500]}]}},
+     "m.yaml: metadata.cases[0].n: must be an integer between 1 and 200, got 500"),
+    ({"metadata": {"cases": [{"name": "j", "kind": "broker-join", "n": [64]}]}},
+     "m.yaml: metadata.cases[0].n: must be an integer between 1 and 63, got 64"),
     ({"metadata": {"cases": [{**SCALE, "kind": "storm"}]}},
      "m.yaml: metadata.cases[0].kind: must be one of topic-storm, partition-scale, "
-     "got 'storm'"),
+     "group-churn, broker-join, got 'storm'"),
     ({"metadata": {"cases": [SCALE, SCALE]}},
      "m.yaml: metadata.cases: case 'scale' is listed twice"),
     ({"metadata": {"cases": [SCALE]}, "restart": "never"},
@@ -157,3 +161,27 @@ def test_cli_refuses_a_storm_beyond_the_limits_before_starting_anything(tmp_path
     assert err == ("twinbench: error: big.yaml: metadata.cases[0].n: 10000 x 3 partitions = "
                    "30,000 partitions; this harness creates at most 10,000 in one session\n")
     assert list(tmp_path.iterdir()) == [path]  # no run directory, no process started
+
+
+def test_every_kind_fills_the_documented_columns():
+    from harness import runlog
+    from harness.driver.metadata import ROW_COLUMNS
+
+    keys = ("run_id", "arch", "label", "cell_id", "case", "try")
+    assert (*keys, *ROW_COLUMNS) == runlog.METADATA_COLUMNS
+
+
+def test_group_settles_when_every_member_holds_its_share_at_one_generation():
+    from harness.driver.metadata import group_settled
+
+    class M:
+        def __init__(self, gen, parts, stable=True):
+            self.generation, self.assignment = gen, parts
+            self.transitions = [(0.0, stable, gen)]
+
+    assert group_settled([M(2, [0, 1]), M(2, [2, 3])], 4) == 2
+    assert group_settled([M(2, [0, 1]), M(3, [2, 3])], 4) is None       # mid-rebalance
+    assert group_settled([M(2, [0, 1]), M(2, [2])], 4) is None          # a partition unheld
+    assert group_settled([M(2, [0, 1]), M(2, [1, 2, 3])], 4) is None    # held twice
+    assert group_settled([M(2, [0, 1]), M(2, [2, 3], stable=False)], 4) is None
+    assert group_settled([M(5, [0, 1, 2, 3]), M(5, [])], 4) == 5        # more members than work
