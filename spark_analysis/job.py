@@ -17,7 +17,7 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, paper, tables
+from spark_analysis import aggregate, fault_tables, metadata_tables, paper, tables
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -52,6 +52,23 @@ class FaultTables:
 
 
 @dataclass
+class MetadataTables:
+    """The metadata sessions' tables (format 4); all empty when the runs had none.
+
+    ``stats``: long, per case x size x arch x measure with the 95% CI over tries (the figures'
+    input); ``comparison``: ZooKeeper beside DSBS with the ratio; ``scaling``: the log-log
+    slope of every measure against the size."""
+
+    stats: pd.DataFrame = field(default_factory=_empty)
+    comparison: pd.DataFrame = field(default_factory=_empty)
+    scaling: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.stats.empty
+
+
+@dataclass
 class Analysis:
     runs: list[RunInfo]
     notes: list[str]
@@ -69,6 +86,7 @@ class Analysis:
     input_rows: int
     timings: dict[str, float] = field(default_factory=dict)
     faults: FaultTables = field(default_factory=FaultTables)
+    metadata: MetadataTables = field(default_factory=MetadataTables)
     # The architectures shown and how (from the run manifests, spark_analysis/archs.py).
     archs: Archs = DEFAULT
 
@@ -103,6 +121,22 @@ def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> F
     )
 
 
+def compute_metadata(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT
+                     ) -> MetadataTables:
+    """The metadata tables; no Spark job at all when no run has a metadata session."""
+    if logs.metadata is None:
+        return MetadataTables()
+    wide = aggregate.metadata_stats(logs.metadata)
+    aa = int(wide.loc[wide["side"] != "*", "sessions"].sum()) if not wide.empty else 0
+    if aa:
+        notes.append(f"{aa} metadata sessions of A/A calibration runs (labels A/B) are left "
+                     "out of the metadata tables")
+    long = metadata_tables.metadata_stats(wide, archs)
+    return MetadataTables(stats=long,
+                          comparison=metadata_tables.metadata_comparison(long, archs),
+                          scaling=metadata_tables.scaling(long, archs))
+
+
 def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     """Load and validate the runs, aggregate in Spark, and derive every table."""
     t0 = time.perf_counter()
@@ -118,9 +152,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
-            if cell_stats.empty and logs.faults is None:
+            if cell_stats.empty and logs.faults is None and logs.metadata is None:
                 raise UserError("the runs hold no measurements (every records.csv is header-only"
-                                " and no run injected faults)")
+                                ", no run injected faults and none ran metadata scenarios)")
             t1 = time.perf_counter()
             tries = aggregate.per_try(records)
             rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
@@ -135,6 +169,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             faults = compute_faults(logs, notes, archs)
             timings["aggregate_faults_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            metadata = compute_metadata(logs, notes, archs)
+            timings["aggregate_metadata_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -154,7 +191,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         latency_distribution=tables.latency_distribution(hists),
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
-        timings=timings, faults=faults, archs=archs,
+        timings=timings, faults=faults, metadata=metadata, archs=archs,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -203,6 +240,10 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         frames.update({"fault_sessions": f.sessions, "fault_stats": f.stats,
                        "fault_outcomes": f.outcomes, "fault_comparison": f.comparison,
                        "fault_timeline": f.timeline, "fault_events": f.events})
+    if not analysis.metadata.empty:
+        m = analysis.metadata
+        frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
+                       "metadata_scaling": m.scaling})
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.csv"

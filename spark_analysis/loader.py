@@ -30,6 +30,9 @@ from spark_analysis.schema import (
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
     MANIFEST_KIND,
+    METADATA_COLUMNS,
+    METADATA_FILE_SINCE,
+    METADATA_SCHEMA,
     OPEN_LOOP_COLUMNS_SINCE,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
@@ -48,6 +51,7 @@ LATENCY = "latency.jsonl"
 FAULTS = "faults.csv"
 FAULT_EVENTS = "fault_events.csv"
 TIMELINE = "timeline.csv"
+METADATA = "metadata.csv"
 # The fault files (format 2) with the columns their header must have.
 FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
@@ -83,6 +87,8 @@ class RunLogs:
     faults: DataFrame | None = None
     fault_events: DataFrame | None = None
     timeline: DataFrame | None = None
+    # metadata.csv rows (format 4); None when no run has a metadata session.
+    metadata: DataFrame | None = None
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -235,6 +241,7 @@ class RunFiles:
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
+    metadata: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -274,6 +281,15 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
                 check_header(path, columns)
                 if has_rows(path):
                     found.faults[name].append(path)
+        if run.format_version >= METADATA_FILE_SINCE:
+            path = run.path / METADATA
+            if not path.is_file():
+                raise UserError(f"{path}: missing (every format_version {run.format_version} "
+                                "run directory has one, header-only when the workload runs no "
+                                "metadata scenarios)")
+            check_header(path, METADATA_COLUMNS)
+            if has_rows(path):
+                found.metadata.append(path)
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -330,7 +346,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    latency=latency_df, notes=found.notes,
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
-                   timeline=read(faults[TIMELINE], TIMELINE_SCHEMA))
+                   timeline=read(faults[TIMELINE], TIMELINE_SCHEMA),
+                   metadata=read(found.metadata, METADATA_SCHEMA))
 
 
 @contextmanager

@@ -162,12 +162,29 @@ TIMELINE_SCHEMA = StructType([
     StructField("commits", LongType(), True),
 ])
 
+# metadata.csv (format 4): one row per metadata session.
+_METADATA_INTS = ("n", "topics", "partitions", "brokers", "zk_requests", "gossip_packets",
+                  "coordination_ops", "rss_max_bytes", "rss_total_bytes")
+_METADATA_TEXT = ("kind", "status")
+METADATA_SCHEMA = StructType([
+    *_SESSION_FIELDS,
+    *(StructField(c, StringType() if c in _METADATA_TEXT else
+                  LongType() if c in _METADATA_INTS else DoubleType(), c not in ("kind", "n"))
+      for c in (
+          "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
+          "create_max_ms", "converge_s", "leave_s", "metadata_p50_ms", "metadata_max_ms",
+          "commit_p50_ms", "commit_max_ms", "commit_ops", "zk_requests", "gossip_packets",
+          "coordination_ops", "broker_cpu_s", "zk_cpu_s", "rss_max_bytes", "rss_total_bytes",
+          "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)
+METADATA_COLUMNS: tuple[str, ...] = tuple(f.name for f in METADATA_SCHEMA.fields)
 # counters.csv (optional in format 2): read as plain CSV by the regression (regress.py), not by
 # Spark, so it has columns but no Spark schema.
 COUNTER_COLUMNS: tuple[str, ...] = (
@@ -216,3 +233,13 @@ LATENCY_COLUMNS: tuple[str, ...] = (
 AA_LABELS: tuple[str, ...] = ("A", "B")
 # The paper's coordination conditions; figures prefer cells run under them.
 PAPER_POLICY = ("every_fetch", "per_request")
+
+# A metadata session's identity in the metadata tables: the workload, the case (its kind) and
+# the size swept; arch beside it. Several runs of one architecture pool their tries.
+METADATA_KEY: tuple[str, ...] = ("workload", "case", "kind", "n")
+# The measures the metadata tables summarise (mean, sd, n, 95% CI over tries).
+METADATA_METRICS: tuple[str, ...] = (
+    "create_s", "create_p50_ms", "converge_s", "leave_s", "metadata_p50_ms", "commit_p50_ms",
+    "commit_ops", "coordination_ops", "zk_requests", "gossip_packets", "broker_cpu_s",
+    "zk_cpu_s", "rss_max_bytes", "idle_ops_per_s", "idle_zk_requests_per_s",
+)
