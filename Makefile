@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip clean
+        perf-gossip bench-metadata clean
 
 setup: system-deps $(STAMP)
 
@@ -77,6 +77,12 @@ bench-dsbs: setup
 # network namespaces of the partition case), then the analysis.
 bench-faults: setup
 	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
+# storms, partition counts, group churn, broker join/leave as cost curves; then the analysis.
+bench-metadata: setup
+	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
