@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip bench-metadata clean
+        perf-gossip perf-metadata-scale bench-metadata clean
 
 setup: system-deps $(STAMP)
 
@@ -60,6 +60,12 @@ perf-zk: setup
 # What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
 perf-gossip: setup
 	@$(PY) -m harness.perf_gossip
+
+# Metadata beyond one machine: DSBS gossip simulated for 10 .. 1,000+ members with loss, and
+# the ZooKeeper side from the counters of a metadata run and perf-zk's per-request costs (so
+# it needs `make bench-metadata` and `make perf-zk` first).
+perf-metadata-scale: setup
+	@$(PY) -m harness.perf_metadata_scale --runs $(RUNS)
 
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
