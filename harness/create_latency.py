@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from brokers.core.errors import KafkaError, UserError
+from brokers.core.errors import KafkaError, RequestTimedOut, UserError
 from brokers.core.protocol.messages.create_topics import (
     CreatableTopic,
     CreateTopicsRequest,
@@ -43,39 +43,50 @@ class Created:
     via: int
     # Round trip of the CreateTopics request, milliseconds.
     ms: float
+    # Answered REQUEST_TIMED_OUT (only when the caller accepts it): the broker stopped waiting
+    # for the new partitions' leaders; the creation itself goes on, as in Kafka.
+    timed_out: bool = False
 
 
 async def create_one(conn: BrokerConnection, name: str, partitions: int,
-                     timeout_ms: int = 30_000) -> float:
-    """One CreateTopics for one topic; its round trip in ms. An error code is raised as its
-    KafkaError (a limit: POLICY_VIOLATION, INVALID_PARTITIONS)."""
+                     timeout_ms: int = 30_000, *, timed_out_ok: bool = False
+                     ) -> tuple[float, bool]:
+    """One CreateTopics for one topic: (round trip in ms, answered REQUEST_TIMED_OUT). An
+    error code is raised as its KafkaError (a limit: POLICY_VIOLATION, INVALID_PARTITIONS),
+    REQUEST_TIMED_OUT too unless ``timed_out_ok``."""
     version = conn.pick_version(CREATE_TOPICS, 2, 4)
     req = CreateTopicsRequest(topics=[CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=1)], timeout_ms=timeout_ms)
     t0 = time.perf_counter()
     body = await conn.call(CREATE_TOPICS, version, req.encode(version))
     ms = (time.perf_counter() - t0) * 1000
+    timed_out = False
     for t in CreateTopicsResponse.decode(body, version).topics:
+        if timed_out_ok and t.error_code == RequestTimedOut.code:
+            timed_out = True
+            continue
         raise_for_code(t.error_code, f"CreateTopics {t.name}")
-    return ms
+    return ms, timed_out
 
 
 async def create_topics(conns: Sequence[BrokerConnection], names: Sequence[str],
-                        partitions: int, *, concurrent: bool, timeout_ms: int = 30_000
-                        ) -> list[Created]:
+                        partitions: int, *, concurrent: bool, timeout_ms: int = 30_000,
+                        timed_out_ok: bool = False) -> list[Created]:
     """Topic i goes to ``conns[i % len(conns)]``. One at a time in order (the latency of a
     lone creation), or ``concurrent``: every connection works through its share at once, one
     request in flight each (a storm from one admin client per broker). ``timeout_ms`` is each
-    request's (how long a broker may wait for the new partitions' leaders)."""
+    request's (how long a broker may wait for the new partitions' leaders); ``timed_out_ok``
+    takes its REQUEST_TIMED_OUT as an answer (``Created.timed_out``) instead of an error."""
+    async def one(i: int, k: int) -> Created:
+        ms, late = await create_one(conns[k], names[i], partitions, timeout_ms,
+                                    timed_out_ok=timed_out_ok)
+        return Created(names[i], k, ms, late)
+
     async def share(k: int) -> list[Created]:
-        return [Created(names[i], k,
-                        await create_one(conns[k], names[i], partitions, timeout_ms))
-                for i in range(k, len(names), len(conns))]
+        return [await one(i, k) for i in range(k, len(names), len(conns))]
 
     if not concurrent:
-        return [Created(name, i % len(conns),
-                        await create_one(conns[i % len(conns)], name, partitions, timeout_ms))
-                for i, name in enumerate(names)]
+        return [await one(i, i % len(conns)) for i in range(len(names))]
     done = await asyncio.gather(*(share(k) for k in range(min(len(conns), len(names)))))
     return [c for part in done for c in part]
 

@@ -87,7 +87,7 @@ TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "
 # Metadata sessions (format 4): one row per session (harness/driver/metadata.py).
 METADATA_COLUMNS = (
     *_SESSION_KEYS, "kind", "n", "topics", "partitions", "brokers", "create_s",
-    "create_p50_ms", "create_max_ms", "converge_s", "leave_s", "metadata_p50_ms",
+    "create_p50_ms", "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
     "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops",
     "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
     "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",

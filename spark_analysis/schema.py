@@ -163,7 +163,8 @@ TIMELINE_SCHEMA = StructType([
 ])
 
 # metadata.csv (format 4): one row per metadata session.
-_METADATA_INTS = ("n", "topics", "partitions", "brokers", "zk_requests", "gossip_packets",
+_METADATA_INTS = ("n", "topics", "partitions", "brokers", "create_timeouts", "zk_requests",
+                  "gossip_packets",
                   "coordination_ops", "rss_max_bytes", "rss_total_bytes")
 _METADATA_TEXT = ("kind", "status")
 METADATA_SCHEMA = StructType([
@@ -172,7 +173,8 @@ METADATA_SCHEMA = StructType([
                   LongType() if c in _METADATA_INTS else DoubleType(), c not in ("kind", "n"))
       for c in (
           "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
-          "create_max_ms", "converge_s", "leave_s", "metadata_p50_ms", "metadata_max_ms",
+          "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
+          "metadata_max_ms",
           "commit_p50_ms", "commit_max_ms", "commit_ops", "zk_requests", "gossip_packets",
           "coordination_ops", "broker_cpu_s", "zk_cpu_s", "rss_max_bytes", "rss_total_bytes",
           "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
