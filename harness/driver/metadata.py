@@ -343,7 +343,7 @@ async def _group_churn(cluster: ProcessCluster, plan: MetadataPlan, case: Metada
                                request_timeout_s=10.0)
     clients: list[ClusterClient] = []
     stops = [asyncio.Event() for _ in range(n)]
-    tasks: list[asyncio.Future] = []
+    tasks: list[asyncio.Future[None]] = []
     period = plan.probe_ms / 1000
     try:
         for _ in range(n):
