@@ -49,12 +49,16 @@ SIZE_TITLES: dict[str, str] = {
     "group-churn": "group members",
     "broker-join": "brokers before the join",
 }
+# At rest the zk brokers send nothing of their own (0 cannot be drawn on a log axis): their
+# cost is ZooKeeper's, whose requests (the client library's pings) get a panel of their own.
 HEADLINE: dict[str, tuple[str, ...]] = {
-    "topic-storm": ("converge_s", "coordination_ops", "metadata_p50_ms", "idle_ops_per_s"),
+    "topic-storm": ("converge_s", "coordination_ops", "metadata_p50_ms", "idle_ops_per_s",
+                    "idle_zk_requests_per_s"),
     "partition-scale": ("converge_s", "coordination_ops", "metadata_p50_ms", "rss_max_bytes",
-                        "idle_ops_per_s"),
+                        "idle_ops_per_s", "idle_zk_requests_per_s"),
     "group-churn": ("converge_s", "leave_s", "commit_p50_ms", "commit_ops"),
-    "broker-join": ("converge_s", "leave_s", "coordination_ops", "idle_ops_per_s"),
+    "broker-join": ("converge_s", "leave_s", "coordination_ops", "idle_ops_per_s",
+                    "idle_zk_requests_per_s"),
 }
 # n is the size swept (METADATA_KEY); tries counts the sessions that measured the measure.
 STATS_COLUMNS = [*METADATA_KEY, "arch", "metric", "sessions", "tries", "mean", "sd", "ci_lo",

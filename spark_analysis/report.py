@@ -306,7 +306,11 @@ def metadata_headline(analysis: Analysis) -> str:
     lines = []
     st = m.stats
     for (workload, case), g in st.groupby(["workload", "case"], sort=False):
-        top = g["n"].max()
+        # The largest size every architecture measured, so the two numbers compare.
+        conv = g[g["metric"] == "converge_s"]
+        common = set.intersection(*(set(conv.loc[conv["arch"] == a, "n"])
+                                    for a in conv["arch"].unique())) if not conv.empty else set()
+        top = max(common) if common else g["n"].max()
         parts = []
         for metric in ("converge_s", "coordination_ops"):
             sides = []
