@@ -39,9 +39,9 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from brokers.core.protocol.messages.metadata import (
     MetadataRequest,
@@ -57,6 +57,7 @@ from workloads.connection import BrokerConnection, ConnectionConfig
 from workloads.consumer import Consumer
 from workloads.group import GroupMember, GroupMemberConfig
 
+T = TypeVar("T")
 # Metadata requests per broker that time the response once the change has converged.
 METADATA_SAMPLES = 5
 # OffsetCommits of every partition that time the commit (group-churn).
@@ -141,7 +142,17 @@ async def watch_convergence(conns: Sequence[BrokerConnection], names: Sequence[s
                                    f"{len(names)} topics")
             await asyncio.sleep(max(0.0, t_next - now))
 
-    return list(await asyncio.gather(*(one(c) for c in conns)))
+    what = f"every broker listing {len(names)} topics"
+    return list(await _by(deadline, what, asyncio.gather(*(one(c) for c in conns))))
+
+
+async def _by(deadline: float, what: str, aw: Awaitable[T]) -> T:
+    """``aw`` within ``deadline`` (perf_counter), however its requests fare: a broker that
+    takes the whole request timeout to answer one probe must not stretch the step's bound."""
+    try:
+        return await asyncio.wait_for(aw, max(0.0, deadline - time.perf_counter()) + 1.0)
+    except TimeoutError:
+        raise TimeoutError(f"{what}: not reached within the timeout (timeout_s)") from None
 
 
 async def time_metadata(conns: Sequence[BrokerConnection], names: Sequence[str],
@@ -415,7 +426,7 @@ async def _until_brokers(conns: Sequence[BrokerConnection], want: Callable[[set[
                                    "the timeout")
             await asyncio.sleep(max(0.0, t_next - now))
 
-    return max(await asyncio.gather(*(one(c) for c in conns)))
+    return max(await _by(deadline, what, asyncio.gather(*(one(c) for c in conns))))
 
 
 async def _broker_join(cluster: ProcessCluster, plan: MetadataPlan, n: int

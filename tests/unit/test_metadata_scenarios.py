@@ -185,3 +185,28 @@ def test_group_settles_when_every_member_holds_its_share_at_one_generation():
     assert group_settled([M(2, [0, 1]), M(2, [1, 2, 3])], 4) is None    # held twice
     assert group_settled([M(2, [0, 1]), M(2, [2, 3], stable=False)], 4) is None
     assert group_settled([M(5, [0, 1, 2, 3]), M(5, [])], 4) == 5        # more members than work
+
+
+def test_a_broker_that_never_answers_ends_the_wait_at_its_deadline():
+    """The step's bound holds even when one probe's request hangs (a broker busy with 10,000
+    partitions can take the whole request timeout to answer)."""
+    import asyncio
+    import time
+
+    from harness.driver.metadata import watch_convergence
+
+    class Silent:
+        host, port = "127.0.0.1", 1
+
+        def pick_version(self, api_key, lo, hi):
+            return hi
+
+        async def call(self, *args):
+            await asyncio.Event().wait()  # never answered
+
+    async def main():
+        deadline = time.perf_counter() + 0.05
+        with pytest.raises(TimeoutError, match="every broker listing 2 topics"):
+            await watch_convergence([Silent()], ["a", "b"], 1, 0.01, deadline)
+
+    asyncio.run(main())
