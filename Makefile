@@ -54,6 +54,10 @@ perf: setup
 	@$(PY) -m harness.perf
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
+# The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
+perf-cluster: setup
+	@$(PY) -m harness.perf_cluster $(PERF_ARGS)
+
 perf-zk: setup
 	@$(PY) -m harness.perf_zk
 
@@ -95,6 +99,11 @@ bench-metadata: setup
 # Both architectures in one run, interleaved session by session (docs/architecture.md,
 # "Measuring on a small VM": A B B A, not A then B), so drift on a shared machine hits both
 # alike; then the analysis.
+# Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
+bench-latency: setup
+	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
 bench: setup
 	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze

@@ -11,12 +11,18 @@ Layout:
 - ``cluster.py``      ProcessCluster: start/stop one architecture's broker processes, and faults
 - ``faults.py``       the fault vocabulary (kill, pause, partition, ...) and what each one does
 - ``control.py``      how ``twinbench fault`` reaches a running cluster: state file, Unix socket
+- ``external.py``     `twinbench run --bootstrap`: a cluster twinbench did not start (probe,
+                      client settings, what is not measured)
+- ``hosts.py``        hosts files (YAML) and `twinbench hosts check`: SSH login, version,
+                      clock offset per host (asyncssh)
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``code_metrics.py`` module and function sizes, architecture literals (the architecture
                       pass's figures)
 - ``perf.py``         `make perf`: the broker against a null sink, side by side; ``--open-loop``:
                       the load client's on-time ceiling against the null sink
 - ``rate_search.py``  the highest rate kept: ramp, then bisection (sans-IO)
+- ``perf_cluster.py`` `make perf-cluster`: the 3-broker twins against uncoordinated and
+                      null-sink ceilings of the same shape, interleaved
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``perf_zk.py``      `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead

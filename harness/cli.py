@@ -21,6 +21,8 @@ from harness.architectures import ZOOKEEPER
 from harness.faults import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
+    from harness.external import External
+
     Subcommands = argparse._SubParsersAction[OneLineParser]
 
 
@@ -35,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fault(sub)
     _add_run(sub)
     _add_analyze(sub)
+    hosts = sub.add_parser("hosts", help="the machines of a multi-host run (hosts file)")
+    hosts_sub = hosts.add_subparsers(dest="hosts_command", required=True,
+                                     parser_class=OneLineParser)
+    check = hosts_sub.add_parser("check", help="one line per host: reachable, same twinbench "
+                                 "version, clock offset")
+    check.add_argument("file", type=Path, metavar="FILE", help="hosts file (YAML)")
     return parser
 
 
@@ -92,10 +100,15 @@ def _add_fault(sub: Subcommands) -> None:
 def _add_run(sub: Subcommands) -> None:
     """``twinbench run``: a workload file against one or both architectures."""
     run = sub.add_parser("run", help="run a workload file against one or both architectures")
-    run.add_argument("--arch", choices=architectures.run_choices(), required=True,
+    run.add_argument("--arch", choices=architectures.run_choices(), default=None,
                      help=f"coordination architecture; {architectures.BOTH} = "
                           f"{' and '.join(architectures.names())} interleaved session by "
-                          "session, one run log each")
+                          "session, one run log each (or --bootstrap)")
+    run.add_argument("--bootstrap", default=None, metavar="HOST:PORT[,...]",
+                     help="instead of --arch: a Kafka-protocol cluster twinbench did not start "
+                          "(needs --label NAME: the run log's architecture)")
+    run.add_argument("--client-config", type=Path, default=None, metavar="FILE",
+                     help="with --bootstrap: the load client's connection settings (YAML)")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -239,17 +252,54 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.tries is not None and args.tries < 1:
         raise UserError("--tries must be at least 1")
-    if args.zookeeper and not any(architectures.get(a).uses(ZOOKEEPER)
-                                  for a in architectures.expand(args.arch)):
+    external = _external(args)
+    if external is None and args.zookeeper and not any(
+            architectures.get(a).uses(ZOOKEEPER) for a in architectures.expand(args.arch)):
         names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
         raise UserError(f"--zookeeper only applies to --arch {names}")
     workload = load_workload(args.workload)  # validated before anything starts
     outcome = run(RunOptions(
-        arch=args.arch, workload=workload, out=args.out, tries=args.tries, seed=args.seed,
+        arch=args.arch or "", workload=workload, out=args.out, tries=args.tries, seed=args.seed,
         label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
-        progress=args.progress,
+        progress=args.progress, external=external,
     ))
     return outcome.exit_code
+
+
+def _external(args: argparse.Namespace) -> External | None:
+    """--bootstrap/--label/--client-config, or None for a run on a twin (--arch)."""
+    from harness.external import External, load_client_config
+
+    if args.bootstrap is None:
+        if args.arch is None:
+            raise UserError("give --arch (a twin, or both) or --bootstrap (a cluster twinbench "
+                            "did not start)")
+        if args.client_config is not None:
+            raise UserError("--client-config only applies with --bootstrap")
+        return None
+    if args.arch is not None:
+        raise UserError("--bootstrap runs against a cluster twinbench did not start; drop "
+                        "--arch")
+    if args.zookeeper:
+        raise UserError("--zookeeper only applies to a twin twinbench starts, not --bootstrap")
+    if not args.label:
+        raise UserError("--bootstrap needs --label NAME: what to call the external cluster "
+                        "in the run log and the report (e.g. kafka-kraft)")
+    client = load_client_config(args.client_config) if args.client_config else {}
+    return External(args.label, args.bootstrap, client,
+                    str(args.client_config) if args.client_config else None)
+
+
+def cmd_hosts(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from harness.hosts import check_hosts, load_hosts
+
+    hosts = load_hosts(args.file)
+    statuses = asyncio.run(check_hosts(hosts))
+    for status in statuses:
+        print(status.line())
+    return 0 if all(s.ok for s in statuses) else 1
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -259,11 +309,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "fault": cmd_fault,
-            "run": cmd_run, "analyze": cmd_analyze}
+            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        if list(argv if argv is not None else sys.argv[1:]) == ["--version"]:
+            # What `twinbench hosts check` compares across hosts.
+            from harness.hosts import local_version
+
+            print(local_version())
+            return 0
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except (UserError, OSError) as exc:

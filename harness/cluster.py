@@ -484,10 +484,10 @@ class ProcessCluster:
         taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}:{b.process.pid}"] = _cpu(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = process_cpu_seconds(b.process.pid)
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}:{pid}"] = _cpu(pid)
+                out[f"zookeeper-{i}:{pid}"] = process_cpu_seconds(pid)
         return out
 
 
@@ -516,7 +516,8 @@ def write_gossip_key(root: Path) -> Path:
     return path
 
 
-def _cpu(pid: int) -> float:
+def process_cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds so far of process ``pid`` (nan when it is gone)."""
     try:
         t = psutil.Process(pid).cpu_times()
     except psutil.Error:

@@ -68,11 +68,14 @@ class Sample:
     p99_us: float
 
 
-def _start(kind: str, workdir: Path, cpu: int | None) -> tuple[ManagedProcess, str]:
+def start_single(name: str, workdir: Path, cpu: int | None, storage: str = "segment"
+                 ) -> tuple[ManagedProcess, str]:
+    """One `twinbench broker` (LocalCoordinator: no peers, no coordination traffic) with
+    ``storage`` "segment", or "null" (acknowledges without storing); returns it and its
+    address. Pinned to ``cpu`` when given, else it inherits this process's affinity."""
     argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", "127.0.0.1:0",
-            "--data-dir", str(workdir / kind), "--storage", "null" if kind == "null" else "segment",
-            "--log-level", "WARNING"]
-    proc = ManagedProcess(argv, name=f"{kind} broker", log_path=workdir / f"{kind}.log").start()
+            "--data-dir", str(workdir / name), "--storage", storage, "--log-level", "WARNING"]
+    proc = ManagedProcess(argv, name=f"{name} broker", log_path=workdir / f"{name}.log").start()
     line = proc.wait_for_line("listening=", 60)
     if cpu is not None:
         os.sched_setaffinity(proc.pid, {cpu})
@@ -123,7 +126,7 @@ async def _open_loop_try(bootstrap: str, rate: float) -> bool:
 
 
 def _client_ceiling(workdir: Path, broker_cpu: int | None) -> RateSearch:
-    proc, bootstrap = _start("null", workdir, broker_cpu)
+    proc, bootstrap = start_single("null", workdir, broker_cpu, "null")
     try:
         run_async(_produce(bootstrap, 32, 20, PerfConfig.warmup_messages))
         return search_max_rate(lambda r: run_async(_open_loop_try(bootstrap, r)),
@@ -176,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         procs = {}
         try:
             for side in ("null", "broker"):
-                procs[side] = _start(side, workdir, broker_cpu)
+                procs[side] = start_single(side, workdir, broker_cpu,
+                                           "null" if side == "null" else "segment")
             for _, bootstrap in procs.values():
                 run_async(_produce(bootstrap, 32, 20, config.warmup_messages))
             for msg_size, batch in CELLS:

@@ -1,9 +1,11 @@
 """The highest rate a system keeps: ramp up geometrically until a try fails, then bisect.
 
-Sans-IO: the caller supplies ``keeps(rate) -> bool`` (run a session at ``rate`` and say whether
-it kept its schedule) and gets back the bracket and every try, so the same search serves the
-load client's own ceiling (``harness.perf --open-loop``, against the null sink) and, later, each
-twin's maximum sustainable rate.
+Sans-IO: :class:`RateSearcher` owns no clock and runs nothing; the caller asks it for the next
+rate to try, runs a session at that rate however it likes, and tells it whether the rate was
+kept. The same search thus serves the load client's own ceiling (``harness.perf --open-loop``,
+``search_max_rate`` with a blocking ``keeps`` callable, against the null sink) and each twin's
+maximum sustainable rate (``twinbench run`` with ``rate_search``, harness/driver/searches.py),
+where the searches of both architectures advance in lockstep so their tries interleave.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from brokers.core.errors import UserError
 
-__all__ = ["RateSearch", "SearchConfig", "search_max_rate"]
+__all__ = ["RateSearch", "RateSearcher", "SearchConfig", "search_max_rate"]
 
 
 @dataclass(frozen=True)
@@ -48,32 +50,51 @@ class RateSearch:
     tries: tuple[tuple[float, bool], ...]
 
 
+class RateSearcher:
+    """Ramp (``start``, then times ``factor`` while kept, capped at ``ceiling``) until a rate
+    fails, then bisect the bracket until it is ``precision`` wide. ``next_rate()`` is None once
+    the search is over; ``result()`` then says what it found."""
+
+    def __init__(self, config: SearchConfig) -> None:
+        self.config = config
+        self.tries: list[tuple[float, bool]] = []
+        self.lo, self.hi = 0.0, float("inf")
+        self._ramping = True
+        self._next: float | None = config.start
+
+    def next_rate(self) -> float | None:
+        return self._next
+
+    def record(self, kept: bool) -> None:
+        rate = self._next
+        if rate is None:
+            raise RuntimeError("the search is over; nothing to record")
+        self.tries.append((rate, kept))
+        cfg = self.config
+        if kept:
+            self.lo = rate
+        else:
+            self.hi = rate
+        if self._ramping:
+            if kept and rate < cfg.ceiling:
+                self._next = min(rate * cfg.factor, cfg.ceiling)
+                return
+            self._ramping = False
+        lo, hi = self.lo, self.hi
+        if lo == 0.0 or hi == float("inf") or hi - lo <= cfg.precision * lo:
+            # Done: the ceiling was kept, the bracket is narrow enough, or even the start
+            # failed (bisecting towards zero would never end; the bracket says so).
+            self._next = None
+            return
+        self._next = (self.lo + self.hi) / 2
+
+    def result(self) -> RateSearch:
+        return RateSearch(self.lo, self.hi, tuple(self.tries))
+
+
 def search_max_rate(keeps: Callable[[float], bool], config: SearchConfig) -> RateSearch:
-    tries: list[tuple[float, bool]] = []
-
-    def attempt(rate: float) -> bool:
-        ok = keeps(rate)
-        tries.append((rate, ok))
-        return ok
-
-    lo, hi = 0.0, float("inf")
-    rate = config.start
-    while True:
-        if attempt(rate):
-            lo = rate
-            if rate >= config.ceiling:
-                break
-            rate = min(rate * config.factor, config.ceiling)
-        else:
-            hi = rate
-            break
-    if lo == 0.0 and hi != float("inf"):
-        # Even the start failed: bisect down towards zero would never end; report the bracket.
-        return RateSearch(0.0, hi, tuple(tries))
-    while hi != float("inf") and hi - lo > config.precision * lo:
-        mid = (lo + hi) / 2
-        if attempt(mid):
-            lo = mid
-        else:
-            hi = mid
-    return RateSearch(lo, hi, tuple(tries))
+    """The whole search with a blocking ``keeps(rate) -> bool``."""
+    searcher = RateSearcher(config)
+    while (rate := searcher.next_rate()) is not None:
+        searcher.record(keeps(rate))
+    return searcher.result()

@@ -3,10 +3,11 @@
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
 incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
-``counters.csv`` and the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
-header only unless the workload injects faults) and ``metadata.csv`` (format 4; header only
-unless the workload runs metadata scenarios) as each session ends, flushing every time: rows
-already written stay valid whatever happens next.
+``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
+header only unless the workload injects faults), the open-loop files (``series.csv``,
+``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
+``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) as each
+session ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
 
@@ -40,8 +41,11 @@ __all__ = [
     "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
     "LATENCY_KEYS",
+    "MAX_RATE_COLUMNS",
     "METADATA_COLUMNS",
+    "RATE_SEARCH_COLUMNS",
     "RECORD_COLUMNS",
+    "SERIES_COLUMNS",
     "TIMELINE_COLUMNS",
     "RunLog",
     "cpu_model",
@@ -51,7 +55,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,11 +88,24 @@ FAULT_EVENT_COLUMNS = (
     "result",
 )
 TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
-# Metadata sessions (format 4): one row per session (harness/driver/metadata.py).
+# Open-loop sessions (format 4): one row per second of each session; one per step of a maximum
+# sustainable rate search, and one per search (its bracket).
+_OPEN_KEYS = ("run_id", "arch", "label", "cell_id", "scenario", "try")
+SERIES_COLUMNS = (
+    *_OPEN_KEYS, "t_s", "bucket_s", "produced", "consumed", "backlog", "e2e_records",
+    "e2e_p99_us", "warmup",
+)
+RATE_SEARCH_COLUMNS = (
+    "run_id", "arch", "label", "cell_id", "try", "step", "rate", "verdict", "achieved_rate",
+    "consumed_rate", "backlog_end", "e2e_p99_us", "send_delay_p99_us",
+)
+MAX_RATE_COLUMNS = ("run_id", "arch", "label", "cell_id", "try", "kept_rate", "failed_rate",
+                    "steps")
+# Metadata sessions (format 5): one row per session (harness/driver/metadata.py).
 METADATA_COLUMNS = (
     *_SESSION_KEYS, "kind", "n", "topics", "partitions", "brokers", "create_s",
-    "create_p50_ms", "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
-    "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops",
+    "create_p50_ms", "create_max_ms", "create_timeouts", "converge_s", "leave_s",
+    "metadata_p50_ms", "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops",
     "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
     "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
     "status",
@@ -104,7 +121,7 @@ LATENCY_KEYS = (
 MANIFEST_KEYS = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
     "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
-    "architectures", "started_at", "finished_at", "incomplete", "failed_cells",
+    "architectures", "started_at", "finished_at", "incomplete", "failed_cells", "external",
 )
 
 
@@ -229,6 +246,9 @@ class RunLog:
                               ("fault_events.csv", FAULT_EVENT_COLUMNS),
                               ("timeline.csv", TIMELINE_COLUMNS),
                               ("counters.csv", COUNTER_COLUMNS),
+                              ("series.csv", SERIES_COLUMNS),
+                              ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                              ("max_rate.csv", MAX_RATE_COLUMNS),
                               ("metadata.csv", METADATA_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
@@ -276,8 +296,8 @@ class RunLog:
         self._flush()
 
     def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Append rows to one of the fault files (``faults.csv``, ``fault_events.csv``,
-        ``timeline.csv``), to ``counters.csv`` or to ``metadata.csv``."""
+        """Append rows to one of the files beyond records, coordination and latency (the fault
+        files, the open-loop files, ``counters.csv``, ``metadata.csv``)."""
         _, writer, columns = self._tables[name]
         for row in rows:
             self._check(row, columns)
@@ -325,6 +345,7 @@ def base_manifest(
     started_at: datetime,
     run_arches: Sequence[str] | None = None,
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
+    external: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -351,6 +372,9 @@ def base_manifest(
         "finished_at": None,
         "incomplete": True,
         "failed_cells": [],
+        # A cluster twinbench did not start (harness/external.py): its address and what was
+        # not measured or not applied; None for the twins.
+        "external": dict(external) if external is not None else None,
     }
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages twinbench needs when they are missing: a Java runtime and the
 # ZooKeeper jars (the zk broker runs against a real ZooKeeper), kcat for interop checks, and
-# iproute2 (`ip netns`, for the network partitions of the fault workloads).
+# iproute2 (`ip netns`, for the network partitions of the fault workloads), and the OpenSSH
+# server that the multi-host tests run inside network namespaces (test hosts).
 # As root it uses apt-get; otherwise it says what to install and continues (tests that need a
 # missing tool skip with that reason locally; CI runs as root, so nothing is skipped there).
 set -euo pipefail
@@ -13,6 +14,7 @@ if [ -z "${ZOOKEEPER_HOME:-}" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then
 fi
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -23,6 +23,13 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     arrivals: uniform            # open loop: uniform | poisson (seeded exponential gaps)
     duration_s: 30               # open loop, instead of messages: producers run this long
     warmup_s: 5                  # of duration_s, not counted (must be shorter)
+    rate_search:                 # instead of rate: find each side's maximum sustainable rate
+      start: 5000                # first rate tried (records/s); then ramp x factor, bisect
+      factor: 2
+      precision: 0.1             # stop when the bracket is this fraction of its lower end
+      ceiling: 300000            # never try above (default: the load client's own limit)
+      max_backlog_s: 1.0         # kept = on schedule and backlog <= this many seconds of load
+    rate_fractions: [0.5, 0.9]   # then sessions at these fractions of each side's maximum
     tries: 4
     scenarios: [split, streaming]
     policies:                    # a scalar or a list each; lists are swept (cross product)
@@ -85,6 +92,7 @@ import yaml
 from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
 from harness.faults import ACTIONS
+from harness.rate_search import SearchConfig
 from workloads.payload import MIN_MSG_SIZE
 from workloads.schedule import ARRIVALS
 
@@ -240,6 +248,28 @@ class MetadataPlan:
     max_partitions_per_topic: int = 1000
 
 
+# What one load-client process schedules on time against the null sink on the 2-core
+# development VM (`python -m harness.perf --open-loop`: 325,000 records/s; README "Open loop"),
+# rounded down: a search never asks for more, and a target above it measures the client.
+CLIENT_CEILING_RPS = 300_000.0
+
+
+@dataclass(frozen=True)
+class RateSearchPlan:
+    # First rate tried, records/s, all producers together; should be comfortably kept.
+    start: float
+    # Ramp: each kept rate is multiplied by this until one fails; then bisection.
+    factor: float = field(default=2.0, kw_only=True)
+    # The search ends when the bracket is at most this fraction of its lower end wide.
+    precision: float = field(default=0.1, kw_only=True)
+    # Never tried above this (a rate the load client cannot schedule measures the client).
+    ceiling: float = field(default=CLIENT_CEILING_RPS, kw_only=True)
+    # A rate is kept when the producers kept their schedule, nothing was lost, and the backlog
+    # (acknowledged, not yet consumed) when production ended was at most this many seconds of
+    # the rate: a bounded backlog, as OpenMessaging Benchmark's rate search asks.
+    max_backlog_s: float = field(default=1.0, kw_only=True)
+
+
 @dataclass(frozen=True)
 class Workload:
     # Short name; part of every run id.
@@ -278,6 +308,12 @@ class Workload:
     duration_s: float | None = None
     # The first seconds of duration_s, left out of throughput and latency (warm-up).
     warmup_s: float = 0.0
+    # Open loop without a fixed rate: search each side's maximum sustainable rate per cell and
+    # try (each step a time-bounded session), recorded in rate_search.csv and max_rate.csv.
+    rate_search: RateSearchPlan | None = None
+    # With rate_search: afterwards, sessions at these fractions of each side's maximum (the
+    # mean over tries), one cell each (cell id suffix -f<percent>).
+    rate_fractions: tuple[float, ...] = ()
     # Sessions per cell and scenario (the paper: 4).
     tries: int = 4
     # split = produce everything, then consume it (each phase timed alone); streaming = both at
@@ -360,6 +396,7 @@ def _defaults(cls: type) -> dict[str, Any]:
 _POLICY_KEYS = frozenset({"offset_commit", "metadata_check"})
 _TOP_KEYS = _keys(Workload) - _POLICY_KEYS | {"policies"}
 _FAULT_KEYS = _keys(FaultPlan)
+_SEARCH_KEYS = _keys(RateSearchPlan)
 # A file calls a case's steps its schedule.
 _CASE_KEYS = _keys(FaultCase) - {"steps"} | {"schedule"}
 _STEP_KEYS = _keys(FaultStep)
@@ -792,15 +829,20 @@ def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _open_loop(ctx: _Ctx, data: Mapping[str, Any], scenarios: tuple[str, ...]
                ) -> dict[str, Any]:
-    """rate, arrivals, duration_s, warmup_s: open-loop and time-bounded sessions."""
+    """rate, arrivals, duration_s, warmup_s, rate_search, rate_fractions: open-loop and
+    time-bounded sessions."""
     out: dict[str, Any] = {}
     if "rate" in data:
         if data.get("faults") is not None:
             raise ctx.fail("rate", "a fault workload paces its load with faults.rate")
+        if "rate_search" in data:
+            raise ctx.fail("rate", "give rate or rate_search, not both")
         out["rate"] = tuple(ctx.number("rate", r) for r in ctx.string_list("rate", data["rate"]))
+    open_loop = "rate" in data or "rate_search" in data
     for key in ("arrivals", "duration_s"):
-        if key in data and "rate" not in data:
-            raise ctx.fail(key, "only applies to open-loop load (give a rate)")
+        if key in data and not open_loop:
+            raise ctx.fail(key, "only applies to open-loop load (give a rate or rate_search)")
+    out |= _rate_search(ctx, data)
     if "arrivals" in data:
         out["arrivals"] = ctx.choice("arrivals", data["arrivals"], ARRIVALS)
     if "duration_s" in data:
@@ -820,6 +862,43 @@ def _open_loop(ctx: _Ctx, data: Mapping[str, Any], scenarios: tuple[str, ...]
             raise ctx.fail("warmup_s", f"must be shorter than duration_s "
                            f"({out['duration_s']:g}), got {warmup!r}")
         out["warmup_s"] = float(warmup)
+    return out
+
+
+def _rate_search(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    raw = data.get("rate_search")
+    if "rate_fractions" in data and raw is None:
+        raise ctx.fail("rate_fractions", "fractions of what? give rate_search too")
+    if raw is None:
+        return out
+    if not isinstance(raw, dict) or "start" not in raw:
+        raise ctx.fail("rate_search", "must be a mapping with at least start (records/s)")
+    ctx.check_keys(raw, _SEARCH_KEYS, "rate_search")
+    if "duration_s" not in data:
+        raise ctx.fail("rate_search", "each step is a time-bounded session: give duration_s")
+    if data.get("restart", "never") != "never":
+        raise ctx.fail("rate_search", "searches run on one cluster per side: restart: never")
+    if data.get("faults") is not None:
+        raise ctx.fail("rate_search", "a fault workload paces its load with faults.rate")
+    nums = {k: ctx.number(f"rate_search.{k}", v) for k, v in raw.items()}
+    try:
+        # The search's own checks (start > 0, factor > 1, ...), named after the file's key.
+        SearchConfig(start=nums["start"], factor=nums.get("factor", 2.0),
+                     precision=nums.get("precision", 0.1),
+                     ceiling=nums.get("ceiling", CLIENT_CEILING_RPS))
+    except UserError as exc:
+        raise ctx.fail("rate_search", str(exc)) from None
+    if nums.get("max_backlog_s", 1.0) <= 0:
+        raise ctx.fail("rate_search.max_backlog_s", "must be > 0")
+    out["rate_search"] = RateSearchPlan(**nums)
+    if "rate_fractions" in data:
+        fractions = [ctx.number("rate_fractions", f)
+                     for f in ctx.string_list("rate_fractions", data["rate_fractions"])]
+        if any(f > 2 for f in fractions) or len(set(fractions)) != len(fractions):
+            raise ctx.fail("rate_fractions", "must be distinct fractions in (0, 2] of the "
+                           "maximum sustainable rate (1 = the maximum)")
+        out["rate_fractions"] = tuple(fractions)
     return out
 
 

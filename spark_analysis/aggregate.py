@@ -41,9 +41,17 @@ MAX_TRY_COLUMNS = 10
 GROUP = [*CELL_KEY, "arch", "side"]
 
 
-# Open-loop cells (format 3) end their cell id in -r<target rate>: latency at a chosen load,
-# not the paper's how-fast-can-it-go, so they stay out of its tables.
-OPEN_LOOP_CELL = r"-r[0-9][0-9.e+]*$"
+# Open-loop cells end their cell id in -r<target rate> (format 3) or -f<percent of the side's
+# maximum sustainable rate> (format 4): latency at a chosen load, not the paper's
+# how-fast-can-it-go, so they stay out of its tables and go to latency_tables.py instead.
+OPEN_LOOP_CELL = r"-[rf][0-9][0-9.e+]*$"
+# What the latency-throughput curves read of an open-loop row.
+OPEN_LOOP_COLUMNS = (
+    "run_id", "workload", "side", "arch", "label", "cell_id", "table", "scenario", "role",
+    "msg_size", "batch", "try", "offset_commit", "metadata_check", "status", "records", "rps",
+    "target_rate", "achieved_rate", "behind", "send_delay_p99_us", "lat_p99_us",
+    "e2e_p50_us", "e2e_p90_us", "e2e_p99_us", "e2e_p999_us", "e2e_max_us", "lost",
+)
 
 
 def paper_only(df: DataFrame) -> DataFrame:
@@ -51,6 +59,14 @@ def paper_only(df: DataFrame) -> DataFrame:
     newer left out)."""
     return df.where(F.col("scenario").isin(*PAPER_SCENARIOS)
                     & ~F.col("cell_id").rlike(OPEN_LOOP_CELL))
+
+
+def open_loop(records: DataFrame) -> pd.DataFrame:
+    """Every open-loop row (one per session and role): a handful per rate and try, so the
+    curves are computed in pandas (latency_tables.py)."""
+    return (records.where(F.col("cell_id").rlike(OPEN_LOOP_CELL)
+                          & F.col("target_rate").isNotNull())
+            .select(*OPEN_LOOP_COLUMNS).toPandas())
 
 
 def _ok() -> Column:

@@ -17,7 +17,7 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, metadata_tables, paper, tables
+from spark_analysis import aggregate, fault_tables, latency_tables, metadata_tables, paper, tables
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -53,7 +53,7 @@ class FaultTables:
 
 @dataclass
 class MetadataTables:
-    """The metadata sessions' tables (format 4); all empty when the runs had none.
+    """The metadata sessions' tables (format 5); all empty when the runs had none.
 
     ``stats``: long, per case x size x arch x measure with the 95% CI over tries (the figures'
     input); ``comparison``: ZooKeeper beside DSBS with the ratio; ``scaling``: the log-log
@@ -89,6 +89,10 @@ class Analysis:
     metadata: MetadataTables = field(default_factory=MetadataTables)
     # The architectures shown and how (from the run manifests, spark_analysis/archs.py).
     archs: Archs = DEFAULT
+    # Open-loop sessions (latency_tables.py): latency-throughput points, and the maximum
+    # sustainable rates of rate searches; empty without open-loop runs.
+    latency_curves: pd.DataFrame = field(default_factory=_empty)
+    max_rates: pd.DataFrame = field(default_factory=_empty)
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -152,9 +156,11 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
-            if cell_stats.empty and logs.faults is None and logs.metadata is None:
-                raise UserError("the runs hold no measurements (every records.csv is header-only"
-                                ", no run injected faults and none ran metadata scenarios)")
+            if (cell_stats.empty and logs.faults is None and logs.max_rate is None
+                    and logs.metadata is None and aggregate.open_loop(logs.records).empty):
+                raise UserError("the runs hold no measurements (every records.csv is "
+                                "header-only, no run injected faults and none ran metadata "
+                                "scenarios)")
             t1 = time.perf_counter()
             tries = aggregate.per_try(records)
             rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
@@ -169,6 +175,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             faults = compute_faults(logs, notes, archs)
             timings["aggregate_faults_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            curves = latency_tables.curves(aggregate.open_loop(logs.records), archs)
+            found = (logs.max_rate.toPandas() if logs.max_rate is not None
+                     else pd.DataFrame())
+            maxima = latency_tables.max_rates(found, archs)
+            timings["aggregate_open_loop_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
             metadata = compute_metadata(logs, notes, archs)
             timings["aggregate_metadata_s"] = time.perf_counter() - t1
@@ -191,7 +203,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         latency_distribution=tables.latency_distribution(hists),
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
-        timings=timings, faults=faults, metadata=metadata, archs=archs,
+        timings=timings, faults=faults, archs=archs, latency_curves=curves,
+        max_rates=maxima, metadata=metadata,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -244,6 +257,9 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         m = analysis.metadata
         frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
                        "metadata_scaling": m.scaling})
+    if not analysis.latency_curves.empty or not analysis.max_rates.empty:
+        frames.update({"latency_curves": analysis.latency_curves,
+                       "max_rates": analysis.max_rates})
     written = []
     for name, frame in frames.items():
         path = out / f"{name}.csv"

@@ -30,14 +30,21 @@ from spark_analysis.schema import (
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
     MANIFEST_KIND,
+    MAX_RATE_COLUMNS,
+    MAX_RATE_SCHEMA,
     METADATA_COLUMNS,
     METADATA_FILE_SINCE,
     METADATA_SCHEMA,
     OPEN_LOOP_COLUMNS_SINCE,
+    OPEN_LOOP_FILES_SINCE,
+    RATE_SEARCH_COLUMNS,
+    RATE_SEARCH_SCHEMA,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
     RECORDS_SCHEMA,
     RECORDS_SCHEMA_V2,
+    SERIES_COLUMNS,
+    SERIES_SCHEMA,
     SUPPORTED_FORMAT_VERSIONS,
     TIMELINE_COLUMNS,
     TIMELINE_SCHEMA,
@@ -55,6 +62,12 @@ METADATA = "metadata.csv"
 # The fault files (format 2) with the columns their header must have.
 FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
+SERIES = "series.csv"
+RATE_SEARCH = "rate_search.csv"
+MAX_RATE = "max_rate.csv"
+# The open-loop files (format 4) with their columns.
+OPEN_LOOP_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (SERIES, SERIES_COLUMNS), (RATE_SEARCH, RATE_SEARCH_COLUMNS), (MAX_RATE, MAX_RATE_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,11 @@ class RunLogs:
     faults: DataFrame | None = None
     fault_events: DataFrame | None = None
     timeline: DataFrame | None = None
-    # metadata.csv rows (format 4); None when no run has a metadata session.
+    # The open-loop files (format 4); None without rows, like the fault frames.
+    series: DataFrame | None = None
+    rate_search: DataFrame | None = None
+    max_rate: DataFrame | None = None
+    # metadata.csv rows (format 5); None when no run has a metadata session.
     metadata: DataFrame | None = None
 
 
@@ -241,6 +258,8 @@ class RunFiles:
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
+    open_loop: dict[str, list[Path]] = field(
+        default_factory=lambda: {name: [] for name, _ in OPEN_LOOP_FILES})
     metadata: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -272,24 +291,12 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
         if latency.is_file() and latency.stat().st_size > 0:
             found.latency.append(latency)
         if run.format_version >= FAULT_FILES_SINCE:
-            for name, columns in FAULT_FILES:
-                path = run.path / name
-                if not path.is_file():
-                    raise UserError(f"{path}: missing (every format_version "
-                                    f"{run.format_version} run directory has one, header-only "
-                                    "when the workload injects no faults)")
-                check_header(path, columns)
-                if has_rows(path):
-                    found.faults[name].append(path)
+            _optional_files(run, FAULT_FILES, found.faults, "injects no faults")
+        if run.format_version >= OPEN_LOOP_FILES_SINCE:
+            _optional_files(run, OPEN_LOOP_FILES, found.open_loop, "is closed-loop")
         if run.format_version >= METADATA_FILE_SINCE:
-            path = run.path / METADATA
-            if not path.is_file():
-                raise UserError(f"{path}: missing (every format_version {run.format_version} "
-                                "run directory has one, header-only when the workload runs no "
-                                "metadata scenarios)")
-            check_header(path, METADATA_COLUMNS)
-            if has_rows(path):
-                found.metadata.append(path)
+            _optional_files(run, ((METADATA, METADATA_COLUMNS),), {METADATA: found.metadata},
+                            "runs no metadata scenarios")
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -297,6 +304,20 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
             notes.append(f"run {run.run_id}: verification failed in {', '.join(run.failed_cells)};"
                          " those rows are excluded from the statistics")
     return found
+
+
+def _optional_files(run: RunInfo, files: tuple[tuple[str, tuple[str, ...]], ...],
+                    into: dict[str, list[Path]], when_empty: str) -> None:
+    """Files every run of its version has, header-only when its workload did not use them:
+    check each header, keep the ones with rows."""
+    for name, columns in files:
+        path = run.path / name
+        if not path.is_file():
+            raise UserError(f"{path}: missing (every format_version {run.format_version} run "
+                            f"directory has one, header-only when the workload {when_empty})")
+        check_header(path, columns)
+        if has_rows(path):
+            into[name].append(path)
 
 
 def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
@@ -347,6 +368,9 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
                    timeline=read(faults[TIMELINE], TIMELINE_SCHEMA),
+                   series=read(found.open_loop[SERIES], SERIES_SCHEMA),
+                   rate_search=read(found.open_loop[RATE_SEARCH], RATE_SEARCH_SCHEMA),
+                   max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA),
                    metadata=read(found.metadata, METADATA_SCHEMA))
 
 

@@ -1,6 +1,6 @@
-"""The metadata sessions' figures (format 4), PNG + SVG in the style of figures.py.
+"""The metadata sessions' figures (format 5), PNG + SVG in the style of figures.py.
 
-fig18-metadata-<case>: one panel per headline measure of the case's kind
+fig19-metadata-<case>: one panel per headline measure of the case's kind
 (``metadata_tables.HEADLINE``), cost against the size swept, both axes logarithmic: a power law
 is a straight line and its slope the exponent (``metadata_tables.scaling``). ZooKeeper and
 DSBS are drawn side by side in every panel (their colours, markers at the means, error bars =
@@ -33,7 +33,7 @@ CLIP = 0.1
 
 def case_figure(stats_long: pd.DataFrame, workload: str, case: str, kind: str, out: Path,
                 archs: Archs = DEFAULT, name: str | None = None) -> list[Path]:
-    """fig18 for one case; [] when none of its headline measures has a positive mean."""
+    """fig19 for one case; [] when none of its headline measures has a positive mean."""
     sub = stats_long[(stats_long["workload"] == workload) & (stats_long["case"] == case)]
     metrics = [m for m in HEADLINE.get(kind, ()) if
                (sub.loc[sub["metric"] == m, "mean"] > 0).any()]
@@ -66,15 +66,15 @@ def case_figure(stats_long: pd.DataFrame, workload: str, case: str, kind: str, o
         ax.grid(True, which="major", alpha=0.3)
         ax.tick_params(labelsize=8)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"Fig. 18 ({case}): metadata cost vs {SIZE_TITLES.get(kind, 'size')} "
+    fig.suptitle(f"Fig. 19 ({case}): metadata cost vs {SIZE_TITLES.get(kind, 'size')} "
                  f"(log-log, 95% CI over tries)", fontsize=10)
     fig.text(0.5, -0.02, f"workload {workload} · kind {kind}", ha="center", fontsize=8)
     fig.tight_layout()
-    return save(fig, out, name or f"fig18-metadata-{slug(case)}")
+    return save(fig, out, name or f"fig19-metadata-{slug(case)}")
 
 
 def draw_metadata(stats_long: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
-    """fig18 per case; [] when there were no metadata sessions."""
+    """fig19 per case; [] when there were no metadata sessions."""
     if stats_long.empty:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ def draw_metadata(stats_long: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -
     # Two workloads may name a case alike: then the file names say which workload.
     several = cases["workload"].nunique() > 1
     for workload, case, kind in cases.itertuples(index=False):
-        name = (f"fig18-metadata-{slug(str(workload))}-{slug(str(case))}" if several
-                else f"fig18-metadata-{slug(str(case))}")
+        name = (f"fig19-metadata-{slug(str(workload))}-{slug(str(case))}" if several
+                else f"fig19-metadata-{slug(str(case))}")
         paths += case_figure(stats_long, str(workload), str(case), str(kind), out, archs, name)
     return paths

@@ -1,4 +1,4 @@
-"""Metadata sessions (format 4): from the per-size aggregates to the report's tables.
+"""Metadata sessions (format 5): from the per-size aggregates to the report's tables.
 
 * ``metadata_stats``: long, one row per case x size x architecture x measure - n, mean, sd
   and the 95% t interval over tries (``stats.t_interval``; n counts the tries that measured

@@ -374,7 +374,7 @@ def metadata_md(analysis: Analysis) -> str:
                       ["case", "metric", *[a.short_name for a in archs if a.name in wide]])]
     parts.append("Every measure (not only those above): `metadata_stats.csv` (long, with "
                  "intervals), `metadata_comparison.csv`, `metadata_scaling.csv`. Figures: "
-                 "`fig18-metadata-*` (log-log, 95% CI over tries).\n")
+                 "`fig19-metadata-*` (log-log, 95% CI over tries).\n")
     return "\n".join(parts)
 
 
@@ -403,6 +403,51 @@ METHOD = """\
   one case); failed sessions (lost > 0) stay in the timing statistics, because their timings are
   as real as any other's, and are flagged in the outcomes instead.
 """
+
+
+def _rate(v: object) -> str:
+    return "n/a" if not isinstance(v, int | float) or math.isnan(v) else f"{v:,.0f}"
+
+
+def _ms(v: object) -> str:
+    return "n/a" if not isinstance(v, int | float) or math.isnan(v) else f"{v / 1000:,.1f}"
+
+
+def latency_md(analysis: Analysis) -> str:
+    """Maximum sustainable rates, then latency at each rate (open-loop sessions)."""
+    curves, maxima = analysis.latency_curves, analysis.max_rates
+    if curves.empty and maxima.empty:
+        return ("_No open-loop sessions among the inputs (`twinbench run --workload latency`; "
+                "README, \"Open loop\")._\n")
+    archs = analysis.archs
+    parts = []
+    if not maxima.empty:
+        rows = [{"workload": r["workload"], "cell": r["cell_id"], "label": r["label"],
+                 "arch": archs[r["arch"]].short_name if r["arch"] in archs.names else r["arch"],
+                 "tries": r["n"], "max rate (records/s)": _rate(r["mean"]),
+                 "95% CI": _interval(r["ci_lo"], r["ci_hi"]) if r["n"] > 1 else "n=1",
+                 "range": f"{_rate(r['min'])} - {_rate(r['max'])}",
+                 f"÷ {archs.baseline.short_name}": fmt(r["ratio"])}
+                for _, r in maxima.iterrows()]
+        parts += ["**Maximum sustainable rate** (the highest target whose producers kept their "
+                  "schedule, lost nothing, and whose consumers kept up: rate_search.csv has "
+                  "every step and its verdict)\n", md_table(pd.DataFrame(rows))]
+    if not curves.empty:
+        rows = [{"workload": r["workload"], "cell": r["cell_id"],
+                 "policies": f"{r['offset_commit']}+{r['metadata_check']}",
+                 "arch": archs[r["arch"]].short_name if r["arch"] in archs.names else r["arch"],
+                 "tries": r["tries"], "target": _rate(r["target_rate"]),
+                 "achieved": _rate(r["achieved_rate"]), "behind": r["behind"],
+                 "e2e p50 (ms)": _ms(r["e2e_p50_us"]), "e2e p99 (ms)": _ms(r["e2e_p99_us"]),
+                 "p99 95% CI (ms)": (f"{_ms(r['e2e_p99_ci_lo'])} - {_ms(r['e2e_p99_ci_hi'])}"
+                                     if r["tries"] > 1 else "n=1")}
+                for _, r in curves.iterrows()]
+        parts += ["**Latency at each rate**: end-to-end, from each record's intended send time "
+                  "to its consumption, mean over tries of each try's percentile; `behind` counts "
+                  "tries whose producers did not keep the target (their latency is the client's "
+                  "as much as the broker's). Figures `fig18-latency-*`; every column in "
+                  "`latency_curves.csv`.\n", md_table(pd.DataFrame(rows))]
+    return "\n".join(parts)
 
 
 def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path:
@@ -450,6 +495,7 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
               "servers).\n",
               md_table(analysis.coordination, coord_cols) if not analysis.coordination.empty
               else "_(no coordination.csv among the inputs)_\n"]
+    parts += ["## Latency at a given load\n", latency_md(analysis)]
     parts += ["## Faults\n", faults_md(analysis)]
     parts += ["## Metadata scenarios\n", metadata_md(analysis)]
     parts += ["## A/A calibration (the noise floor)\n", aa_md(analysis)]

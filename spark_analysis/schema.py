@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 4) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 5) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,13 +18,16 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5})
+# From this version on every run directory holds the three open-loop files (possibly
+# header-only): series.csv, rate_search.csv, max_rate.csv.
+OPEN_LOOP_FILES_SINCE = 4
 # From this version on records.csv has the full end-to-end percentiles and open-loop columns.
 OPEN_LOOP_COLUMNS_SINCE = 3
 # From this version on every run directory holds the three fault files (possibly header-only).
 FAULT_FILES_SINCE = 2
 # From this version on every run directory holds metadata.csv (possibly header-only).
-METADATA_FILE_SINCE = 4
+METADATA_FILE_SINCE = 5
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -162,10 +165,57 @@ TIMELINE_SCHEMA = StructType([
     StructField("commits", LongType(), True),
 ])
 
-# metadata.csv (format 4): one row per metadata session.
+_OPEN_SESSION_FIELDS = [
+    StructField("run_id", StringType(), False),
+    StructField("arch", StringType(), False),
+    StructField("label", StringType(), True),
+    StructField("cell_id", StringType(), False),
+    StructField("scenario", StringType(), False),
+    StructField("try", IntegerType(), False),
+]
+
+SERIES_SCHEMA = StructType([
+    *_OPEN_SESSION_FIELDS,
+    StructField("t_s", DoubleType(), False),
+    StructField("bucket_s", DoubleType(), False),
+    StructField("produced", LongType(), True),
+    StructField("consumed", LongType(), True),
+    StructField("backlog", LongType(), True),
+    StructField("e2e_records", LongType(), True),
+    StructField("e2e_p99_us", LongType(), True),
+    StructField("warmup", BooleanType(), True),
+])
+
+RATE_SEARCH_SCHEMA = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("arch", StringType(), False),
+    StructField("label", StringType(), True),
+    StructField("cell_id", StringType(), False),
+    StructField("try", IntegerType(), False),
+    StructField("step", IntegerType(), False),
+    StructField("rate", DoubleType(), False),
+    StructField("verdict", StringType(), False),
+    StructField("achieved_rate", DoubleType(), True),
+    StructField("consumed_rate", DoubleType(), True),
+    StructField("backlog_end", LongType(), True),
+    StructField("e2e_p99_us", LongType(), True),
+    StructField("send_delay_p99_us", LongType(), True),
+])
+
+MAX_RATE_SCHEMA = StructType([
+    StructField("run_id", StringType(), False),
+    StructField("arch", StringType(), False),
+    StructField("label", StringType(), True),
+    StructField("cell_id", StringType(), False),
+    StructField("try", IntegerType(), False),
+    StructField("kept_rate", DoubleType(), False),
+    StructField("failed_rate", DoubleType(), True),
+    StructField("steps", IntegerType(), True),
+])
+
+# metadata.csv (format 5): one row per metadata session.
 _METADATA_INTS = ("n", "topics", "partitions", "brokers", "create_timeouts", "zk_requests",
-                  "gossip_packets",
-                  "coordination_ops", "rss_max_bytes", "rss_total_bytes")
+                  "gossip_packets", "coordination_ops", "rss_max_bytes", "rss_total_bytes")
 _METADATA_TEXT = ("kind", "status")
 METADATA_SCHEMA = StructType([
     *_SESSION_FIELDS,
@@ -174,8 +224,8 @@ METADATA_SCHEMA = StructType([
       for c in (
           "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
           "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
-          "metadata_max_ms",
-          "commit_p50_ms", "commit_max_ms", "commit_ops", "zk_requests", "gossip_packets",
+          "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops", "zk_requests",
+          "gossip_packets",
           "coordination_ops", "broker_cpu_s", "zk_cpu_s", "rss_max_bytes", "rss_total_bytes",
           "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
 ])
@@ -186,6 +236,9 @@ COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEM
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)
+SERIES_COLUMNS: tuple[str, ...] = tuple(f.name for f in SERIES_SCHEMA.fields)
+RATE_SEARCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in RATE_SEARCH_SCHEMA.fields)
+MAX_RATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in MAX_RATE_SCHEMA.fields)
 METADATA_COLUMNS: tuple[str, ...] = tuple(f.name for f in METADATA_SCHEMA.fields)
 # counters.csv (optional in format 2): read as plain CSV by the regression (regress.py), not by
 # Spark, so it has columns but no Spark schema.

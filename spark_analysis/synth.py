@@ -31,9 +31,12 @@ from spark_analysis.schema import (
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
     MANIFEST_KIND,
+    MAX_RATE_COLUMNS,
     METADATA_COLUMNS,
+    RATE_SEARCH_COLUMNS,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
+    SERIES_COLUMNS,
     TIMELINE_COLUMNS,
 )
 
@@ -427,7 +430,7 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
 def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", index: int,
                        tries: int, sizes: Iterable[int] = (1, 10, 100), hour: int = 9
                        ) -> Path:
-    """A format-4 run of a metadata workload: one topic-storm case at ``sizes``, one session
+    """A format-5 run of a metadata workload: one topic-storm case at ``sizes``, one session
     per size and try (metadata.csv; every other file header-only, as the driver writes them).
     Convergence grows linearly with the size on zk and as its square root on dsbs; the
     coordination messages 50 (zk) and 8 (dsbs) per topic; tries scatter by 10%."""
@@ -435,11 +438,13 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     run_dir = root / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=4),
+        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=5),
                    indent=2) + "\n", encoding="utf-8")
     _write_fault_files(run_dir)
     for name, columns in (("records.csv", RECORDS_COLUMNS),
-                          ("coordination.csv", COORDINATION_COLUMNS)):
+                          ("coordination.csv", COORDINATION_COLUMNS),
+                          ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                          ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
     lines = [",".join(METADATA_COLUMNS)]

@@ -301,8 +301,28 @@ class ClusterClient:
             parts = self.partitions.get(name, {})
             if len(parts) < partitions or any(p.leader < 0 for p in parts.values()):
                 raise LeaderNotAvailable(f"topic {name} is not ready")
+            # The broker we asked may know the leaders before the leaders themselves do (zk:
+            # each learns from its own watch; dsbs: from gossip). A pipelined producer whose
+            # first requests a leader refuses would resend them behind later ones, out of
+            # order; so ask every leader too.
+            for leader in sorted({p.leader for p in parts.values()}):
+                mine = {p.partition for p in parts.values() if p.leader == leader}
+                if not await self._leads(leader, name, mine):
+                    raise LeaderNotAvailable(f"broker {leader} does not yet lead {name}")
 
         await self.retrying(ready)
+
+    async def _leads(self, node: int, topic: str, partitions: set[int]) -> bool:
+        """Whether broker ``node``'s own metadata names it leader of ``partitions``."""
+        conn = await self.connection(node)
+        version = conn.pick_version(METADATA, 1, 8)
+        req = MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+        resp = MetadataResponse.decode(await conn.call(METADATA, version, req.encode(version)),
+                                       version)
+        led = {p.partition_index for t in resp.topics if t.name == topic and t.error_code == 0
+               for p in t.partitions if p.error_code == 0 and p.leader_id == node}
+        return partitions <= led
 
     async def coordinator(self, group: str, *, refresh: bool = False) -> BrokerConnection:
         """Connection to ``group``'s coordinator (FindCoordinator, cached)."""

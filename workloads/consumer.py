@@ -224,9 +224,11 @@ class Consumer:
         # Bumped by finish(): only a fetch sent after it can show the final catch-up.
         self._finish_epoch = 0
         # Called with (partition, records) per fetched partition with records, and with no
-        # arguments per successful offset commit (fault timelines).
+        # arguments per successful offset commit (fault timelines), and with (end-to-end µs,
+        # records) per run of records sharing a send time, warm-up included (time series).
         self.on_records: Callable[[int, int], None] | None = None
         self.on_commit: Callable[[], None] | None = None
+        self.on_e2e: Callable[[int, int], None] | None = None
 
     def finish(self) -> None:
         """End a ``follow`` run as soon as every partition is caught up with its high watermark,
@@ -565,6 +567,7 @@ class Consumer:
         verifier = self.verifier
         e2e = self.e2e_latency
         cutoff = self.config.e2e_from_us
+        on_e2e = self.on_e2e
         got = 0
         now = now_us()
         for b in decode_batches(records, self.config.check_crc):
@@ -594,10 +597,14 @@ class Consumer:
                 if sends.count(s0) == n:
                     if s0 >= cutoff:
                         e2e.record(now - s0, n)
+                    if on_e2e is not None:
+                        on_e2e(now - s0, n)
                 else:
                     for s in sends:
                         if s >= cutoff:
                             e2e.record(now - s)
+                        if on_e2e is not None:
+                            on_e2e(now - s, 1)
                 got += n
             pos = b.next_offset
         return pos, got

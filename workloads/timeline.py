@@ -1,9 +1,11 @@
-"""Throughput over time and the longest silence per partition, for fault sessions.
+"""Throughput and latency over time: fault timelines and open-loop time series.
 
 A fault shows up as a dip in records per time bucket and as a gap between two acknowledgements
-on the partitions it hit. ``Timeline`` counts events into fixed buckets from a start time and
-tracks, per (kind, partition), the longest interval between consecutive events; both cost O(1)
-per produce request or fetch (never per record), on the client side only.
+on the partitions it hit; an open-loop session that saturates shows up as a backlog that grows
+from one second to the next and an end-to-end p99 that climbs with it. ``Timeline`` counts
+events into fixed buckets from a start time, tracks, per (kind, partition), the longest interval
+between consecutive events, and keeps the end-to-end latencies of each bucket; all cost O(1) per
+produce request or fetched batch (never per record), on the client side only.
 
 Kinds: ``produced`` (records acknowledged), ``consumed`` (records delivered), ``commits``
 (successful offset commits; partition -1).
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 KINDS = ("produced", "consumed", "commits")
 
@@ -37,6 +40,10 @@ class Timeline:
         self._buckets: dict[str, list[int]] = {k: [] for k in KINDS}
         # (kind, partition) -> [first event, last event, longest gap, its start] (perf_counter)
         self._spans: dict[tuple[str, int], list[float]] = {}
+        # Per bucket: end-to-end latencies as (µs, records) pairs. Plain lists, not
+        # histograms: an HDR histogram per second would cost ~200 KB each, and a bucket holds
+        # one pair per fetched batch.
+        self._e2e: list[list[tuple[int, int]]] = []
 
     def add(self, kind: str, partition: int, n: int, now: float | None = None) -> None:
         t = time.perf_counter() if now is None else now
@@ -64,6 +71,17 @@ class Timeline:
     def committed(self) -> None:
         self.add("commits", -1, 1)
 
+    def e2e(self, value_us: int, count: int, now: float | None = None) -> None:
+        """``count`` records consumed now, each ``value_us`` after its intended send."""
+        t = time.perf_counter() if now is None else now
+        i = int((t - self.t0) / self.bucket_s)
+        if i < 0:
+            return
+        buckets = self._e2e
+        if i >= len(buckets):
+            buckets.extend([] for _ in range(i + 1 - len(buckets)))
+        buckets[i].append((value_us, count))
+
     def longest_gap(self, kind: str, until: float | None = None) -> Gap | None:
         """The longest silence of ``kind`` on any one partition between its first event and
         ``until`` (a perf_counter time; a partition silent from its last event until then
@@ -84,3 +102,39 @@ class Timeline:
         cols = [b + [0] * (n - len(b)) for b in (self._buckets[k] for k in KINDS)]
         return [(round(i * self.bucket_s, 6), cols[0][i], cols[1][i], cols[2][i])
                 for i in range(n)]
+
+    def series(self, warmup_s: float = 0.0) -> list[dict[str, Any]]:
+        """One dict per bucket: records produced (acknowledged) and consumed in it, the backlog
+        at its end (acknowledged but not yet consumed, all partitions together: it grows
+        without bound once the consumers cannot keep up), the end-to-end p99 of the records
+        consumed in it (None without any), and whether it lies in the warm-up."""
+        n = max(len(self._e2e), *(len(b) for b in self._buckets.values()))
+        produced, consumed = (self._buckets[k] + [0] * (n - len(self._buckets[k]))
+                              for k in ("produced", "consumed"))
+        e2e = self._e2e + [[] for _ in range(n - len(self._e2e))]
+        out: list[dict[str, Any]] = []
+        backlog = 0
+        for i in range(n):
+            backlog += produced[i] - consumed[i]
+            start = round(i * self.bucket_s, 6)
+            out.append({"t_s": start, "bucket_s": self.bucket_s, "produced": produced[i],
+                        "consumed": consumed[i], "backlog": max(backlog, 0),
+                        "e2e_records": sum(c for _, c in e2e[i]),
+                        "e2e_p99_us": weighted_percentile(e2e[i], 99.0),
+                        "warmup": start < warmup_s})
+        return out
+
+
+def weighted_percentile(pairs: list[tuple[int, int]], pct: float) -> int | None:
+    """The smallest value at or below which ``pct`` percent of the weight lies (HDR's
+    definition, exact here), from (value, weight) pairs; None when there is no weight."""
+    total = sum(c for _, c in pairs)
+    if total == 0:
+        return None
+    rank = max(1, -(-total * pct // 100))  # ceil, at least the first record
+    seen = 0
+    for value, count in sorted(pairs):
+        seen += count
+        if seen >= rank:
+            return value
+    return sorted(pairs)[-1][0]

@@ -10,7 +10,8 @@ Layout (one concept per module):
 - ``atomic_file.py``       replacing a file atomically (and durably unless a caller says why not)
 - ``datadir.py``           the data directory: its lock (taken first) and its failure state
 - ``protocol/``            sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
-- ``storage/``             segment-log storage: one log per partition, index, flush, recovery
+- ``storage/``             segment-log storage: one log per partition, index, flush, recovery,
+                           the log start offset DeleteRecords moves, deleted topics' files
 - ``logs.py``              the storage seam as seen by handlers, and the null sink
 - ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit,
                            static membership)

@@ -98,6 +98,8 @@ class Broker:
         host, port = await self.server.start(self.config.host, self.config.port)
         self.address = (host, port)
         me = BrokerInfo(self.config.node_id, self.config.advertised_host or host, port)
+        # Before start(): a coordinator may learn of deletions while it loads its state.
+        self.coordinator.on_topic_deleted(self._topic_deleted)
         try:
             await self.coordinator.start(me)
         except BaseException:
@@ -117,6 +119,16 @@ class Broker:
 
     def _apply_topic_configs(self, view: ClusterView) -> None:
         self.store.configure_topics({name: t.configs for name, t in view.topics.items()})
+
+    def _topic_deleted(self, topic: str) -> None:
+        """A deletion event: the topic's logs and idempotence tables go; fetches waiting on
+        it wake up and find it gone."""
+        try:
+            self.store.delete_topic(topic)
+        except KafkaStorageError:
+            log.exception("deleting the logs of topic %r failed", topic)
+        self.context.producers.forget_topic(topic)
+        self.notifier.wake_all()
 
     def _storage_failed(self, reason: str) -> None:
         if self.failure is not None:

@@ -25,6 +25,11 @@ Conventions every implementation follows:
   the later creation gets ``TopicAlreadyExists`` (an auto-creation then uses the topic).
 * A topic's partition count only grows (``create_partitions``); no view a broker serves ever
   shows a topic with fewer partitions than it showed before (short of the topic's deletion).
+* A deleted topic's data goes only on positive evidence of its deletion: the coordinator calls
+  its ``on_topic_deleted`` listeners when the authoritative store says the topic was deleted
+  (or replaced by a new topic of the same name), synchronously, before any view without it
+  is served; a topic merely absent from a view (a cache not yet filled, a store out of
+  reach) never deletes anything.
 * Replication factors other than 1 are refused (``validate_replication_factor``) until
   replication exists, so no client is told its data is replicated when it is not.
 """
@@ -32,12 +37,16 @@ Conventions every implementation follows:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from brokers.core.counters import CoordinatorCounters
-from brokers.core.errors import InvalidReplicationFactor, InvalidTopic
+from brokers.core.errors import (
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    InvalidTopic,
+)
 
 NO_LEADER = -1
 
@@ -63,6 +72,38 @@ def validate_replication_factor(replication_factor: int) -> int:
         return 1
     raise InvalidReplicationFactor(
         f"replication factor {replication_factor} refused: {REPLICATION_NOT_IMPLEMENTED}")
+
+
+# A manual replica assignment: partition -> its replicas, the first the preferred leader.
+Assignment = Mapping[int, tuple[int, ...]]
+
+
+def validate_replica_assignment(
+    assignment: Mapping[int, Sequence[int]], brokers: Collection[int]
+) -> dict[int, tuple[int, ...]]:
+    """A CreateTopics manual assignment, checked as Kafka 2.8's AdminZkClient checks it:
+    partitions 0..n-1, each with the same number of distinct replicas, every one a broker of
+    the cluster (INVALID_REPLICA_ASSIGNMENT otherwise); then the replication factor it implies
+    passes ``validate_replication_factor``. The one place both twins (and replication, when
+    it comes) check an assignment."""
+    if not assignment:
+        raise InvalidReplicaAssignment("the replica assignment names no partitions")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise InvalidReplicaAssignment(
+            f"partitions {sorted(assignment)} are not a 0-based consecutive sequence")
+    sizes = {len(r) for r in assignment.values()}
+    if len(sizes) != 1:
+        raise InvalidReplicaAssignment("all partitions must have the same number of replicas")
+    if 0 in sizes:
+        raise InvalidReplicaAssignment("a partition has no replicas")
+    for p, replicas in sorted(assignment.items()):
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignment(f"partition {p} names a broker twice: {replicas}")
+    unknown = sorted({b for r in assignment.values() for b in r} - set(brokers))
+    if unknown:
+        raise InvalidReplicaAssignment(f"unknown broker(s) {unknown} in the replica assignment")
+    validate_replication_factor(sizes.pop())
+    return {p: tuple(r) for p, r in sorted(assignment.items())}
 
 
 class TopicPartition(NamedTuple):
@@ -183,6 +224,12 @@ class Coordinator(Protocol):
         ``auto``: an auto-creation by a Metadata request rather than a CreateTopics. Callers
         treat TopicAlreadyExists as success then; DSBS ranks explicit creations above it."""
 
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        """As ``create_topic`` (an explicit creation), the partitions on the replicas
+        ``assignment`` names (already checked by ``validate_replica_assignment``)."""
+
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         """Grow ``topic`` to ``total`` partitions; existing partitions keep their replicas and
         data. Raises UnknownTopicOrPartition, or InvalidPartitions when ``total`` is not larger
@@ -194,6 +241,17 @@ class Coordinator(Protocol):
         authoritative store (so an incremental change applies to the latest values); a
         KafkaError from ``change`` (validation) propagates. Raises UnknownTopicOrPartition.
         Returns once this broker's own view shows the new configs; every broker's follows."""
+
+    async def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` and the offsets committed for it. Raises UnknownTopicOrPartition
+        when no such topic exists (also when a deletion already removed it); a deletion
+        already under way is joined. Returns once this broker's own view no longer shows the
+        topic; every broker's follows, each dropping its partitions on its deletion event."""
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(topic)`` (synchronously, on the loop) on every deletion event: the
+        topic's data held here must go. Called before any view without the topic, or with a
+        new topic of that name, is served; never because a topic is missing from a view."""
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         """Call ``listener`` (on the event loop) with the new view after every change."""

@@ -19,8 +19,10 @@ Static membership (KIP-345): a member that joins with a ``group.instance.id`` is
 it restarts and joins again (without its old member id) within its session timeout, it takes
 over its old place: a new member id, the same assignment, and, in a stable group whose protocol
 it does not change, no rebalance; the other members never notice. Its previous incarnation is
-fenced (FENCED_INSTANCE_ID). A static member sends no LeaveGroup when it stops, so only its
-session timeout removes it.
+fenced (FENCED_INSTANCE_ID): its Heartbeat, SyncGroup and OffsetCommit, which name the
+instance id, get FENCED_INSTANCE_ID rather than UNKNOWN_MEMBER_ID. A static member sends no
+LeaveGroup when it stops, so only its session timeout removes it, or a LeaveGroup (v3+) naming
+it by instance id alone (an operator removing it, as Kafka's admin tools do).
 """
 
 from __future__ import annotations
@@ -452,8 +454,9 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         assignments: Mapping[str, bytes],
+        group_instance_id: str | None = None,
     ) -> SyncResult:
-        group, member = self._member(group_id, member_id)
+        group, member = self._member(group_id, member_id, group_instance_id)
         if generation_id != group.generation:
             raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
         if group.state is GroupState.PREPARING_REBALANCE:
@@ -489,16 +492,29 @@ class GroupCoordinator:
         await self._coordinator.record_owners(group.group_id, owners)
 
     # --- Heartbeat / LeaveGroup -------------------------------------------------------------
-    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str) -> None:
-        group, member = self._member(group_id, member_id)
+    def heartbeat(
+        self, *, group_id: str, generation_id: int, member_id: str,
+        group_instance_id: str | None = None,
+    ) -> None:
+        group, member = self._member(group_id, member_id, group_instance_id)
         member.last_heartbeat = self._clock()
         if generation_id != group.generation:
             raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
         if group.state is GroupState.PREPARING_REBALANCE:
             raise RebalanceInProgress("group is rebalancing")
 
-    def leave(self, *, group_id: str, member_id: str) -> None:
-        group, _ = self._member(group_id, member_id)
+    def leave(
+        self, *, group_id: str, member_id: str, group_instance_id: str | None = None
+    ) -> None:
+        """A member leaves; from LeaveGroup v3 it may be named by ``group_instance_id``
+        alone (member id ""), and the static member holding that id leaves."""
+        if group_instance_id is not None and not member_id:
+            group = self._groups.get(group_id)
+            member_id = (group.static_members.get(group_instance_id, "") if group else "")
+            if not member_id:
+                raise UnknownMemberId(
+                    f"no member with group.instance.id {group_instance_id!r} in {group_id!r}")
+        group, _ = self._member(group_id, member_id, group_instance_id)
         self._remove_member(group, member_id, reason="left the group")
         self._after_membership_change(group)
 
@@ -510,6 +526,7 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        group_instance_id: str | None = None,
     ) -> None:
         if not group_id:
             raise InvalidGroupId("empty group id")
@@ -517,7 +534,7 @@ class GroupCoordinator:
         manual = generation_id < 0 and not member_id
         if not manual:
             # Members of a managed group commit under their current generation only.
-            group, member = self._member(group_id, member_id)
+            group, member = self._member(group_id, member_id, group_instance_id)
             if generation_id != group.generation:
                 raise IllegalGeneration(f"generation {generation_id} != {group.generation}")
             if group.state is GroupState.COMPLETING_REBALANCE:
@@ -572,8 +589,17 @@ class GroupCoordinator:
             await task
 
     # --- helpers ----------------------------------------------------------------------------
-    def _member(self, group_id: str, member_id: str) -> tuple[_Group, _Member]:
+    def _member(
+        self, group_id: str, member_id: str, group_instance_id: str | None = None
+    ) -> tuple[_Group, _Member]:
+        """The group and member a request names; a request naming a static member's instance
+        id under another member id comes from a replaced incarnation: FENCED_INSTANCE_ID."""
         group = self._groups.get(group_id)
+        if group is not None and group_instance_id is not None:
+            holder = group.static_members.get(group_instance_id)
+            if holder is not None and holder != member_id:
+                raise FencedInstanceId(f"group.instance.id {group_instance_id!r} belongs to "
+                                       f"member {holder!r}, not {member_id!r}")
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
             raise UnknownMemberId(f"member {member_id!r} is not in group {group_id!r}")

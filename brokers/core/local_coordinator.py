@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from brokers.core.coordinator import (
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -71,6 +72,7 @@ class LocalCoordinator(GroupRegistry):
         self._topics: dict[str, TopicInfo] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self._listeners: list[Callable[[ClusterView], None]] = []
+        self._deletion_listeners: list[Callable[[str], None]] = []
         self._next_pid = 0
         self._pid_block_end = 0
         self._view = ClusterView(brokers=(), controller_id=-1, topics=MappingProxyType({}))
@@ -145,6 +147,12 @@ class LocalCoordinator(GroupRegistry):
         self._store_topic(self._topic_info(name, num_partitions, configs or {}))
         return self._topics[name]
 
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        # One node: the only assignment that passes validation puts everything here.
+        return await self.create_topic(name, len(assignment), 1, configs)
+
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         info = self._topics.get(topic)
         if info is None:
@@ -162,11 +170,30 @@ class LocalCoordinator(GroupRegistry):
         self._store_topic(self._topic_info(topic, len(info.partitions), change(info.configs)))
         return self._topics[topic]
 
-    def _store_topic(self, info: TopicInfo) -> None:
-        """Write the topic table with ``info`` in it, then publish it."""
+    async def delete_topic(self, topic: str) -> None:
+        """The data goes first (the deletion event), then the table: a crash in between
+        brings the topic back empty, never a new topic of the name with old data."""
+        if topic not in self._topics:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        for listener in list(self._deletion_listeners):
+            listener(topic)
+        for group in list(self._offsets):
+            gone = [tp for tp in self._offsets[group] if tp.topic == topic]
+            if gone:
+                await self.delete_offsets(group, gone)
+        self._store_topic(None, without=topic)
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        self._deletion_listeners.append(listener)
+
+    def _store_topic(self, info: TopicInfo | None, *, without: str = "") -> None:
+        """Write the topic table with ``info`` in it (or ``without`` a topic), then publish
+        it."""
         self._datadir.check()
         topics = dict(self._topics)
-        topics[info.name] = info
+        if info is not None:
+            topics[info.name] = info
+        topics.pop(without, None)
         self._counters.coordination_writes += 1
         self._write(self._topics_doc.store, {
             t.name: {"partitions": len(t.partitions), "configs": dict(t.configs)}

@@ -35,6 +35,9 @@ class PartitionLogLike(Protocol):
     def append(self, records: bytes | memoryview, leader_epoch: int = -1) -> AppendResult: ...
     def read(self, offset: int, max_bytes: int) -> bytes | memoryview: ...
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None: ...
+    def delete_records(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (<= the end; OffsetOutOfRange beyond),
+        durably; returns the log start offset."""
 
 
 class LogStore(Protocol):
@@ -47,6 +50,9 @@ class LogStore(Protocol):
         """Apply each topic's own configs (retention, segment size) to its partition logs."""
     def on_failure(self, listener: Callable[[str], None]) -> None:
         """``listener(reason)`` once, when a disk error takes the store offline."""
+    def delete_topic(self, topic: str) -> int:
+        """Remove every partition log of ``topic`` and its files (a deletion event only);
+        returns how many were removed."""
     def close(self) -> None: ...
 
 
@@ -72,10 +78,17 @@ class NullPartitionLog:
 
     def __init__(self) -> None:
         self._end = 0
+        self._start = 0
 
     @property
     def log_start_offset(self) -> int:
-        return 0
+        return self._start
+
+    def delete_records(self, offset: int) -> int:
+        if not 0 <= offset <= self._end:
+            raise OffsetOutOfRange(f"offset {offset} outside [0, {self._end}]")
+        self._start = max(self._start, offset)
+        return self._start
 
     @property
     def log_end_offset(self) -> int:
@@ -96,8 +109,8 @@ class NullPartitionLog:
         return AppendResult(base, self._end - 1, 0)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        if not 0 <= offset <= self._end:
-            raise OffsetOutOfRange(f"offset {offset} outside [0, {self._end}]")
+        if not self._start <= offset <= self._end:
+            raise OffsetOutOfRange(f"offset {offset} outside [{self._start}, {self._end}]")
         return b""
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
@@ -122,6 +135,12 @@ class NullLogStore:
 
     def flush_dirty(self) -> int:
         return 0
+
+    def delete_topic(self, topic: str) -> int:
+        gone = [k for k in self._logs if k[0] == topic]
+        for key in gone:
+            del self._logs[key]
+        return len(gone)
 
     def configure_topics(self, configs: Mapping[str, Mapping[str, str]]) -> None:
         pass  # nothing is stored, so nothing is retained or rolled

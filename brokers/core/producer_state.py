@@ -165,3 +165,8 @@ class ProducerStates:
             table.load(self._scan(log))
             self._partitions[(topic, partition)] = table
         return table
+
+    def forget_topic(self, topic: str) -> None:
+        """A deleted topic's tables: a new topic of the name starts with none."""
+        for key in [k for k in self._partitions if k[0] == topic]:
+            del self._partitions[key]

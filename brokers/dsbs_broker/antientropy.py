@@ -32,8 +32,9 @@ from brokers.dsbs_broker.wire import Gossip, Sync, encode_message
 
 Addr = tuple[str, int]
 
-# Digest entries per SYNC: 16 bytes each, leaving room for a member chunk in 1400 bytes.
-DIGEST_ENTRIES = 40
+# Digest entries per SYNC: 21 bytes each (wire.py), leaving room for a member chunk in 1400
+# bytes (as 40 entries of 17 bytes did before the creation epoch).
+DIGEST_ENTRIES = 32
 
 
 class SyncHost(Protocol):

@@ -20,6 +20,11 @@ Behaviour worth knowing:
 * Topic records are appended to ``dsbs/topics.jsonl`` as they are taken (without fsync: the
   other members hold them too) and loaded at start, so a restarted broker, or a whole cluster
   restarted, keeps its topics and their replica rings.
+* DeleteTopics writes a deletion record (``metadata.tombstone``) here and pushes it like a
+  changed record; no round trip. A broker's deletion event (its partitions' files go) is a live
+  record of the name that a tombstone, or a record of another creation, replaced in its table,
+  or a tombstone loaded at start (``_deletions``); the offsets committed for the topic are
+  deleted by each group's coordinator, as tombstones that replicate.
 * A restarted coordinator serves what its file holds until the successor's newer copies arrive
   (at most one ``offset_replication_interval_s`` after it is seen alive): consumers may re-read a
   few records (at-least-once), never skip any.
@@ -42,6 +47,7 @@ from types import MappingProxyType
 
 from brokers.core.coordinator import (
     NO_LEADER,
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -74,6 +80,7 @@ from brokers.dsbs_broker.metadata import (
     grown,
     record_from_json,
     record_to_json,
+    tombstone,
     with_configs,
 )
 from brokers.dsbs_broker.offset_writer import OffsetWriter
@@ -113,6 +120,11 @@ class DsbsCoordinator(GroupRegistry):
         self._topics_file: JsonJournal | None = None
         self._io_lock = asyncio.Lock()  # the state file (incarnation, producer-id blocks)
         self._listeners: list[Callable[[ClusterView], None]] = []
+        self._deletion_listeners: list[Callable[[str], None]] = []
+        # The creation (token) of every live topic as of the last deletion check: a name whose
+        # live record went, or changed creation, was deleted (``_deletions``).
+        self._live_tokens: dict[str, int] = {}
+        self._deletions_at = -1
         self._view: ClusterView | None = None
         self._view_key: tuple[int, int] = (-1, -1)
         self._infos: dict[str, tuple[TopicRecord, TopicInfo]] = {}  # cluster()'s, per record
@@ -212,6 +224,12 @@ class DsbsCoordinator(GroupRegistry):
                 continue
             node.topics.apply(rec)
         node.topics.unpersisted = []
+        # Tombstones loaded: their files may still be here (a crash before they went).
+        for name, rec in list(node.topics.records.items()):
+            if rec.deleted:
+                self._tell_deleted(name)
+        self._live_tokens = {r.name: r.token for r in node.topics.live()}
+        self._deletions_at = node.topics.version
         self._node = node
         self._driver = GossipDriver(node, sock, on_activity=self._after_io)
         self._driver.start()
@@ -275,6 +293,8 @@ class DsbsCoordinator(GroupRegistry):
         node = self._node
         if node is None:
             return
+        if node.topics.version != self._deletions_at:
+            self._deletions()  # first: no view without the topic is served before its data goes
         key = (node.members.version, node.topics.version)
         if key != self._seen_key:
             self._seen_key = key
@@ -297,6 +317,40 @@ class DsbsCoordinator(GroupRegistry):
                 fut = self._creates.pop(rid, None)
                 if fut is not None and not fut.done():
                     fut.set_result(outcome)
+
+    def _deletions(self) -> None:
+        """Deletion events for the live topics whose record went or changed creation."""
+        node = self.node
+        self._deletions_at = node.topics.version
+        live = {r.name: r.token for r in node.topics.live()}
+        for name, token in self._live_tokens.items():
+            if live.get(name) != token:
+                self._tell_deleted(name)
+        self._live_tokens = live
+
+    def _tell_deleted(self, name: str) -> None:
+        for listener in list(self._deletion_listeners):
+            try:
+                listener(name)
+            except Exception:
+                log.exception("topic deletion listener failed")
+        if self._node is not None:
+            self._spawn(self._delete_topic_offsets(name))
+
+    async def _delete_topic_offsets(self, topic: str) -> None:
+        """The deleted topic's offsets in the groups this broker coordinates."""
+        node = self.node
+        for group in node.offsets.groups():
+            tps = [TopicPartition(t, p) for g, t, p in node.offsets.group_keys(group)
+                   if t == topic]
+            if not tps:
+                continue
+            try:
+                if self.group_coordinator(group).node_id != self._node_id:
+                    continue
+                await self.delete_offsets(group, tps)
+            except KafkaError as exc:
+                log.warning("offsets of deleted topic %r in group %r stay: %s", topic, group, exc)
 
     def _persist_topics(self) -> None:
         # A few hundred bytes per new topic, rarely: appended in place, not on a thread.
@@ -373,7 +427,8 @@ class DsbsCoordinator(GroupRegistry):
             # partition) are reused while their record and the member table are unchanged.
             infos = self._infos
             topics = {}
-            for name, rec in node.topics.records.items():
+            for rec in node.topics.live():
+                name = rec.name
                 cached = infos.get(name)
                 if cached is None or cached[0] is not rec:
                     cached = infos[name] = (rec, self._topic_info(rec))
@@ -419,6 +474,21 @@ class DsbsCoordinator(GroupRegistry):
         """Ask the name's arbiter (perhaps ourselves) to create the topic and wait for its
         answer; the record is in our table by the time this returns or raises
         TopicAlreadyExists. Invalid definitions are refused here, without a round trip."""
+        return await self._create(name, num_partitions, replication_factor, configs,
+                                  auto=auto)
+
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        """As ``create_topic``, with the ring that puts partition p on ``assignment[p]``
+        (``placement.manual_ring``) carried to the arbiter in the CREATE."""
+        return await self._create(name, len(assignment), 1, configs, auto=False,
+                                  ring=placement.manual_ring(assignment))
+
+    async def _create(
+        self, name: str, num_partitions: int, replication_factor: int,
+        configs: Mapping[str, str] | None, *, auto: bool, ring: tuple[int, ...] = (),
+    ) -> TopicInfo:
         node = self.node
         validate_topic_name(name)
         if name in node.topics:
@@ -434,8 +504,8 @@ class DsbsCoordinator(GroupRegistry):
         # The arbiter builds the ring over its live members and checks everything again; ours
         # are the best estimate of its length, so most refusals cost no round trip.
         ring_len = min(num_partitions + rf - 1, max(node.members.live_count(), 1))
-        probe = TopicRecord(name, 1, self._node_id, num_partitions, rf, tuple(range(ring_len)),
-                            items, True, 0)
+        probe = TopicRecord(name, 1, self._node_id, num_partitions, rf,
+                            ring or tuple(range(ring_len)), items, True, 0)
         problem = node.topic_problem(probe)
         if problem is not None:
             raise refusal(name, problem, limits)
@@ -443,7 +513,7 @@ class DsbsCoordinator(GroupRegistry):
             raise InvalidConfig(f"topic {name!r}: definition exceeds one gossip packet")
         fut: asyncio.Future[CreateOutcome] = asyncio.get_running_loop().create_future()
         rid = node.creations.request(name, num_partitions, rf, items, explicit=not auto,
-                                     now=self._now())
+                                     now=self._now(), ring=ring)
         self._creates[rid] = fut
         if self._driver is not None:
             self._driver.flush()  # the CREATE or PROPOSE leaves now, not at the next timer
@@ -490,6 +560,17 @@ class DsbsCoordinator(GroupRegistry):
             raise InvalidConfig(f"topic {topic!r}: its configs would exceed one gossip packet")
         self._publish_record(new)
         return self.cluster().topics[topic]
+
+    async def delete_topic(self, topic: str) -> None:
+        """A deletion record written here and pushed to every live member (``metadata.merge``:
+        no stale record of the topic outranks it); this broker's view drops the topic now."""
+        rec = self.node.topics.get(topic)
+        if rec is None:
+            raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+        self._publish_record(tombstone(rec, self._node_id))
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        self._deletion_listeners.append(listener)
 
     def _publish_record(self, new: TopicRecord) -> None:
         """Take a record changed here and push it to every live member at once."""

@@ -70,7 +70,7 @@ from brokers.core.errors import (
 from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
 from brokers.dsbs_broker.membership import MemberTable
-from brokers.dsbs_broker.metadata import TopicStore
+from brokers.dsbs_broker.metadata import TopicStore, rank
 from brokers.dsbs_broker.wire import (
     Create,
     CreateResult,
@@ -214,13 +214,14 @@ class Creations:
     def request(
         self, name: str, num_partitions: int, replication_factor: int,
         configs: tuple[tuple[str, str], ...], *, explicit: bool, now: float,
+        ring: tuple[int, ...] = (),
     ) -> int:
         """Start creating a topic; the outcome appears in ``completed`` under the returned id
         (possibly at once). The caller has validated the definition; the arbiter does again."""
         self._rid = (self._rid + 1) & 0xFFFFFFFF
         token = self.host.rng.getrandbits(64) or 1
         msg = Create(self._rid, token, explicit, name, num_partitions, replication_factor,
-                     configs)
+                     configs, ring)
         req = _Request(msg, now + self.host.cfg.create_timeout_s, now)
         self._requests[msg.rid] = req
         self._by_name.setdefault(name, set()).add(msg.rid)
@@ -282,6 +283,9 @@ class Creations:
             if rec.name != req.msg.name:
                 self.host.counters["dropped_create_mismatch"] += 1
                 return
+            if rec.deleted:
+                self.host.store_topic(rec)
+                return  # not an answer: the retry timer asks again
             self.host.store_topic(rec)  # settles req through on_record when it is taken
             if msg.rid in self._requests and not self._settle(req):
                 # This broker refuses the record (its own limits): say so rather than retry.
@@ -299,6 +303,13 @@ class Creations:
     def on_record(self, rec: TopicRecord) -> None:
         name = rec.name
         self._promises.pop(name, None)
+        if self.host.topics.get(name) is None:
+            # A deletion record: a proposal of the name starts again above it (its waiters
+            # retry); requests wait for a live record.
+            prop = self._proposals.get(name)
+            if prop is not None:
+                self._abandon(prop)
+            return
         prop = self._proposals.pop(name, None)
         if prop is not None:
             del self._pids[prop.pid]
@@ -344,6 +355,10 @@ class Creations:
         if rec is not None:
             self._answer(w, rec)
             return
+        # A deleted name's new topic is of the next creation epoch, so it outranks every record
+        # of the deleted one.
+        tomb = host.topics.held(name)
+        epoch = 0 if tomb is None else tomb.epoch + 1
         prop = self._proposals.get(name)
         if prop is not None:
             if len(prop.waiters) < MAX_WAITERS and not any(
@@ -356,9 +371,10 @@ class Creations:
             host.counters["creates_busy"] += 1
             self._reply(w, CreateResult(w.rid, True, 0))
             return
-        ring = placement.assign_ring(name, host.members.live_ids(), msg.num_partitions, rf)
+        ring = msg.ring or placement.assign_ring(name, host.members.live_ids(),
+                                                 msg.num_partitions, rf)
         rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
-                          msg.explicit, msg.token)
+                          msg.explicit, msg.token, epoch=epoch)
         problem = host.topic_problem(rec)
         if problem is not None:
             self._reply(w, CreateResult(w.rid, False, refusal(name, problem, host.limits).code))
@@ -427,7 +443,16 @@ class Creations:
                 self.host.counters["dropped_create_mismatch"] += 1
                 return
             self.host.counters["proposals_met_a_record"] += 1
-            if not self.host.store_topic(rec):  # taken: on_record answers the waiters
+            taken = self.host.store_topic(rec)  # taken: on_record answers the waiters
+            if self.host.topics.get(name) is None:
+                # The voter holds a record of a creation deleted here, or a deletion record
+                # this proposal does not outrank: tell it what we hold, and start again.
+                held = self.host.topics.held(name)
+                if held is not None and held != rec:
+                    self.host.push_topic(held)
+                if self._proposals.get(name) is prop:
+                    self._abandon(prop)
+            elif not taken:
                 self._abandon(prop)
         else:
             self.host.counters["proposals_refused"] += 1
@@ -441,7 +466,9 @@ class Creations:
         if rec.creator != sender:
             host.counters["dropped_create_mismatch"] += 1
             return
-        have = host.topics.get(name)
+        have = host.topics.held(name)
+        if have is not None and have.deleted and rank(have) < rank(rec):
+            have = None  # the proposal is a new topic of a deleted name, ranked above it
         if have is not None:
             vote = Vote(msg.pid, Verdict.HAVE, have)
         elif name in self._proposals or host.topic_arbiter(name) != sender:

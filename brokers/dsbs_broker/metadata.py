@@ -21,6 +21,21 @@ different record, so the merge outranks what it replaces). Every input decides t
 symmetrically, so brokers converge whatever order records reach them in; a stale record can
 never shrink a topic or bring back older configs.
 
+A topic is deleted by a deletion record (a tombstone: the record with ``deleted`` set, one
+version up, written by the broker a client asked, ``tombstone``). Among records of one
+creation a tombstone always wins (``merge``): a stale or late record of the deleted topic can
+never bring it back, whatever it grew to meanwhile (the tombstone then takes a version above
+it, so digests rank it above the record it replaces). A new topic of the name is a new
+creation, decided by the arbiter like any other, one creation epoch above the tombstone's
+(``creation.py``); the epoch is ranked first, so the new topic outranks the tombstone and
+every record of the deleted topic everywhere, including one a broker that had heard of neither
+the deletion nor the new topic changed meanwhile. Tombstones are kept, never
+forgotten: forgetting one safely needs to know that no member, including dead or partitioned
+ones that may come back, still holds a record of the deleted topic, which gossip cannot know;
+a tombstone costs one small record per deleted name until a new topic of the name replaces
+it, and it counts against ``max_topics`` like a topic. ``get`` and ``in`` see live topics only;
+``held`` sees tombstones too.
+
 Records are durable: every record taken into the table is appended to ``unpersisted``, which the
 coordinator writes to the broker's topics file (``record_to_json`` / ``record_from_json``) and
 loads back at start, so a restarted broker still holds the records it held.
@@ -45,17 +60,35 @@ from brokers.dsbs_broker.wire import DigestEntry, TopicRecord, encode_update, na
 MAX_HASH = (1 << 64) - 1
 
 
-def rank(r: TopicRecord | DigestEntry) -> tuple[int, bool, int]:
-    """Which of two records of one name wins: the higher rank."""
-    return (r.version, r.explicit, -r.creator)
+def rank(r: TopicRecord | DigestEntry) -> tuple[int, int, bool, int]:
+    """Which of two records of one name wins: the higher rank. The creation epoch comes
+    first: a topic created after the name's previous topic was deleted outranks every record
+    of that one, however much it changed meanwhile on a broker that had not heard."""
+    return (r.epoch, r.version, r.explicit, -r.creator)
+
+
+def _order(r: TopicRecord) -> tuple[Any, ...]:
+    """A total order on records of one name: rank first, then every other field, so a
+    choice between two records never depends on which arrived first."""
+    return (rank(r), r.deleted, r.num_partitions, r.ring, r.configs, r.token,
+            r.replication_factor)
 
 
 def merge(cur: TopicRecord, rec: TopicRecord) -> TopicRecord:
     """What a broker holding ``cur`` keeps when ``rec`` (same name) arrives."""
     if rec.token != cur.token or not rec.token:
-        # Competing creations (token 0: no creating request to tell them apart): the higher
-        # rank replaces the other.
-        return rec if rank(rec) > rank(cur) else cur
+        # Competing creations (token 0: no creating request to tell them apart), or a new
+        # topic of a deleted name: the higher rank replaces the other.
+        return max(cur, rec, key=_order)
+    if cur.deleted or rec.deleted:
+        # The deletion of a creation is final for every record of it: the tombstone wins,
+        # ranked above the record it meets (a record that grew after the deletion was written
+        # would otherwise outrank it in digests).
+        tomb = max((r for r in (cur, rec) if r.deleted), key=_order)
+        other = rec if tomb is cur else cur
+        if other.deleted or rank(other) < rank(tomb):
+            return tomb
+        return dataclasses.replace(tomb, version=other.version + 1)
     parts = max(cur, rec, key=lambda r: (r.num_partitions, r.ring))
     cfg = max(cur, rec, key=lambda r: (r.version - r.num_partitions, r.configs))
     top = max(cur, rec, key=rank)
@@ -79,13 +112,23 @@ class TopicStore:
         self.unpersisted: list[TopicRecord] = []  # taken, not yet handed to the topics file
 
     def __contains__(self, name: str) -> bool:
-        return name in self.records
+        return self.get(name) is not None
 
     def __len__(self) -> int:
+        """Records held, tombstones included (what the ``max_topics`` cap bounds)."""
         return len(self.records)
 
     def get(self, name: str) -> TopicRecord | None:
+        """The live topic of that name, None if none (or only its tombstone)."""
+        rec = self.records.get(name)
+        return None if rec is None or rec.deleted else rec
+
+    def held(self, name: str) -> TopicRecord | None:
+        """Whatever record of the name is held, a tombstone included."""
         return self.records.get(name)
+
+    def live(self) -> Iterable[TopicRecord]:
+        return (r for r in self.records.values() if not r.deleted)
 
     def apply(self, rec: TopicRecord) -> bool:
         """Merge a record; True if it was new or newer than ours."""
@@ -118,7 +161,7 @@ class TopicStore:
         entries = []
         for h in chosen:
             r = self.records[self._by_hash[h]]
-            entries.append(DigestEntry(h, r.version, r.creator, r.explicit))
+            entries.append(DigestEntry(h, r.version, r.creator, r.explicit, r.epoch))
         if i + max_entries >= len(self._hashes):
             return start, MAX_HASH, entries, 0
         hi = chosen[-1] if chosen else start
@@ -152,12 +195,22 @@ def with_configs(rec: TopicRecord, configs: dict[str, str], writer: int) -> Topi
                                configs=tuple(sorted(configs.items())))
 
 
+def tombstone(rec: TopicRecord, writer: int) -> TopicRecord:
+    """The deletion record of ``rec``'s topic, written by ``writer``."""
+    return dataclasses.replace(rec, version=rec.version + 1, creator=writer, deleted=True)
+
+
 def record_to_json(rec: TopicRecord) -> dict[str, Any]:
     """One line of the topics file."""
-    return {"name": rec.name, "version": rec.version, "creator": rec.creator,
-            "partitions": rec.num_partitions, "replication_factor": rec.replication_factor,
-            "ring": list(rec.ring), "configs": [list(c) for c in rec.configs],
-            "explicit": rec.explicit, "token": rec.token}
+    doc = {"name": rec.name, "version": rec.version, "creator": rec.creator,
+           "partitions": rec.num_partitions, "replication_factor": rec.replication_factor,
+           "ring": list(rec.ring), "configs": [list(c) for c in rec.configs],
+           "explicit": rec.explicit, "token": rec.token}
+    if rec.deleted:
+        doc["deleted"] = True
+    if rec.epoch:
+        doc["epoch"] = rec.epoch
+    return doc
 
 
 def record_from_json(d: Any) -> TopicRecord:
@@ -167,7 +220,7 @@ def record_from_json(d: Any) -> TopicRecord:
             str(d["name"]), int(d["version"]), int(d["creator"]), int(d["partitions"]),
             int(d["replication_factor"]), tuple(int(n) for n in d["ring"]),
             tuple((str(k), str(v)) for k, v in d["configs"]), bool(d["explicit"]),
-            int(d["token"]))
+            int(d["token"]), bool(d.get("deleted", False)), int(d.get("epoch", 0)))
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"not a topic record: {d!r}") from e
     if not rec.name or rec.num_partitions < 1 or not rec.ring:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from brokers.core.coordinator import NO_LEADER
 
@@ -68,6 +68,18 @@ def grow_ring(
     extra = [n for n in assign_ring(name, live_ids, len(ring) + want, replication_factor)
              if n not in ring] if live_ids else []
     return ring + tuple(extra[: max(want - len(ring), 0)])
+
+
+def manual_ring(assignment: Mapping[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The ring of a manual assignment with one replica per partition (``replicas`` gives
+    partition p ring[p]): its shortest repeating prefix, so a round-robin assignment keeps
+    the usual ring of distinct members, else the whole assignment."""
+    order = [assignment[p][0] for p in range(len(assignment))]
+    for k in range(1, len(order) + 1):
+        head = order[:k]
+        if len(set(head)) == k and all(order[p] == head[p % k] for p in range(len(order))):
+            return tuple(head)
+    return tuple(order)
 
 
 def replicas(ring: tuple[int, ...], replication_factor: int, partition: int) -> tuple[int, ...]:

@@ -209,10 +209,12 @@ class SwimNode:
         problem = topic_problem(rec, self.limits)
         if problem is not None:
             return problem
-        cur = self.topics.get(rec.name)
-        if cur is None and len(self.topics) >= self.limits.max_topics:
+        held = self.topics.held(rec.name)
+        if held is None and len(self.topics) >= self.limits.max_topics:
             return "topics_full"
-        grown = rec.num_partitions - (cur.num_partitions if cur is not None else 0)
+        cur = self.topics.get(rec.name)
+        grown = (0 if rec.deleted else rec.num_partitions) - (
+            cur.num_partitions if cur is not None else 0)
         if grown > 0 and self._partitions_total() + grown > self.limits.max_total_partitions:
             return "partitions_full"
         return None
@@ -251,7 +253,7 @@ class SwimNode:
     def store_topic(self, rec: TopicRecord) -> bool:
         """A committed record from another member (an arbiter's answer, a HAVE vote) or our own
         commit: checked like gossip, then stored; True if taken."""
-        if self.topics.get(rec.name) == rec:
+        if self.topics.held(rec.name) == rec:
             return False
         problem = self.topic_problem(rec)
         if problem is not None:
@@ -630,7 +632,7 @@ class SwimNode:
         return m is not None and m.live and m.gossip_addr == addr
 
     def _apply_topic(self, rec: TopicRecord) -> None:
-        if self.topics.get(rec.name) == rec:
+        if self.topics.held(rec.name) == rec:
             return  # heard again, the common case
         problem = self.topic_problem(rec)
         if problem is not None:
@@ -645,7 +647,7 @@ class SwimNode:
             return False
         kept = self.topics.records[rec.name]  # ``rec`` merged with what we held
         self._partitions = (total - (cur.num_partitions if cur is not None else 0)
-                            + kept.num_partitions)
+                            + (0 if kept.deleted else kept.num_partitions))
         self._partitions_at = self.topics.version
         self._enqueue(("t", rec.name), self.topics.encoded[rec.name])
         self.creations.on_record(rec)
@@ -654,6 +656,6 @@ class SwimNode:
     def _partitions_total(self) -> int:
         # Recounted only if the store changed behind our back (its version moved).
         if self._partitions_at != self.topics.version:
-            self._partitions = sum(r.num_partitions for r in self.topics.records.values())
+            self._partitions = sum(r.num_partitions for r in self.topics.live())
             self._partitions_at = self.topics.version
         return self._partitions

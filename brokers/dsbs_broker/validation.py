@@ -98,7 +98,11 @@ def topic_problem(rec: TopicRecord, limits: GossipLimits) -> str | None:
     if not 1 <= rec.num_partitions <= limits.max_topic_partitions:
         return "partitions"
     ring = rec.ring
-    if (len(ring) > limits.max_members or len(set(ring)) != len(ring)
+    # A manual assignment with one replica per partition may name a broker for several
+    # partitions: its ring is then the assignment itself, one entry per partition.
+    manual = rec.replication_factor == 1 and len(ring) <= rec.num_partitions
+    if ((len(ring) > limits.max_members and not manual)
+            or (len(set(ring)) != len(ring) and not manual)
             or any(r > INT32_MAX for r in ring)):
         return "ring"
     if not 1 <= rec.replication_factor <= len(ring):

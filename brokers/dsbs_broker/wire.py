@@ -13,6 +13,12 @@ explicit CreateTopics (ranked above an auto-creation) and the creating request's
 version-1 broker and a version-2 broker drop each other's datagrams as ``bad_version``, so a
 mixed cluster shows up as two clusters instead of misreading records.
 
+Version 3 added the deletion record (a tombstone: a topic record with ``TOPIC_DELETED`` set,
+``metadata.py``), which a version-2 broker would otherwise take for a live topic, and to every
+topic record and digest entry the name's creation epoch (how many topics of the name were
+deleted before this one was created), ranked first, and to CREATE the ring of a manual
+replica assignment.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -36,7 +42,7 @@ from enum import IntEnum
 from brokers.dsbs_broker.config import MAX_PACKET_BYTES
 
 MAGIC = 0xD5B5
-VERSION = 2
+VERSION = 3
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 
 _HEADER = struct.Struct(">HBBIIII")
@@ -49,12 +55,14 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PING = struct.Struct(">II")
 _MEMBER_FIXED = struct.Struct(">IIB")
-_TOPIC_FIXED = struct.Struct(">IIIHBQ")  # version, creator, partitions, rf, flags, token
-_DIGEST_ENTRY = struct.Struct(">QIIB")  # name hash, version, creator, flags
+# version, creator, partitions, rf, flags, token, creation epoch
+_TOPIC_FIXED = struct.Struct(">IIIHBQI")
+_DIGEST_ENTRY = struct.Struct(">QIIBI")  # name hash, version, creator, flags, creation epoch
 _CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions, rf
 _RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
 _VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
 TOPIC_EXPLICIT = 0x01  # topic record / digest / CREATE flag: an explicit CreateTopics
+TOPIC_DELETED = 0x02  # topic record flag: a deletion record (tombstone) of the creation
 RESULT_RETRY = 0x01  # CREATE_RESULT flag: not decided here (not the arbiter, or busy): retry
 _HAS_RECORD = 0x02  # CREATE_RESULT flag: a topic record follows
 _SYNC_FIXED = struct.Struct(">BQQ")
@@ -126,7 +134,10 @@ class TopicRecord:
     partition p's replicas are ring[(p + r) % len(ring)] for r < replication_factor.
     ``creator`` is the arbiter that committed it; ``explicit`` says it answers a CreateTopics
     (not an auto-creation); ``token`` is the creating request's random id, so that request
-    recognises its own record however the answer reaches it."""
+    recognises its own record however the answer reaches it. ``deleted``: the record is the
+    deletion of the topic that creation made (a tombstone; it keeps the topic's fields).
+    ``epoch``: the name's creation epoch, one more than that of the deleted topic of the name
+    the creation replaced (0 for a name's first topic)."""
 
     name: str
     version: int
@@ -137,6 +148,8 @@ class TopicRecord:
     configs: tuple[tuple[str, str], ...] = ()
     explicit: bool = False
     token: int = 0
+    deleted: bool = False
+    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +198,7 @@ class DigestEntry:
     version: int
     creator: int
     explicit: bool = False
+    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +233,7 @@ class Create:
     num_partitions: int
     replication_factor: int
     configs: tuple[tuple[str, str], ...] = ()
+    ring: tuple[int, ...] = ()  # a manual assignment's ring; empty: the arbiter places it
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +327,8 @@ def encode_update(u: Update) -> bytes:
     return b"".join((
         _U8.pack(UpdateTag.TOPIC), _str8(u.name),
         _TOPIC_FIXED.pack(u.version, u.creator, u.num_partitions, u.replication_factor,
-                          TOPIC_EXPLICIT if u.explicit else 0, u.token),
+                          (TOPIC_EXPLICIT if u.explicit else 0)
+                          | (TOPIC_DELETED if u.deleted else 0), u.token, u.epoch),
         _U16.pack(len(u.ring)), *(_U32.pack(n) for n in u.ring),
         *_configs(u.configs),
     ))
@@ -359,7 +375,8 @@ def encode_message(m: Message) -> bytes:
             _U8.pack(MsgType.SYNC), _SYNC_FIXED.pack(flags, m.lo, m.hi),
             _U16.pack(len(m.digest)),
             *(_DIGEST_ENTRY.pack(d.name_hash, d.version, d.creator,
-                                 TOPIC_EXPLICIT if d.explicit else 0) for d in m.digest),
+                                 TOPIC_EXPLICIT if d.explicit else 0, d.epoch)
+              for d in m.digest),
         ))
     if isinstance(m, Offsets):
         return b"".join((
@@ -374,6 +391,7 @@ def encode_message(m: Message) -> bytes:
             _CREATE_FIXED.pack(m.rid, m.token, TOPIC_EXPLICIT if m.explicit else 0,
                                m.num_partitions, m.replication_factor),
             _str8(m.name), *_configs(m.configs),
+            _U16.pack(len(m.ring)), *(_U32.pack(n) for n in m.ring),
         ))
     if isinstance(m, CreateResult):
         flags = (RESULT_RETRY if m.retry else 0) | (_HAS_RECORD if m.record else 0)
@@ -545,14 +563,15 @@ def _decode_update(r: _Reader) -> Update | None:
         return _decode_member_fast(r)
     if tag == UpdateTag.TOPIC:
         name = r.str8()
-        version, creator, nparts, rf, flags, token = r.unpack(_TOPIC_FIXED)
+        version, creator, nparts, rf, flags, token, epoch = r.unpack(_TOPIC_FIXED)
         ring = tuple(r.u32() for _ in range(r.count(4)))
         if not name or nparts < 1 or rf < 1 or not ring:
             raise WireError("malformed", "empty topic record")
-        if flags & ~TOPIC_EXPLICIT:
+        if flags & ~(TOPIC_EXPLICIT | TOPIC_DELETED):
             raise WireError("malformed", f"topic flags {flags}")
         return TopicRecord(name, version, creator, nparts, rf, ring, _decode_configs(r),
-                           bool(flags), token)
+                           bool(flags & TOPIC_EXPLICIT), token, bool(flags & TOPIC_DELETED),
+                           epoch)
     if tag == UpdateTag.PAD:
         r.take(r.u16())
         return None
@@ -604,10 +623,10 @@ def _decode_message(r: _Reader) -> Message:
             raise WireError("malformed", "sync flags or range")
         digest = []
         for _ in range(r.count(_DIGEST_ENTRY.size)):
-            h, version, creator, dflags = r.unpack(_DIGEST_ENTRY)
+            h, version, creator, dflags, epoch = r.unpack(_DIGEST_ENTRY)
             if dflags & ~TOPIC_EXPLICIT:
                 raise WireError("malformed", f"digest flags {dflags}")
-            digest.append(DigestEntry(h, version, creator, bool(dflags)))
+            digest.append(DigestEntry(h, version, creator, bool(dflags), epoch))
         return Sync(bool(flags & 1), bool(flags & 2), lo, hi, tuple(digest))
     if t == MsgType.OFFSETS:
         batch = r.u32()
@@ -618,7 +637,10 @@ def _decode_message(r: _Reader) -> Message:
         rid, token, flags, nparts, rf = r.unpack(_CREATE_FIXED)
         if flags & ~TOPIC_EXPLICIT:
             raise WireError("malformed", f"create flags {flags}")
-        return Create(rid, token, bool(flags), r.str8(), nparts, rf, _decode_configs(r))
+        name = r.str8()
+        configs = _decode_configs(r)
+        return Create(rid, token, bool(flags), name, nparts, rf, configs,
+                      tuple(r.u32() for _ in range(r.count(4))))
     if t == MsgType.CREATE_RESULT:
         rid, flags, code = r.unpack(_RESULT_FIXED)
         if flags & ~(RESULT_RETRY | _HAS_RECORD):

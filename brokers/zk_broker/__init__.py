@@ -26,6 +26,8 @@ Layout::
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
     topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for
                     the leaders)
+    deletion.py     topic deletion: the /admin/delete_topics marker a request writes, and the
+                    controller's duty that removes a marked topic's znodes and offsets
     registry.py     GroupRegistry: the consumer registries (ids/owners/offsets), offset
                     commits kept in arrival order per znode, and their restoration after a
                     session loss

@@ -11,6 +11,12 @@ reads carry the znode's zxid and a late, older read never overwrites a newer one
 reconnection the coordinator calls ``resync()``, which re-reads the whole tree (watches armed by
 reads that failed during the outage would otherwise be missing).
 
+A topic's deletion is an event here (``on_topic_deleted``), and only on positive evidence: a
+successful read of ``/brokers/topics`` without the topic, or a topic znode created after the one
+we held (a new topic of the name: the old one was deleted meanwhile, its ``czxid`` says so).
+The listeners run before the view without the topic is built, so no request sees the new
+topic while the old one's data is still in place.
+
 The cache only reads. What the controller's id means for this broker (run an election, take
 office, resign) is the election's business (``election.py``), told through ``on_controller``;
 the controller (``controller.py``) sees the cache as its ``ControllerContext``.
@@ -77,6 +83,8 @@ class MetadataCache:
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._config_mzxid: dict[str, int] = {}  # of the last config read applied, per topic
         self._states: dict[TopicPartition, CachedState] = {}
+        self._topic_czxid: dict[str, int] = {}  # which znode of the name we hold (creation)
+        self._deletion_listeners: list[Callable[[str], None]] = []
         self._view = ClusterView((), NO_LEADER, {}, self._cluster_id)
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._waiters: list[tuple[Callable[[ClusterView], bool], asyncio.Future[None]]] = []
@@ -91,6 +99,29 @@ class MetadataCache:
 
     def subscribe(self, listener: Callable[[ClusterView], None]) -> None:
         self._listeners.append(listener)
+
+    def topic_czxid(self, name: str) -> int | None:
+        """Which znode of the name the view shows (its creation zxid), None if none."""
+        return self._topic_czxid.get(name)
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        self._deletion_listeners.append(listener)
+
+    def _forget_topic(self, topic: str) -> None:
+        """The topic we held was deleted: drop it and tell the deletion listeners."""
+        self._assignments.pop(topic, None)
+        self._assignment_mzxid.pop(topic, None)
+        self._topic_configs.pop(topic, None)
+        self._config_mzxid.pop(topic, None)
+        self._topic_czxid.pop(topic, None)
+        for tp in [tp for tp in self._states if tp.topic == topic]:
+            del self._states[tp]
+        self._session.forget_paths(self._paths.topic(topic))
+        for listener in list(self._deletion_listeners):
+            try:
+                listener(topic)
+            except Exception:
+                log.exception("topic deletion listener failed")
 
     async def wait_for(self, predicate: Callable[[ClusterView], bool], timeout_s: float) -> bool:
         """True once the view satisfies ``predicate``; False after ``timeout_s``."""
@@ -262,12 +293,8 @@ class MetadataCache:
         self._topics_pzxid = stat.pzxid
         names = set(children)
         gone = set(self._assignments) - names
-        for topic in gone:
-            self._assignments.pop(topic, None)
-            self._topic_configs.pop(topic, None)
-            self._config_mzxid.pop(topic, None)
-            for tp in [tp for tp in self._states if tp.topic == topic]:
-                del self._states[tp]
+        for topic in sorted(gone):
+            self._forget_topic(topic)
         todo = names if all_topics else names - set(self._assignments)
         await asyncio.gather(*(self._refresh_topic(t) for t in sorted(todo)))
         if gone:
@@ -280,8 +307,15 @@ class MetadataCache:
         except NoNodeError:
             return
         configs = await self._read_config(topic)
+        held = self._topic_czxid.get(topic)
+        if held is not None and stat.czxid < held:
+            return  # a late read of a topic since deleted
+        if held is not None and stat.czxid != held:
+            self._forget_topic(topic)  # deleted and created again since we read it
+            configs = await self._read_config(topic)
         if stat.mzxid < self._assignment_mzxid.get(topic, -1):
             return
+        self._topic_czxid[topic] = stat.czxid
         self._assignment_mzxid[topic] = stat.mzxid
         self._assignments[topic] = dict(fmt.decode_assignment(data))
         if configs is not None:

@@ -10,6 +10,8 @@ Duties (Kafka 0.8's, minus replication, which does not exist yet):
   resync), then reconcile;
 * topics: any broker may write ``/brokers/topics/<t>`` (as Kafka 0.8's admin tools did); the
   controller sees it through its watch and creates each partition's state znode;
+* topics marked for deletion (``/admin/delete_topics``): removed once every broker holding a
+  replica is live (``deletion.py``); their partitions get no leader changes meanwhile;
 * brokers leaving/joining: with no replication a partition whose only replica is dead has no
   leader (-1, clients get LEADER_NOT_AVAILABLE) until that broker re-registers; the controller
   then makes it leader again. Every leader change bumps ``leader_epoch``.
@@ -34,11 +36,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from brokers.core.coordinator import NO_LEADER, TopicPartition
 from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
 from brokers.zk_broker.bridge import KazooBridge
+from brokers.zk_broker.deletion import TopicDeletions
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
 log = logging.getLogger(__name__)
@@ -112,6 +115,8 @@ class ControllerContext(Protocol):
 
     def assignments(self) -> Mapping[str, Mapping[int, tuple[int, ...]]]: ...
 
+    def topic_czxid(self, name: str) -> int | None: ...
+
     def cached_state(self, tp: TopicPartition) -> CachedState | None: ...
 
     def apply_state(self, tp: TopicPartition, entry: CachedState) -> None: ...
@@ -144,6 +149,7 @@ class Controller:
         self._task: asyncio.Task[None] | None = None
         self._stopped = False  # set by stop(); a pass in progress must not write any more
         self.writes = 0  # state znodes written while in office (for counters/logs)
+        self.deletions = TopicDeletions(bridge, paths, self.notify)
 
     def start(self) -> None:
         self._dirty.set()
@@ -195,9 +201,14 @@ class Controller:
     async def reconcile(self) -> None:
         if self._stopped:
             return
+        if not await self.deletions.run(self.ctx, self.epoch_zk_version):
+            raise _Fenced()
+        blocked = self.deletions.blocked(self.ctx)
         live = self.ctx.live_broker_ids()
         writes = []
         for topic, assignment in self.ctx.assignments().items():
+            if topic in blocked:
+                continue
             for partition, replicas in assignment.items():
                 tp = TopicPartition(topic, partition)
                 cached = self.ctx.cached_state(tp)
@@ -225,8 +236,8 @@ class Controller:
             txn.set_data(path, target.encode(), version=cached.version)
         results = await self.bridge.commit(txn)
         check, op = results[0], results[1]
-        if isinstance(check, Exception):
-            raise _Fenced()
+        if isinstance(check, Exception) and not isinstance(check, RolledBackError):
+            raise _Fenced()  # (rolled back: the check held, the write failed)
         if isinstance(op, (NodeExistsError, BadVersionError, NoNodeError)):
             # Our cache was behind: the watch-driven refresh will bring the real state and
             # mark us dirty again; nothing is lost by skipping this write.

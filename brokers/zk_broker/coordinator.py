@@ -34,6 +34,7 @@ from typing import Any
 from kazoo.client import KazooState
 
 from brokers.core.coordinator import (
+    Assignment,
     BrokerInfo,
     ClusterView,
     ConfigChange,
@@ -47,6 +48,7 @@ from brokers.core.errors import CoordinatorNotAvailable
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.counters import ZkCounters
+from brokers.zk_broker.deletion import request_deletion
 from brokers.zk_broker.election import Election
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
@@ -232,11 +234,23 @@ class ZkCoordinator:
     ) -> TopicInfo:
         return await self._topics.create(name, num_partitions, replication_factor, configs)
 
+    async def create_topic_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
+    ) -> TopicInfo:
+        return await self._topics.create_assigned(name, assignment, configs)
+
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         return await self._topics.add_partitions(topic, total)
 
     async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
         return await self._topics.alter_configs(topic, change)
+
+    async def delete_topic(self, topic: str) -> None:
+        await request_deletion(self._session, self.paths, self._cache, topic,
+                               self.config.create_topic_timeout_ms)
+
+    def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
+        self._cache.on_topic_deleted(listener)
 
     # ============================================================================================
     # groups

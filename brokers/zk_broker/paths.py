@@ -8,6 +8,7 @@ Layout (every path under an optional chroot, e.g. ``/twinbench-run-7``)::
     /brokers/topics/<topic>                            persistent {"version":1,"partitions":{..}}
     /brokers/topics/<topic>/partitions/<p>/state       persistent leader, leader_epoch, isr
     /config/topics/<topic>                             persistent {"version":1,"config":{..}}
+    /admin/delete_topics/<topic>                       persistent deletion requested (czxid)
     /consumers/<group>/ids/<member>                    ephemeral  member registration (JSON)
     /consumers/<group>/owners/<topic>/<partition>      ephemeral  owning member id (text)
     /consumers/<group>/offsets/<topic>/<partition>     persistent committed offset (decimal)
@@ -80,10 +81,13 @@ class ZkPaths:
         self.controller = f"{c}/controller"
         self.controller_epoch = f"{c}/controller_epoch"
         self.config_topics = f"{c}/config/topics"
+        self.delete_topics = f"{c}/admin/delete_topics"
         self.consumers = f"{c}/consumers"
         self.producer_id_block = f"{c}/latest_producer_id_block"
         self.cluster_id = f"{c}/cluster/id"
         # Persistent parents created at start-up, so later writes need no makepath round trips.
+        # (Not /admin/delete_topics: the first deletion creates it, so a cluster that never
+        # deletes a topic pays nothing for it.)
         self.roots = (self.broker_ids, self.topics, self.config_topics, self.consumers)
         prefix = re.escape(c)
         self._topic_re = re.compile(rf"{prefix}/brokers/topics/([^/]+)")
@@ -104,6 +108,9 @@ class ZkPaths:
 
     def topic_config(self, topic: str) -> str:
         return f"{self.config_topics}/{topic}"
+
+    def delete_topic(self, topic: str) -> str:
+        return f"{self.delete_topics}/{topic}"
 
     def group(self, group: str) -> str:
         return f"{self.consumers}/{_segment(group)}"
@@ -209,6 +216,19 @@ def decode_assignment(data: bytes) -> dict[int, tuple[int, ...]]:
     obj = _loads(data)
     parts = {int(p): tuple(int(b) for b in r) for p, r in obj["partitions"].items()}
     return dict(sorted(parts.items()))
+
+
+def encode_marker(czxid: int) -> bytes:
+    """A deletion marker's payload: which topic znode (its creation zxid) is to go. Kafka
+    writes none; ``decode_marker`` reads such a marker as "whatever topic of the name"."""
+    return str(czxid).encode("ascii")
+
+
+def decode_marker(data: bytes | None) -> int | None:
+    try:
+        return int((data or b"").decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 def encode_topic_config(configs: dict[str, str]) -> bytes:

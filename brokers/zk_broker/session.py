@@ -195,6 +195,11 @@ class ZkSession:
                 await self.bridge.call("create", path, b"")
         self._ensured.add(path)
 
+    def forget_paths(self, prefix: str) -> None:
+        """Paths under ``prefix`` were deleted (a topic's): ``ensure_path`` creates them again."""
+        self._ensured = {p for p in self._ensured
+                         if p != prefix and not p.startswith(prefix + "/")}
+
     async def register_broker(self, me: BrokerInfo, session: int | None = None) -> None:
         """Create ephemeral /brokers/ids/<id>, waiting out a previous session's leftover."""
         session = self.id if session is None else session

@@ -31,6 +31,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, Roll
 
 from brokers.core.coordinator import (
     NO_LEADER,
+    Assignment,
     ClusterView,
     ConfigChange,
     TopicInfo,
@@ -81,6 +82,19 @@ class TopicCreator:
         )
         await self._write(name, assignment, configs)
         return await self._wait_for_leaders(name, num_partitions, "created")
+
+    async def create_assigned(
+        self, name: str, assignment: Assignment, configs: Mapping[str, str] | None
+    ) -> TopicInfo:
+        """A creation with a manual replica assignment (validated by the handler), written
+        as given, as Kafka's AdminZkClient does."""
+        validate_topic_name(name)
+        if self._cache.has_topic(name):
+            raise TopicAlreadyExists(f"topic {name!r} already exists")
+        if not self._session.connected:
+            raise NotController("ZooKeeper is unreachable; cannot create topics now")
+        await self._write(name, dict(assignment), configs)
+        return await self._wait_for_leaders(name, len(assignment), "created")
 
     async def add_partitions(self, name: str, total: int) -> TopicInfo:
         if not self._session.connected:

@@ -143,6 +143,11 @@ def _cpu_delta(before: dict[str, float], after: dict[str, float], prefix: str) -
     return sum(values)
 
 
+def unmeasured() -> Delta:
+    """A session on a cluster twinbench did not start (harness/external.py): nothing read."""
+    return Delta(dict.fromkeys(COLUMNS), {}, {})
+
+
 def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
     zk_requests = None
     if before.zookeeper is not None and after.zookeeper is not None:

@@ -4,7 +4,11 @@
   policies. A plain workload on one architecture has one side; an A/A workload
   (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
 * A **cell** is one (table, message size, batch) point of a grid, and for open-loop workloads
-  one target rate (``rate: [..]`` sweeps like a grid axis; the cell id ends in ``-r<rate>``).
+  one target rate (``rate: [..]`` sweeps like a grid axis; the cell id ends in ``-r<rate>``) or
+  one fraction of each side's maximum sustainable rate (``rate_fractions``; ``-f<percent>``).
+* A **search** (``rate_search``) finds that maximum for every side, base cell and try before
+  the epoch's sessions: adaptive, so it is not planned here but stepped by the runner
+  (harness/driver/searches.py), the sides' steps alternating like sessions.
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
   consumers, verification, one set of rows. A fault workload's sessions are one per fault case
   instead of per scenario (scenario ``faults``); a case that acts on a service (ZooKeeper) has
@@ -42,15 +46,24 @@ class Cell:
     batch: int
     # Open loop: target records/s, all producers together (None: closed loop).
     rate: float | None = None
+    # rate_fractions: this fraction of the side's maximum sustainable rate; the runner sets
+    # `rate` from the side's searches, and the cell id stays the same for every side.
+    fraction: float | None = None
     # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
     n: int | None = None
+
+    @property
+    def base_id(self) -> str:
+        """The (table, size, batch) point: what a rate search's rows are keyed by."""
+        return f"{self.table}-{self.msg_size}B-b{self.batch}"
 
     @property
     def cell_id(self) -> str:
         if self.n is not None:
             return f"{self.table}-n{self.n}"
-        base = f"{self.table}-{self.msg_size}B-b{self.batch}"
-        return base if self.rate is None else f"{base}-r{self.rate:g}"
+        if self.fraction is not None:
+            return f"{self.base_id}-f{self.fraction * 100:g}"
+        return self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
 
 
 @dataclass(frozen=True)
@@ -85,23 +98,31 @@ class Epoch:
     # Broker setting of this epoch's clusters (docs/architecture.md, fairness rule 2).
     metadata_check: str
     sessions: tuple[Session, ...]
+    # Sides whose maximum sustainable rates are searched first (rate_search workloads).
+    searches: tuple[Side, ...] = ()
 
     @property
     def arches(self) -> tuple[str, ...]:
         """The architectures whose clusters this epoch needs, in order of first use."""
-        return tuple(dict.fromkeys(s.side.arch for s in self.sessions))
+        return tuple(dict.fromkeys([*(s.arch for s in self.searches),
+                                    *(s.side.arch for s in self.sessions)]))
+
+
+def base_cells(workload: Workload) -> list[Cell]:
+    """Every (table, size, batch) point once: what rate searches run on."""
+    return [Cell(group.table, size, batch) for group in workload.cells
+            for size in group.msg_sizes for batch in group.batches]
 
 
 def cells(workload: Workload) -> list[Cell]:
-    """Every (table, size, batch) point, once per target rate of an open-loop workload."""
+    """Every (table, size, batch) point, once per target rate of an open-loop workload or per
+    fraction of a searched one (none when a search has no fractions)."""
+    if workload.rate_search is not None:
+        return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
+                for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    return [
-        Cell(group.table, size, batch, rate)
-        for group in workload.cells
-        for size in group.msg_sizes
-        for batch in group.batches
-        for rate in rates
-    ]
+    return [Cell(c.table, c.msg_size, c.batch, rate) for c in base_cells(workload)
+            for rate in rates]
 
 
 def sides(
@@ -165,8 +186,9 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
             if workload.restart == "cell" and current:
                 epochs.append(Epoch(mc, tuple(current)))
                 current = []
-        if current:
-            epochs.append(Epoch(mc, tuple(current)))
+        searches = tuple(group) if workload.rate_search is not None else ()
+        if current or searches:
+            epochs.append(Epoch(mc, tuple(current), searches))
     return epochs
 
 

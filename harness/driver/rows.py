@@ -131,6 +131,15 @@ def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str,
     return out
 
 
+def series_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
+    """series.csv rows of an open-loop session (none for a closed-loop one)."""
+    if r.open_loop is None:
+        return []
+    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+           "scenario": s.scenario, "try": s.try_no}
+    return [{**key, **bucket} for bucket in r.open_loop.series]
+
+
 def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
                ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """faults.csv row, fault_events.csv rows and timeline.csv rows of one fault session."""

@@ -39,12 +39,14 @@ from rich.console import Console
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, runlog
 from harness.cluster import ClusterSpec, ProcessCluster
-from harness.driver import counters, placement, plan, rows
+from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.metadata import run_metadata_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
-from harness.workload import LoadedWorkload
+from harness.external import External, ExternalCluster
+from harness.rate_search import RateSearch, RateSearcher
+from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload, Workload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
@@ -71,6 +73,9 @@ class RunOptions:
     zookeeper: str | None = None
     # Progress bar and summary table; None = only when stdout is a terminal.
     progress: bool | None = None
+    # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
+    # architecture is the external cluster's name.
+    external: External | None = None
 
 
 @dataclass
@@ -104,14 +109,19 @@ class _Run:
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
         self.placement = placement.choose(wl.placement)
-        self.arches = architectures.expand(opts.arch)
+        self.external = opts.external
+        if self.external is not None:
+            _check_external(wl)
+            self.arches: tuple[str, ...] = (self.external.name,)
+        else:
+            self.arches = architectures.expand(opts.arch)
         self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, ProcessCluster] = {}
+        self.clusters: dict[str, ProcessCluster | ExternalCluster] = {}
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -123,6 +133,19 @@ class _Run:
         if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
             self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
+        # (side index, base cell id) -> each try's search (rate_search workloads).
+        self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
+        self.warn_above_client_ceiling()
+
+    def warn_above_client_ceiling(self) -> None:
+        """A target the load client cannot schedule measures the client, not the brokers."""
+        too_high = [r for r in self.workload.rate if r > CLIENT_CEILING_RPS]
+        if too_high:
+            print(f"twinbench: warning: target rate {max(too_high):,.0f} records/s is above "
+                  f"what one load client schedules on time (~{CLIENT_CEILING_RPS:,.0f} on the "
+                  "development VM; `python -m harness.perf --open-loop` measures this "
+                  "machine); such sessions measure the client and will likely be marked behind",
+                  file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
     def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
@@ -159,7 +182,12 @@ class _Run:
                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
 
     def start_cluster(self, arch: str, metadata_check: str,
-                      session: plan.Session | None = None) -> ProcessCluster:
+                      session: plan.Session | None = None
+                      ) -> ProcessCluster | ExternalCluster:
+        if self.external is not None:
+            external = ExternalCluster(self.external)
+            self.clusters[arch] = external
+            return external
         with placement.children_on(self.placement):
             cluster = ProcessCluster(self.spec(arch, metadata_check, session))
             self.clusters[arch] = cluster
@@ -172,7 +200,8 @@ class _Run:
             cluster.stop()
 
     # --- run logs --------------------------------------------------------------------------
-    def log_for(self, side: plan.Side, cluster: ProcessCluster) -> runlog.RunLog:
+    def log_for(self, side: plan.Side, cluster: ProcessCluster | ExternalCluster
+                ) -> runlog.RunLog:
         log = self.logs.get(side.index)
         if log is not None:
             return log
@@ -185,9 +214,16 @@ class _Run:
             "start_seconds": round(cluster.start_seconds, 3),
             "network": wl.network,
         }
-        for option in cluster.spec.architecture.options:
-            cluster_info[option] = getattr(cluster.spec, option)
-        zk_version = cluster.zookeeper.version if cluster.zookeeper is not None else None
+        zk_version = None
+        if isinstance(cluster, ExternalCluster):
+            cluster_info |= {"brokers": cluster.broker_count, "network": "external"}
+            labels = {arch: cluster.external.labels(order=100)}
+        else:
+            for option in cluster.spec.architecture.options:
+                cluster_info[option] = getattr(cluster.spec, option)
+            if cluster.zookeeper is not None:
+                zk_version = cluster.zookeeper.version
+            labels = architectures.manifest_labels(self.arches)
         manifest = runlog.base_manifest(
             run_id=run_id,
             arch=arch,
@@ -202,7 +238,8 @@ class _Run:
             seed=self.seed,
             started_at=self.started,
             run_arches=self.arches,
-            architectures=architectures.manifest_labels(self.arches),
+            architectures=labels,
+            external=self.external.manifest() if self.external is not None else None,
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -231,7 +268,12 @@ class _Run:
                                       f"(metadata_check={epoch.metadata_check})")
                 # A metadata epoch is one cell: its first session says what cluster it needs.
                 cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
-                clients[arch] = await Clients.open(cluster.bootstrap, self.workload)
+                if isinstance(cluster, ExternalCluster):
+                    await cluster.probe()
+                clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
+                                                   self.external)
+            if epoch.searches:
+                await self.run_searches(epoch, clients)
             for session in epoch.sessions:
                 arch = session.side.arch
                 await self.run_one(self.clusters[arch], clients[arch], session)
@@ -241,7 +283,81 @@ class _Run:
                     await c.close()
             self.stop_clusters()
 
-    async def run_one(self, cluster: ProcessCluster, clients: Clients, s: plan.Session) -> None:
+    # --- rate searches ---------------------------------------------------------------------
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+        """Every side's maximum sustainable rate, per base cell and try; the sides' searches
+        advance one step at a time, alternating which goes first (A B B A)."""
+        wl = self.workload
+        assert wl.rate_search is not None
+        config = searches.search_config(wl.rate_search)
+        for cell in plan.base_cells(wl):
+            for try_no in range(1, wl.tries + 1):
+                found = {side.index: RateSearcher(config) for side in epoch.searches}
+                step = 0
+                while any(f.next_rate() is not None for f in found.values()):
+                    step += 1
+                    order = epoch.searches if step % 2 else epoch.searches[::-1]
+                    for side in order:
+                        rate = found[side.index].next_rate()
+                        if rate is None:
+                            continue
+                        outcome = await self.search_step(clients[side.arch], side, cell,
+                                                         try_no, step, rate)
+                        found[side.index].record(outcome.kept)
+                for side in epoch.searches:
+                    result = found[side.index].result()
+                    self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
+                    log = self.log_for(side, self.clusters[side.arch])
+                    log.add_rows("max_rate.csv", [searches.max_rate_row(
+                        log.run_id, side, cell, try_no, result)])
+                    self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
+                                       f"max sustainable rate {result.kept:,.0f} records/s")
+
+    async def search_step(self, clients: Clients, side: plan.Side, cell: plan.Cell, try_no: int,
+                          step_no: int, rate: float) -> searches.Step:
+        wl = self.workload
+        assert wl.rate_search is not None and wl.duration_s is not None
+        cluster = self.clusters[side.arch]
+        log = self.log_for(side, cluster)
+        self.session_no += 1
+        self.progress.current(f"[{side.arch}] {cell.base_id} search try {try_no} step "
+                              f"{step_no}: {rate:,.0f} records/s")
+        topic = f"{self.name_prefix}-{self.session_no}"
+        try:
+            await clients.admin.create_topic(topic, wl.partitions)
+            result = await run_session(clients, wl, dataclasses.replace(cell, rate=rate),
+                                       "streaming", side.offset_commit, topic, f"{topic}-group")
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            if any(b.process.poll() is not None for b in cluster.brokers):
+                raise ClusterDied(f"a {side.arch} broker exited during a rate search") from exc
+            step = searches.Step("error")
+        else:
+            self.timed_s += result.timed_s("streaming")
+            step = searches.step_verdict(result, rate, wl.rate_search, wl.duration_s)
+        log.add_rows("rate_search.csv", [searches.step_row(log.run_id, side, cell, try_no,
+                                                           step_no, rate, step)])
+        return step
+
+    def fraction_rate(self, s: plan.Session) -> plan.Cell | None:
+        """A rate_fractions cell with its side's rate filled in; None when the side's
+        searches kept no rate at all (the cell cannot run on it)."""
+        assert s.cell.fraction is not None
+        maximum = searches.mean_max(self.max_rates.get((s.side.index, s.cell.base_id), []))
+        if maximum <= 0:
+            return None
+        return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
+
+    # --- sessions --------------------------------------------------------------------------
+    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+                      s: plan.Session) -> None:
+        if s.cell.fraction is not None:
+            cell = self.fraction_rate(s)
+            if cell is None:
+                print(f"twinbench: warning: {s.side.arch} {s.cell.cell_id} try {s.try_no}: "
+                      "skipped: the rate search kept no rate on this side", file=sys.stderr)
+                self.progress.advance()
+                return
+            s = dataclasses.replace(s, cell=cell)
         log = self.log_for(s.side, cluster)
         self.session_no += 1
         arch = s.side.arch
@@ -262,10 +378,10 @@ class _Run:
             return
         try:
             await clients.admin.create_topic(topic, self.workload.partitions)
-            before = counters.read(cluster)
+            before = _read(cluster)
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
-            after = counters.read(cluster)
+            after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
             self.outcome.incomplete = True
             msg = (f"{s.cell.cell_id} {s.scenario} try {s.try_no}: could not run: "
@@ -280,12 +396,13 @@ class _Run:
         self.timed_s += result.timed_s(s.scenario)
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
-        change = counters.delta(cluster.spec.architecture, before, after)
+        change = _change(cluster, before, after)
         coord = rows.coordination_row(run_id, arch, s, result, change)
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
+        log.add_rows("series.csv", rows.series_rows(run_id, arch, s, result))
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
         ol = result.open_loop
@@ -312,10 +429,11 @@ class _Run:
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
-    async def run_fault(self, cluster: ProcessCluster, clients: Clients, s: plan.Session,
+    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+                        s: plan.Session,
                         log: runlog.RunLog, topic: str) -> None:
         """A fault session; the cluster is made whole again afterwards, whatever happened."""
-        assert s.case is not None
+        assert s.case is not None and isinstance(cluster, ProcessCluster)
         arch = s.side.arch
         try:
             await clients.admin.create_topic(topic, self.workload.partitions)
@@ -365,10 +483,12 @@ class _Run:
                             if e.result != "ok")
             self.progress.note(f"[yellow]{s.case.name} try {s.try_no}: {bad}[/]")
 
-    async def run_metadata(self, cluster: ProcessCluster, s: plan.Session, log: runlog.RunLog,
-                           prefix: str) -> None:
+    async def run_metadata(self, cluster: ProcessCluster | ExternalCluster, s: plan.Session,
+                           log: runlog.RunLog, prefix: str) -> None:
         """A metadata session on fresh clusters: one metadata.csv row, its counters."""
+        # _check_external keeps metadata workloads off clusters twinbench did not start.
         assert s.meta is not None and s.cell.n is not None and self.workload.metadata
+        assert isinstance(cluster, ProcessCluster)
         t0 = time.monotonic()
         try:
             outcome = await run_metadata_session(cluster, self.workload.metadata, s.meta,
@@ -399,6 +519,35 @@ class _Run:
                         f" [{side.label}]" if side.label else "")
                     self.console.print(summary_table(title, self.records[side.index],
                                                      self.coordination[side.index]))
+
+
+def _read(cluster: ProcessCluster | ExternalCluster) -> counters.Reading | None:
+    """The counters of a cluster the run started; None for an external one."""
+    return counters.read(cluster) if isinstance(cluster, ProcessCluster) else None
+
+
+def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading | None,
+            after: counters.Reading | None) -> counters.Delta:
+    if isinstance(cluster, ExternalCluster) or before is None or after is None:
+        return counters.unmeasured()
+    return counters.delta(cluster.spec.architecture, before, after)
+
+
+def _check_external(wl: Workload) -> None:
+    """What a cluster twinbench did not start cannot do (harness/external.py)."""
+    if wl.faults is not None:
+        raise UserError(f"workload {wl.name}: fault workloads need a cluster twinbench starts "
+                        "(it kills and restarts its brokers); not --bootstrap")
+    if wl.metadata is not None:
+        raise UserError(f"workload {wl.name}: metadata workloads need clusters twinbench starts "
+                        "(fresh ones per session, their brokers' counters and memory); not "
+                        "--bootstrap")
+    if wl.restart != "never":
+        raise UserError(f"workload {wl.name}: restart: {wl.restart} needs a cluster twinbench "
+                        "starts; not --bootstrap")
+    if len(wl.metadata_check) > 1:
+        raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
+                        "brokers; an external cluster cannot sweep it")
 
 
 class ClusterDied(RuntimeError):

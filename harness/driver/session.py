@@ -31,10 +31,11 @@ import math
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from harness.driver import plan
 from harness.driver.plan import Cell
+from harness.external import External
 from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionConfig
@@ -42,6 +43,7 @@ from workloads.consumer import Consumer, ConsumerResult
 from workloads.latency import LatencyRecorder
 from workloads.payload import now_us
 from workloads.producer import Producer, ProducerConfig, ProducerResult
+from workloads.timeline import Timeline
 from workloads.verify import Verifier, VerifyReport
 
 T = TypeVar("T")
@@ -68,8 +70,11 @@ class Clients:
     consumers: list[ClusterClient]
 
     @classmethod
-    async def open(cls, bootstrap: str, workload: Workload) -> Clients:
+    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
+                   ) -> Clients:
         config = client_config(bootstrap, workload)
+        if external is not None:
+            config = external.client_config(config)
         admin = await ClusterClient.open(bootstrap, config)
         try:
             producers = [await ClusterClient.open(bootstrap, config)
@@ -114,6 +119,9 @@ class OpenLoopResult:
     # from the intended send time.
     send_delay: LatencyRecorder
     intended: LatencyRecorder
+    # One dict per second from the start of production (workloads.timeline.Timeline.series):
+    # the run log's series.csv.
+    series: list[dict[str, Any]]
 
 
 @dataclass
@@ -167,8 +175,8 @@ def production_role(results: list[tuple[ProducerResult, float]]) -> RoleResult:
     )
 
 
-def open_loop_production(results: list[tuple[ProducerResult, float]], target: float
-                         ) -> tuple[RoleResult, OpenLoopResult]:
+def open_loop_production(results: list[tuple[ProducerResult, float]], target: float,
+                         series: list[dict[str, Any]]) -> tuple[RoleResult, OpenLoopResult]:
     """The production row of an open-loop session: records due after the warm-up, over the
     time after it (each producer's schedule from the warm-up's end to its last send), with
     latency from the intended send time."""
@@ -195,6 +203,7 @@ def open_loop_production(results: list[tuple[ProducerResult, float]], target: fl
         behind=any(x.behind for x in reports if x is not None),
         send_delay=_merge("send_delay", [x.send_delay for x in schedules if x]),
         intended=intended,
+        series=series,
     )
 
 
@@ -222,6 +231,121 @@ def consumption_role(results: list[ConsumerResult], measured_from: float | None 
     )
 
 
+def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str) -> list[Producer]:
+    rate = None if cell.rate is None else cell.rate / wl.producers
+    mode = cast(Literal["sync", "pipelined"], wl.producer_mode)
+    arrivals = cast(Literal["uniform", "poisson"], wl.arrivals)
+    return [
+        Producer(clients.producers[i], config=ProducerConfig(
+            topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
+            producer_id=i + 1, partitions=plan.producer_partitions(wl, i), rate=rate,
+            arrivals=arrivals, seed=i + 1, warmup_s=wl.warmup_s))
+        for i in range(wl.producers)
+    ]
+
+
+def _producer_counts(wl: Workload, cell: Cell) -> list[int]:
+    """Records each producer sends: its share of ``messages``, or, time-bounded, an upper
+    bound (the schedule stops the producer at duration_s; poisson: +6 sigma)."""
+    if wl.duration_s is None:
+        return plan.producer_counts(wl.messages, wl.producers)
+    assert cell.rate is not None  # the workload parser's rules
+    expect = cell.rate / wl.producers * wl.duration_s
+    return [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers
+
+
+def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: str,
+               offset_commit: str, verifier: Verifier) -> list[Consumer]:
+    # Warm-up: records sent before this are left out of the end-to-end histogram.
+    e2e_from = now_us() + round(wl.warmup_s * 1e6) if wl.warmup_s else 0
+    return [
+        Consumer(
+            clients.consumers[j], topic, plan.consumer_partitions(wl, j), group=group,
+            batch=cell.batch, msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
+            max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j,
+            e2e_from_us=e2e_from,
+        )
+        for j in range(wl.consumers)
+    ]
+
+
+def _follow_timeline(producers: list[Producer], consumers: list[Consumer]) -> Timeline:
+    """The open-loop time series: 1-second buckets from now (production starts at once)."""
+    timeline = Timeline(time.perf_counter(), bucket_s=1.0)
+    for p in producers:
+        p.on_ack = timeline.produced
+    for c in consumers:
+        c.on_records = timeline.consumed
+        c.on_e2e = timeline.e2e
+    return timeline
+
+
+Produced = list[tuple[ProducerResult, float]]
+
+
+async def _time_bounded(producers: list[Producer], consumers: list[Consumer], counts: list[int],
+                        wl: Workload) -> tuple[Produced, list[ConsumerResult]]:
+    """Nobody knows the count in advance: consumers follow the topic until the producers are
+    done and they have caught up."""
+    following = [asyncio.ensure_future(c.run(deadline_s=wl.consumer_timeout_s, follow=True))
+                 for c in consumers]
+    try:
+        prod = await asyncio.gather(*(timed(p.run(n, wl.duration_s))
+                                      for p, n in zip(producers, counts, strict=True)))
+    finally:
+        for c in consumers:
+            c.finish()
+    return list(prod), list(await asyncio.gather(*following))
+
+
+async def _split(producers: list[Producer], consumers: list[Consumer], counts: list[int],
+                 wl: Workload) -> tuple[Produced, list[ConsumerResult]]:
+    """Producers to completion, then consumers read what was acknowledged."""
+    prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
+                                                                    strict=True)))
+    acked: dict[int, int] = {}
+    for r, _ in prod:
+        for p, n in r.partition_records.items():
+            acked[p] = acked.get(p, 0) + n
+    cons = await asyncio.gather(*(
+        c.run(expected=sum(acked.get(p, 0) for p in plan.consumer_partitions(wl, j)),
+              deadline_s=wl.consumer_timeout_s)
+        for j, c in enumerate(consumers)
+    ))
+    return list(prod), list(cons)
+
+
+async def _streaming(producers: list[Producer], consumers: list[Consumer], counts: list[int],
+                     wl: Workload, batch: int) -> tuple[Produced, list[ConsumerResult]]:
+    """Both at once; each consumer expects what the producers will send to its partitions."""
+    planned: dict[int, int] = {}
+    for i, n in enumerate(counts):
+        for p, k in plan.planned_per_partition(n, plan.producer_partitions(wl, i),
+                                               batch).items():
+            planned[p] = planned.get(p, 0) + k
+    both = await asyncio.gather(
+        *(timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
+        *(
+            c.run(expected=sum(planned.get(p, 0) for p in plan.consumer_partitions(wl, j)),
+                  deadline_s=wl.consumer_timeout_s)
+            for j, c in enumerate(consumers)
+        ),
+    )
+    return (cast(Produced, list(both[: len(producers)])),
+            cast(list[ConsumerResult], list(both[len(producers):])))
+
+
+async def produce_only(clients: Clients, workload: Workload, cell: Cell, topic: str
+                       ) -> RoleResult:
+    """The production phase of a split session alone (a sink that stores nothing has nothing
+    to consume: harness/perf_cluster.py's null-sink ceiling)."""
+    producers = _producers(clients, workload, cell, topic)
+    counts = _producer_counts(workload, cell)
+    prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
+                                                                    strict=True)))
+    return production_role(list(prod))
+
+
 async def run_session(
     clients: Clients,
     workload: Workload,
@@ -234,89 +358,31 @@ async def run_session(
     """Run the scenario on ``topic`` (created by the caller, who reads counters around this
     call so topic creation is not charged to the data path) and verify."""
     wl = workload
-    rate = None if cell.rate is None else cell.rate / wl.producers
-    duration = wl.duration_s
-    if duration is not None:
-        assert rate is not None and scenario == "streaming"  # the workload parser's rules
-        # An upper bound: the schedule stops the producer at duration_s (poisson: +6 sigma).
-        expect = rate * duration
-        counts = [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers
-    else:
-        counts = plan.producer_counts(wl.messages, wl.producers)
-    pparts = [plan.producer_partitions(wl, i) for i in range(wl.producers)]
-    cparts = [plan.consumer_partitions(wl, j) for j in range(wl.consumers)]
-    mode = cast(Literal["sync", "pipelined"], wl.producer_mode)
-    arrivals = cast(Literal["uniform", "poisson"], wl.arrivals)
-    producers = [
-        Producer(clients.producers[i], config=ProducerConfig(
-            topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
-            producer_id=i + 1, partitions=pparts[i], rate=rate, arrivals=arrivals, seed=i + 1,
-            warmup_s=wl.warmup_s))
-        for i in range(wl.producers)
-    ]
+    counts = _producer_counts(wl, cell)
+    producers = _producers(clients, wl, cell, topic)
     verifier = Verifier()
-    # Warm-up: records sent before this are left out of the consumers' measurements.
     measured_from = time.perf_counter() + wl.warmup_s if wl.warmup_s else None
-    e2e_from = now_us() + round(wl.warmup_s * 1e6) if wl.warmup_s else 0
-    consumers = [
-        Consumer(
-            clients.consumers[j], topic, cparts[j], group=group, batch=cell.batch,
-            msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
-            max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j,
-            e2e_from_us=e2e_from,
-        )
-        for j in range(wl.consumers)
-    ]
-    deadline = wl.consumer_timeout_s
-    if duration is not None:
-        # Time-bounded: nobody knows the count in advance; consumers follow the topic until
-        # the producers are done and they have caught up.
-        following = [asyncio.ensure_future(c.run(deadline_s=deadline, follow=True))
-                     for c in consumers]
-        try:
-            prod = await asyncio.gather(*(timed(p.run(n, duration))
-                                          for p, n in zip(producers, counts, strict=True)))
-        finally:
-            for c in consumers:
-                c.finish()
-        cons = list(await asyncio.gather(*following))
+    consumers = _consumers(clients, wl, cell, topic, group, offset_commit, verifier)
+    timeline = _follow_timeline(producers, consumers) if cell.rate is not None else None
+    if wl.duration_s is not None:
+        prod, cons = await _time_bounded(producers, consumers, counts, wl)
     elif scenario == "split":
-        prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
-                                                                        strict=True)))
-        acked: dict[int, int] = {}
-        for r, _ in prod:
-            for p, n in r.partition_records.items():
-                acked[p] = acked.get(p, 0) + n
-        cons = await asyncio.gather(*(
-            c.run(expected=sum(acked.get(p, 0) for p in cparts[j]), deadline_s=deadline)
-            for j, c in enumerate(consumers)
-        ))
+        prod, cons = await _split(producers, consumers, counts, wl)
     elif scenario == "streaming":
-        planned: dict[int, int] = {}
-        for n, parts in zip(counts, pparts, strict=True):
-            for p, k in plan.planned_per_partition(n, parts, cell.batch).items():
-                planned[p] = planned.get(p, 0) + k
-        both = await asyncio.gather(
-            *(timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
-            *(
-                c.run(expected=sum(planned.get(p, 0) for p in cparts[j]), deadline_s=deadline)
-                for j, c in enumerate(consumers)
-            ),
-        )
-        prod = cast(list[tuple[ProducerResult, float]], list(both[: len(producers)]))
-        cons = cast(list[ConsumerResult], list(both[len(producers):]))
+        prod, cons = await _streaming(producers, consumers, counts, wl, cell.batch)
     else:
         raise ValueError(f"unknown scenario {scenario!r}")
     for r, _ in prod:
         verifier.expect(r.producer_id, r.acked)
     open_loop = None
-    if cell.rate is None:
-        production = production_role(list(prod))
+    if cell.rate is None or timeline is None:
+        production = production_role(prod)
     else:
-        production, open_loop = open_loop_production(list(prod), cell.rate)
+        production, open_loop = open_loop_production(prod, cell.rate,
+                                                     timeline.series(wl.warmup_s))
     return SessionResult(
         production=production,
-        consumption=consumption_role(list(cons), measured_from),
+        consumption=consumption_role(cons, measured_from),
         report=verifier.report(),
         messages=sum(r.records_sent for r, _ in prod),
         timed_out=any(c.timed_out for c in cons),

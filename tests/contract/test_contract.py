@@ -477,7 +477,10 @@ def test_kcat_produces_every_codec_and_its_group_resumes_from_its_commit(cluster
     # advertised Produce range does not start at v0.
     with connect(broker_by_id(cluster, leader)) as c:
         stored = bytes(fetch(c, topic, 0, 0).records)
-    assert {h.compression for h in iter_batches(stored)} == {1, 2, 3}  # gzip, snappy, lz4
+    # gzip, snappy, lz4 each present. librdkafka sends a batch uncompressed when compressing it
+    # would not make it smaller, which a lone record split off by its linger timer on a loaded
+    # machine can be: so 0 may appear too.
+    assert {1, 2, 3} <= {h.compression for h in iter_batches(stored)}
     assert _kcat(kcat, cluster, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
                  "-q") == sent
     # A balanced consumer reads everything, commits on its way out; the next one resumes.

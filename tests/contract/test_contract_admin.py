@@ -1,8 +1,9 @@
 """Admin APIs through the real admin clients (kafka-python's KafkaAdminClient, confluent-kafka's
 AdminClient), on every architecture: group listing and description, the ACL APIs, which
 answer SECURITY_DISABLED because no authorizer exists (Kafka's answer in the same situation),
-topic configs (described, altered whole and incrementally), adding partitions, and deleting
-groups and committed offsets.
+topic configs (described, altered whole and incrementally), adding partitions, deleting
+groups and committed offsets, and deleting topics (with their files and offsets; for good, across
+restarts; the name free for a new topic that starts at offset 0).
 """
 
 from __future__ import annotations
@@ -41,7 +42,15 @@ from brokers.core.protocol.messages.describe_configs import (
     DescribeConfigsResource,
 )
 from harness.kafka_probe import KafkaProbe
-from tests.support.ops import create_everywhere, eventually, leaders
+from tests.support.ops import (
+    create_everywhere,
+    eventually,
+    fetch_values,
+    leaders,
+    produce,
+    produce_values,
+)
+from tests.support.record_builder import build_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]
 
@@ -498,3 +507,299 @@ def _delete(admin, group: str) -> int:
     except Exception as exc:
         return int(exc.args[0].code())
     return 0
+
+
+# --- DeleteTopics -----------------------------------------------------------------------------
+def _known_anywhere(cluster, topic: str) -> list[int]:
+    """The brokers whose Metadata still shows ``topic`` (no auto-creation)."""
+    from brokers.core.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    shown = []
+    for b in cluster.brokers:
+        with KafkaProbe(b.host, b.port) as probe:
+            md = probe.request(ApiKey.METADATA, 9, MetadataRequest(
+                topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False))
+        if md.topics[0].error_code != UnknownTopicOrPartition.code:
+            shown.append(b.port)
+    return shown
+
+
+def _partition_dirs(cluster, topic: str) -> list[str]:
+    """Partition directories of ``topic`` left in any broker's data directory."""
+    return sorted(str(p) for b in cluster.brokers for p in b.data_dir.rglob(f"{topic}-*")
+                  if p.is_dir() and p.name.rpartition("-")[2].isdigit())
+
+
+def _gone_everywhere(cluster, topic: str) -> None:
+    eventually(lambda: not _known_anywhere(cluster, topic) and not _partition_dirs(
+        cluster, topic), timeout_s=30, what=f"{topic} gone from every broker and disk")
+
+
+def test_both_admin_clients_delete_topics_with_their_data_and_offsets(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    (one, group), (two, _) = _names(), _names()
+    n = len(cluster.brokers)
+    for name in (one, two):
+        create_everywhere(cluster.brokers, name, n)
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for name in (one, two):
+        for p in range(n):
+            for i in range(3):
+                producer.produce(name, f"{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    assert len(_partition_dirs(cluster, one)) == n
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.alter_consumer_group_offsets([ck.ConsumerGroupTopicPartitions(
+        group, [ck.TopicPartition(one, 0, 2)])])[group].result(30)
+    admin.delete_topics([one], operation_timeout=30)[one].result(30)
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = kp.delete_topics([two], timeout_ms=30_000)
+        assert [(t["name"], t["error_code"]) for t in got["topics"]] == [(two, 0)]
+    finally:
+        kp.close()
+    for name in (one, two):
+        _gone_everywhere(cluster, name)
+    # The offsets committed for the deleted topic went with it.
+    eventually(lambda: _committed(admin, ck, group, one) == {}, timeout_s=15,
+               what="the deleted topic's committed offset gone")
+    # A new topic of the name starts empty, at offset 0, and serves the new records only.
+    create_everywhere(cluster.brokers, one, 1)
+    node = _leader_of(cluster, one, 0)
+    assert (produce(node, one, 0, build_batch([(None, b"new")])).base_offset) == 0
+    assert fetch_values(node, one, 0) == [b"new"]
+    assert _committed(admin, ck, group, one) == {}
+
+
+def _leader_of(cluster, topic: str, partition: int):
+    leader = leaders(cluster.brokers[0], topic)[partition]
+    if len(cluster.brokers) == 1:
+        return cluster.brokers[0]
+    return next(b for b in cluster.brokers if b.node_id == leader)
+
+
+def test_deleting_an_unknown_topic_or_one_twice_gets_unknown_topic(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    name, _ = _names()
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def code(topic: str) -> int:
+        try:
+            admin.delete_topics([topic], operation_timeout=30)[topic].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    assert code("adm-no-such-topic") == UnknownTopicOrPartition.code
+    create_everywhere(cluster.brokers, name, 1)
+    assert code(name) == 0
+    assert code(name) == UnknownTopicOrPartition.code
+    # Every version on the wire; a name twice in one request is INVALID_REQUEST, an illegal
+    # name INVALID_TOPIC_EXCEPTION, and the broker stays up.
+    from brokers.core.errors import InvalidTopic
+    from brokers.core.protocol.messages.delete_topics import DeleteTopicsRequest
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in range(6):
+            got = probe.request(ApiKey.DELETE_TOPICS, version, DeleteTopicsRequest(
+                topic_names=[name, "adm-twice", "adm-twice", "bad/name"], timeout_ms=5_000))
+            codes = {r.name: r.error_code for r in got.responses}
+            assert codes == {name: UnknownTopicOrPartition.code, "adm-twice": InvalidRequest.code,
+                             "bad/name": InvalidTopic.code}
+            messages = [r.error_message for r in got.responses]
+            assert all(messages) if version >= 5 else not any(messages)
+    create_everywhere(cluster.brokers, name, 2)  # the broker serves; the name is free again
+
+
+@pytest.mark.multi_broker
+def test_a_deleted_topic_stays_deleted_after_every_broker_restarts(cluster):
+    name, _ = _names()
+    n = len(cluster.brokers)
+    create_everywhere(cluster.brokers, name, n)
+    for b in cluster.brokers:
+        for p, leader in leaders(b, name).items():
+            if leader == b.node_id:
+                assert produce_values(b, name, p, [b"old"]) == 0
+    from brokers.core.protocol.messages.delete_topics import DeleteTopicsRequest
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        got = probe.request(ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(
+            topic_names=[name], timeout_ms=30_000))
+    assert [(r.name, r.error_code) for r in got.responses] == [(name, 0)]
+    _gone_everywhere(cluster, name)
+    # A topic that stays, with records deleted below offset 2: its log start offset survives
+    # the restarts too.
+    from brokers.core.errors import OffsetOutOfRange
+    from brokers.core.protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from tests.support.ops import fetch
+    keep, _ = _names()
+    create_everywhere(cluster.brokers, keep, n)
+    for p in range(n):
+        leader = _leader_of(cluster, keep, p)
+        for i in range(3):
+            assert produce_values(leader, keep, p, [b"k%d" % i]) == 0
+        with KafkaProbe(leader.host, leader.port) as probe:
+            got = probe.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(topics=[
+                DeleteRecordsTopic(name=keep, partitions=[
+                    DeleteRecordsPartition(partition_index=p, offset=2)])]))
+        assert got.topics[0].partitions[0].low_watermark == 2
+    for b in list(cluster.brokers):
+        cluster.restart_broker(b.node_id)
+    for b in cluster.brokers:
+        eventually(lambda b=b: len(ls := leaders(b, keep)) == n and min(ls.values()) >= 0,
+                   timeout_s=60, what=f"broker {b.node_id} serving after its restart")
+    for p in range(n):
+        leader = _leader_of(cluster, keep, p)
+        assert fetch(leader, keep, p, 1).error_code == OffsetOutOfRange.code
+        assert fetch(leader, keep, p, 2).log_start_offset == 2
+    assert _known_anywhere(cluster, name) == [] and _partition_dirs(cluster, name) == []
+    # The name is free again: a new topic of it starts empty.
+    create_everywhere(cluster.brokers, name, n)
+    for p in range(n):
+        assert fetch_values(_leader_of(cluster, name, p), name, p) == []
+
+
+# --- DeleteRecords ----------------------------------------------------------------------------
+def test_both_admin_clients_delete_records_and_reads_honour_the_new_start(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    kafka = pytest.importorskip("kafka")
+    from brokers.core.errors import OffsetOutOfRange
+    from brokers.core.protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from tests.support.ops import fetch
+    name, _ = _names()
+    create_everywhere(cluster.brokers, name, 1)
+    node = _leader_of(cluster, name, 0)
+    for i in range(10):  # one batch per record: a read from offset k starts with record k
+        assert produce_values(node, name, 0, [f"v{i}".encode()]) == 0
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    tp = ck.TopicPartition(name, 0, 4)
+    (done,) = admin.delete_records([tp]).values()
+    assert done.result(30).low_watermark == 4
+    assert fetch(node, name, 0, 0).error_code == OffsetOutOfRange.code
+    assert fetch_values_from(node, name, 4) == [f"v{i}".encode() for i in range(4, 10)]
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": name})
+    try:
+        assert consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=30) == (4, 10)
+    finally:
+        consumer.close()
+    # Beyond the high watermark: OFFSET_OUT_OF_RANGE, and nothing moves.
+    (beyond,) = admin.delete_records([ck.TopicPartition(name, 0, 11)]).values()
+    with pytest.raises(ck.KafkaException) as info:
+        beyond.result(30)
+    assert info.value.args[0].code() == OffsetOutOfRange.code
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        got = kp.delete_records({kafka.TopicPartition(name, 0): 7}, timeout_ms=30_000)
+        assert [v["low_watermark"] for v in got.values()] == [7]
+    finally:
+        kp.close()
+    # Every version on the wire: -1 is the high watermark; an unknown topic is refused.
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in range(3):
+            got = probe.request(ApiKey.DELETE_RECORDS, version, DeleteRecordsRequest(topics=[
+                DeleteRecordsTopic(name=name, partitions=[
+                    DeleteRecordsPartition(partition_index=0, offset=-1)]),
+                DeleteRecordsTopic(name="adm-no-such-topic", partitions=[
+                    DeleteRecordsPartition(partition_index=0, offset=1)])]))
+            results = {t.name: t.partitions[0] for t in got.topics}
+            assert (results[name].error_code, results[name].low_watermark) == (0, 10)
+            assert results["adm-no-such-topic"].error_code == UnknownTopicOrPartition.code
+    assert fetch_values_from(node, name, 10) == []
+
+
+def fetch_values_from(broker, topic: str, offset: int) -> list[bytes | None]:
+    """Every value of partition 0 from ``offset`` to the end."""
+    from brokers.core.protocol.records import decode_records
+    from tests.support.ops import fetch
+    values: list[bytes | None] = []
+    while True:
+        part = fetch(broker, topic, 0, offset)
+        assert part.error_code == 0, part.error_code
+        records = [r for r in decode_records(part.records) if r.offset >= offset]
+        if not records:
+            return values
+        values.extend(r.value for r in records)
+        offset = records[-1].offset + 1
+
+
+# --- CreateTopics with a manual replica assignment ---------------------------------------------
+def _broker_ids(cluster) -> list[int]:
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        return sorted(b.node_id for b in probe.metadata([]).brokers)
+
+
+def test_both_admin_clients_create_topics_on_the_brokers_they_name(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    ck_admin = pytest.importorskip("confluent_kafka.admin")
+    kadmin = pytest.importorskip("kafka.admin")
+    ids = _broker_ids(cluster)
+    one, _ = _names()
+    two, _ = _names()
+    # Partition p on ids[-1 - p % n]: not the round robin the brokers would choose, and (with
+    # more partitions than brokers) a broker holding several partitions.
+    want = {p: ids[-1 - p % len(ids)] for p in range(len(ids) + 1)}
+    admin = ck_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    # (librdkafka wants the partition count too, and sends -1 with the assignment.)
+    admin.create_topics([ck_admin.NewTopic(one, num_partitions=len(want), replica_assignment=[
+        [want[p]] for p in range(len(want))])])[one].result(30)
+    kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        kp.create_topics([kadmin.NewTopic(two, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [ids[-1]]})])
+    finally:
+        kp.close()
+    for b in cluster.brokers:
+        eventually(lambda b=b: leaders(b, one) == want and leaders(b, two) == {0: ids[-1]},
+                   timeout_s=30, what="the named leaders on every broker")
+    node = _leader_of(cluster, one, len(want) - 1)
+    assert produce_values(node, one, len(want) - 1, [b"placed"]) == 0
+
+    def code(assignment: list[list[int]]) -> int:
+        name, _ = _names()
+        try:
+            admin.create_topics([ck_admin.NewTopic(name, num_partitions=len(assignment),
+                                                   replica_assignment=assignment)]
+                                )[name].result(30)
+        except ck.KafkaException as exc:
+            return int(exc.args[0].code())
+        return 0
+
+    from brokers.core.errors import InvalidReplicaAssignment, InvalidReplicationFactor
+    assert code([[999]]) == InvalidReplicaAssignment.code  # no such broker
+    assert code([[ids[0]], [ids[0], ids[-1]]]) == InvalidReplicaAssignment.code  # lengths
+    assert code([[ids[0], ids[0]]]) == InvalidReplicaAssignment.code  # a broker twice
+    if len(ids) > 1:  # two replicas: replication does not exist yet
+        assert code([[ids[0], ids[1]]]) == InvalidReplicationFactor.code
+    # On the wire: partitions not 0..n-1, and an assignment with a partition count.
+    from brokers.core.protocol.messages.create_topics import (
+        CreatableReplicaAssignment,
+        CreatableTopic,
+        CreateTopicsRequest,
+    )
+    bad, _ = _names()
+    node = cluster.brokers[0]
+    with KafkaProbe(node.host, node.port) as probe:
+        for version in (2, 5, 7):
+            got = probe.request(ApiKey.CREATE_TOPICS, version, CreateTopicsRequest(topics=[
+                CreatableTopic(name=bad, num_partitions=-1, replication_factor=-1, assignments=[
+                    CreatableReplicaAssignment(partition_index=1, broker_ids=[ids[0]])]),
+                CreatableTopic(name=bad + "-n", num_partitions=1, replication_factor=-1,
+                               assignments=[CreatableReplicaAssignment(
+                                   partition_index=0, broker_ids=[ids[0]])])],
+                timeout_ms=10_000))
+            assert [t.error_code for t in got.topics] == [InvalidReplicaAssignment.code,
+                                                          InvalidRequest.code]
+    assert _known_anywhere(cluster, bad) == []

@@ -309,3 +309,60 @@ def test_with_auto_create_off_an_unknown_topic_stays_unknown(no_auto_create):
     with connect(no_auto_create.brokers[0]) as c:
         assert topic not in {t.name for t in c.metadata(None).topics}
 
+
+
+def test_a_replaced_static_consumer_is_fenced_and_an_admin_removes_one_by_instance_id(cluster):
+    """KIP-345 with real clients: a second confluent-kafka consumer with the same
+    group.instance.id takes over and the first one's heartbeat gets FENCED_INSTANCE_ID (fatal
+    to librdkafka, not an UNKNOWN_MEMBER_ID it would rejoin after); kafka-python's admin then
+    removes the static member by its instance id alone (LeaveGroup v3+)."""
+    ck = pytest.importorskip("confluent_kafka")
+    kadmin = pytest.importorskip("kafka.admin")
+    kerrors = pytest.importorskip("kafka.errors")
+    topic, group, instance = fresh("fenced"), fresh("fenced-g"), fresh("inst")
+    create_everywhere(cluster.brokers, topic, 1)
+
+    def consumer():
+        c = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                         "group.instance.id": instance, "session.timeout.ms": 30_000,
+                         "heartbeat.interval.ms": 500})
+        c.subscribe([topic])
+        return c
+
+    first = consumer()
+    second = None
+    try:
+        def assigned(c):
+            c.poll(0.05)
+            return bool(c.assignment())
+
+        eventually(lambda: assigned(first), timeout_s=60, what="the first consumer's partition")
+        second = consumer()
+        errors: list = []
+
+        def first_fenced():
+            msg = first.poll(0.05)
+            if second is not None:
+                second.poll(0.05)
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error())
+            # librdkafka reports the fatal error as _FATAL (it stops rejoining).
+            return any(e.code() == ck.KafkaError._FATAL or e.fatal() for e in errors)
+
+        eventually(first_fenced, timeout_s=30, what="the first consumer fenced")
+        assert any("fenced" in str(e).lower() for e in errors), errors
+        eventually(lambda: assigned(second), timeout_s=30, what="the second one's partition")
+    finally:
+        first.close()
+        if second is not None:
+            second.close()  # static: no LeaveGroup, the member stays for its session timeout
+    admin = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        gone = kadmin.MemberToRemove(group_instance_id=instance)
+        got = admin.remove_group_members(group, [gone])
+        assert list(got.values()) == [kerrors.NoError]
+        assert admin.describe_groups([group])[group]["members"] == []
+        again = admin.remove_group_members(group, [gone])
+        assert list(again.values()) == [kerrors.UnknownMemberIdError]
+    finally:
+        admin.close()

@@ -25,7 +25,7 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
     faults = tmp_path / "fault-runs"
     for arch, index in (("zk", 7), ("dsbs", 8)):
         synth.write_fault_run(faults, arch=arch, index=index, tries=2)
-    # Metadata sessions (format 4), for fig18.
+    # Metadata sessions (format 5), for fig19.
     metadata = tmp_path / "metadata-runs"
     for arch, index in (("zk", 9), ("dsbs", 10)):
         synth.write_metadata_run(metadata, arch=arch, index=index, tries=2)
@@ -53,7 +53,7 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
         "fig11-consumption-rps-batch-split", "fig12-consumption-rps-batch-streaming",
         "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost",
         "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
-        "fig17-fault-summary", "fig18-metadata-topic-storm"])
+        "fig17-fault-summary", "fig19-metadata-topic-storm"])
     assert all((out / f"{n}.svg").is_file() for n in names)
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]

@@ -1,6 +1,6 @@
 """`twinbench run --arch both` on the metadata smoke workload: every case at every size on
 fresh clusters of both twins, real processes; metadata.csv has one row per session with the
-convergence, coordination messages, memory and idle traffic (docs/result-format.md, format 4),
+convergence, coordination messages, memory and idle traffic (docs/result-format.md, format 5),
 and nothing goes to the data path's files."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
     assert set(by_arch) == {"zk", "dsbs"}
     for arch, run in by_arch.items():
         manifest = json.loads((run / "manifest.json").read_text())
-        assert manifest["format_version"] == runlog.FORMAT_VERSION == 4
+        assert manifest["format_version"] == runlog.FORMAT_VERSION == 5
         assert not manifest["incomplete"]
         # No records, no data-path coordination rows: only metadata and counters.
         assert rows(run / "records.csv") == [] and rows(run / "coordination.csv") == []

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from harness import runlog
 from harness.driver import plan
 from harness.workload import load_workload
 from tests.integration.test_run_smoke import zookeeper_missing
+from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,10 +24,8 @@ def test_open_loop_smoke_keeps_its_rates_on_both_twins(tmp_path: Path) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
-         "open-loop-smoke", "--out", str(out), "--seed", "7"],
-        capture_output=True, text=True, timeout=280, check=False)
+    done = twinbench("run", "--arch", "both", "--workload", "open-loop-smoke", "--out", str(out),
+                     "--seed", "7", timeout=280)
     assert done.returncode == 0, done.stderr
     wl = load_workload("open-loop-smoke").workload
     assert wl.duration_s is not None
@@ -97,10 +94,8 @@ def test_a_target_beyond_reach_is_marked_behind_not_reported_as_kept(tmp_path: P
     workload = tmp_path / "saturating.yaml"
     workload.write_text(SATURATING)
     out = tmp_path / "runs"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "dsbs", "--workload",
-         str(workload), "--out", str(out)],
-        capture_output=True, text=True, timeout=200, check=False)
+    done = twinbench("run", "--arch", "dsbs", "--workload", str(workload), "--out", str(out),
+                     timeout=200)
     assert done.returncode == 0, done.stderr
     assert "fell behind their schedule" in done.stderr and "marked behind" in done.stderr
     (run,) = out.iterdir()

@@ -11,6 +11,8 @@ Helpers::
     zk_fixtures.py    a local ZooKeeper (or ensemble) for a module or a test, waits, pid checks
     faulty_fs.py      filesystems that fail on demand: a full tmpfs, an ext4 that shuts down
     usage.py          a broker process's memory and descriptors while an attack runs
+    cli.py            the twinbench command as a bounded child process, output captured
+    sshd.py           test hosts: network namespaces running OpenSSH, with keys made per test
 
 Fake brokers (test doubles for the load client, never for the brokers under test)::
 

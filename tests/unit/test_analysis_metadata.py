@@ -96,7 +96,7 @@ def test_report_section_and_figure(tmp_path: Path):
     line = report.metadata_headline(analysis)  # type: ignore[arg-type]
     assert line.startswith("- Metadata storm (n = 100, metadata): converged ZK 20 vs DSBS 1 s;")
     paths = metadata_figures.draw_metadata(long, tmp_path, DEFAULT)
-    assert [p.name for p in paths] == ["fig18-metadata-storm.png", "fig18-metadata-storm.svg"]
+    assert [p.name for p in paths] == ["fig19-metadata-storm.png", "fig19-metadata-storm.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
     empty = SimpleNamespace(metadata=MetadataTables(), archs=DEFAULT)
     assert "No metadata sessions" in report.metadata_md(empty)  # type: ignore[arg-type]

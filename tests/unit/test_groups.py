@@ -412,3 +412,39 @@ def test_a_static_member_silent_past_its_session_timeout_is_removed():
         assert groups.describe("g")[2] == [a.member_id]
 
     asyncio.run(scenario())
+
+
+def test_a_replaced_static_member_is_fenced_by_heartbeat_sync_and_commit():
+    """KIP-345: the old incarnation names its instance id, so it learns it was replaced
+    (FENCED_INSTANCE_ID), not merely that its member id is unknown."""
+    async def scenario():
+        groups, _, clock = make(delay_ms=100)
+        _, b = await stable_pair(groups, clock)
+        await groups.join(**join_args(client_id="b", group_instance_id="b"))
+        old = dict(group_id="g", generation_id=b.generation_id, member_id=b.member_id,
+                   group_instance_id="b")
+        with pytest.raises(FencedInstanceId):
+            groups.heartbeat(**old)
+        with pytest.raises(FencedInstanceId):
+            await groups.sync(**old, assignments={})
+        with pytest.raises(FencedInstanceId):
+            await groups.commit(**old, offsets={TopicPartition("t", 0): OffsetAndMetadata(1)})
+        with pytest.raises(UnknownMemberId):  # no instance id named: just an unknown member
+            groups.heartbeat(group_id="g", generation_id=b.generation_id, member_id=b.member_id)
+
+    asyncio.run(scenario())
+
+
+def test_leave_group_by_instance_id_alone_removes_the_static_member():
+    async def scenario():
+        groups, _, clock = make(delay_ms=100)
+        a, _ = await stable_pair(groups, clock)
+        groups.leave(group_id="g", member_id="", group_instance_id="b")
+        assert groups.describe("g")[2] == [a.member_id]
+        assert groups.describe("g")[0] is GroupState.PREPARING_REBALANCE
+        with pytest.raises(UnknownMemberId):  # gone: a second leave finds no such member
+            groups.leave(group_id="g", member_id="", group_instance_id="b")
+        with pytest.raises(FencedInstanceId):  # the id is a's, not this member's
+            groups.leave(group_id="g", member_id="someone-else", group_instance_id="a")
+
+    asyncio.run(scenario())

@@ -46,8 +46,20 @@ def test_our_bytes_are_kafka_pythons_bytes(key: ApiKey, version: int, data: st.D
             # so a v1+ body with an error is never sent; kafka-python would misparse it.
             obj.error_code = 0
         raw = join(obj.encode(version))
-        decoded = kp.decode(raw, version=version)
-        assert bytes(decoded.encode()) == raw
+        try:
+            decoded = kp.decode(raw, version=version)
+        except AttributeError:
+            # kafka-python 3 follows Kafka 4's specs, which dropped some early versions
+            # (DeleteTopics v0); the round-trip tests still cover ours.
+            lo, hi = kp.valid_versions
+            if lo <= version <= hi:
+                raise
+            pytest.skip(f"kafka-python has no {cls.__name__} v{version}")
+        # kafka-python's DeleteTopicsRequest.encode (a v6 convenience) sets the version on a
+        # decoded object, which has no header to update, and fails: its base encode is the
+        # codec under test.
+        encode = kp.__mro__[1].encode if cls.__name__ == "DeleteTopicsRequest" else kp.encode
+        assert bytes(encode(decoded)) == raw
 
 
 def test_kafka_python_produce_request_decodes_with_ours() -> None:

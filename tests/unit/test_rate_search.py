@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from brokers.core.errors import UserError
-from harness.rate_search import SearchConfig, search_max_rate
+from harness.rate_search import RateSearcher, SearchConfig, search_max_rate
 
 
 def test_finds_the_limit_within_the_precision() -> None:
@@ -33,3 +35,27 @@ def test_a_failing_start_reports_nothing_kept() -> None:
 def test_bad_searches_are_user_errors(kw) -> None:
     with pytest.raises(UserError):
         SearchConfig(**kw)
+
+
+@given(limit=st.floats(min_value=100, max_value=1e6), precision=st.sampled_from([0.02, 0.1]))
+def test_the_bracket_always_holds_the_limit(limit: float, precision: float) -> None:
+    out = search_max_rate(lambda r: r <= limit, SearchConfig(start=100, precision=precision,
+                                                             ceiling=2e6))
+    assert out.kept <= limit < out.failed
+    assert out.failed - out.kept <= precision * out.kept
+
+
+def test_searches_stepped_in_lockstep_find_what_each_finds_alone() -> None:
+    # The driver advances one search per architecture a step at a time, so their sessions
+    # interleave; each must end where it would have ended alone.
+    limits = {"zk": 23_000.0, "dsbs": 61_000.0}
+    cfg = SearchConfig(start=1_000, precision=0.05)
+    searchers = {k: RateSearcher(cfg) for k in limits}
+    while any(s.next_rate() is not None for s in searchers.values()):
+        for k, s in searchers.items():
+            if (rate := s.next_rate()) is not None:
+                s.record(rate <= limits[k])
+    for k, s in searchers.items():
+        assert s.result() == search_max_rate(lambda r, k=k: r <= limits[k], cfg)
+    with pytest.raises(RuntimeError, match="over"):
+        searchers["zk"].record(True)

@@ -459,3 +459,29 @@ def test_reads_with_batches_larger_than_the_read_ahead(tmp_path):
     two = stored[3][2] + stored[4][2]
     assert bytes(log.read(stored[3][0] + 1, len(two))) == two
     log.close()
+
+
+# -------------------------------------------------------------------- DeleteRecords
+def test_delete_records_moves_the_start_durably_and_drops_whole_segments_below(tmp_path):
+    log = open_log(tmp_path, segment_bytes=1024)
+    for i in range(6):
+        log.append(batch_of(2, tag=f"b{i}", size=300))
+    assert log.segment_count > 2 and log.log_end_offset == 12
+    bases = [int(n.split(".")[0]) for n in files(log)]
+    target = bases[2] + 1  # inside the third segment
+    assert log.delete_records(target) == target
+    assert log.log_start_offset == target
+    assert [int(n.split(".")[0]) for n in files(log)] == bases[2:]  # wholly below: gone
+    with pytest.raises(OffsetOutOfRange):
+        log.read(target - 1, 1000)
+    assert log.read(target, 1000)  # the batch holding the start is still served whole
+    assert log.delete_records(1) == target  # below the start: nothing changes
+    with pytest.raises(OffsetOutOfRange):
+        log.delete_records(13)  # beyond the high watermark
+    log.close()
+    again = open_log(tmp_path, segment_bytes=1024)
+    assert (again.log_start_offset, again.log_end_offset) == (target, 12)
+    with pytest.raises(OffsetOutOfRange):
+        again.read(target - 1, 1000)
+    assert again.delete_records(12) == 12 and again.read(12, 1000) == b""
+    again.close()

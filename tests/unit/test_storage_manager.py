@@ -90,3 +90,32 @@ def test_second_manager_on_same_dir_is_refused(tmp_path):
     m.close()
     m.close()  # idempotent
     LogManager(tmp_path, StorageConfig()).close()
+
+
+@pytest.mark.filesystem
+def test_delete_topic_removes_its_partitions_open_or_not_and_nothing_else(tmp_path):
+    m = LogManager(tmp_path, StorageConfig())
+    m.get_or_create("gone", 0).append(build_batch([b"x"]))
+    m.get_or_create("gone-1", 0).append(build_batch([b"kept"]))  # a name that extends it
+    m.get_or_create("kept", 0)
+    m.close()
+    m = LogManager(tmp_path, StorageConfig())
+    m.get_or_create("gone", 1)  # one opened, gone-0 only on disk
+    assert m.delete_topic("gone") == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["gone-1-0", "kept-0"]
+    assert m.get("gone", 1) is None and m.delete_topic("gone") == 0
+    # A new topic of the name starts empty.
+    assert m.get_or_create("gone", 0).log_end_offset == 0
+    m.close()
+
+
+@pytest.mark.filesystem
+def test_a_deletion_interrupted_by_a_crash_is_finished_at_the_next_start(tmp_path):
+    m = LogManager(tmp_path, StorageConfig())
+    m.get_or_create("gone", 0).append(build_batch([b"x"]))
+    m.close()
+    (tmp_path / "gone-0").rename(tmp_path / "gone-0.0123abcd-delete")  # renamed, not removed
+    m = LogManager(tmp_path, StorageConfig())
+    assert m.load_existing() == []
+    assert list(tmp_path.glob("*-delete")) == []
+    m.close()

@@ -10,6 +10,7 @@ import yaml
 
 from harness.driver import plan
 from harness.workload import (
+    CLIENT_CEILING_RPS,
     WORKLOAD_DIR,
     WorkloadError,
     load_workload,
@@ -17,7 +18,8 @@ from harness.workload import (
     parse_workload,
 )
 
-SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke")
+SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
+           "latency-smoke")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
@@ -69,6 +71,26 @@ def test_open_loop_keys_parse_with_their_defaults():
                               duration_s=4, warmup_s=1))
     assert (wl.rate, wl.arrivals, wl.duration_s, wl.warmup_s) == (
         (500.0, 2000.5), "poisson", 4.0, 1.0)
+
+
+SEARCH = {"scenarios": ["streaming"], "duration_s": 3, "rate_search": {"start": 1000}}
+
+
+def test_rate_search_keys_parse_with_their_defaults():
+    wl = parse_workload(with_(**SEARCH, rate_fractions=[0.25, 1]))
+    assert wl.rate_search is not None and wl.rate == ()
+    assert (wl.rate_search.start, wl.rate_search.factor, wl.rate_search.precision,
+            wl.rate_search.max_backlog_s) == (1000.0, 2.0, 0.1, 1.0)
+    assert wl.rate_search.ceiling == CLIENT_CEILING_RPS
+    assert wl.rate_fractions == (0.25, 1.0)
+    cells = plan.cells(wl)
+    assert [c.cell_id for c in cells] == ["size_grid-32B-b20-f25", "size_grid-32B-b20-f100"]
+    (epoch,) = plan.schedule(wl, plan.sides(wl, arches=("zk", "dsbs")))
+    assert [s.arch for s in epoch.searches] == ["zk", "dsbs"]
+    assert epoch.arches == ("zk", "dsbs") and len(epoch.sessions) == 2 * 2 * wl.tries
+    # A search alone (no fractions) still gets its epoch, with no sessions.
+    (alone,) = plan.schedule(parse_workload(with_(**SEARCH)), plan.sides(wl))
+    assert alone.sessions == () and alone.arches == ("zk",)
 
 
 def test_partitions_default_to_one_per_broker():
@@ -129,6 +151,24 @@ def test_partitions_default_to_one_per_broker():
         (with_(rate=10, scenarios=["streaming"], duration_s=5, warmup_s=-1),
          "t.yaml: warmup_s: must be a number >= 0, got -1"),
         (with_(warmup_s=1), "t.yaml: warmup_s: only applies to time-bounded sessions"),
+        (with_(**SEARCH, rate=10), "t.yaml: rate: give rate or rate_search, not both"),
+        (with_(**{k: v for k, v in SEARCH.items() if k != "duration_s"}),
+         "t.yaml: rate_search: each step is a time-bounded session: give duration_s"),
+        (with_(**SEARCH, restart="cell"), "t.yaml: rate_search: searches run on one cluster"),
+        (with_(**{**SEARCH, "rate_search": {"factor": 2}}),
+         "t.yaml: rate_search: must be a mapping with at least start"),
+        (with_(**{**SEARCH, "rate_search": {"start": 10, "step": 2}}),
+         "t.yaml: rate_search.step: unknown key"),
+        (with_(**{**SEARCH, "rate_search": {"start": 10, "factor": 1}}),
+         "t.yaml: rate_search: search factor must be > 1"),
+        (with_(**{**SEARCH, "rate_search": {"start": 10, "ceiling": 5}}),
+         "t.yaml: rate_search: search ceiling must be >= its start"),
+        (with_(**{**SEARCH, "rate_search": {"start": -1}}),
+         "t.yaml: rate_search.start: must be a positive number, got -1"),
+        (with_(**SEARCH, rate_fractions=[0.5, 3]), "t.yaml: rate_fractions: must be distinct"),
+        (with_(**SEARCH, rate_fractions=[0.5, 0]),
+         "t.yaml: rate_fractions: must be a positive number, got 0"),
+        (with_(rate_fractions=[0.5]), "t.yaml: rate_fractions: fractions of what?"),
     ],
 )
 def test_bad_workloads_give_one_clear_line(doc, expected):

@@ -10,11 +10,11 @@ Layout:
                    sent; records are never decoded; idempotent producers' retries are
                    answered from the partition's producer table
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
-- ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs) and
-                   CreatePartitions, topic-name rules
+- ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs and
+                   manual replica assignments), CreatePartitions, DeleteTopics, topic-name rules
 - ``configs.py``   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: topic configs and
                    the broker's settings (read-only)
-- ``offsets.py``   ListOffsets, OffsetCommit, OffsetFetch
+- ``offsets.py``   ListOffsets, DeleteRecords, OffsetCommit, OffsetFetch
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the

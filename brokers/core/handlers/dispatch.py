@@ -59,6 +59,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_GROUPS: groups.handle_list_groups,
     ApiKey.API_VERSIONS: admin.handle_api_versions,
     ApiKey.CREATE_TOPICS: metadata.handle_create_topics,
+    ApiKey.DELETE_TOPICS: metadata.handle_delete_topics,
+    ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
     ApiKey.INIT_PRODUCER_ID: admin.handle_init_producer_id,
     ApiKey.DESCRIBE_ACLS: admin.handle_describe_acls,
     ApiKey.CREATE_ACLS: admin.handle_create_acls,

@@ -129,6 +129,7 @@ async def handle_sync_group(
                 group_id=req.group_id, generation_id=req.generation_id,
                 member_id=req.member_id,
                 assignments={a.member_id: bytes(a.assignment) for a in req.assignments},
+                group_instance_id=req.group_instance_id,
             )
         except KafkaError as exc:
             error = exc
@@ -146,7 +147,8 @@ def handle_heartbeat(
     if error is None:
         try:
             ctx.groups.heartbeat(
-                group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id)
+                group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
+                group_instance_id=req.group_instance_id)
         except KafkaError as exc:
             error = exc
     return HeartbeatResponse(error_code=error.code if error else 0)
@@ -169,7 +171,8 @@ def handle_leave_group(
     for m in req.members:
         code = 0
         try:
-            ctx.groups.leave(group_id=req.group_id, member_id=m.member_id)
+            ctx.groups.leave(group_id=req.group_id, member_id=m.member_id,
+                             group_instance_id=m.group_instance_id)
         except KafkaError as exc:
             code = exc.code
         members.append(MemberResponse(member_id=m.member_id,

@@ -1,4 +1,4 @@
-"""Metadata (with topic auto-creation), CreateTopics and CreatePartitions.
+"""Metadata (with topic auto-creation), CreateTopics, CreatePartitions and DeleteTopics.
 
 Both read and change the topic table through the Coordinator seam: this is where a ZooKeeper
 round trip or a gossip broadcast happens, never in the broker core.
@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 
 from brokers.core.coordinator import (
     ClusterView,
+    validate_replica_assignment,
     validate_replication_factor,
     validate_topic_name,
 )
@@ -36,6 +37,11 @@ from brokers.core.protocol.messages.create_topics import (
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+)
+from brokers.core.protocol.messages.delete_topics import (
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
 )
 from brokers.core.protocol.messages.describe_configs import DEFAULT_CONFIG, TOPIC_CONFIG
 from brokers.core.protocol.messages.metadata import (
@@ -160,11 +166,18 @@ async def handle_create_topics(
         try:
             _first_mention(seen, topic.name)
             validate_topic_name(topic.name)
+            assignment = None
             if topic.assignments:
-                raise InvalidRequest("manual replica assignments are not supported")
-            partitions = ctx.config.default_partitions if topic.num_partitions == -1 else (
-                topic.num_partitions)
-            replication = validate_replication_factor(topic.replication_factor)
+                if topic.num_partitions != -1 or topic.replication_factor != -1:
+                    raise InvalidRequest("a manual replica assignment needs num_partitions and "
+                                         "replication_factor -1")
+                assignment = validate_replica_assignment(
+                    {a.partition_index: a.broker_ids for a in topic.assignments},
+                    [b.node_id for b in ctx.coordinator.cluster().brokers])
+            partitions = (len(assignment) if assignment else ctx.config.default_partitions
+                          if topic.num_partitions == -1 else topic.num_partitions)
+            replication = (len(assignment[0]) if assignment
+                           else validate_replication_factor(topic.replication_factor))
             if partitions < 1:
                 raise InvalidPartitions(f"{partitions} partitions requested")
             if topic.name in ctx.coordinator.cluster().topics:
@@ -173,7 +186,9 @@ async def handle_create_topics(
             configs = validate_topic_configs({c.name: c.value for c in topic.configs})
             if not req.validate_only:
                 await _within(
-                    ctx.coordinator.create_topic(topic.name, partitions, replication, configs),
+                    ctx.coordinator.create_topic(topic.name, partitions, replication, configs)
+                    if assignment is None else
+                    ctx.coordinator.create_topic_assigned(topic.name, assignment, configs),
                     req.timeout_ms, f"topic {topic.name!r} not ready")
         except KafkaError as exc:
             results.append(CreatableTopicResult(
@@ -219,6 +234,42 @@ async def handle_create_partitions(
         else:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0))
     return CreatePartitionsResponse(results=results)
+
+
+async def handle_delete_topics(
+    ctx: BrokerContext, call: Call, req: DeleteTopicsRequest
+) -> DeleteTopicsResponse:
+    """Every named topic is deleted concurrently, as Kafka waits for them in one operation;
+    each result comes once this broker's view no longer shows the topic, or at the request's
+    timeout (REQUEST_TIMED_OUT: the deletion goes on)."""
+    seen: set[str] = set()
+    named_twice: set[str] = set()
+    for name in req.topic_names:
+        try:
+            _first_mention(seen, name)
+        except InvalidRequest:
+            named_twice.add(name)
+
+    async def delete(name: str) -> KafkaError | None:
+        try:
+            if name in named_twice:
+                raise InvalidRequest(f"topic {name!r} named twice in one request")
+            validate_topic_name(name)
+            await _within(ctx.coordinator.delete_topic(name), req.timeout_ms,
+                          f"topic {name!r}: deletion not complete")
+        except KafkaError as exc:
+            return exc
+        return None
+
+    outcomes = await asyncio.gather(*(delete(n) for n in seen))
+    errors = dict(zip(seen, outcomes, strict=True))
+    results = []
+    for name in dict.fromkeys(req.topic_names):  # once per name, in request order
+        exc = errors.get(name)
+        results.append(DeletableTopicResult(
+            name=name, error_code=0 if exc is None else exc.code,
+            error_message=None if exc is None else exc.message or None))
+    return DeleteTopicsResponse(responses=results)
 
 
 def _first_mention(seen: set[str], name: str) -> None:

@@ -1,4 +1,4 @@
-"""ListOffsets (earliest / latest / by time), OffsetCommit and OffsetFetch.
+"""ListOffsets (earliest / latest / by time), DeleteRecords, OffsetCommit and OffsetFetch.
 
 Committed offsets live behind the Coordinator seam (a ZooKeeper znode per partition, or the
 DSBS coordinator's local table); the group state machine validates who may commit.
@@ -14,9 +14,16 @@ from brokers.core.errors import (
     InvalidRequest,
     KafkaError,
     OffsetMetadataTooLarge,
+    OffsetOutOfRange,
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.protocol.messages.delete_records import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
 from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -38,6 +45,7 @@ from brokers.core.protocol.messages.offset_fetch import (
 
 LATEST = -1
 EARLIEST = -2
+HIGH_WATERMARK = -1  # DeleteRecords: up to the high watermark
 # offset.metadata.max.bytes: commit metadata is a client's note, not a storage service.
 MAX_METADATA_CHARS = 4096
 
@@ -64,6 +72,38 @@ def handle_list_offsets(
                     offset=offset, leader_epoch=CLIENT_LEADER_EPOCH))
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(topics=topics)
+
+
+def handle_delete_records(
+    ctx: BrokerContext, call: Call, req: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
+    """The leader moves each partition's log start offset (-1: to the high watermark) and
+    answers the new one; beyond the high watermark is OFFSET_OUT_OF_RANGE. Without
+    replication the leader's own log is every replica, so there is nothing to wait for."""
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                error = ctx.cached_leader_check(t.name, p.partition_index)
+                if error is not None:
+                    raise error
+                log = ctx.store.get(t.name, p.partition_index)
+                if log is None:  # led here, nothing produced yet: nothing to delete
+                    if p.offset not in (0, HIGH_WATERMARK):
+                        raise OffsetOutOfRange(f"offset {p.offset} outside [0, 0]")
+                    low = 0
+                else:
+                    offset = log.log_end_offset if p.offset == HIGH_WATERMARK else p.offset
+                    low = log.delete_records(offset)
+            except KafkaError as exc:
+                parts.append(DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=-1, error_code=exc.code))
+            else:
+                parts.append(DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index, low_watermark=low, error_code=0))
+        topics.append(DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return DeleteRecordsResponse(topics=topics)
 
 
 def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
@@ -106,6 +146,7 @@ async def handle_offset_commit(
             await ctx.groups.commit(
                 group_id=req.group_id, generation_id=req.generation_id_or_member_epoch,
                 member_id=req.member_id, offsets=offsets,
+                group_instance_id=req.group_instance_id,
             )
         except KafkaError as exc:
             error = exc

@@ -26,7 +26,8 @@ Layout::
     messages/       one module per API (produce, fetch, list_offsets, metadata,
                     offset_commit, offset_fetch, find_coordinator, join_group, sync_group,
                     heartbeat, leave_group, describe_groups, list_groups, api_versions,
-                    create_topics, init_producer_id, describe_configs, create_partitions;
+                    create_topics, delete_topics, delete_records, init_producer_id,
+                    describe_configs, create_partitions;
                     acls holds the three ACL APIs, alter_configs AlterConfigs and
                     IncrementalAlterConfigs, delete_groups DeleteGroups and OffsetDelete);
                     class and field names are the spec's, in snake_case.

@@ -24,6 +24,8 @@ from brokers.core.protocol.messages import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
     describe_configs,
     describe_groups,
     fetch,
@@ -60,6 +62,8 @@ class ApiKey(IntEnum):
     LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
@@ -89,6 +93,8 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.DESCRIBE_ACLS: (0, 2),
     ApiKey.CREATE_ACLS: (0, 2),
@@ -125,6 +131,10 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
     ApiKey.API_VERSIONS: (api_versions.ApiVersionsRequest, api_versions.ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (create_topics.CreateTopicsRequest,
                            create_topics.CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: (delete_topics.DeleteTopicsRequest,
+                           delete_topics.DeleteTopicsResponse),
+    ApiKey.DELETE_RECORDS: (delete_records.DeleteRecordsRequest,
+                            delete_records.DeleteRecordsResponse),
     ApiKey.INIT_PRODUCER_ID: (init_producer_id.InitProducerIdRequest,
                               init_producer_id.InitProducerIdResponse),
     ApiKey.DESCRIBE_ACLS: (acls.DescribeAclsRequest, acls.DescribeAclsResponse),

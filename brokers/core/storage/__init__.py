@@ -10,10 +10,12 @@ Layout map:
   batches, the CRC-validating recovery scan, index persistence, deletion.
 * ``open_files.py``   - ``OpenSegments``: the LRU budget of open segment descriptors.
 * ``log.py``          - ``PartitionLog`` and ``AppendResult``: ordered contiguous segments,
-  roll-over by size, flush policy, recovery on open, time/size retention; the first disk
-  error takes the data directory offline (never retried).
+  roll-over by size, flush policy, recovery on open, time/size retention, the log start
+  offset DeleteRecords moves; the first disk error takes the data directory offline (never
+  retried).
 * ``manager.py``      - ``LogManager``: ``<data_dir>/<topic>-<partition>/`` directories, the data
-  directory lock (unless the broker took it), flush/retention across partitions.
+  directory lock (unless the broker took it), flush/retention across partitions, a deleted
+  topic's directories (renamed ``<topic>-<p>.<id>-delete``, then removed).
 
 On-disk layout of one partition directory (Kafka's naming)::
 
@@ -22,6 +24,7 @@ On-disk layout of one partition directory (Kafka's naming)::
     00000000000000000000.timeindex  (max timestamp before the entry i64, relative offset u32)
     00000000000000004711.log        next segment, named by its base offset
     ...
+    log-start-offset                the log start offset, once DeleteRecords moved it
 
 Storage is synchronous and single-threaded (the broker's event loop calls it); the flush policy
 decides when ``os.fdatasync`` runs: inside ``append`` (``every_batch``), from the broker's timer

@@ -8,6 +8,12 @@ Invariants kept by open() and every mutation:
 * a closed segment's descriptor is released when it rolls, and any segment's may be closed by
   the shared ``OpenSegments`` budget; both reopen on use.
 
+The log start offset is the base of the oldest segment, or higher once DeleteRecords advanced
+it: then it is kept in ``log-start-offset`` in the partition's directory (written atomically and
+durably before the answer), read back at open, and segments wholly below it are deleted. Reads
+below it are OFFSET_OUT_OF_RANGE; the batch holding it may still begin below it (batches are
+never split; clients skip the records before their fetch offset).
+
 Disk errors are not retried: the first failed write, fsync, read or file operation takes the
 whole data directory offline (``DataDir.fail``) and this log with it; from then on every call
 raises KafkaStorageError, and ``close`` only releases descriptors.
@@ -21,7 +27,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers.core.atomic_file import TMP_SUFFIX, fsync_dir
+from brokers.core.atomic_file import TMP_SUFFIX, fsync_dir, replace_file
 from brokers.core.config import FlushMode, StorageConfig
 from brokers.core.datadir import DataDir
 from brokers.core.errors import KafkaStorageError, OffsetOutOfRange
@@ -39,6 +45,9 @@ from brokers.core.storage.segment import (
 
 log = logging.getLogger("twinbench.storage")
 
+# The partition's log start offset once DeleteRecords moved it past the oldest segment's base.
+START_OFFSET_FILE = "log-start-offset"
+
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
@@ -51,7 +60,7 @@ class PartitionLog:
     """One partition's log in ``directory``. Synchronous; not thread-safe (one event loop)."""
 
     __slots__ = ("_bases", "_closed", "_datadir", "_files", "_fsync_each", "_roll_bytes",
-                 "_segments", "config", "directory")
+                 "_segments", "_start", "config", "directory")
 
     def __init__(
         self, directory: Path, config: StorageConfig, segments: list[Segment],
@@ -68,6 +77,7 @@ class PartitionLog:
         # Index positions are u32, so never let a segment grow past 4 GiB whatever the config says.
         self._roll_bytes = min(config.segment_bytes, U32_MAX)
         self._closed = False
+        self._start = segments[0].base_offset
 
     def reconfigure(self, config: StorageConfig) -> None:
         """Apply a topic's own settings (retention, segment size) from the next append or
@@ -97,9 +107,14 @@ class PartitionLog:
             if created:
                 fsync_dir(directory.parent)
             segments = cls._recover(directory, config, files)
+            start = _read_start(directory)
         except (OSError, KafkaStorageError) as exc:
             raise datadir.fail(f"cannot open log {directory}", exc) from exc
-        return cls(directory, config, segments, files, datadir)
+        plog = cls(directory, config, segments, files, datadir)
+        if start is not None:
+            # Never past the end (a torn tail recovered away): the end is then the start.
+            plog._start = min(max(start, plog._start), plog.log_end_offset)
+        return plog
 
     @staticmethod
     def _recover(directory: Path, config: StorageConfig, files: OpenSegments) -> list[Segment]:
@@ -170,7 +185,7 @@ class PartitionLog:
     # ------------------------------------------------------------------- properties
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._start
 
     @property
     def log_end_offset(self) -> int:
@@ -221,7 +236,7 @@ class PartitionLog:
             end = seg.append(view, batches, first, leader_epoch, self._fsync_each)
         except KafkaStorageError as exc:
             raise self._failed(exc) from exc
-        return AppendResult(first, end - 1, self._segments[0].base_offset)
+        return AppendResult(first, end - 1, self._start)
 
     def _roll(self) -> Segment:
         """Close the active segment durably, then start a new one at the log end."""
@@ -245,7 +260,7 @@ class PartitionLog:
         """Whole stored batches from the one containing ``offset``, up to ``max_bytes`` (but at
         least one batch); b"" at the log end. Stops at a segment boundary."""
         self._check_open()
-        if offset < self._segments[0].base_offset or offset > self._segments[-1].next_offset:
+        if offset < self._start or offset > self._segments[-1].next_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
             )
@@ -268,7 +283,7 @@ class PartitionLog:
             for seg in self._segments:
                 found = seg.find_timestamp(timestamp_ms)
                 if found is not None:
-                    return found
+                    return max(found[0], self._start), found[1]
         except KafkaStorageError as exc:
             raise self._failed(exc) from exc
         return None
@@ -311,10 +326,41 @@ class PartitionLog:
             del self._segments[0]
             del self._bases[0]
             deleted += 1
+        self._start = max(self._start, self._segments[0].base_offset)
         if deleted:
             log.info("%s: retention deleted %d segment(s); log start offset now %d",
                      self.directory, deleted, self.log_start_offset)
         return deleted
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: make ``offset`` (at most the log end) the log start offset, durably,
+        and delete the closed segments wholly below it; returns the log start offset. An
+        offset at or below the current start changes nothing."""
+        self._check_open()
+        end = self.log_end_offset
+        if not 0 <= offset <= end:
+            raise OffsetOutOfRange(f"offset {offset} outside [0, {end}]")
+        if offset <= self._start:
+            return self._start
+        try:
+            replace_file(self.directory / START_OFFSET_FILE, f"{offset}\n")
+        except OSError as exc:
+            raise self._failed(f"cannot write the log start offset of {self.directory}: {exc}"
+                               ) from exc
+        self._start = offset
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            try:
+                self._segments[0].delete()
+            except OSError as exc:
+                raise self._failed(f"deleting records in {self.directory} failed: {exc}"
+                                   ) from exc
+            del self._segments[0]
+            del self._bases[0]
+            deleted += 1
+        log.info("%s: log start offset now %d (%d segment(s) deleted)", self.directory, offset,
+                 deleted)
+        return offset
 
     def close(self) -> None:
         """Flush and release file descriptors. Idempotent. An offline log is not flushed (that
@@ -352,6 +398,18 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({str(self.directory)!r}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def _read_start(directory: Path) -> int | None:
+    """The log start offset DeleteRecords set, None if it never did (or the file is junk:
+    then the oldest segment's base, as before, and nothing below it is lost)."""
+    try:
+        text = (directory / START_OFFSET_FILE).read_text("ascii").strip()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _unlink_segments(directory: Path, bases: list[int]) -> None:

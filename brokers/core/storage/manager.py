@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -28,6 +30,10 @@ from brokers.core.topic_config import storage_config_for
 log = logging.getLogger("twinbench.storage")
 
 _LOCK_NAME = ".storage.lock"
+# A deleted partition's directory is renamed to "<topic>-<p>.<id>-delete" (Kafka's suffix)
+# before its files go: the rename is atomic, so a crash midway leaves a directory that no
+# longer parses as a partition and is removed at the next start, never a half-deleted log.
+DELETE_SUFFIX = "-delete"
 
 
 def validate_topic(topic: str) -> None:
@@ -93,6 +99,9 @@ class LogManager:
         for entry in sorted(os.scandir(self.data_dir), key=lambda e: e.name):
             if not entry.is_dir():
                 continue
+            if entry.name.endswith(DELETE_SUFFIX):
+                self._remove_tree(Path(entry.path))
+                continue
             key = parse_partition_dir(entry.name)
             if key is None:
                 log.debug("ignoring %s: not a <topic>-<partition> directory", entry.path)
@@ -130,6 +139,41 @@ class LogManager:
             config = wanted.get(topic, self.config)
             if plog.config != config:
                 plog.reconfigure(config)
+
+    def delete_topic(self, topic: str) -> int:
+        """Close and remove every partition log of ``topic`` (open or only on disk): called on
+        a deletion event, the one reason storage ever deletes a partition's files."""
+        keys = {k for k in self._logs if k[0] == topic}
+        try:
+            keys |= {k for e in os.scandir(self.data_dir) if e.is_dir()
+                     and (k := parse_partition_dir(e.name)) is not None and k[0] == topic}
+        except OSError as exc:
+            raise self.datadir.fail(f"cannot list {self.data_dir}", exc) from exc
+        for key in sorted(keys):
+            plog = self._logs.pop(key, None)
+            if plog is not None:
+                plog.close()
+            directory = self.data_dir / partition_dir_name(*key)
+            doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+            try:
+                directory.rename(doomed)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise self.datadir.fail(f"cannot rename {directory}", exc) from exc
+            self._remove_tree(doomed)
+        self._topic_configs.pop(topic, None)
+        if keys:
+            log.info("deleted %d partition log(s) of topic %r", len(keys), topic)
+        return len(keys)
+
+    @staticmethod
+    def _remove_tree(directory: Path) -> None:
+        # Already renamed out of the way: a failure leaves garbage for the next start, no harm.
+        try:
+            shutil.rmtree(directory)
+        except OSError as exc:
+            log.warning("could not remove %s (%s); retried at the next start", directory, exc)
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)

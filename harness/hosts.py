@@ -1,0 +1,240 @@
+"""Hosts files and `twinbench hosts check`: the machines a multi-host run would use.
+
+A hosts file (YAML) names each machine, how to reach it over SSH and what it is for::
+
+    project: /opt/twinbench      # where twinbench is checked out on every host
+                                 # (default: this checkout's own path)
+    python: .venv/bin/python     # relative to project (default), or absolute
+    known_hosts: ~/.ssh/known_hosts   # host keys to check; null: accept any (test hosts only)
+    hosts:
+      - name: zk1                # unique; [a-z0-9_-]
+        address: 198.18.1.2      # unique
+        user: root
+        key: ~/.ssh/id_ed25519   # private key file (default: the SSH agent / default keys)
+        port: 22
+        roles: [zookeeper]       # any of zookeeper, broker, client
+        cpus: [0, 1]             # optional CPU set for what runs there
+
+SSH goes through asyncssh (a well-kept pure-Python SSH client on asyncio, like the rest of the
+harness; ducktape would bring its own test runner and fabric a thread per connection). The
+check connects to every host at once and prints one line per host: reachable or not (and why:
+refused, timed out, wrong key, unknown host key), whether the project is there at the same
+version as here (``twinbench --version``: the package version and git commit), and the host's
+clock offset from this one (remote time minus the midpoint of the round trip), which cross-host
+latencies depend on. Exit 0 when every host is ready.
+
+Deploying the twins and the load clients onto these hosts (`twinbench cluster|run --hosts`) is
+the next step of the same issue and builds on :func:`connect` and :class:`HostsFile`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from brokers.core.errors import UserError
+
+__all__ = ["ROLES", "Host", "HostStatus", "HostsFile", "check_hosts", "load_hosts"]
+
+ROLES = ("zookeeper", "broker", "client")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_HOST_KEYS = frozenset({"name", "address", "user", "key", "port", "roles", "cpus"})
+_FILE_KEYS = frozenset({"project", "python", "known_hosts", "hosts"})
+# How long one host may take to answer the whole check.
+CHECK_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    address: str
+    user: str
+    # Private key file; None: the SSH agent and the user's default keys.
+    key: Path | None
+    port: int
+    roles: tuple[str, ...]
+    # CPUs what runs there may use; None: all.
+    cpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class HostsFile:
+    path: Path
+    hosts: tuple[Host, ...]
+    # The checkout on every host, and its Python.
+    project: Path
+    python: str
+    # None: accept any host key (hosts made by the tests; say so in the file).
+    known_hosts: Path | None
+
+    def with_role(self, role: str) -> tuple[Host, ...]:
+        return tuple(h for h in self.hosts if role in h.roles)
+
+    def remote_command(self, *args: str) -> str:
+        """A twinbench command line as the remote shell runs it."""
+        python = self.python if self.python.startswith("/") else str(self.project / self.python)
+        return (f"cd {shlex.quote(str(self.project))} && "
+                f"{shlex.quote(python)} -m harness.cli {' '.join(map(shlex.quote, args))}")
+
+
+def _fail(path: Path, where: str, problem: str) -> UserError:
+    return UserError(f"{path.name}: {where}: {problem}" if where else f"{path.name}: {problem}")
+
+
+def load_hosts(path: Path) -> HostsFile:
+    """Read and validate a hosts file; every mistake is one line naming the file and key."""
+    try:
+        data = yaml.safe_load(path.read_text("utf-8"))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the hosts file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("hosts"), list) or not data["hosts"]:
+        raise _fail(path, "hosts", "must be a non-empty list of hosts")
+    unknown = sorted(set(data) - _FILE_KEYS)
+    if unknown:
+        raise _fail(path, unknown[0], f"unknown key (known: {', '.join(sorted(_FILE_KEYS))})")
+    hosts = tuple(_host(path, i, raw) for i, raw in enumerate(data["hosts"]))
+    for attr in ("name", "address"):
+        seen: set[str] = set()
+        for h in hosts:
+            value = getattr(h, attr)
+            if value in seen:
+                raise _fail(path, "hosts", f"{attr} {value} is listed twice")
+            seen.add(value)
+    project = Path(str(data.get("project") or REPO_ROOT)).expanduser()
+    known = data.get("known_hosts", None)
+    return HostsFile(path, hosts, project, str(data.get("python") or ".venv/bin/python"),
+                     Path(str(known)).expanduser() if known else None)
+
+
+def _host(path: Path, i: int, raw: Any) -> Host:
+    where = f"hosts[{i}]"
+    if not isinstance(raw, dict):
+        raise _fail(path, where, "must be a mapping (name, address, user, roles, ...)")
+    unknown = sorted(set(raw) - _HOST_KEYS)
+    if unknown:
+        raise _fail(path, f"{where}.{unknown[0]}",
+                    f"unknown key (known: {', '.join(sorted(_HOST_KEYS))})")
+    for key in ("name", "address", "user", "roles"):
+        if key not in raw:
+            raise _fail(path, f"{where}.{key}", "is missing")
+    name = raw["name"]
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise _fail(path, f"{where}.name", f"must be a short word of a-z, 0-9, - and _, "
+                    f"got {name!r}")
+    roles = raw["roles"]
+    if (not isinstance(roles, list) or not roles
+            or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles)):
+        raise _fail(path, f"{where}.roles", f"must be a list of distinct roles among "
+                    f"{', '.join(ROLES)}, got {roles!r}")
+    port = raw.get("port", 22)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise _fail(path, f"{where}.port", f"must be a TCP port, got {port!r}")
+    cpus = raw.get("cpus")
+    if cpus is not None and (not isinstance(cpus, list) or not cpus or any(
+            isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cpus)):
+        raise _fail(path, f"{where}.cpus", f"must be a list of CPU numbers, got {cpus!r}")
+    key_file = raw.get("key")
+    return Host(name, str(raw["address"]), str(raw["user"]),
+                Path(str(key_file)).expanduser() if key_file else None, port, tuple(roles),
+                tuple(cpus) if cpus is not None else None)
+
+
+def check_roles(hosts: HostsFile, needs: Sequence[str]) -> None:
+    """Refuse a layout that cannot run what is asked (e.g. the zk twin without a zookeeper
+    host), in one line."""
+    missing = [r for r in needs if not hosts.with_role(r)]
+    if missing:
+        raise UserError(f"{hosts.path.name}: no host has the role {', '.join(missing)}, which "
+                        "this needs")
+
+
+def local_version() -> str:
+    """What `twinbench --version` prints here (package version, git commit, dirty)."""
+    from harness.runlog import git_state, versions
+
+    git = git_state(REPO_ROOT)
+    commit = str(git.get("commit") or "no-git")
+    dirty = "+dirty" if git.get("dirty") else ""
+    return f"twinbench {versions(None).get('twinbench')} {commit}{dirty}"
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    host: Host
+    ok: bool
+    # One line: what was found, or why the host is not ready.
+    detail: str
+    # Remote clock minus local (seconds), when measured.
+    clock_offset_s: float | None = None
+
+    def line(self) -> str:
+        h = self.host
+        offset = (f", clock offset {self.clock_offset_s * 1000:+.1f} ms"
+                  if self.clock_offset_s is not None else "")
+        return (f"{h.name} {h.user}@{h.address}:{h.port} [{','.join(h.roles)}]: "
+                f"{'ok' if self.ok else 'NOT READY'}: {self.detail}{offset}")
+
+
+async def connect(hosts: HostsFile, host: Host, timeout_s: float = CHECK_TIMEOUT_S) -> Any:
+    """An asyncssh connection to ``host`` (the caller closes it)."""
+    import asyncssh
+
+    options: dict[str, Any] = {}
+    if host.key is not None:
+        # That key only: no agent, no default keys, so a wrong key fails as such.
+        options = {"client_keys": [str(host.key)], "agent_path": None}
+    return await asyncssh.connect(
+        host.address, port=host.port, username=host.user,
+        known_hosts=str(hosts.known_hosts) if hosts.known_hosts is not None else None,
+        connect_timeout=timeout_s, **options,
+    )
+
+
+async def check_host(hosts: HostsFile, host: Host, expected: str) -> HostStatus:
+    import asyncssh
+
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            conn = await connect(hosts, host)
+            try:
+                t0 = time.time()
+                clock = await conn.run("date +%s.%N", check=False)
+                t1 = time.time()
+                version = await conn.run(hosts.remote_command("--version"), check=False)
+            finally:
+                conn.close()
+    except asyncssh.PermissionDenied:
+        return HostStatus(host, False, "SSH refused the login (wrong user or key)")
+    except asyncssh.HostKeyNotVerifiable:
+        return HostStatus(host, False, f"host key not in {hosts.known_hosts}")
+    except TimeoutError:
+        return HostStatus(host, False, f"unreachable: no answer within {CHECK_TIMEOUT_S:g} s")
+    except (OSError, asyncssh.Error) as exc:
+        return HostStatus(host, False, f"unreachable: {exc}")
+    offset = None
+    with contextlib.suppress(ValueError):  # a host without GNU date: no offset, still checked
+        offset = float(str(clock.stdout).strip()) - (t0 + t1) / 2
+    found = str(version.stdout).strip()
+    if version.exit_status != 0:
+        err = (str(version.stderr).strip().splitlines() or ["no output"])[-1]
+        return HostStatus(host, False, f"no twinbench at {hosts.project} ({err})", offset)
+    if found != expected:
+        return HostStatus(host, False, f"version {found!r}, here {expected!r}", offset)
+    return HostStatus(host, True, found, offset)
+
+
+async def check_hosts(hosts: HostsFile) -> list[HostStatus]:
+    expected = local_version()
+    return list(await asyncio.gather(*(check_host(hosts, h, expected) for h in hosts.hosts)))

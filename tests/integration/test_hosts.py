@@ -1,0 +1,96 @@
+"""Hosts files and `twinbench hosts check` over real SSH: test hosts are network namespaces
+running OpenSSH (tests/support/sshd.py); a good login, a wrong key, a host that does not exist
+and a wrong project path each get their one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from brokers.core.errors import UserError
+from harness.hosts import check_roles, load_hosts, local_version
+from tests.support import sshd
+from tests.support.cli import twinbench
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory):
+    if reason := sshd.unavailable():
+        pytest.skip(reason)
+    made = sshd.SshHosts(tmp_path_factory.mktemp("ssh")).start(2)
+    yield made
+    made.close()
+
+
+def _write(path: Path, doc: dict) -> Path:
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path: Path) -> None:
+    a, b = hosts.addresses
+    # A host on the test network that nobody answers for.
+    ghost = a.rsplit(".", 1)[0] + ".99"
+    doc = {"known_hosts": None, "hosts": [
+        {"name": "good", "address": a, "user": "root", "key": str(hosts.key),
+         "roles": ["broker", "zookeeper"]},
+        {"name": "wrong-key", "address": b, "user": "root", "key": str(hosts.wrong_key),
+         "roles": ["broker"]},
+        {"name": "ghost", "address": ghost, "user": "root", "key": str(hosts.key),
+         "roles": ["client"]},
+    ]}
+    path = _write(tmp_path / "hosts.yaml", doc)
+    done = twinbench("hosts", "check", str(path), timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert set(lines) == {"good", "wrong-key", "ghost"}
+    assert f": ok: {local_version()}, clock offset " in lines["good"]
+    assert "NOT READY: SSH refused the login (wrong user or key)" in lines["wrong-key"]
+    assert "NOT READY: unreachable" in lines["ghost"]
+    # The same host with the project somewhere it is not.
+    doc["project"] = str(tmp_path / "nowhere")
+    doc["hosts"] = doc["hosts"][:1]
+    done = twinbench("hosts", "check", str(_write(tmp_path / "elsewhere.yaml", doc)),
+                     timeout=120)
+    assert done.returncode == 1
+    assert f"NOT READY: no twinbench at {tmp_path / 'nowhere'}" in done.stdout
+
+
+@pytest.mark.filesystem
+@pytest.mark.parametrize(("doc", "expected"), [
+    ({"hosts": []}, "hosts: must be a non-empty list of hosts"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "workers": 3}, "workers: unknown key"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]},
+                {"name": "b", "address": "x", "user": "u", "roles": ["client"]}]},
+     "hosts: address x is listed twice"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]},
+                {"name": "a", "address": "y", "user": "u", "roles": ["client"]}]},
+     "hosts: name a is listed twice"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["ksql"]}]},
+     "hosts[0].roles: must be a list of distinct roles"),
+    ({"hosts": [{"name": "a", "address": "x", "roles": ["broker"]}]}, "hosts[0].user: is missing"),
+    ({"hosts": [{"name": "A B", "address": "x", "user": "u", "roles": ["broker"]}]},
+     "hosts[0].name: must be a short word"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"], "port": 0}]},
+     "hosts[0].port: must be a TCP port"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"],
+                 "cpus": [-1]}]}, "hosts[0].cpus: must be a list of CPU numbers"),
+])
+def test_bad_hosts_files_are_one_line(tmp_path: Path, doc: dict, expected: str) -> None:
+    with pytest.raises(UserError) as info:
+        load_hosts(_write(tmp_path / "h.yaml", doc))
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.filesystem
+def test_roles_that_cannot_form_a_cluster(tmp_path: Path) -> None:
+    hosts = load_hosts(_write(tmp_path / "h.yaml", {"hosts": [
+        {"name": "a", "address": "x", "user": "u", "roles": ["broker", "client"]}]}))
+    check_roles(hosts, ["broker", "client"])
+    with pytest.raises(UserError, match="no host has the role zookeeper"):
+        check_roles(hosts, ["zookeeper", "broker"])

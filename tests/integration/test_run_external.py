@@ -1,0 +1,112 @@
+"""`twinbench run --bootstrap`: a workload against a cluster twinbench did not start (a dsbs
+twin started separately with `twinbench cluster`, treated as external), and the one-line
+refusals of what an external cluster cannot do."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import runlog
+from harness.external import NOT_APPLIED
+from harness.processes import ManagedProcess
+from spark_analysis.loader import validate_runs
+from tests.support.cli import twinbench
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SMALL = """\
+name: ext-small
+messages: 3000
+tries: 1
+cells:
+  - table: size_grid
+    msg_sizes: [32]
+    batches: [20]
+"""
+
+
+def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
+    proc = ManagedProcess(
+        [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "3",
+         "--data-dir", str(tmp_path / "data")],
+        name="twinbench cluster", log_path=tmp_path / "cluster.log").start()
+    try:
+        bootstrap = proc.wait_for_line("bootstrap=", 120).split("=", 1)[1]
+        workload = tmp_path / "small.yaml"
+        workload.write_text(SMALL)
+        config = tmp_path / "client.yaml"
+        config.write_text("client_id: ext-test\nrequest_timeout_ms: 30000\n")
+        out = tmp_path / "runs"
+        done = twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
+                          str(workload), "--client-config", str(config), "--out", str(out),
+                          "--quiet")
+        assert done.returncode == 0, done.stderr
+        (run,) = out.iterdir()
+        m = json.loads((run / "manifest.json").read_text())
+        assert (m["arch"], m["label"], m["run_arches"]) == ("ext-dsbs", "ext-dsbs", ["ext-dsbs"])
+        assert m["cluster"]["network"] == "external" and m["cluster"]["brokers"] == 3
+        ext = m["external"]
+        assert ext["bootstrap"] == bootstrap and ext["client"]["client_id"] == "ext-test"
+        assert ext["not_applied"] == list(NOT_APPLIED) and ext["not_measured"]
+        assert m["architectures"]["ext-dsbs"]["baseline"] is False
+        with open(run / "records.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert {(r["scenario"], r["role"]) for r in rows} == {
+            (s, r) for s in ("split", "streaming") for r in ("production", "consumption")}
+        assert all(r["status"] == "ok" and float(r["rps"]) > 0 for r in rows)
+        assert {r["lost"] for r in rows if r["role"] == "consumption"} == {"0"}
+        with open(run / "coordination.csv", newline="") as f:
+            coord = list(csv.DictReader(f))
+        # Nothing twinbench would read from its own processes was measured.
+        assert coord and all(r[c] == "" for r in coord for c in
+                             ("zk_requests", "gossip_packets", "coordination_ops",
+                              "broker_cpu_s", "zk_cpu_s"))
+        assert (run / "counters.csv").read_text().strip() == ",".join(runlog.COUNTER_COLUMNS)
+        # The analysis reads it like any run log.
+        assert [r.arch for r in validate_runs([run]).runs] == ["ext-dsbs"]
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--bootstrap", "127.0.0.1:1", "--label", "ext", "--workload", "smoke"],
+     "--bootstrap 127.0.0.1:1: no Kafka-protocol cluster answered"),
+    (["--bootstrap", "127.0.0.1:1", "--workload", "smoke"], "--bootstrap needs --label NAME"),
+    (["--bootstrap", "127.0.0.1:1", "--arch", "zk", "--workload", "smoke"], "drop --arch"),
+    (["--bootstrap", "127.0.0.1:1", "--label", "dsbs", "--workload", "smoke"], "names a twin"),
+    (["--bootstrap", "nonsense", "--label", "ext", "--workload", "smoke"], "is not host:port"),
+    (["--bootstrap", "127.0.0.1:1", "--label", "ext", "--workload", "faults-smoke"],
+     "fault workloads need a cluster twinbench starts"),
+    (["--workload", "smoke"], "give --arch (a twin, or both) or --bootstrap"),
+    (["--arch", "zk", "--client-config", "x.yaml", "--workload", "smoke"],
+     "--client-config only applies with --bootstrap"),
+])
+def test_what_an_external_run_refuses(args: list[str], expected: str) -> None:
+    done = twinbench("run", *args, "--out", "/nonexistent-twinbench-runs", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith("twinbench: error: ") and expected in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.filesystem
+@pytest.mark.parametrize(("text", "expected"), [
+    ("security_protocol: SSL\n", "the load client speaks PLAINTEXT only"),
+    ("retries: -1\n", "retries: must be an integer >= 0"),
+    ("linger_ms: 5\n", "linger_ms: unknown setting"),
+    ("[1, 2]\n", "must be a mapping of settings"),
+    ("a: [\n", "not valid YAML"),
+])
+def test_bad_client_configs_are_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    from brokers.core.errors import UserError
+    from harness.external import load_client_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError) as info:
+        load_client_config(path)
+    assert expected in str(info.value) and "\n" not in str(info.value)

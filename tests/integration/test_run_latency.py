@@ -1,0 +1,90 @@
+"""`twinbench run --arch both` on the latency smoke workload, then `twinbench analyze` on it:
+each twin's maximum sustainable rate searched step by step on real processes, sessions at
+fractions of it, their per-second series, and the report's latency section."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import runlog
+from harness.driver.searches import VERDICTS, search_config
+from harness.rate_search import RateSearcher
+from harness.workload import load_workload
+from tests.integration.test_run_smoke import zookeeper_missing
+from tests.support.cli import twinbench
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Path) -> None:
+    if reason := zookeeper_missing():
+        pytest.skip(reason)
+    out = tmp_path / "runs"
+    done = twinbench("run", "--arch", "both", "--workload", "latency-smoke", "--out", str(out),
+                     "--seed", "11", timeout=600)
+    assert done.returncode == 0, done.stderr
+    wl = load_workload("latency-smoke").workload
+    assert wl.rate_search is not None and wl.duration_s is not None
+    runs = sorted(out.iterdir())
+    assert {json.loads((r / "manifest.json").read_text())["arch"] for r in runs} == {
+        "zk", "dsbs"}
+    for run in runs:
+        steps = _rows(run / "rate_search.csv")
+        assert list(steps[0]) == list(runlog.RATE_SEARCH_COLUMNS)
+        assert {s["verdict"] for s in steps} <= set(VERDICTS)
+        # Replaying the verdicts through the search gives back exactly the rates tried: the
+        # driver followed the search, step by step.
+        searcher = RateSearcher(search_config(wl.rate_search))
+        for s in steps:
+            assert float(s["rate"]) == pytest.approx(searcher.next_rate(), rel=1e-6)
+            searcher.record(s["verdict"] == "kept")
+        assert searcher.next_rate() is None
+        found = searcher.result()
+        (best,) = _rows(run / "max_rate.csv")
+        assert float(best["kept_rate"]) == pytest.approx(found.kept, rel=1e-6)
+        assert int(best["steps"]) == len(steps)
+        # Far below what either twin sustains on any machine: the first step is kept.
+        assert steps[0]["verdict"] == "kept", steps[0]
+        records = _rows(run / "records.csv")
+        series = _rows(run / "series.csv")
+        assert list(series[0]) == list(runlog.SERIES_COLUMNS)
+        for fraction in wl.rate_fractions:
+            cell = f"latency-32B-b20-f{fraction * 100:g}"
+            mine = [r for r in records if r["cell_id"] == cell]
+            assert {r["role"] for r in mine} == {"production", "consumption"}
+            for r in mine:
+                assert float(r["target_rate"]) == pytest.approx(fraction * found.kept,
+                                                                rel=1e-3)
+            buckets = [b for b in series if b["cell_id"] == cell]
+            assert [float(b["t_s"]) for b in buckets] == [float(i)
+                                                          for i in range(len(buckets))]
+            assert len(buckets) >= wl.duration_s
+            cons = next(r for r in mine if r["role"] == "consumption")
+            assert cons["lost"] == "0", cons
+            # Every record consumed has its end-to-end latency in the series, warm-up too.
+            consumed = sum(int(b["consumed"]) for b in buckets)
+            assert sum(int(b["e2e_records"]) for b in buckets) == consumed
+            assert consumed >= int(cons["records"])
+            assert all(int(b["backlog"]) >= 0 for b in buckets)
+            assert [b["warmup"] for b in buckets][:1] == ["True"]
+    report = tmp_path / "report"
+    analysed = twinbench("analyze", *map(str, runs), "--out", str(report), timeout=600)
+    assert analysed.returncode == 0, analysed.stderr
+    maxima = _rows(report / "max_rates.csv")
+    assert {m["arch"] for m in maxima} == {"zk", "dsbs"}
+    curves = _rows(report / "latency_curves.csv")
+    assert len(curves) == 2 * len(wl.rate_fractions)
+    text = (report / "report.md").read_text()
+    assert "**Maximum sustainable rate**" in text and "**Latency at each rate**" in text
+    assert list(report.glob("fig18-latency-*.png"))
+    # Open-loop cells stay out of the paper's tables.
+    assert "latency-32B-b20-f" not in (report / "comparison.csv").read_text()
