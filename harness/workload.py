@@ -17,6 +17,9 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     producer_mode: sync          # sync | pipelined
     window: 8                    # requests in flight per producer (pipelined only)
     producer_partitions: split   # split (each producer its share) | all (round-robin over all)
+    replication_factor: 1        # replicas of each session's topic (above 1: replicating
+                                 # architectures only, docs/replication.md)
+    acks: 1                      # produce acks: 1 | -1 (all in-sync replicas) | 0
     messages: 30000              # records per session, all producers together
     rate: [5000, 20000]          # open loop: records/s, all producers together (a list is
                                  # swept, one cell each); absent: closed loop
@@ -295,6 +298,12 @@ class Workload:
     # split = producer i sends to its share of the partitions; all = every producer round-robins
     # over every partition (starting at a different one).
     producer_partitions: str = "split"
+    # Replicas of each session's topic (1, the paper's setting: no replication); above 1 only
+    # on architectures that replicate (docs/replication.md), at most `brokers`.
+    replication_factor: int = 1
+    # Produce acks: 1 (the paper's: the leader wrote it), -1 (every in-sync replica has it),
+    # 0 (no answer).
+    acks: int = 1
     # Records per session, all producers together (the paper: 30,000).
     messages: int = 30_000
     # Open loop (workloads/schedule.py): target records/s, all producers together, split evenly
@@ -807,9 +816,13 @@ def _load(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     if messages < producers:
         raise ctx.fail("messages", f"{messages} messages cannot feed {producers} producers")
     tries = ctx.integer("tries", _given(data, "tries"), 1, 1000)
+    replication = ctx.integer("replication_factor", _given(data, "replication_factor"), 1,
+                              brokers)
+    acks = ctx.integer("acks", _given(data, "acks"), -1, 1)
     return {"brokers": brokers, "partitions": partitions, "producers": producers,
             "consumers": consumers, "producer_mode": mode, "window": window,
-            "producer_partitions": spread, "messages": messages, "tries": tries}
+            "producer_partitions": spread, "messages": messages, "tries": tries,
+            "replication_factor": replication, "acks": acks}
 
 
 def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:

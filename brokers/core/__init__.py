@@ -4,6 +4,8 @@ Layout (one concept per module):
 - ``errors.py``            the error taxonomy; Kafka wire codes in one registry
 - ``config.py``            frozen config dataclasses (broker, storage, flush policy)
 - ``coordinator.py``       the Coordinator Protocol: the seam between core and architecture
+- ``isr_changes.py``       the replication seam: the IsrChanges Protocol (leader -> twin)
+- ``replication/``         leaders, followers, high watermark, ISR, leader epochs (sans-IO)
 - ``counters.py``          the counters contract: typed counter classes, counters.json's objects
 - ``local_coordinator.py`` the single-node Coordinator (`twinbench broker`, the perf baseline)
 - ``local_state.py``       small durable JSON documents and journals for local state

@@ -39,6 +39,8 @@ from brokers.core.handlers import BrokerContext, RequestDispatcher
 from brokers.core.logs import LogStore
 from brokers.core.notify import AppendNotifier
 from brokers.core.protocol.consumer_protocol import ConsumerProtocolAssignment
+from brokers.core.replication.fetcher import Fetchers
+from brokers.core.replication.manager import ReplicaManager
 from brokers.core.server import KafkaServer
 from brokers.core.storage import LogManager
 
@@ -85,6 +87,12 @@ class Broker:
         )
         self.notifier = AppendNotifier()
         self.context = BrokerContext(config, coordinator, self.store, self.groups, self.notifier)
+        self.replicas = ReplicaManager(
+            config.node_id, config.replication, coordinator, self.store, self.notifier,
+            self.context.producers.forget)
+        self.context.replicas = self.replicas
+        self.fetchers = Fetchers(self.replicas, coordinator, self.store)
+        self.replicas.on_following_changed = self.fetchers.refresh
         self.server = KafkaServer(
             RequestDispatcher(self.context), config.max_frame_bytes, config.listener)
         self.address: tuple[str, int] | None = None
@@ -109,6 +117,9 @@ class Broker:
         # Topic configs (retention, segment size) reach the logs with every view change.
         self.coordinator.subscribe(self._apply_topic_configs)
         self._apply_topic_configs(self.coordinator.cluster())
+        # Leaders, followers and ISRs of replicated partitions follow the view too.
+        self.coordinator.subscribe(self.replicas.apply_view)
+        self.replicas.apply_view(self.coordinator.cluster())
         storage = self.config.storage
         if storage.flush.mode is FlushMode.INTERVAL_MS:
             self._every(storage.flush.interval_ms / 1000, self._flush)
@@ -212,6 +223,8 @@ class Broker:
                 await timer
         self._timers.clear()
         await self.server.stop()
+        await self.fetchers.close()
+        await self.replicas.close()
         self.notifier.wake_all()
         await self.groups.close()
         # A KafkaStorageError while the broker halts is the failure already reported (the data

@@ -21,6 +21,7 @@ from brokers.core.config import BrokerConfig, FlushPolicy, ListenerConfig, Stora
 from brokers.core.coordinator import Coordinator
 from brokers.core.datadir import DataDir
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
+from brokers.core.replication.config import ReplicationConfig
 
 CoordinatorFactory = Callable[[argparse.Namespace, BrokerConfig, DataDir], Coordinator]
 
@@ -107,6 +108,16 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         default=sc.max_open_segments,
                         help="segment files open at once; the least recently used is closed "
                         "and reopened on use (default %(default)s)")
+    rc = ReplicationConfig()
+    repl = parser.add_argument_group("replication (partitions with more than one replica)")
+    repl.add_argument("--min-insync-replicas", type=int, metavar="N",
+                      default=rc.min_insync_replicas,
+                      help="in-sync replicas acks=all needs when a topic sets none "
+                      "(min.insync.replicas; default %(default)s)")
+    repl.add_argument("--replica-lag-time-max-ms", type=int, metavar="MS",
+                      default=rc.replica_lag_time_max_ms,
+                      help="a follower not caught up for this long leaves the ISR "
+                      "(replica.lag.time.max.ms; default %(default)s)")
 
 
 def _path(text: str):
@@ -128,6 +139,10 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         max_partitions_per_topic=args.max_partitions_per_topic, max_topics=args.max_topics,
         group_max_size=args.group_max_size, default_partitions=args.num_partitions,
         auto_create_topics=args.auto_create_topics,
+        replication=ReplicationConfig(
+            min_insync_replicas=args.min_insync_replicas,
+            replica_lag_time_max_ms=args.replica_lag_time_max_ms,
+        ),
         listener=ListenerConfig(
             max_connections=args.max_connections,
             max_connections_per_ip=args.max_connections_per_ip,

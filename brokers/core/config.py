@@ -15,6 +15,7 @@ from typing import Literal
 
 from brokers.core.errors import UserError
 from brokers.core.protocol.records import HEADER_SIZE
+from brokers.core.replication.config import ReplicationConfig
 
 MiB = 1024 * 1024
 
@@ -171,6 +172,8 @@ class BrokerConfig:
     # Members plus pending member ids (KIP-394) one group may hold (group.max.size); one more
     # JoinGroup gets GROUP_MAX_SIZE_REACHED.
     group_max_size: int = 1000
+    # Followers, ISR and min.insync.replicas of partitions with more than one replica.
+    replication: ReplicationConfig = field(default_factory=ReplicationConfig)
 
     def __post_init__(self) -> None:
         if self.node_id < 0:

@@ -30,8 +30,9 @@ Conventions every implementation follows:
   (or replaced by a new topic of the same name), synchronously, before any view without it
   is served; a topic merely absent from a view (a cache not yet filled, a store out of
   reach) never deletes anything.
-* Replication factors other than 1 are refused (``validate_replication_factor``) until
-  replication exists, so no client is told its data is replicated when it is not.
+* Replication factors other than 1 are refused (``validate_replication_factor``) by an
+  architecture whose coordinator does not also implement ``IsrChanges``
+  (brokers/core/isr_changes.py): no client is told its data is replicated when it is not.
 """
 
 from __future__ import annotations
@@ -65,11 +66,18 @@ def validate_topic_name(name: str) -> None:
 REPLICATION_NOT_IMPLEMENTED = "replication is not implemented; replication factor must be 1"
 
 
-def validate_replication_factor(replication_factor: int) -> int:
-    """The replication factor a new topic gets: -1 (the broker default) means 1, and anything
-    but 1 raises InvalidReplicationFactor saying why, until replication exists."""
+def validate_replication_factor(replication_factor: int, *, replicates: bool = False) -> int:
+    """The replication factor a new topic gets: -1 (the broker default) means 1. Anything else
+    but 1 raises InvalidReplicationFactor saying why, unless the architecture ``replicates``
+    (its coordinator implements ``brokers.core.isr_changes.IsrChanges``); then any factor
+    from 1 up is taken (whether enough brokers live is the coordinator's to say)."""
     if replication_factor in (-1, 1):
         return 1
+    if replicates and replication_factor > 1:
+        return replication_factor
+    if replicates:
+        raise InvalidReplicationFactor(
+            f"replication factor must be at least 1, got {replication_factor}")
     raise InvalidReplicationFactor(
         f"replication factor {replication_factor} refused: {REPLICATION_NOT_IMPLEMENTED}")
 
@@ -79,13 +87,14 @@ Assignment = Mapping[int, tuple[int, ...]]
 
 
 def validate_replica_assignment(
-    assignment: Mapping[int, Sequence[int]], brokers: Collection[int]
+    assignment: Mapping[int, Sequence[int]], brokers: Collection[int], *,
+    replicates: bool = False,
 ) -> dict[int, tuple[int, ...]]:
     """A CreateTopics manual assignment, checked as Kafka 2.8's AdminZkClient checks it:
     partitions 0..n-1, each with the same number of distinct replicas, every one a broker of
     the cluster (INVALID_REPLICA_ASSIGNMENT otherwise); then the replication factor it implies
-    passes ``validate_replication_factor``. The one place both twins (and replication, when
-    it comes) check an assignment."""
+    passes ``validate_replication_factor`` (``replicates``: the architecture replicates). The
+    one place both twins check an assignment."""
     if not assignment:
         raise InvalidReplicaAssignment("the replica assignment names no partitions")
     if sorted(assignment) != list(range(len(assignment))):
@@ -102,7 +111,7 @@ def validate_replica_assignment(
     unknown = sorted({b for r in assignment.values() for b in r} - set(brokers))
     if unknown:
         raise InvalidReplicaAssignment(f"unknown broker(s) {unknown} in the replica assignment")
-    validate_replication_factor(sizes.pop())
+    validate_replication_factor(sizes.pop(), replicates=replicates)
     return {p: tuple(r) for p, r in sorted(assignment.items())}
 
 

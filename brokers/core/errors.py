@@ -141,6 +141,17 @@ class InvalidTopic(KafkaError): ...
 class RecordListTooLarge(KafkaError): ...
 
 
+# acks=-1 refused before the append: the ISR is smaller than min.insync.replicas.
+@_wire(19, "NOT_ENOUGH_REPLICAS", retriable=True)
+class NotEnoughReplicas(KafkaError): ...
+
+
+# The batch is in the leader's log, but the ISR shrank below min.insync.replicas before it
+# was replicated: the client retries (an idempotent producer's retry is deduplicated).
+@_wire(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", retriable=True)
+class NotEnoughReplicasAfterAppend(KafkaError): ...
+
+
 @_wire(21, "INVALID_REQUIRED_ACKS")
 class InvalidRequiredAcks(KafkaError): ...
 

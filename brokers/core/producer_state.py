@@ -166,6 +166,12 @@ class ProducerStates:
             self._partitions[(topic, partition)] = table
         return table
 
+    def forget(self, topic: str, partition: int) -> None:
+        """Drop a partition's table: the log changed under it (this broker became the leader of
+        a replicated partition whose log it filled as a follower, or cut), so the next
+        idempotent batch rebuilds it from the stored headers."""
+        self._partitions.pop((topic, partition), None)
+
     def forget_topic(self, topic: str) -> None:
         """A deleted topic's tables: a new topic of the name starts with none."""
         for key in [k for k in self._partitions if k[0] == topic]:

@@ -12,9 +12,11 @@ client is never told a setting took effect that the brokers ignore:
 * ``segment.bytes``: the segment roll size.
 * ``cleanup.policy``: only ``delete``. ``compact`` is refused: compaction does not exist, and
   accepting it would promise clients that old values of a key disappear.
-* ``min.insync.replicas``: accepted and stored. With replication factor 1 it has nothing to
-  count, so any value from 1 up is kept for the day replication exists; Kafka checks it at
-  produce time (acks=all) against the ISR, which here is always the leader alone.
+* ``min.insync.replicas``: checked at produce time with acks=all against the partition's ISR
+  (NOT_ENOUGH_REPLICAS; brokers/core/replication/manager.py) when the topic is replicated.
+  A topic of replication factor 1 never enters the replication code (its data path stays the
+  unreplicated one), so it takes acks=all whatever the value, where Kafka would refuse
+  acks=all when the value exceeds 1.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ SPECS: dict[str, TopicConfigSpec] = {s.name: s for s in (
     TopicConfigSpec("cleanup.policy", "LIST", "Only delete (compaction is not implemented).",
                     _cleanup_policy, lambda c: "delete"),
     TopicConfigSpec("min.insync.replicas", "INT",
-                    "Stored; nothing to count while the replication factor is 1.",
+                    "In-sync replicas acks=all needs (replicated topics).",
                     _int(1), lambda c: "1"),
 )}
 

@@ -24,6 +24,8 @@ Layout::
     counters.py     ZkCounters: this twin's counters (brokers/core/counters.py's contract)
     controller.py   the controller's duties (round-robin assignment, leader per partition,
                     broker join/leave, fenced writes) as pure decisions + a reconcile loop
+    isr.py          IsrWriter: a leader's conditional ISR shrink/expand of its partition state
+                    znode (the IsrChanges seam), its decision pure
     topics.py       TopicCreator: create_topic (assignment written in one multi, then a wait for
                     the leaders)
     deletion.py     topic deletion: the /admin/delete_topics marker a request writes, and the

@@ -198,6 +198,10 @@ class MetadataCache:
         """Every watch the cache arms lands here (on the loop), dispatched by path."""
         path = event.path
         p = self._paths
+        if path is None:
+            # A session event (connection state) on a watch, not a change of a znode: the
+            # session's own handling re-syncs after a reconnect (resync), nothing to refresh.
+            return
         if path == p.broker_ids:
             self._spawn(self._refresh_brokers(), "zk-refresh-brokers")
         elif path == p.controller:

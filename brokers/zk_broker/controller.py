@@ -4,7 +4,7 @@ Election is Kafka's: the first broker to create the ephemeral ``/controller`` wi
 persistent ``/controller_epoch`` and becomes the controller until its session ends.
 ``election.py`` runs the election; this module holds what the winner does.
 
-Duties (Kafka 0.8's, minus replication, which does not exist yet):
+Duties (Kafka 0.8's):
 
 * on election: read the world (brokers, topics, partition states; done by the cache's
   resync), then reconcile;
@@ -12,9 +12,12 @@ Duties (Kafka 0.8's, minus replication, which does not exist yet):
   controller sees it through its watch and creates each partition's state znode;
 * topics marked for deletion (``/admin/delete_topics``): removed once every broker holding a
   replica is live (``deletion.py``); their partitions get no leader changes meanwhile;
-* brokers leaving/joining: with no replication a partition whose only replica is dead has no
-  leader (-1, clients get LEADER_NOT_AVAILABLE) until that broker re-registers; the controller
-  then makes it leader again. Every leader change bumps ``leader_epoch``.
+* brokers leaving/joining: a partition whose leader died gets the first live replica of its
+  ISR as leader; a dead broker leaves every ISR at once. With no live ISR member the partition
+  has no leader (-1, clients get LEADER_NOT_AVAILABLE) until one re-registers (unclean election
+  is off). Every leader change bumps ``leader_epoch``. The leaders themselves shrink and expand
+  their ISRs between elections (``isr.py``); every write to a state znode is conditional on the
+  version its writer read, so the controller and a leader never overwrite each other.
 
 The controller is level-triggered: ``reconcile()`` compares what every partition's state *is*
 with what it *should be* given the live brokers, and writes only the differences. Any change the
@@ -81,23 +84,40 @@ def next_partition_state(
     live: set[int] | frozenset[int],
     current: LeaderAndIsr | None,
     controller_epoch: int,
+    *,
+    unclean: bool = False,
 ) -> LeaderAndIsr | None:
     """What a partition's state should become; None when it is already right.
 
-    * no state yet: the first live replica leads with epoch 0 (NO_LEADER if none is live);
-    * the leader is alive and a replica: leave it alone (no needless epoch bumps);
-    * otherwise: the first live replica, or NO_LEADER, with ``leader_epoch + 1``.
+    * no state yet: the first live replica leads with epoch 0, every live replica in the ISR
+      (NO_LEADER and an empty ISR if none is live);
+    * the leader is alive and a replica: leave it alone (no needless epoch bumps), except that
+      dead brokers leave the ISR at once (same epoch: the leader keeps leading);
+    * otherwise: the first live replica in the ISR leads with ``leader_epoch + 1`` and the ISR
+      keeps its live members. With none live, the partition stays leaderless and the ISR keeps
+      naming the replicas that have every committed record, so one of them leads when it
+      returns; a replica outside the ISR may miss acknowledged records, so it leads only with
+      ``unclean`` (Kafka's unclean.leader.election.enable, off by default). An empty ISR (a
+      state written before the controller kept ISRs) makes every live replica eligible.
     """
-    preferred = next((b for b in replicas if b in live), NO_LEADER)
     if current is None:
-        isr = (preferred,) if preferred != NO_LEADER else ()
-        return LeaderAndIsr(preferred, 0, isr, controller_epoch)
+        isr = tuple(b for b in replicas if b in live)
+        return LeaderAndIsr(isr[0] if isr else NO_LEADER, 0, isr, controller_epoch)
     if current.leader != NO_LEADER and current.leader in live and current.leader in replicas:
-        return None
-    if preferred == current.leader:
-        return None  # still leaderless: nothing to write
-    isr = (preferred,) if preferred != NO_LEADER else ()
-    return LeaderAndIsr(preferred, current.leader_epoch + 1, isr, controller_epoch)
+        alive = tuple(b for b in current.isr if b in live)
+        if alive == current.isr or current.leader not in alive:
+            return None
+        return LeaderAndIsr(current.leader, current.leader_epoch, alive, controller_epoch)
+    eligible = [b for b in replicas if b in live and (b in current.isr or not current.isr)]
+    if not eligible and unclean:
+        eligible = [b for b in replicas if b in live]
+    if not eligible:
+        if current.leader == NO_LEADER:
+            return None  # still leaderless: nothing to write
+        return LeaderAndIsr(NO_LEADER, current.leader_epoch + 1, current.isr, controller_epoch)
+    leader = eligible[0]
+    isr = tuple(b for b in current.isr if b in live) if leader in current.isr else (leader,)
+    return LeaderAndIsr(leader, current.leader_epoch + 1, isr, controller_epoch)
 
 
 # --- what the controller needs from the metadata cache -------------------------------------------

@@ -4,7 +4,8 @@ What lives where in ZooKeeper (znode formats in ``paths.py``):
 
 * membership: ephemeral ``/brokers/ids/<id>``; the controller: ephemeral ``/controller``;
 * metadata: ``/brokers/topics/<t>`` (assignment, written by whichever broker creates the topic)
-  and ``.../partitions/<p>/state`` (leader, epoch, isr; written only by the controller);
+  and ``.../partitions/<p>/state`` (leader, epoch, isr; written by the controller on leader
+  changes and by the partition's leader on ISR changes, each conditionally on its version);
 * groups: the Kafka paper's three registries under ``/consumers/<group>``.
 
 The coordinator owns one part per concept and wires them together: the shared session
@@ -28,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import zlib
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from kazoo.client import KazooState
@@ -50,6 +51,7 @@ from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.counters import ZkCounters
 from brokers.zk_broker.deletion import request_deletion
 from brokers.zk_broker.election import Election
+from brokers.zk_broker.isr import IsrWriter
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
 from brokers.zk_broker.registry import GroupRegistry
@@ -82,6 +84,7 @@ class ZkCoordinator:
             self._session, self.paths, self._cache, config.create_topic_timeout_ms
         )
         self._registry = GroupRegistry(self._session, self.paths)
+        self._isr = IsrWriter(self._session, self.paths, self._cache, node_id)
         self._producer_ids = ProducerIds(
             self._session, self.paths, node_id, config.producer_id_block_size
         )
@@ -241,6 +244,12 @@ class ZkCoordinator:
 
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         return await self._topics.add_partitions(topic, total)
+
+    async def change_isr(
+        self, topic: str, partition: int, leader_epoch: int, isr: Sequence[int]
+    ) -> PartitionState:
+        """IsrChanges (brokers/core/isr_changes.py): the leader's conditional write."""
+        return await self._isr.change(topic, partition, leader_epoch, isr)
 
     async def alter_topic_configs(self, topic: str, change: ConfigChange) -> TopicInfo:
         return await self._topics.alter_configs(topic, change)

@@ -72,7 +72,7 @@ class TopicCreator:
         configs: Mapping[str, str] | None,
     ) -> TopicInfo:
         validate_topic_name(name)
-        replication_factor = validate_replication_factor(replication_factor)
+        replication_factor = validate_replication_factor(replication_factor, replicates=True)
         if self._cache.has_topic(name):
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if not self._session.connected:

@@ -386,7 +386,7 @@ def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str, timeline:
     for i in range(wl.producers):
         p = Producer(clients.producers[i], topic, msg_size=cell.msg_size, batch=cell.batch,
                      producer_id=i + 1, partitions=plan.producer_partitions(wl, i),
-                     rate=fp.rate / wl.producers)
+                     rate=fp.rate / wl.producers, acks=wl.acks)
         p.on_ack = timeline.produced
         producers.append(p)
     return producers

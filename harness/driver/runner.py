@@ -324,7 +324,7 @@ class _Run:
                               f"{step_no}: {rate:,.0f} records/s")
         topic = f"{self.name_prefix}-{self.session_no}"
         try:
-            await clients.admin.create_topic(topic, wl.partitions)
+            await clients.admin.create_topic(topic, wl.partitions, wl.replication_factor)
             result = await run_session(clients, wl, dataclasses.replace(cell, rate=rate),
                                        "streaming", side.offset_commit, topic, f"{topic}-group")
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
@@ -377,7 +377,8 @@ class _Run:
             self.progress.advance()
             return
         try:
-            await clients.admin.create_topic(topic, self.workload.partitions)
+            await clients.admin.create_topic(topic, self.workload.partitions,
+                                              self.workload.replication_factor)
             before = _read(cluster)
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
@@ -436,7 +437,8 @@ class _Run:
         assert s.case is not None and isinstance(cluster, ProcessCluster)
         arch = s.side.arch
         try:
-            await clients.admin.create_topic(topic, self.workload.partitions)
+            await clients.admin.create_topic(topic, self.workload.partitions,
+                                              self.workload.replication_factor)
             before = counters.read(cluster)
             outcome = await run_fault_session(cluster, clients, self.workload, s.cell, s.case,
                                               s.side.offset_commit, topic, f"{topic}-group")

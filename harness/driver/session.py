@@ -239,7 +239,7 @@ def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str) -> list[P
         Producer(clients.producers[i], config=ProducerConfig(
             topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
             producer_id=i + 1, partitions=plan.producer_partitions(wl, i), rate=rate,
-            arrivals=arrivals, seed=i + 1, warmup_s=wl.warmup_s))
+            arrivals=arrivals, seed=i + 1, warmup_s=wl.warmup_s, acks=wl.acks))
         for i in range(wl.producers)
     ]
 

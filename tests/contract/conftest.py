@@ -1,6 +1,6 @@
 import pytest
 
-from tests.support.clusters import ARCHITECTURES, start_cluster
+from tests.support.clusters import ARCHITECTURES, REPLICATING, start_cluster
 
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
@@ -11,12 +11,17 @@ def cluster(request, tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked multi_broker do not apply to the one-broker cluster: deselect, not skip."""
+    """Tests marked multi_broker do not apply to the one-broker cluster, nor tests marked
+    replicated to an architecture that does not replicate: deselect, not skip (no cluster is
+    started for nothing)."""
     keep, drop = [], []
     for item in items:
-        single = getattr(item, "callspec", None) and item.callspec.params.get("cluster") == (
-            "single")
-        (drop if single and item.get_closest_marker("multi_broker") else keep).append(item)
+        arch = getattr(item, "callspec", None) and item.callspec.params.get("cluster")
+        single = arch == "single"
+        unreplicated = arch and arch not in REPLICATING
+        drop_it = (single and item.get_closest_marker("multi_broker")) or (
+            unreplicated and item.get_closest_marker("replicated"))
+        (drop if drop_it else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

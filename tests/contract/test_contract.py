@@ -38,6 +38,7 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.records import decode_records, iter_batches
 from harness.kafka_probe import KafkaProbe
+from tests.support.clusters import REPLICATING
 from tests.support.ops import (
     create_everywhere,
     eventually,
@@ -256,9 +257,17 @@ def test_create_topics_racing_an_auto_create_leaves_one_record_everywhere(cluste
 
 @pytest.mark.parametrize("replication_factor", [2, 3])
 def test_replication_factor_above_one_is_refused_with_the_reason(cluster, replication_factor):
+    """Architectures that do not replicate say so; those that do
+    (tests.support.clusters.REPLICATING) place the replicas."""
     topic = fresh_topic()
     with connect(cluster.brokers[0]) as c:
         res = create_topic(c, topic, 1, replication_factor=replication_factor)
+        if getattr(cluster, "spec", cluster).arch in REPLICATING:
+            assert res.error_code == 0
+            replicas = eventually(lambda: (md := metadata(c, [topic])).topics[0].partitions
+                                  and md.topics[0].partitions[0].replica_nodes)
+            assert len(set(replicas)) == replication_factor
+            return
         assert res.error_code == InvalidReplicationFactor.code
         assert "replication is not implemented" in (res.error_message or "")
         assert _partition_count(metadata(c, [topic])) is None

@@ -22,6 +22,9 @@ from tests.support.brokers import RunningBroker, start_single_broker
 
 SINGLE = "single"
 ARCHITECTURES = [SINGLE, *architectures.names()]
+# Architectures whose coordinator replicates (implements brokers.core.isr_changes.IsrChanges):
+# the contract tests marked ``replicated`` run on these; the others refuse a factor above 1.
+REPLICATING = ("zk",)
 
 
 @dataclass

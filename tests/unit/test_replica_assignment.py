@@ -32,6 +32,11 @@ def test_bad_assignments_get_kafkas_errors(assignment, error):
         validate_replica_assignment(assignment, [1, 2, 3])
 
 
+def test_an_architecture_that_replicates_takes_several_replicas():
+    assert validate_replica_assignment({0: [1, 2], 1: [2, 3]}, [1, 2, 3], replicates=True) == {
+        0: (1, 2), 1: (2, 3)}
+
+
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=30))
 def test_a_manual_ring_places_every_partition_where_the_assignment_says(brokers):
     assignment = {p: (b,) for p, b in enumerate(brokers)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -121,9 +122,10 @@ def test_controller_decisions() -> None:
     assert next_partition_state((9,), live, None, 3) == LeaderAndIsr(NO_LEADER, 0, (), 3)
     # Healthy leader: no write.
     assert next_partition_state((1,), live, LeaderAndIsr(1, 4, (1,), 1), 3) is None
-    # Leader died: leaderless with a bumped epoch; stays leaderless without more writes.
+    # Leader died: leaderless with a bumped epoch (the ISR still names it, the only replica
+    # with every committed record); stays leaderless without more writes.
     gone = next_partition_state((3,), live, LeaderAndIsr(3, 4, (3,), 1), 3)
-    assert gone == LeaderAndIsr(NO_LEADER, 5, (), 3)
+    assert gone == LeaderAndIsr(NO_LEADER, 5, (3,), 3)
     assert next_partition_state((3,), live, gone, 3) is None
     # It returns: leader again, epoch bumped again.
     assert next_partition_state((3,), live | {3}, gone, 4) == LeaderAndIsr(3, 6, (3,), 4)
@@ -143,3 +145,25 @@ def test_config_knobs() -> None:
         ZkCoordinatorConfig("h:1", session_timeout_ms=0)
     with pytest.raises(UserError):
         ZkCoordinatorConfig("h:1/a", chroot="/b")
+
+
+def test_a_session_event_on_a_watch_refreshes_nothing() -> None:
+    """kazoo delivers connection-state changes to armed watches with no path: the cache must
+    not take them for a znode change (they used to raise TypeError in the path matchers)."""
+    from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+
+    from brokers.zk_broker.cache import MetadataCache
+    from brokers.zk_broker.paths import ZkPaths
+
+    spawned: list[str] = []
+
+    def spawn(coro: Any, name: str) -> None:
+        coro.close()
+        spawned.append(name)
+
+    cache = MetadataCache(None, ZkPaths(), spawn=spawn,  # type: ignore[arg-type]
+                          on_controller=lambda *_: None, on_change=lambda: None)
+    cache._on_watch(WatchedEvent(EventType.NONE, KazooState.SUSPENDED, None))  # type: ignore[arg-type]
+    assert spawned == []
+    cache._on_watch(WatchedEvent(EventType.CHILD, KazooState.CONNECTED, ZkPaths().topics))
+    assert spawned == ["zk-refresh-topics"]

@@ -15,6 +15,7 @@ Layout:
 - ``configs.py``   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: topic configs and
                    the broker's settings (read-only)
 - ``offsets.py``   ListOffsets, DeleteRecords, OffsetCommit, OffsetFetch
+- ``replication.py`` OffsetForLeaderEpoch (a returning replica's truncation point)
 - ``groups.py``    FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
                    DescribeGroups, DeleteGroups, OffsetDelete
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the

@@ -17,6 +17,7 @@ from brokers.core.groups import GroupCoordinator
 from brokers.core.logs import LogStore, stored_batch_headers
 from brokers.core.notify import AppendNotifier
 from brokers.core.producer_state import ProducerStates
+from brokers.core.replication.manager import ReplicaManager
 
 # Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
 # that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
@@ -35,6 +36,9 @@ class BrokerContext:
     # Idempotent producers' recent batches per partition (built from the log on first use).
     producers: ProducerStates = field(
         default_factory=lambda: ProducerStates(stored_batch_headers))
+    # Leader and follower duties of the partitions with more than one replica (None: a broker
+    # that never replicates, such as the null-sink benchmark's).
+    replicas: ReplicaManager | None = None
 
     @property
     def node_id(self) -> int:

@@ -19,7 +19,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokers.core.errors import ProtocolViolation, UnsupportedVersion
-from brokers.core.handlers import admin, configs, fetch, groups, metadata, offsets, produce
+from brokers.core.handlers import (
+    admin,
+    configs,
+    fetch,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    replication,
+)
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import (
     REQUESTS,
@@ -47,6 +56,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.PRODUCE: produce.handle_produce,
     ApiKey.FETCH: fetch.handle_fetch,
     ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: replication.handle_offset_for_leader_epoch,
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.OFFSET_COMMIT: offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: offsets.handle_offset_fetch,

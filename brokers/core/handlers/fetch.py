@@ -4,6 +4,14 @@ Every partition the request names appears in the response (kafka-python discards
 that omits one). The first partition with data always gets at least one whole batch, even past
 ``max_bytes``, so a consumer can never be stuck behind a batch larger than its limits; after
 that, partitions stop receiving data once the response-level ``max_bytes`` is spent.
+
+Partitions with more than one replica (``ctx.replicas.leaders``): a follower's fetch
+(``replica_id`` >= 0) reports its log end to the leader and reads past the high watermark; a
+consumer reads only batches below it, and the answer's high watermark is the replicated one.
+A follower's ``current_leader_epoch`` older than the leader's is FENCED_LEADER_EPOCH, a newer
+one UNKNOWN_LEADER_EPOCH. Consumers' epochs are not checked: Metadata tells clients -1
+(``CLIENT_LEADER_EPOCH``), and librdkafka still sends an epoch it inferred, which would fence it
+for good. With replication factor 1 the high watermark is the log end, as before.
 """
 
 from __future__ import annotations
@@ -12,7 +20,13 @@ import asyncio
 from collections.abc import Awaitable
 
 from brokers.core.coordinator import TopicPartition
-from brokers.core.errors import KafkaError, OffsetOutOfRange
+from brokers.core.errors import (
+    FencedLeaderEpoch,
+    KafkaError,
+    NotLeaderOrFollower,
+    OffsetOutOfRange,
+    UnknownLeaderEpoch,
+)
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.messages.fetch import (
     FetchableTopicResponse,
@@ -20,6 +34,8 @@ from brokers.core.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
+from brokers.core.protocol.records import iter_batches
+from brokers.core.replication.leader import LeaderPartition
 
 # Ceiling on one response, whatever the client asks (Kafka's fetch.max.bytes default): a client
 # asking for 2 GiB must not make the broker read 2 GiB into memory.
@@ -78,6 +94,7 @@ def _read(
 ) -> tuple[FetchResponse, int]:
     budget = min(req.max_bytes, MAX_RESPONSE_BYTES) if req.max_bytes > 0 else MAX_RESPONSE_BYTES
     total = 0
+    replicas = ctx.replicas
     topics = []
     for t in req.topics:
         parts = []
@@ -98,15 +115,36 @@ def _read(
                     ))
                 continue
             limit = min(p.partition_max_bytes, budget - total)
+            leader = None if replicas is None else replicas.leaders.get(
+                TopicPartition(t.topic, p.partition))
             try:
+                if leader is not None and replicas is not None:
+                    if req.replica_id >= 0:
+                        _check_epoch(leader, p.current_leader_epoch)
+                        replicas.replica_fetched(TopicPartition(t.topic, p.partition),
+                                                 req.replica_id, p.fetch_offset)
+                elif req.replica_id >= 0:
+                    raise NotLeaderOrFollower(
+                        f"{t.topic}-{p.partition} is not a replicated partition led here")
+                elif replicas is not None and replicas.following and (
+                        TopicPartition(t.topic, p.partition) in replicas.following):
+                    # Led here per the store (per_request) but not yet per the view: no high
+                    # watermark to cap the read at yet.
+                    raise NotLeaderOrFollower(
+                        f"{t.topic}-{p.partition}: this broker is taking over its leadership")
                 # limit <= 0 once the budget is spent: only the first data-bearing partition
                 # may exceed it (read returns at least one batch), the rest get nothing.
                 data = log.read(p.fetch_offset, limit) if (limit > 0 or total == 0) else b""
             except KafkaError as exc:
                 parts.append(_failed(p.partition, exc))
                 continue
+            if leader is None:
+                end = log.log_end_offset
+            else:
+                end = leader.high_watermark
+                if req.replica_id < 0 and data:
+                    data = _below(data, end)
             total += len(data)
-            end = log.log_end_offset
             parts.append(PartitionData(
                 partition_index=p.partition, high_watermark=end, last_stable_offset=end,
                 log_start_offset=log.log_start_offset, records=data,
@@ -120,3 +158,25 @@ def _failed(partition: int, error: KafkaError) -> PartitionData:
         partition_index=partition, error_code=error.code, high_watermark=-1,
         last_stable_offset=-1, log_start_offset=-1, records=b"",
     )
+
+
+def _check_epoch(leader: LeaderPartition, current_leader_epoch: int) -> None:
+    """The asker's idea of the leader epoch (-1: none) against this leader's."""
+    if current_leader_epoch < 0 or current_leader_epoch == leader.leader_epoch:
+        return
+    if current_leader_epoch < leader.leader_epoch:
+        raise FencedLeaderEpoch(
+            f"epoch {current_leader_epoch} is older than the leader's {leader.leader_epoch}")
+    raise UnknownLeaderEpoch(
+        f"epoch {current_leader_epoch} is newer than the leader's {leader.leader_epoch}")
+
+
+def _below(data: bytes | memoryview, high_watermark: int) -> bytes | memoryview:
+    """The whole batches of ``data`` below ``high_watermark`` (always a batch boundary: the
+    leader's and every follower's log ends are), walking headers only."""
+    cut = 0
+    for header in iter_batches(data):
+        if header.base_offset >= high_watermark:
+            break
+        cut = header.position + header.size
+    return data if cut == len(data) else memoryview(data)[:cut]

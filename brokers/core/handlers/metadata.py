@@ -27,6 +27,7 @@ from brokers.core.errors import (
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
+from brokers.core.isr_changes import IsrChanges
 from brokers.core.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -162,6 +163,8 @@ async def handle_create_topics(
 ) -> CreateTopicsResponse:
     results = []
     seen: set[str] = set()
+    # Factors above 1 only where the coordinator replicates (brokers/core/isr_changes.py).
+    replicates = isinstance(ctx.coordinator, IsrChanges)
     for topic in req.topics:
         try:
             _first_mention(seen, topic.name)
@@ -173,11 +176,13 @@ async def handle_create_topics(
                                          "replication_factor -1")
                 assignment = validate_replica_assignment(
                     {a.partition_index: a.broker_ids for a in topic.assignments},
-                    [b.node_id for b in ctx.coordinator.cluster().brokers])
+                    [b.node_id for b in ctx.coordinator.cluster().brokers],
+                    replicates=replicates)
             partitions = (len(assignment) if assignment else ctx.config.default_partitions
                           if topic.num_partitions == -1 else topic.num_partitions)
             replication = (len(assignment[0]) if assignment
-                           else validate_replication_factor(topic.replication_factor))
+                           else validate_replication_factor(topic.replication_factor,
+                                                            replicates=replicates))
             if partitions < 1:
                 raise InvalidPartitions(f"{partitions} partitions requested")
             if topic.name in ctx.coordinator.cluster().topics:

@@ -109,6 +109,10 @@ def handle_delete_records(
 def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
     log = ctx.store.get(topic, partition)
     start, end = (log.log_start_offset, log.log_end_offset) if log else (0, 0)
+    leader = ctx.replicas.leaders.get(TopicPartition(topic, partition)) \
+        if ctx.replicas is not None else None
+    if leader is not None:
+        end = leader.high_watermark  # consumers see only what the in-sync replicas have
     if timestamp == LATEST:
         return end, -1
     if timestamp == EARLIEST:

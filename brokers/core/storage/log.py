@@ -255,6 +255,36 @@ class PartitionLog:
         self._bases.append(new.base_offset)
         return new
 
+    # --------------------------------------------------------------------- truncate
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log so it ends at or before ``offset`` (a whole batch at a time: a batch
+        holding ``offset`` goes entirely); returns the new log end offset. Never cuts below
+        the log start offset. A replica calls it for a tail the leader does not have."""
+        self._check_open()
+        offset = max(offset, self.log_start_offset)
+        if offset >= self.log_end_offset:
+            return self.log_end_offset
+        keep = max(1, bisect_right(self._bases, offset))
+        if keep > 1 and self._segments[keep - 1].base_offset == offset:
+            keep -= 1  # a segment starting exactly at the cut goes whole
+        try:
+            for seg in self._segments[keep:]:
+                seg.delete()
+            active = self._segments[keep - 1]
+            active.truncate_to(offset)
+            if keep < len(self._segments):
+                # It becomes the active segment again: its index lives in memory from now on,
+                # and its stale index files must not outlive the cut.
+                for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                    active.path(suffix).unlink(missing_ok=True)
+                fsync_dir(self.directory)
+        except (OSError, KafkaStorageError) as exc:
+            raise self._failed(f"truncation of {self.directory} failed: {exc}") from exc
+        del self._segments[keep:]
+        del self._bases[keep:]
+        log.info("%s: truncated to end at %d", self.directory, self.log_end_offset)
+        return self.log_end_offset
+
     # ------------------------------------------------------------------------- read
     def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
         """Whole stored batches from the one containing ``offset``, up to ``max_bytes`` (but at

@@ -359,6 +359,37 @@ class Segment:
         self.dirty = not fsync
         return offset
 
+    # --------------------------------------------------------------------- truncate
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch holding an offset at or after ``offset`` (a batch straddling it
+        goes whole: batches are never split), durably; the index is rebuilt by a scan of what
+        remains. Rare (a replica cutting a tail no leader has), so the full scan is affordable.
+        """
+        fd = self._file()
+        pos = self.index.position_for_offset(max(0, offset - self.base_offset))
+        cut = self.size
+        while pos < self.size:
+            head = self._pread(_WALK_BYTES, pos)
+            if len(head) < _WALK_BYTES:
+                raise KafkaStorageError(f"{self.path()} is shorter than its recorded size")
+            base, length = _unpack_length(head, 0)
+            if base + _unpack_last_delta(head, LAST_OFFSET_DELTA_AT)[0] >= offset:
+                cut = pos
+                break
+            pos += length + LOG_OVERHEAD
+        if cut == self.size:
+            return
+        try:
+            os.ftruncate(fd, cut)
+            os.fdatasync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"truncation of {self.path()} failed: {exc}") from exc
+        self._reset()
+        end, why = self._scan(0, self.base_offset, cut)
+        if end != cut:
+            raise KafkaStorageError(f"{self.path()} failed its scan after truncation: {why}")
+        self.dirty = False
+
     # ------------------------------------------------------------------------- read
     def _pread(self, n: int, position: int) -> bytes:
         try:

@@ -1,0 +1,305 @@
+"""ReplicaManager: the replication duties of one broker, between the handlers and the twin.
+
+It follows the twin's view (``Coordinator.subscribe``): for every partition with more than one
+replica that names this broker, it is either the leader (a ``LeaderPartition``; produce and
+fetch handlers consult it) or a follower (the partition is handed to the fetcher of its leader,
+``fetcher.py``). Partitions with one replica never enter it, so with replication factor 1 the
+data path costs one failed dict lookup per partition and the coordination traffic is unchanged.
+
+What it does for the handlers:
+
+* Produce to a partition it leads: the leader epoch to stamp into the appended batches, the
+  min.insync.replicas check for acks=-1 (NOT_ENOUGH_REPLICAS), and for acks=-1 a future that
+  completes when the high watermark passes the batch (``purgatory.py``; REQUEST_TIMED_OUT at
+  the request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum
+  meanwhile, NOT_LEADER_OR_FOLLOWER when the leadership moved).
+* Fetch: a follower's fetch (replica id >= 0) moves that follower's log end and maybe the high
+  watermark; a consumer's fetch is capped at the high watermark.
+* OffsetForLeaderEpoch: the leader-epoch cache of each replicated partition.
+
+ISR changes it proposes go to the twin through ``IsrChanges`` (brokers/core/isr_changes.py):
+when a follower catches up (at once) and when one lags (checked every half lag time, by a
+timer that runs only while this broker leads a replicated partition).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from brokers.core.coordinator import ClusterView, Coordinator, PartitionState, TopicPartition
+from brokers.core.errors import (
+    KafkaError,
+    NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
+    RequestTimedOut,
+)
+from brokers.core.isr_changes import IsrChanges
+from brokers.core.logs import LogStore, PartitionLogLike, stored_batch_headers
+from brokers.core.notify import AppendNotifier
+from brokers.core.replication.config import ReplicationConfig
+from brokers.core.replication.epochs import LeaderEpochCache
+from brokers.core.replication.leader import LeaderPartition
+from brokers.core.replication.purgatory import DelayedProduces
+
+log = logging.getLogger("twinbench.replication")
+
+MIN_INSYNC = "min.insync.replicas"
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass(slots=True)
+class Following:
+    """A partition this broker follows: whom, in which epoch, and what it knows of the HW."""
+
+    leader: int
+    leader_epoch: int
+    high_watermark: int = 0
+    truncated: bool = False  # cut to the leader's log since this leadership began
+
+
+class ReplicaManager:
+    def __init__(
+        self, node_id: int, config: ReplicationConfig, coordinator: Coordinator,
+        store: LogStore, notifier: AppendNotifier,
+        forget_producers: Callable[[str, int], None],
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.coordinator = coordinator
+        self.store = store
+        self.notifier = notifier
+        self._forget_producers = forget_producers
+        self.leaders: dict[TopicPartition, LeaderPartition] = {}
+        self.following: dict[TopicPartition, Following] = {}
+        self._epochs: dict[TopicPartition, LeaderEpochCache] = {}
+        self._min_isr: dict[str, int] = {}
+        self._purgatory: DelayedProduces[tuple[asyncio.Future[KafkaError | None], str, int]] = (
+            DelayedProduces())
+        self._expiry: asyncio.TimerHandle | None = None
+        self._isr_timer: asyncio.Task[None] | None = None
+        self._changes: set[asyncio.Task[None]] = set()
+        # Fetchers per leader broker id; created by the fetcher module's factory (set by the
+        # broker), so this module stays free of sockets.
+        self.on_following_changed: Callable[[], None] = lambda: None
+        self._closed = False
+
+    # --- following the twin's view ----------------------------------------------------------
+    def apply_view(self, view: ClusterView) -> None:
+        """Become leader or follower of each replicated partition naming this broker."""
+        me = self.node_id
+        seen: set[TopicPartition] = set()
+        following_changed = False
+        for name, topic in view.topics.items():
+            self._min_isr[name] = int(topic.configs.get(MIN_INSYNC,
+                                                        self.config.min_insync_replicas))
+            for state in topic.partitions:
+                if len(state.replicas) < 2 or me not in state.replicas:
+                    continue
+                tp = TopicPartition(name, state.partition)
+                seen.add(tp)
+                if state.leader == me:
+                    self._lead(tp, state)
+                    following_changed |= self.following.pop(tp, None) is not None
+                else:
+                    self._resign(tp)
+                    following_changed |= self._follow(tp, state)
+        for tp in [tp for tp in self.leaders if tp not in seen]:
+            self._resign(tp)
+        for tp in [tp for tp in self.following if tp not in seen]:
+            del self.following[tp]
+            following_changed = True
+        if following_changed:
+            self.on_following_changed()
+        if self.leaders and self._isr_timer is None and not self._closed:
+            self._isr_timer = asyncio.get_running_loop().create_task(self._isr_loop())
+
+    def _lead(self, tp: TopicPartition, state: PartitionState) -> None:
+        current = self.leaders.get(tp)
+        if current is not None and current.leader_epoch == state.leader_epoch:
+            if current.isr != frozenset(state.isr) | {self.node_id}:
+                self._advanced(tp, current.isr_committed(state.isr))
+            return
+        if current is not None:
+            self._resign(tp)
+        plog = self.store.get_or_create(tp.topic, tp.partition)
+        previous = self.following.get(tp)
+        hw = previous.high_watermark if previous is not None else 0
+        leader = LeaderPartition(
+            self.node_id, state.leader_epoch, state.replicas, state.isr,
+            log_end_offset=plog.log_end_offset, high_watermark=hw, now_ms=now_ms())
+        self.leaders[tp] = leader
+        cache = self.epochs(tp, plog)
+        cache.assign(state.leader_epoch, plog.log_end_offset)
+        # Batches replicated while following are not in the idempotence table yet.
+        self._forget_producers(tp.topic, tp.partition)
+        log.info("%s-%d: leader in epoch %d, isr %s, log end %d, high watermark %d", tp.topic,
+                 tp.partition, state.leader_epoch, sorted(leader.isr), plog.log_end_offset,
+                 leader.high_watermark)
+        self._advanced(tp, leader.on_append(plog.log_end_offset))
+        self.notifier.notify(tp)
+
+    def _resign(self, tp: TopicPartition) -> None:
+        leader = self.leaders.pop(tp, None)
+        if leader is None:
+            return
+        for fut, _, _ in self._purgatory.drop(tp):
+            if not fut.done():
+                fut.set_result(NotLeaderOrFollower(
+                    f"{tp.topic}-{tp.partition}: leadership moved before the ISR had the batch"))
+        self.notifier.notify(tp)
+
+    def _follow(self, tp: TopicPartition, state: PartitionState) -> bool:
+        current = self.following.get(tp)
+        if (current is not None and current.leader == state.leader
+                and current.leader_epoch == state.leader_epoch):
+            return False
+        hw = current.high_watermark if current is not None else 0
+        self.following[tp] = Following(state.leader, state.leader_epoch, hw)
+        return True
+
+    # --- leader epochs ----------------------------------------------------------------------
+    def epochs(self, tp: TopicPartition, plog: PartitionLogLike) -> LeaderEpochCache:
+        """The partition's epoch cache, built from its stored batch headers on first use."""
+        cache = self._epochs.get(tp)
+        if cache is None:
+            cache = LeaderEpochCache()
+            for header in stored_batch_headers(plog):
+                cache.assign(header.partition_leader_epoch, header.base_offset)
+            self._epochs[tp] = cache
+        return cache
+
+    def end_offset_for(self, tp: TopicPartition, epoch: int) -> tuple[int, int]:
+        plog = self.store.get_or_create(tp.topic, tp.partition)
+        return self.epochs(tp, plog).end_offset_for(epoch, plog.log_end_offset)
+
+    # --- produce ----------------------------------------------------------------------------
+    def min_isr(self, topic: str) -> int:
+        return self._min_isr.get(topic, self.config.min_insync_replicas)
+
+    def appended(
+        self, tp: TopicPartition, leader: LeaderPartition, end_offset: int, acks: int,
+        timeout_ms: int,
+    ) -> asyncio.Future[KafkaError | None] | None:
+        """A batch was appended, ending at ``end_offset``: for acks=-1 the future of its
+        answer (None: the ISR has it), else None."""
+        self._advanced(tp, leader.on_append(end_offset))
+        if acks != -1:
+            return None
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[KafkaError | None] = loop.create_future()
+        if leader.high_watermark >= end_offset:
+            fut.set_result(self._after_append_error(tp, leader))
+            return fut
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        self._purgatory.park(tp, end_offset, deadline, (fut, tp.topic, tp.partition))
+        self._schedule_expiry()
+        return fut
+
+    def _after_append_error(self, tp: TopicPartition, leader: LeaderPartition) -> KafkaError | None:
+        need = self.min_isr(tp.topic)
+        if len(leader.isr) < need:
+            return NotEnoughReplicasAfterAppend(
+                f"{tp.topic}-{tp.partition}: {len(leader.isr)} in-sync replicas, "
+                f"min.insync.replicas is {need}")
+        return None
+
+    def _advanced(self, tp: TopicPartition, high_watermark: int | None) -> None:
+        if high_watermark is None:
+            return
+        leader = self.leaders.get(tp)
+        for fut, _, _ in self._purgatory.on_high_watermark(tp, high_watermark):
+            if not fut.done():
+                fut.set_result(self._after_append_error(tp, leader) if leader else None)
+        self.notifier.notify(tp)  # consumers capped at the old high watermark may read on
+
+    def _schedule_expiry(self) -> None:
+        at = self._purgatory.next_deadline()
+        if at is None:
+            return
+        if self._expiry is not None:
+            if self._expiry.when() <= at:
+                return
+            self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_at(at, self._expire)
+
+    def _expire(self) -> None:
+        self._expiry = None
+        for fut, topic, partition in self._purgatory.expire(asyncio.get_running_loop().time()):
+            if not fut.done():
+                fut.set_result(RequestTimedOut(
+                    f"{topic}-{partition}: the in-sync replicas did not confirm the batch "
+                    "within the request timeout (it stays in the leader's log)"))
+        self._schedule_expiry()
+
+    # --- fetch ------------------------------------------------------------------------------
+    def replica_fetched(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched from ``fetch_offset``. Raises NotLeaderOrFollower when this
+        broker does not lead the partition as a replicated one or the asker is no replica."""
+        leader = self.leaders.get(tp)
+        if leader is None:
+            raise NotLeaderOrFollower(f"{tp.topic}-{tp.partition} is not led here")
+        self._advanced(tp, leader.on_follower_fetch(replica_id, fetch_offset, now_ms()))
+        if not leader.change_in_flight and leader.caught_up():
+            self._propose(tp, leader)
+
+    # --- ISR changes ------------------------------------------------------------------------
+    async def _isr_loop(self) -> None:
+        period = self.config.replica_lag_time_max_ms / 2000
+        while self.leaders and not self._closed:
+            await asyncio.sleep(period)
+            for tp, leader in list(self.leaders.items()):
+                self._propose(tp, leader)
+        self._isr_timer = None
+
+    def _propose(self, tp: TopicPartition, leader: LeaderPartition) -> None:
+        if not isinstance(self.coordinator, IsrChanges):
+            return  # the twin keeps the ISR itself
+        isr = leader.propose(now_ms(), self.config.replica_lag_time_max_ms)
+        if isr is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._change(tp, leader, isr))
+        self._changes.add(task)
+        task.add_done_callback(self._changes.discard)
+
+    async def _change(
+        self, tp: TopicPartition, leader: LeaderPartition, isr: frozenset[int]
+    ) -> None:
+        assert isinstance(self.coordinator, IsrChanges)
+        try:
+            state = await self.coordinator.change_isr(
+                tp.topic, tp.partition, leader.leader_epoch, sorted(isr))
+        except KafkaError as exc:
+            log.info("%s-%d: ISR change to %s refused: %s", tp.topic, tp.partition,
+                     sorted(isr), exc)
+            leader.isr_refused()
+            return
+        except Exception:
+            log.exception("%s-%d: ISR change to %s failed", tp.topic, tp.partition, sorted(isr))
+            leader.isr_refused()
+            return
+        if self.leaders.get(tp) is leader:
+            log.info("%s-%d: isr now %s", tp.topic, tp.partition, list(state.isr))
+            self._advanced(tp, leader.isr_committed(state.isr))
+        else:
+            leader.isr_refused()
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = [t for t in (self._isr_timer, *self._changes) if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if self._expiry is not None:
+            self._expiry.cancel()
+        for tp in list(self.leaders):
+            self._resign(tp)

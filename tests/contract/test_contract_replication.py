@@ -1,0 +1,128 @@
+"""Replication with real clients: a topic of replication factor 3 on a three-broker cluster,
+acks=all, the leader killed (SIGKILL) mid-stream, a new leader elected from the ISR, and every
+acknowledged record still there, once and in order; min.insync.replicas enforced.
+
+Only architectures whose coordinator replicates (``IsrChanges``; tests.support.clusters.
+REPLICATING) take a factor above 1 and run these tests; the others must keep refusing it with
+the reason (test_contract.py checks the refusal).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from brokers.core.errors import NotEnoughReplicas
+from tests.support.ops import connect, eventually, produce
+from tests.support.record_builder import build_batch
+
+pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated]
+
+
+def _state(broker, topic: str) -> tuple[int, list[int]]:
+    """(leader, isr) of partition 0 as ``broker``'s Metadata shows it; (-1, []) while it does
+    not know the topic yet (its watches lag the creation)."""
+    with connect(broker) as p:
+        md = p.metadata([topic])
+    if not md.topics[0].partitions:
+        return -1, []
+    part = md.topics[0].partitions[0]
+    return part.leader_id, sorted(part.isr_nodes)
+
+
+def _create(cluster, topic: str, min_isr: int) -> int:
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3,
+                                  config={"min.insync.replicas": str(min_isr)})],
+                        request_timeout=30)[topic].result(30)
+    assert ck is not None
+    everyone = sorted(b.node_id for b in cluster.brokers)
+    for b in cluster.brokers:
+        eventually(lambda b=b: _state(b, topic)[1] == everyone and _state(b, topic),
+                   what=f"{topic} with a full ISR on {b.port}")
+    return _state(cluster.brokers[0], topic)[0]
+
+
+def _by_node(cluster, node_id: int):
+    return next(b for b in cluster.brokers if b.node_id == node_id)
+
+
+def test_a_killed_leader_loses_no_acknowledged_record(cluster):
+    ck = pytest.importorskip("confluent_kafka")
+    topic = f"repl-{uuid.uuid4().hex[:10]}"
+    victim = _create(cluster, topic, min_isr=2)
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                            "enable.idempotence": True, "linger.ms": 5,
+                            "message.timeout.ms": 60_000})
+    acked: list[bytes] = []
+    failed: list[str] = []
+    lock = threading.Lock()
+
+    def delivered(err, msg):
+        with lock:
+            (failed.append(err.name()) if err is not None else acked.append(msg.value()))
+
+    total = 4_000
+    for i in range(total):
+        producer.produce(topic, f"r{i:05d}".encode(), partition=0, on_delivery=delivered)
+        producer.poll(0)
+        if i == total // 2:
+            producer.flush(30)
+            cluster.kill_broker(victim)
+    try:
+        assert producer.flush(90) == 0
+        survivors = [b for b in cluster.brokers if b.node_id != victim]
+        _, isr = eventually(lambda: (s := _state(survivors[0], topic))[0] not in (
+            -1, victim) and s, timeout_s=60, what="a new leader")
+        assert victim not in isr
+        # Idempotence plus acks=all: every record acknowledged, none twice, in order.
+        assert not failed, failed[:5]
+        assert acked == [f"r{i:05d}".encode() for i in range(total)]
+        consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap,
+                                "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                                "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < total and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(1000, 0.5) if not m.error()]
+        consumer.close()
+        assert got == acked, (len(got), [_state(b, topic) for b in survivors])
+    finally:
+        cluster.restart_broker(victim)
+    # The old leader truncates to the new leader's log, catches up and rejoins the ISR.
+    everyone = sorted(b.node_id for b in cluster.brokers)
+    eventually(lambda: _state(cluster.brokers[0], topic)[1] == everyone, timeout_s=60,
+               what=f"broker {victim} back in the ISR")
+
+
+def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(cluster):
+    topic = f"misr-{uuid.uuid4().hex[:10]}"
+    leader = _create(cluster, topic, min_isr=3)
+    follower = next(b.node_id for b in cluster.brokers if b.node_id != leader)
+
+    assert produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"a")]), acks=-1) \
+        .error_code == 0
+    cluster.kill_broker(follower)
+    try:
+        # Once the stored ISR has lost the dead follower (its ZooKeeper session expires, the
+        # controller drops it), acks=all is refused before the append. Until then an attempt
+        # waits for the dead follower and ends in a timeout or NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        eventually(lambda: produce(_by_node(cluster, leader), topic, 0,
+                                   build_batch([(None, b"b")]), acks=-1).error_code
+                   == NotEnoughReplicas.code,
+                   timeout_s=90, what="NOT_ENOUGH_REPLICAS for acks=all")
+        assert produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"c")]), acks=1) \
+            .error_code == 0
+    finally:
+        cluster.restart_broker(follower)
+    eventually(lambda: len(_state(_by_node(cluster, leader), topic)[1]) == 3, timeout_s=60,
+               what=f"broker {follower} back in the ISR")
+    assert produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"d")]), acks=-1) \
+        .error_code == 0
