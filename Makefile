@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip clean
+        perf-gossip perf-metadata-scale bench-metadata clean
 
 setup: system-deps $(STAMP)
 
@@ -65,6 +65,12 @@ perf-zk: setup
 perf-gossip: setup
 	@$(PY) -m harness.perf_gossip
 
+# Metadata beyond one machine: DSBS gossip simulated for 10 .. 1,000+ members with loss, and
+# the ZooKeeper side from the counters of a metadata run and perf-zk's per-request costs (so
+# it needs `make bench-metadata` and `make perf-zk` first).
+perf-metadata-scale: setup
+	@$(PY) -m harness.perf_metadata_scale --runs $(RUNS)
+
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
 WORKLOAD ?= paper
@@ -81,6 +87,12 @@ bench-dsbs: setup
 # network namespaces of the partition case), then the analysis.
 bench-faults: setup
 	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
+# storms, partition counts, group churn, broker join/leave as cost curves; then the analysis.
+bench-metadata: setup
+	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.

@@ -28,7 +28,11 @@ Layout:
 - ``perf_gossip.py`` `make perf-gossip`: DSBS gossip CPU per packet with and without the key
 - ``perf_zk.py``      `make perf-zk`: one ZooKeeper request through kazoo and the direct session
 - ``detection.py``    benchmark: how fast DSBS survivors declare a killed broker dead
-- ``create_latency.py`` benchmark: CreateTopics latency (DSBS: at the arbiter / forwarded)
+- ``create_latency.py`` benchmark: CreateTopics latency (DSBS: at the arbiter / forwarded);
+                      its creation path is the metadata scenarios' topic storm too
+- ``perf_metadata_scale.py`` `make perf-metadata-scale`: metadata beyond one machine (DSBS
+                      gossip simulated for many members; ZooKeeper's watch fan-out from
+                      measured counters and per-request costs)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
 - ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography)
 - ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin

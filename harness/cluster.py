@@ -98,6 +98,9 @@ class ClusterSpec:
     sasl_credentials_file: Path | None = None
     # Every broker serves Prometheus metrics on a free port of its host (--metrics).
     metrics: bool = False
+    # Brokers planned (ids, addresses, command lines) but started only by join_standby(): a
+    # membership change on a running cluster (harness/driver/metadata.py, broker-join).
+    standby: int = 0
 
     @property
     def architecture(self) -> Architecture:
@@ -105,8 +108,8 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         entry = self.architecture  # UserError for an unknown name
-        if not 1 <= self.brokers <= 64:
-            raise UserError("--brokers must be between 1 and 64")
+        if not 1 <= self.brokers <= 64 or not 0 <= self.standby <= 64 - self.brokers:
+            raise UserError("--brokers must be between 1 and 64 (standby brokers included)")
         if self.port and not 1024 <= self.port <= 65535 - self.brokers:
             raise UserError(f"--port {self.port} leaves no room for {self.brokers} brokers")
         if not 1 <= self.num_partitions <= 1000:
@@ -226,9 +229,9 @@ class ProcessCluster:
             if self.spec.network == "netns":
                 from harness.netns import NetnsNetwork
 
-                self.network = NetnsNetwork().create(self.spec.brokers)
+                self.network = NetnsNetwork().create(self.spec.brokers + self.spec.standby)
             self._argvs = self._broker_argvs()
-            for node_id in range(len(self._argvs)):
+            for node_id in range(self.spec.brokers):
                 self.brokers.append(BrokerProcess(
                     node_id, self._launch(node_id), data_dir=self.root / f"broker-{node_id}",
                     namespace=self.network.hosts[node_id].namespace if self.network else None))
@@ -241,6 +244,28 @@ class ProcessCluster:
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def join_standby(self, timeout_s: float = 60.0) -> BrokerProcess:
+        """Start the next standby broker (ClusterSpec.standby); returns once it listens. That
+        its peers know it is the caller's to observe."""
+        node_id = len(self.brokers)
+        if node_id >= len(self._argvs):
+            raise UserError("no standby broker left to join (ClusterSpec.standby)")
+        b = BrokerProcess(node_id, self._launch(node_id), data_dir=self.root / f"broker-{node_id}",
+                          namespace=self.network.hosts[node_id].namespace if self.network
+                          else None)
+        self.brokers.append(b)
+        self._await_listening(b, time.monotonic() + timeout_s, self.spec.metrics)
+        return b
+
+    def retire_broker(self, node_id: int) -> None:
+        """Stop the last broker for good (SIGTERM, as an operator takes a host out) and forget
+        it: counters, CPU and repair() then cover the others only."""
+        b = self.broker(node_id)
+        if b is not self.brokers[-1]:
+            raise UserError(f"broker {node_id} is not the last one; only the last can retire")
+        b.process.stop()
+        self.brokers.pop()
 
     def _launch(self, node_id: int) -> ManagedProcess:
         return ManagedProcess(self._argvs[node_id], name=f"{self.spec.arch} broker {node_id}",
@@ -408,14 +433,15 @@ class ProcessCluster:
                   else "--no-auto-create-topics",
                   "--log-level", "INFO", *spec.broker_args]
         prefixes: list[list[str]]  # what each broker's command line runs under (ip netns exec)
+        planned = spec.brokers + spec.standby
         if self.network is not None:
             hosts = [h.address for h in self.network.hosts]
-            ports = [NETNS_KAFKA_PORT] * spec.brokers
+            ports = [NETNS_KAFKA_PORT] * planned
             prefixes = [h.exec_prefix() for h in self.network.hosts]
         else:
-            hosts = ["127.0.0.1"] * spec.brokers
-            ports = [spec.port + i if spec.port else 0 for i in range(spec.brokers)]
-            prefixes = [[] for _ in range(spec.brokers)]
+            hosts = ["127.0.0.1"] * planned
+            ports = [spec.port + i if spec.port else 0 for i in range(planned)]
+            prefixes = [[] for _ in range(planned)]
         entry = spec.architecture
         connect = None
         if entry.uses(ZOOKEEPER):
@@ -526,6 +552,17 @@ class ProcessCluster:
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
                 out[f"zookeeper-{i}:{pid}"] = process_cpu_seconds(pid)
+        return out
+
+
+    def rss_bytes(self) -> dict[int, int]:
+        """Resident set size of every running broker process, by node id (psutil)."""
+        out: dict[int, int] = {}
+        for b in self.brokers:
+            try:
+                out[b.node_id] = psutil.Process(b.process.pid).memory_info().rss
+            except psutil.Error:
+                continue  # exited: no reading rather than a wrong one
         return out
 
 

@@ -3,6 +3,8 @@
 ``python -m harness.create_latency [--arch dsbs|zk] [--preset lan|local] [--topics N]
 [--brokers N] [--partitions N]`` starts a cluster, sends N CreateTopics requests (one topic
 each) round robin to the brokers over persistent connections, and prints latency percentiles.
+``create_topics`` is the creation path the metadata scenarios' topic storm runs too
+(harness/driver/metadata.py), there with one request in flight per broker at once.
 Where the architecture has a topic arbiter (``Architecture.arbiter`` in
 harness/architectures.py; DSBS: the top rendezvous rank of the name over the brokers,
 ``brokers/dsbs_broker/creation.py``), each request is also classed by whether the broker it
@@ -13,17 +15,80 @@ one more round trip.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from brokers.core.errors import UserError
-from brokers.core.protocol.api import ApiKey
-from brokers.core.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from brokers.core.errors import KafkaError, RequestTimedOut, UserError
+from brokers.core.protocol.messages.create_topics import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 from harness import architectures
 from harness.cluster import ClusterSpec, ProcessCluster
-from harness.kafka_probe import KafkaProbe
+from workloads.cluster import CREATE_TOPICS, raise_for_code
+from workloads.connection import BrokerConnection
+from workloads.connection import run as run_async
+
+
+@dataclass(frozen=True)
+class Created:
+    name: str
+    # Index of the connection (broker) the request went to.
+    via: int
+    # Round trip of the CreateTopics request, milliseconds.
+    ms: float
+    # Answered REQUEST_TIMED_OUT (only when the caller accepts it): the broker stopped waiting
+    # for the new partitions' leaders; the creation itself goes on, as in Kafka.
+    timed_out: bool = False
+
+
+async def create_one(conn: BrokerConnection, name: str, partitions: int,
+                     timeout_ms: int = 30_000, *, timed_out_ok: bool = False
+                     ) -> tuple[float, bool]:
+    """One CreateTopics for one topic: (round trip in ms, answered REQUEST_TIMED_OUT). An
+    error code is raised as its KafkaError (a limit: POLICY_VIOLATION, INVALID_PARTITIONS),
+    REQUEST_TIMED_OUT too unless ``timed_out_ok``."""
+    version = conn.pick_version(CREATE_TOPICS, 2, 4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1)], timeout_ms=timeout_ms)
+    t0 = time.perf_counter()
+    body = await conn.call(CREATE_TOPICS, version, req.encode(version))
+    ms = (time.perf_counter() - t0) * 1000
+    timed_out = False
+    for t in CreateTopicsResponse.decode(body, version).topics:
+        if timed_out_ok and t.error_code == RequestTimedOut.code:
+            timed_out = True
+            continue
+        raise_for_code(t.error_code, f"CreateTopics {t.name}")
+    return ms, timed_out
+
+
+async def create_topics(conns: Sequence[BrokerConnection], names: Sequence[str],
+                        partitions: int, *, concurrent: bool, timeout_ms: int = 30_000,
+                        timed_out_ok: bool = False) -> list[Created]:
+    """Topic i goes to ``conns[i % len(conns)]``. One at a time in order (the latency of a
+    lone creation), or ``concurrent``: every connection works through its share at once, one
+    request in flight each (a storm from one admin client per broker). ``timeout_ms`` is each
+    request's (how long a broker may wait for the new partitions' leaders); ``timed_out_ok``
+    takes its REQUEST_TIMED_OUT as an answer (``Created.timed_out``) instead of an error."""
+    async def one(i: int, k: int) -> Created:
+        ms, late = await create_one(conns[k], names[i], partitions, timeout_ms,
+                                    timed_out_ok=timed_out_ok)
+        return Created(names[i], k, ms, late)
+
+    async def share(k: int) -> list[Created]:
+        return [await one(i, k) for i in range(k, len(names), len(conns))]
+
+    if not concurrent:
+        return [await one(i, i % len(conns)) for i in range(len(names))]
+    done = await asyncio.gather(*(share(k) for k in range(min(len(conns), len(names)))))
+    return [c for part in done for c in part]
 
 
 def _percentiles(ms: list[float]) -> str:
@@ -39,28 +104,22 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
     arbiter = spec.architecture.arbiter
     with ProcessCluster(spec) as cluster:
         ids = [b.node_id for b in cluster.brokers]
-        probes = [KafkaProbe(b.host, b.port) for b in cluster.brokers]
-        try:
-            prefix = f"cl-{uuid.uuid4().hex[:6]}"
-            for i in range(topics):
-                k = i % len(probes)
-                name = f"{prefix}-{i}"
-                req = CreateTopicsRequest(topics=[CreatableTopic(
-                    name=name, num_partitions=partitions, replication_factor=1)],
-                    timeout_ms=30_000)
-                t0 = time.perf_counter()
-                res = probes[k].request(ApiKey.CREATE_TOPICS, 4, req)
-                ms = (time.perf_counter() - t0) * 1000
-                # A CreateTopics request is answered by a CreateTopicsResponse.
-                code = res.topics[0].error_code  # type: ignore[attr-defined]
-                if code != 0:
-                    raise UserError(f"CreateTopics {name} answered error {code}")
-                out["all"].append(ms)
-                if arbiter is not None:
-                    out["arbiter" if arbiter(name, ids) == ids[k] else "forwarded"].append(ms)
-        finally:
-            for p in probes:
-                p.close()
+
+        async def main() -> list[Created]:
+            conns = [await BrokerConnection.open(b.host, b.port) for b in cluster.brokers]
+            try:
+                prefix = f"cl-{uuid.uuid4().hex[:6]}"
+                names = [f"{prefix}-{i}" for i in range(topics)]
+                return await create_topics(conns, names, partitions, concurrent=False)
+            finally:
+                for c in conns:
+                    c.close()
+
+        for c in run_async(main):
+            out["all"].append(c.ms)
+            if arbiter is not None:
+                kind = "arbiter" if arbiter(c.name, ids) == ids[c.via] else "forwarded"
+                out[kind].append(c.ms)
     return out
 
 
@@ -91,6 +150,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except UserError as exc:
+    except (UserError, KafkaError) as exc:
         print(f"create_latency: error: {exc}", file=sys.stderr)
         sys.exit(2)

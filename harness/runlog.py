@@ -4,9 +4,10 @@
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
 incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
 ``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
-header only unless the workload injects faults) and the open-loop files (``series.csv``,
-``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) as each session
-ends, flushing every time: rows already written stay valid whatever happens next.
+header only unless the workload injects faults), the open-loop files (``series.csv``,
+``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
+``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) as each
+session ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
 
@@ -41,6 +42,7 @@ __all__ = [
     "FORMAT_VERSION",
     "LATENCY_KEYS",
     "MAX_RATE_COLUMNS",
+    "METADATA_COLUMNS",
     "RATE_SEARCH_COLUMNS",
     "RECORD_COLUMNS",
     "SERIES_COLUMNS",
@@ -53,7 +55,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,6 +101,15 @@ RATE_SEARCH_COLUMNS = (
 )
 MAX_RATE_COLUMNS = ("run_id", "arch", "label", "cell_id", "try", "kept_rate", "failed_rate",
                     "steps")
+# Metadata sessions (format 5): one row per session (harness/driver/metadata.py).
+METADATA_COLUMNS = (
+    *_SESSION_KEYS, "kind", "n", "topics", "partitions", "brokers", "create_s",
+    "create_p50_ms", "create_max_ms", "create_timeouts", "converge_s", "leave_s",
+    "metadata_p50_ms", "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops",
+    "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
+    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
+    "status",
+)
 # Every counter's increase over a session, one row per counter (optional in format 2: added
 # later; the CI regression's exact layer reads it, spark_analysis/regress.py).
 COUNTER_COLUMNS = (
@@ -237,7 +248,8 @@ class RunLog:
                               ("counters.csv", COUNTER_COLUMNS),
                               ("series.csv", SERIES_COLUMNS),
                               ("rate_search.csv", RATE_SEARCH_COLUMNS),
-                              ("max_rate.csv", MAX_RATE_COLUMNS)):
+                              ("max_rate.csv", MAX_RATE_COLUMNS),
+                              ("metadata.csv", METADATA_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()
@@ -285,7 +297,7 @@ class RunLog:
 
     def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append rows to one of the files beyond records, coordination and latency (the fault
-        files, the open-loop files, ``counters.csv``)."""
+        files, the open-loop files, ``counters.csv``, ``metadata.csv``)."""
         _, writer, columns = self._tables[name]
         for row in rows:
             self._check(row, columns)

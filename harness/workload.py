@@ -49,6 +49,17 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     fetch_max_wait_ms: 100       # Fetch long-poll
     network: loopback            # loopback | netns (each broker in a network namespace; root)
     zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
+    metadata:                    # makes every session a metadata session (scenario "metadata")
+      probe_ms: 20               # how often every broker's Metadata is polled while waiting
+      timeout_s: 120             # a step that has not converged by then fails the session
+      idle_s: 5                  # after each step: window of idle coordination traffic
+      max_topics: 1000           # broker limits of the clusters (--max-topics,
+      max_partitions_per_topic: 1000   # --max-partitions-per-topic); at most 10000 each
+      cases:                     # each case x size is a cell, run on every try
+        - {name: topic-storm, kind: topic-storm, n: [1, 10, 100, 1000], partitions: 1}
+        - {name: partition-scale, kind: partition-scale, n: [1, 10, 100, 1000]}
+        - {name: group-churn, kind: group-churn, n: [1, 10, 100], partitions: 100}
+        - {name: broker-join, kind: broker-join, n: [2, 4, 8]}
     faults:                      # makes every session a fault session (scenario "faults")
       rate: 3000                 # records/s, all producers together, paced
       duration_s: 30             # production phase; faults are scheduled inside it
@@ -63,6 +74,9 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
       - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
         msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"
         batches: [20]            # records per produce request (and per fetch)
+
+A metadata workload needs no ``cells`` and runs every session on fresh clusters (``restart:
+try`` is implied): what one session created would otherwise weigh on the next.
 
 The parsed :class:`Workload` is frozen; :meth:`Workload.as_dict` is what the manifest records.
 """
@@ -88,6 +102,8 @@ from workloads.schedule import ARRIVALS
 __all__ = [
     "SCENARIOS",
     "CellGroup",
+    "MetadataCase",
+    "MetadataPlan",
     "Workload",
     "WorkloadError",
     "find_workload",
@@ -98,6 +114,8 @@ __all__ = [
 # Shipped workload files live next to the load client.
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 SCENARIOS = ("split", "streaming")
+# The scenario of every session of a metadata workload (it lists none).
+METADATA_SCENARIO = "metadata"
 OFFSET_COMMIT_RE = re.compile(r"every_fetch|none|interval_ms:([1-9]\d*)")
 METADATA_CHECKS = ("per_request", "cached")
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -175,6 +193,62 @@ class FaultPlan:
     # Width of the timeline's buckets.
     bucket_ms: int = field(default=100, kw_only=True)
     cases: tuple[FaultCase, ...]
+
+
+# Metadata scenarios (harness/driver/metadata.py): what each kind's n counts.
+METADATA_KINDS = {
+    "topic-storm": "topics created at once (each with the case's partitions)",
+    "partition-scale": "partitions of one topic",
+    "group-churn": "members joining one group (half of them then leave)",
+    "broker-join": "brokers in the cluster before one more joins (and then leaves)",
+}
+# Kinds whose case names the partitions of the topics it uses.
+_KINDS_WITH_PARTITIONS = ("topic-storm", "group-churn")
+# What this harness lets a workload ask of one cluster, whatever limits it sets: a 2-core VM
+# holds 10,000 partitions per broker process comfortably; beyond, a run would measure swapping.
+MACHINE_MAX_PARTITIONS = 10_000
+MACHINE_MAX_TOPICS = 10_000
+# Group members: each is a client of its own (connections, heartbeats) on the load client's
+# CPU, and the brokers allow 500 connections per client address.
+MACHINE_MAX_MEMBERS = 200
+# Brokers before a join: the cluster launcher's limit is 64 in all.
+MACHINE_MAX_BROKERS = 63
+
+
+@dataclass(frozen=True)
+class MetadataCase:
+    # [a-z0-9_-]+; with the size, names the cell (<name>-n<size>) in metadata.csv.
+    name: str
+    # A METADATA_KINDS key: what the session does.
+    kind: str
+    # The sizes swept (topics or partitions, by kind), one cell each.
+    sizes: tuple[int, ...]
+    # topic-storm: partitions of every topic created; group-churn: of the group's topic.
+    partitions: int = 1
+
+    def total_partitions(self, n: int) -> int:
+        """Partitions a session of size ``n`` creates in the cluster."""
+        if self.kind == "topic-storm":
+            return n * self.partitions
+        return n if self.kind == "partition-scale" else self.partitions
+
+    def topics(self, n: int) -> int:
+        return n if self.kind == "topic-storm" else 1
+
+
+@dataclass(frozen=True)
+class MetadataPlan:
+    cases: tuple[MetadataCase, ...]
+    # Every broker's Metadata is polled this often while waiting for a step to converge.
+    probe_ms: int = 20
+    # A step that has not converged by then fails the session (one error line, no hang).
+    timeout_s: float = 120.0
+    # After the step: seconds of idle coordination traffic measured (0: not measured).
+    idle_s: float = 5.0
+    # The clusters' broker limits (--max-topics, --max-partitions-per-topic): a case asking
+    # for more is refused when the file is loaded.
+    max_topics: int = 1000
+    max_partitions_per_topic: int = 1000
 
 
 # What one load-client process schedules on time against the null sink on the 2-core
@@ -289,6 +363,9 @@ class Workload:
     # Fault injection: every session runs the cases' schedules under paced streaming load
     # (scenario "faults") instead of the paper's split/streaming sessions.
     faults: FaultPlan | None = None
+    # Metadata scenarios: every session runs one case at one size on fresh clusters (scenario
+    # "metadata") instead of producing and consuming.
+    metadata: MetadataPlan | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (tuples become lists) for the manifest."""
@@ -335,6 +412,10 @@ _STEP_KEYS = _keys(FaultStep)
 _CELL_KEYS = _keys(CellGroup)
 _WORKLOAD_DEFAULTS = _defaults(Workload)
 _FAULT_DEFAULTS = _defaults(FaultPlan)
+_METADATA_KEYS = _keys(MetadataPlan)
+_METADATA_DEFAULTS = _defaults(MetadataPlan)
+# A file calls a case's sizes n.
+_METADATA_CASE_KEYS = _keys(MetadataCase) - {"sizes"} | {"n"}
 
 
 def _given(data: Mapping[str, Any], key: str,
@@ -578,6 +659,88 @@ def _faults(ctx: _Ctx, raw: Any, **limits: Any) -> FaultPlan:
                      cases=tuple(parsed))
 
 
+def _metadata_case(ctx: _Ctx, where: str, raw: Any, plan: dict[str, Any]) -> MetadataCase:
+    if not isinstance(raw, dict):
+        raise ctx.fail(where, f"must be a mapping with name, kind and n, got {raw!r}")
+    ctx.check_keys(raw, _METADATA_CASE_KEYS, where)
+    for key in ("name", "kind", "n"):
+        if key not in raw:
+            raise ctx.fail(f"{where}.{key}", "is missing")
+    name = raw["name"]
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ctx.fail(f"{where}.name", f"must match [a-z0-9][a-z0-9_-]*, got {name!r}")
+    kind = ctx.choice(f"{where}.kind", raw["kind"], tuple(METADATA_KINDS))
+    cap = {"group-churn": MACHINE_MAX_MEMBERS, "broker-join": MACHINE_MAX_BROKERS}.get(
+        kind, MACHINE_MAX_PARTITIONS)
+    sizes = tuple(ctx.integer(f"{where}.n", n, 1, cap)
+                  for n in ctx.string_list(f"{where}.n", raw["n"]))
+    if "partitions" in raw and kind not in _KINDS_WITH_PARTITIONS:
+        raise ctx.fail(f"{where}.partitions", f"only applies to kinds "
+                       f"{', '.join(_KINDS_WITH_PARTITIONS)} (not {kind})")
+    partitions = ctx.integer(f"{where}.partitions", raw.get("partitions", 1), 1,
+                             MACHINE_MAX_PARTITIONS)
+    case = MetadataCase(name, kind, sizes, partitions)
+    # Limits are checked here, before a process starts: a case beyond what the brokers allow
+    # would only collect refusals, and one beyond what the machine holds would exhaust it.
+    for n in sizes:
+        total = case.total_partitions(n)
+        if total > MACHINE_MAX_PARTITIONS:
+            raise ctx.fail(f"{where}.n", f"{n} x {partitions} partitions = {total:,} "
+                           f"partitions; this harness creates at most "
+                           f"{MACHINE_MAX_PARTITIONS:,} in one session")
+        if case.topics(n) > plan["max_topics"]:
+            raise ctx.fail(f"{where}.n", f"{n} topics, but the brokers allow max_topics="
+                           f"{plan['max_topics']} (raise metadata.max_topics, at most "
+                           f"{MACHINE_MAX_TOPICS:,})")
+        per_topic = n if kind == "partition-scale" else case.total_partitions(n) // max(
+            1, case.topics(n))
+        if per_topic > plan["max_partitions_per_topic"]:
+            raise ctx.fail(f"{where}.n" if kind == "partition-scale" else f"{where}.partitions",
+                           f"{per_topic} partitions in one topic, but the brokers allow "
+                           f"max_partitions_per_topic={plan['max_partitions_per_topic']} "
+                           f"(raise metadata.max_partitions_per_topic, at most "
+                           f"{MACHINE_MAX_PARTITIONS:,})")
+    return case
+
+
+def _metadata(ctx: _Ctx, raw: Any) -> MetadataPlan:
+    if not isinstance(raw, dict):
+        raise ctx.fail("metadata", "must be a mapping with cases (and probe_ms, timeout_s, ...)")
+    ctx.check_keys(raw, _METADATA_KEYS, "metadata")
+    if "cases" not in raw:
+        raise ctx.fail("metadata.cases", "is missing")
+    plan: dict[str, Any] = {
+        "probe_ms": ctx.integer("metadata.probe_ms",
+                                _given(raw, "probe_ms", _METADATA_DEFAULTS), 1, 10_000),
+        "timeout_s": ctx.number("metadata.timeout_s",
+                                _given(raw, "timeout_s", _METADATA_DEFAULTS)),
+        "max_topics": ctx.integer("metadata.max_topics",
+                                  _given(raw, "max_topics", _METADATA_DEFAULTS), 1,
+                                  MACHINE_MAX_TOPICS),
+        "max_partitions_per_topic": ctx.integer(
+            "metadata.max_partitions_per_topic",
+            _given(raw, "max_partitions_per_topic", _METADATA_DEFAULTS), 1,
+            MACHINE_MAX_PARTITIONS),
+    }
+    if plan["timeout_s"] > 3600:
+        raise ctx.fail("metadata.timeout_s", f"must be at most 3600 s, got {plan['timeout_s']:g}")
+    idle = _given(raw, "idle_s", _METADATA_DEFAULTS)
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 <= idle <= 600:
+        raise ctx.fail("metadata.idle_s", f"must be a number of seconds in [0, 600], "
+                       f"got {idle!r}")
+    plan["idle_s"] = float(idle)
+    cases = raw["cases"]
+    if not isinstance(cases, list) or not cases:
+        raise ctx.fail("metadata.cases", "must be a non-empty list of {name, kind, n}")
+    parsed = [_metadata_case(ctx, f"metadata.cases[{i}]", c, plan)
+              for i, c in enumerate(cases)]
+    names = [c.name for c in parsed]
+    for n in names:
+        if names.count(n) > 1:
+            raise ctx.fail("metadata.cases", f"case {n!r} is listed twice")
+    return MetadataPlan(cases=tuple(parsed), **plan)
+
+
 def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     """Validate a parsed YAML document and fill in the defaults (the dataclasses' own).
 
@@ -598,6 +761,10 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
         kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
                                partitions=kw["partitions"], zk_nodes=kw["zk_nodes"],
                                network=kw["network"])
+    if data.get("metadata") is not None:
+        kw["metadata"] = _metadata(ctx, data["metadata"])
+        if "cells" not in data:
+            return Workload(cells=(), **kw)
     return Workload(cells=_cells(ctx, data["cells"]), **kw)
 
 
@@ -606,8 +773,12 @@ def _check_document(ctx: _Ctx, data: Any) -> None:
         raise ctx.fail("", "must be a YAML mapping of keys (name, cells, ...)")
     ctx.check_keys(data, _TOP_KEYS, "")
     for key in _required(Workload):
-        if key not in data:
+        # A metadata workload has no grid of message sizes.
+        if key not in data and not (key == "cells" and data.get("metadata") is not None):
             raise ctx.fail(key, "is missing")
+    if data.get("faults") is not None and data.get("metadata") is not None:
+        raise ctx.fail("metadata", "a workload runs fault sessions or metadata sessions, "
+                       "not both")
 
 
 def _name(ctx: _Ctx, name: Any) -> str:
@@ -655,6 +826,11 @@ def _load(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:
+    if data.get("metadata") is not None:
+        if data.get("scenarios", ["metadata"]) not in ("metadata", ["metadata"]):
+            raise ctx.fail("scenarios", "a workload with metadata runs metadata sessions only "
+                           "(scenarios: [metadata], or leave it out)")
+        return (METADATA_SCENARIO,)
     if data.get("faults") is not None:
         if data.get("scenarios", ["faults"]) not in ("faults", ["faults"]):
             raise ctx.fail("scenarios", "a workload with faults runs fault sessions only "
@@ -758,6 +934,11 @@ def _labels(ctx: _Ctx, raw: Any) -> tuple[str, ...]:
 def _cluster(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     """How the cluster is run: restarts, placement, ZooKeeper, gossip, timeouts, network."""
     restart = ctx.choice("restart", _given(data, "restart"), ("never", "cell", "try"))
+    if data.get("metadata") is not None:
+        if "restart" in data and restart != "try":
+            raise ctx.fail("restart", "metadata sessions each need fresh clusters (what one "
+                           "created would weigh on the next): restart: try, or leave it out")
+        restart = "try"
     placement = ctx.choice("placement", _given(data, "placement"), ("auto", "none"))
     zk_nodes = _given(data, "zk_nodes")
     if zk_nodes not in (1, 3) or isinstance(zk_nodes, bool):

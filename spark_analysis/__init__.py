@@ -1,13 +1,14 @@
 """PySpark analysis: run logs -> the paper's tables and figures, with statistics, the fault
-sessions' tables and figures, and the open-loop latency curves and maximum sustainable rates.
+sessions' tables and figures, the open-loop latency curves and maximum sustainable rates, and
+the metadata sessions' cost curves.
 
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
 
 Layout (one concept per module):
 
-  schema.py       the run log format (1 to 4) as explicit Spark schemas; cell and fault-case
-                  keys; supported versions; the paper's scenarios
+  schema.py       the run log format (1 to 5) as explicit Spark schemas; cell, fault-case and
+                  metadata keys; supported versions; the paper's scenarios
   archs.py        the architectures shown and how (names, colours, order, the baseline of every
                   ratio), from the manifests' labels; built-in zk/dsbs labels for older runs
   session.py      the SparkSession (master URL, loopback, few shuffle partitions, quiet logs)
@@ -15,12 +16,14 @@ Layout (one concept per module):
                   header-only fault files are never handed to Spark
   aggregate.py    every Spark aggregation (cell mean/sd/n, per-try values, latency, coordination;
                   paper_only keeps the `faults` scenario and open-loop cells out of them; fault
-                  sessions, timeline, events; open-loop rows)
+                  sessions, timeline, events; open-loop rows; metadata sessions per case x size)
   stats.py        t intervals, Welch's test, Fieller's ratio interval, detectable change
   paper.py        the DSBS paper's appendix numbers (paper_appendix.csv), its ratios and p-values
   tables.py       paper-layout appendix tables, ZK-vs-DSBS comparison, A/A noise floor, latency
   fault_tables.py fault sessions: per case x arch mean/sd/n/95% CI of the durations, outcomes
                   (lost, duplicates, ...), ZK beside DSBS with the ratio
+  metadata_tables.py metadata sessions: per case x size x arch mean/sd/95% CI of every
+                  measure, ZK beside DSBS with the ratio, log-log slopes against the size
   figures.py      fig01-fig12 (the paper's figures) + fig13 ratio vs policy, fig14 latency
                   distribution, fig15 coordination cost; PNG and SVG
   fault_figures.py fig16 throughput through each fault case (ZK | DSBS, fault markers), fig17
@@ -28,6 +31,7 @@ Layout (one concept per module):
   latency_tables.py open-loop cells: latency at each rate (mean p50/p99 with CIs), maximum
                   sustainable rates over tries with CIs and the ratio to the baseline
   latency_figures.py fig18 latency-throughput curves (p50/p99 vs achieved rate, log-log)
+  metadata_figures.py fig19 per metadata case: cost vs size, log-log, ZK and DSBS, 95% CIs
   report.py       report.md
   job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)

@@ -29,6 +29,8 @@ from spark_analysis.schema import (
     FAULT_KEY,
     FAULT_METRICS,
     LATENCY_COLUMNS,
+    METADATA_KEY,
+    METADATA_METRICS,
     METRICS,
     PAPER_SCENARIOS,
     PER_1K,
@@ -213,3 +215,20 @@ def fault_events(events: DataFrame) -> pd.DataFrame:
     fault_timeline."""
     return events.select(*SESSION_KEY, "side", "workload", "step", "action", "target",
                          "node_id", "planned_s", "at_s", "took_s", "result").toPandas()
+
+
+# --- metadata sessions (format 4) --------------------------------------------------------------
+
+METADATA_GROUP = [*METADATA_KEY, "arch", "side"]
+
+
+def metadata_stats(metadata: DataFrame) -> pd.DataFrame:
+    """One grouped pass per case x size x arch x side: sessions, and n/mean/sd of every
+    measure (n counts the sessions where it was measured: a ZooKeeper column has none on
+    dsbs)."""
+    aggs: list[Column] = [F.count(F.lit(1)).alias("sessions"),
+                          F.countDistinct("run_id").alias("runs")]
+    for m in METADATA_METRICS:
+        aggs += [F.count(m).alias(f"{m}__n"), F.avg(m).alias(f"{m}__mean"),
+                 F.stddev_samp(m).alias(f"{m}__sd")]
+    return metadata.groupBy(*METADATA_GROUP).agg(*aggs).toPandas()

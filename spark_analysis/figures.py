@@ -5,7 +5,8 @@ of the comparison side by side), with error bars from the tries (95% confidence 
 mean) and the paper's printed averages drawn as markers beside our bars. fig13 shows how the
 DSBS/ZK ratio moves with the coordination policy, fig14 the latency distributions (merged HDR
 histograms), fig15 the coordination cost.
-fig16/fig17 (fault sessions) are drawn by fault_figures.py in the same style (colours, number
+fig16/fig17 (fault sessions) are drawn by fault_figures.py and fig19 (metadata sessions) by
+metadata_figures.py in the same style (colours, number
 format, file pair), which is why ``human``, ``save`` and ``subtitle`` are public here. Names,
 colours and order come from the run manifests (spark_analysis/archs.py), never from here.
 """
@@ -322,15 +323,17 @@ def draw_tables(comparison: pd.DataFrame, latency_distribution: pd.DataFrame,
 
 
 def draw_all(analysis: Analysis, out: Path) -> list[Path]:
-    # Both import this module's style.
+    # They import this module's style.
     from spark_analysis.fault_figures import draw_faults
     from spark_analysis.latency_figures import draw_latency
+    from spark_analysis.metadata_figures import draw_metadata
 
     f = analysis.faults
     return (draw_tables(analysis.comparison, analysis.latency_distribution,
                         analysis.coordination, out, analysis.archs)
             + draw_faults(f.stats, f.sessions, f.timeline, f.events, out, analysis.archs)
-            + draw_latency(analysis.latency_curves, out, analysis.archs))
+            + draw_latency(analysis.latency_curves, out, analysis.archs)
+            + draw_metadata(analysis.metadata.stats, out, analysis.archs))
 
 
 def read_archs(report_dir: Path) -> Archs:
@@ -362,4 +365,6 @@ def read_tables(report_dir: Path) -> dict[str, pd.DataFrame]:
             "fault_stats": read("fault_stats"), "fault_sessions": read("fault_sessions"),
             "fault_timeline": read("fault_timeline"), "fault_events": read("fault_events"),
             # Open-loop sessions (absent without them): latency_figures.draw_latency.
-            "latency_curves": read("latency_curves"), "max_rates": read("max_rates")}
+            "latency_curves": read("latency_curves"), "max_rates": read("max_rates"),
+            # Metadata sessions (absent unless the runs had some): metadata_figures.draw_metadata
+            "metadata_stats": read("metadata_stats")}

@@ -17,7 +17,7 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, latency_tables, paper, tables
+from spark_analysis import aggregate, fault_tables, latency_tables, metadata_tables, paper, tables
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -52,6 +52,23 @@ class FaultTables:
 
 
 @dataclass
+class MetadataTables:
+    """The metadata sessions' tables (format 5); all empty when the runs had none.
+
+    ``stats``: long, per case x size x arch x measure with the 95% CI over tries (the figures'
+    input); ``comparison``: ZooKeeper beside DSBS with the ratio; ``scaling``: the log-log
+    slope of every measure against the size."""
+
+    stats: pd.DataFrame = field(default_factory=_empty)
+    comparison: pd.DataFrame = field(default_factory=_empty)
+    scaling: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.stats.empty
+
+
+@dataclass
 class Analysis:
     runs: list[RunInfo]
     notes: list[str]
@@ -69,6 +86,7 @@ class Analysis:
     input_rows: int
     timings: dict[str, float] = field(default_factory=dict)
     faults: FaultTables = field(default_factory=FaultTables)
+    metadata: MetadataTables = field(default_factory=MetadataTables)
     # The architectures shown and how (from the run manifests, spark_analysis/archs.py).
     archs: Archs = DEFAULT
     # Open-loop sessions (latency_tables.py): latency-throughput points, and the maximum
@@ -107,6 +125,22 @@ def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> F
     )
 
 
+def compute_metadata(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT
+                     ) -> MetadataTables:
+    """The metadata tables; no Spark job at all when no run has a metadata session."""
+    if logs.metadata is None:
+        return MetadataTables()
+    wide = aggregate.metadata_stats(logs.metadata)
+    aa = int(wide.loc[wide["side"] != "*", "sessions"].sum()) if not wide.empty else 0
+    if aa:
+        notes.append(f"{aa} metadata sessions of A/A calibration runs (labels A/B) are left "
+                     "out of the metadata tables")
+    long = metadata_tables.metadata_stats(wide, archs)
+    return MetadataTables(stats=long,
+                          comparison=metadata_tables.metadata_comparison(long, archs),
+                          scaling=metadata_tables.scaling(long, archs))
+
+
 def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     """Load and validate the runs, aggregate in Spark, and derive every table."""
     t0 = time.perf_counter()
@@ -123,9 +157,10 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             cell_stats, cell_latency = aggregate.cell_stats(records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and aggregate.open_loop(logs.records).empty):
+                    and logs.metadata is None and aggregate.open_loop(logs.records).empty):
                 raise UserError("the runs hold no measurements (every records.csv is "
-                                "header-only and no run injected faults)")
+                                "header-only, no run injected faults and none ran metadata "
+                                "scenarios)")
             t1 = time.perf_counter()
             tries = aggregate.per_try(records)
             rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
@@ -146,6 +181,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
                      else pd.DataFrame())
             maxima = latency_tables.max_rates(found, archs)
             timings["aggregate_open_loop_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            metadata = compute_metadata(logs, notes, archs)
+            timings["aggregate_metadata_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -166,7 +204,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
-        max_rates=maxima,
+        max_rates=maxima, metadata=metadata,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -215,6 +253,10 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         frames.update({"fault_sessions": f.sessions, "fault_stats": f.stats,
                        "fault_outcomes": f.outcomes, "fault_comparison": f.comparison,
                        "fault_timeline": f.timeline, "fault_events": f.events})
+    if not analysis.metadata.empty:
+        m = analysis.metadata
+        frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
+                       "metadata_scaling": m.scaling})
     if not analysis.latency_curves.empty or not analysis.max_rates.empty:
         frames.update({"latency_curves": analysis.latency_curves,
                        "max_rates": analysis.max_rates})

@@ -32,6 +32,9 @@ from spark_analysis.schema import (
     MANIFEST_KIND,
     MAX_RATE_COLUMNS,
     MAX_RATE_SCHEMA,
+    METADATA_COLUMNS,
+    METADATA_FILE_SINCE,
+    METADATA_SCHEMA,
     OPEN_LOOP_COLUMNS_SINCE,
     OPEN_LOOP_FILES_SINCE,
     RATE_SEARCH_COLUMNS,
@@ -55,6 +58,7 @@ LATENCY = "latency.jsonl"
 FAULTS = "faults.csv"
 FAULT_EVENTS = "fault_events.csv"
 TIMELINE = "timeline.csv"
+METADATA = "metadata.csv"
 # The fault files (format 2) with the columns their header must have.
 FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
@@ -100,6 +104,8 @@ class RunLogs:
     series: DataFrame | None = None
     rate_search: DataFrame | None = None
     max_rate: DataFrame | None = None
+    # metadata.csv rows (format 5); None when no run has a metadata session.
+    metadata: DataFrame | None = None
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -254,6 +260,7 @@ class RunFiles:
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
     open_loop: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in OPEN_LOOP_FILES})
+    metadata: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -287,6 +294,9 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
             _optional_files(run, FAULT_FILES, found.faults, "injects no faults")
         if run.format_version >= OPEN_LOOP_FILES_SINCE:
             _optional_files(run, OPEN_LOOP_FILES, found.open_loop, "is closed-loop")
+        if run.format_version >= METADATA_FILE_SINCE:
+            _optional_files(run, ((METADATA, METADATA_COLUMNS),), {METADATA: found.metadata},
+                            "runs no metadata scenarios")
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -360,7 +370,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    timeline=read(faults[TIMELINE], TIMELINE_SCHEMA),
                    series=read(found.open_loop[SERIES], SERIES_SCHEMA),
                    rate_search=read(found.open_loop[RATE_SEARCH], RATE_SEARCH_SCHEMA),
-                   max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA))
+                   max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA),
+                   metadata=read(found.metadata, METADATA_SCHEMA))
 
 
 @contextmanager

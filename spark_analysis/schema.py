@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 4) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 5) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -26,6 +26,8 @@ OPEN_LOOP_FILES_SINCE = 4
 OPEN_LOOP_COLUMNS_SINCE = 3
 # From this version on every run directory holds the three fault files (possibly header-only).
 FAULT_FILES_SINCE = 2
+# From this version on every run directory holds metadata.csv (possibly header-only).
+METADATA_FILE_SINCE = 5
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -211,6 +213,23 @@ MAX_RATE_SCHEMA = StructType([
     StructField("steps", IntegerType(), True),
 ])
 
+# metadata.csv (format 5): one row per metadata session.
+_METADATA_INTS = ("n", "topics", "partitions", "brokers", "create_timeouts", "zk_requests",
+                  "gossip_packets", "coordination_ops", "rss_max_bytes", "rss_total_bytes")
+_METADATA_TEXT = ("kind", "status")
+METADATA_SCHEMA = StructType([
+    *_SESSION_FIELDS,
+    *(StructField(c, StringType() if c in _METADATA_TEXT else
+                  LongType() if c in _METADATA_INTS else DoubleType(), c not in ("kind", "n"))
+      for c in (
+          "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
+          "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
+          "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops", "zk_requests",
+          "gossip_packets",
+          "coordination_ops", "broker_cpu_s", "zk_cpu_s", "rss_max_bytes", "rss_total_bytes",
+          "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
@@ -220,6 +239,7 @@ TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields
 SERIES_COLUMNS: tuple[str, ...] = tuple(f.name for f in SERIES_SCHEMA.fields)
 RATE_SEARCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in RATE_SEARCH_SCHEMA.fields)
 MAX_RATE_COLUMNS: tuple[str, ...] = tuple(f.name for f in MAX_RATE_SCHEMA.fields)
+METADATA_COLUMNS: tuple[str, ...] = tuple(f.name for f in METADATA_SCHEMA.fields)
 # counters.csv (optional in format 2): read as plain CSV by the regression (regress.py), not by
 # Spark, so it has columns but no Spark schema.
 COUNTER_COLUMNS: tuple[str, ...] = (
@@ -268,3 +288,13 @@ LATENCY_COLUMNS: tuple[str, ...] = (
 AA_LABELS: tuple[str, ...] = ("A", "B")
 # The paper's coordination conditions; figures prefer cells run under them.
 PAPER_POLICY = ("every_fetch", "per_request")
+
+# A metadata session's identity in the metadata tables: the workload, the case (its kind) and
+# the size swept; arch beside it. Several runs of one architecture pool their tries.
+METADATA_KEY: tuple[str, ...] = ("workload", "case", "kind", "n")
+# The measures the metadata tables summarise (mean, sd, n, 95% CI over tries).
+METADATA_METRICS: tuple[str, ...] = (
+    "create_s", "create_p50_ms", "converge_s", "leave_s", "metadata_p50_ms", "commit_p50_ms",
+    "commit_ops", "coordination_ops", "zk_requests", "gossip_packets", "broker_cpu_s",
+    "zk_cpu_s", "rss_max_bytes", "idle_ops_per_s", "idle_zk_requests_per_s",
+)

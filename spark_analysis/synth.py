@@ -31,8 +31,12 @@ from spark_analysis.schema import (
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
     MANIFEST_KIND,
+    MAX_RATE_COLUMNS,
+    METADATA_COLUMNS,
+    RATE_SEARCH_COLUMNS,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
+    SERIES_COLUMNS,
     TIMELINE_COLUMNS,
 )
 
@@ -420,6 +424,46 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
         "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
     _write_fault_files(run_dir, files)
+    return run_dir
+
+
+def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", index: int,
+                       tries: int, sizes: Iterable[int] = (1, 10, 100), hour: int = 9
+                       ) -> Path:
+    """A format-5 run of a metadata workload: one topic-storm case at ``sizes``, one session
+    per size and try (metadata.csv; every other file header-only, as the driver writes them).
+    Convergence grows linearly with the size on zk and as its square root on dsbs; the
+    coordination messages 50 (zk) and 8 (dsbs) per topic; tries scatter by 10%."""
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=5),
+                   indent=2) + "\n", encoding="utf-8")
+    _write_fault_files(run_dir)
+    for name, columns in (("records.csv", RECORDS_COLUMNS),
+                          ("coordination.csv", COORDINATION_COLUMNS),
+                          ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                          ("max_rate.csv", MAX_RATE_COLUMNS)):
+        (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
+    (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
+    lines = [",".join(METADATA_COLUMNS)]
+    for n in sizes:
+        for try_ in range(1, tries + 1):
+            k = 1 + 0.1 * (try_ - (tries + 1) / 2)
+            converge = (0.2 * n if arch == ZK else 0.02 * n ** 0.5) * k
+            ops = (50 if arch == ZK else 8) * n
+            row: dict[str, object] = dict.fromkeys(METADATA_COLUMNS)
+            row.update(run_id=run_id, arch=arch, label="", cell_id=f"topic-storm-n{n}",
+                       case="topic-storm", kind="topic-storm", n=n, topics=n, partitions=3,
+                       brokers=3, create_s=converge * 0.9, converge_s=converge,
+                       metadata_p50_ms=0.5 * k, coordination_ops=ops,
+                       rss_max_bytes=30_000_000 + 1000 * n, idle_s=5.0,
+                       idle_ops_per_s=0.0 if arch == ZK else 3.0, status="ok",
+                       **{"try": try_},
+                       **({"zk_requests": ops + 1} if arch == ZK else {"gossip_packets": ops}))
+            lines.append(",".join(_field(row[c]) for c in METADATA_COLUMNS))
+    (run_dir / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return run_dir
 
 

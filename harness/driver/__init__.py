@@ -5,11 +5,14 @@ Layout (one concept per module; imports point down the list)::
     runner.py     run(): clusters up and down, the session loop, Ctrl-C, exit status
     progress.py   rich progress (sessions done / total, current cell, ETA) and the summary table
     rows.py       a session's results -> records.csv / coordination.csv / counters.csv /
-                  latency.jsonl / series.csv rows
+                  latency.jsonl / series.csv / metadata.csv rows
     searches.py   maximum sustainable rate searches: a step's verdict (kept, behind, backlog,
                   lost), rate_search.csv / max_rate.csv rows
     faults.py     one fault session: paced load, the fault schedule, detection, rejoin, gaps,
                   group recovery, loss
+    metadata.py   one metadata session on fresh clusters: a topic storm, one topic of many
+                  partitions, group churn, a broker joining and leaving; convergence on every
+                  broker, coordination messages, Metadata time, broker memory, idle traffic
     session.py    one session: producers and consumers (split, streaming or time-bounded
                   open loop with its per-second series), verification
     counters.py   coordination cost readings: ZooKeeper mntr, broker counters (SIGUSR1), CPU

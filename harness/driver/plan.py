@@ -13,6 +13,8 @@
   consumers, verification, one set of rows. A fault workload's sessions are one per fault case
   instead of per scenario (scenario ``faults``); a case that acts on a service (ZooKeeper) has
   no session on an architecture without it (harness/architectures.py).
+* A metadata workload's sessions are one per case x size x try (scenario ``metadata``; the
+  cell is ``<case>-n<size>``), each on fresh clusters: an epoch per size and try.
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness import architectures
-from harness.workload import FaultCase, Workload
+from harness.workload import METADATA_SCENARIO, FaultCase, MetadataCase, Workload
 from workloads.consumer import CommitPolicy
 
 
@@ -47,6 +49,8 @@ class Cell:
     # rate_fractions: this fraction of the side's maximum sustainable rate; the runner sets
     # `rate` from the side's searches, and the cell id stays the same for every side.
     fraction: float | None = None
+    # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
+    n: int | None = None
 
     @property
     def base_id(self) -> str:
@@ -55,6 +59,8 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
+        if self.n is not None:
+            return f"{self.table}-n{self.n}"
         if self.fraction is not None:
             return f"{self.base_id}-f{self.fraction * 100:g}"
         return self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
@@ -83,6 +89,8 @@ class Session:
     scenario: str
     # The fault case a faults session runs (None otherwise).
     case: FaultCase | None = None
+    # The metadata case a metadata session runs, at size cell.n (None otherwise).
+    meta: MetadataCase | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,8 @@ def _services(arch: str) -> frozenset[str]:
 
 def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
     """Sessions grouped by the cluster they run on, in execution order."""
+    if workload.metadata is not None:
+        return _metadata_schedule(workload, all_sides)
     epochs: list[Epoch] = []
     grid = cells(workload)
     for mc in workload.metadata_check:
@@ -179,6 +189,25 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
         searches = tuple(group) if workload.rate_search is not None else ()
         if current or searches:
             epochs.append(Epoch(mc, tuple(current), searches))
+    return epochs
+
+
+def _metadata_schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
+    """Metadata sessions: case, then size, then try, each (size, try) on fresh clusters (one
+    epoch: the sides' clusters up side by side, A B on odd tries, B A on even ones)."""
+    assert workload.metadata is not None
+    epochs: list[Epoch] = []
+    for mc in workload.metadata_check:
+        group = [s for s in all_sides if s.metadata_check == mc]
+        for case in workload.metadata.cases:
+            for n in case.sizes:
+                cell = Cell(case.name, 0, 0, n=n)
+                for try_no in range(1, workload.tries + 1):
+                    order = group if try_no % 2 else group[::-1]
+                    sessions = tuple(Session(side, cell, try_no, METADATA_SCENARIO, meta=case)
+                                     for side in order)
+                    if sessions:
+                        epochs.append(Epoch(mc, sessions))
     return epochs
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.driver.counters import Delta
 from harness.driver.faults import FaultOutcome
+from harness.driver.metadata import MetadataOutcome
 from harness.driver.plan import Session
 from harness.driver.session import RoleResult, SessionResult
 from workloads.latency import LatencyRecorder
@@ -153,3 +154,10 @@ def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
     timeline = [{**key, "t_s": t, "bucket_s": o.bucket_s, "produced": p, "consumed": c,
                  "commits": k} for t, p, c, k in o.timeline]
     return row, events, timeline
+
+
+def metadata_row(run_id: str, arch: str, s: Session, o: MetadataOutcome) -> dict[str, Any]:
+    """metadata.csv row of one metadata session."""
+    assert s.meta is not None
+    return {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+            "case": s.meta.name, "try": s.try_no, **o.row}

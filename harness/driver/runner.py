@@ -41,6 +41,7 @@ from harness import architectures, runlog
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
+from harness.driver.metadata import run_metadata_session
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
 from harness.external import External, ExternalCluster
@@ -147,12 +148,20 @@ class _Run:
                   file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, arch: str, metadata_check: str) -> ClusterSpec:
+    def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
+             ) -> ClusterSpec:
+        """The cluster for ``arch``; a broker-join session's has its size of brokers plus one
+        standby."""
         wl = self.workload
         uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
+        brokers, standby = wl.brokers, 0
+        if session is not None and session.meta is not None and (
+                session.meta.kind == "broker-join") and session.cell.n is not None:
+            brokers, standby = session.cell.n, 1
         return ClusterSpec(
             arch=arch,
-            brokers=wl.brokers,
+            brokers=brokers,
+            standby=standby,
             zookeeper=self.opts.zookeeper if uses_zookeeper else None,
             zk_nodes=wl.zk_nodes,
             flush=wl.flush,
@@ -160,15 +169,27 @@ class _Run:
             gossip_preset=wl.gossip_preset,
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
+            broker_args=self.broker_limits(),
         )
 
-    def start_cluster(self, arch: str, metadata_check: str) -> ProcessCluster | ExternalCluster:
+    def broker_limits(self) -> tuple[str, ...]:
+        """A metadata workload's limits on every broker (what its cases were checked against
+        when the file was loaded)."""
+        md = self.workload.metadata
+        if md is None:
+            return ()
+        return ("--max-topics", str(md.max_topics),
+                "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+
+    def start_cluster(self, arch: str, metadata_check: str,
+                      session: plan.Session | None = None
+                      ) -> ProcessCluster | ExternalCluster:
         if self.external is not None:
             external = ExternalCluster(self.external)
             self.clusters[arch] = external
             return external
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check))
+            cluster = ProcessCluster(self.spec(arch, metadata_check, session))
             self.clusters[arch] = cluster
             cluster.start()
         return cluster
@@ -245,7 +266,8 @@ class _Run:
             for arch in epoch.arches:
                 self.progress.current(f"starting {arch} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
-                cluster = self.start_cluster(arch, epoch.metadata_check)
+                # A metadata epoch is one cell: its first session says what cluster it needs.
+                cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
                 clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
@@ -342,11 +364,16 @@ class _Run:
         tags = [arch] if len(self.arches) > 1 else []
         tags += [s.side.label] if s.side.label else []
         side = f"[{' '.join(tags)}] " if tags else ""
-        what = s.case.name if s.case is not None else s.scenario
+        what = (s.case.name if s.case is not None else "metadata" if s.meta is not None
+                else s.scenario)
         self.progress.current(f"{side}{s.cell.cell_id} {what} try {s.try_no}")
         topic = f"{self.name_prefix}-{self.session_no}"
         if s.case is not None:
             await self.run_fault(cluster, clients, s, log, topic)
+            self.progress.advance()
+            return
+        if s.meta is not None:
+            await self.run_metadata(cluster, s, log, topic)
             self.progress.advance()
             return
         try:
@@ -458,6 +485,31 @@ class _Run:
                             if e.result != "ok")
             self.progress.note(f"[yellow]{s.case.name} try {s.try_no}: {bad}[/]")
 
+    async def run_metadata(self, cluster: ProcessCluster | ExternalCluster, s: plan.Session,
+                           log: runlog.RunLog, prefix: str) -> None:
+        """A metadata session on fresh clusters: one metadata.csv row, its counters."""
+        # _check_external keeps metadata workloads off clusters twinbench did not start.
+        assert s.meta is not None and s.cell.n is not None and self.workload.metadata
+        assert isinstance(cluster, ProcessCluster)
+        t0 = time.monotonic()
+        try:
+            outcome = await run_metadata_session(cluster, self.workload.metadata, s.meta,
+                                                 s.cell.n, prefix)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            self.outcome.incomplete = True
+            msg = (f"{s.cell.cell_id} try {s.try_no} ({s.side.arch}): could not run: "
+                   f"{type(exc).__name__}: {exc}")
+            self.outcome.errors.append(msg)
+            print(f"twinbench: error: {msg}", file=sys.stderr)
+            dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
+            if dead:
+                raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+            return
+        self.timed_s += time.monotonic() - t0
+        run_id = log.run_id
+        log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
+        log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
+
     # --- the end ---------------------------------------------------------------------------
     def finish(self) -> None:
         for log in self.logs.values():
@@ -488,6 +540,10 @@ def _check_external(wl: Workload) -> None:
     if wl.faults is not None:
         raise UserError(f"workload {wl.name}: fault workloads need a cluster twinbench starts "
                         "(it kills and restarts its brokers); not --bootstrap")
+    if wl.metadata is not None:
+        raise UserError(f"workload {wl.name}: metadata workloads need clusters twinbench starts "
+                        "(fresh ones per session, their brokers' counters and memory); not "
+                        "--bootstrap")
     if wl.restart != "never":
         raise UserError(f"workload {wl.name}: restart: {wl.restart} needs a cluster twinbench "
                         "starts; not --bootstrap")

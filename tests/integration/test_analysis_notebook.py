@@ -1,5 +1,5 @@
 """notebooks/figures.ipynb runs top to bottom, unedited, on the fixture runs plus synthetic
-fault runs (format 2)."""
+fault runs (format 2) and metadata runs (format 4)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
     faults = tmp_path / "fault-runs"
     for arch, index in (("zk", 7), ("dsbs", 8)):
         synth.write_fault_run(faults, arch=arch, index=index, tries=2)
-    runs = os.pathsep.join([str(FIXTURES), str(faults)])
+    # Metadata sessions (format 5), for fig19.
+    metadata = tmp_path / "metadata-runs"
+    for arch, index in (("zk", 9), ("dsbs", 10)):
+        synth.write_metadata_run(metadata, arch=arch, index=index, tries=2)
+    runs = os.pathsep.join([str(FIXTURES), str(faults), str(metadata)])
     # The kernel inherits the environment: point the notebook at the runs, a scratch report
     # directory and one core.
     monkeypatch.setenv("TWINBENCH_RUNS", runs)
@@ -49,10 +53,12 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
         "fig11-consumption-rps-batch-split", "fig12-consumption-rps-batch-streaming",
         "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost",
         "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
-        "fig17-fault-summary"])
+        "fig17-fault-summary", "fig19-metadata-topic-storm"])
     assert all((out / f"{n}.svg").is_file() for n in names)
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == len(names)
-    assert "## Faults" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## Faults" in report and "## Metadata scenarios" in report
+    assert "- Metadata topic-storm (n = 100, metadata): converged ZK 20 vs DSBS 0.2 s" in report
     assert os.environ["TWINBENCH_RUNS"] == runs

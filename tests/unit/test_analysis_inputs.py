@@ -73,21 +73,34 @@ def test_corrupt_manifest(runs: Path) -> None:
 @pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=5)
-    with pytest.raises(UserError, match=r"format_version 5 is not supported.*reads "
-                                        r"format_version 1 or 2 or 3 or 4"):
+        set_manifest(run, format_version=6)
+    with pytest.raises(UserError, match=r"format_version 6 is not supported.*reads "
+                                        r"format_version 1 or 2 or 3 or 4 or 5"):
         read_manifests(discover_runs([runs]))
 
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=5)
+    set_manifest(one_run(runs), format_version=6)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 5:" in message
+    assert "format_version 1:" in message and "format_version 6:" in message
     assert "\n" not in message
+
+
+@pytest.mark.filesystem
+def test_format_5_metadata_runs_mix_with_older_ones(runs: Path) -> None:
+    """A format-5 run has metadata.csv (rows here); without it, one line."""
+    meta = synth.write_metadata_run(runs, arch="zk", index=9, tries=2)
+    found = validate_runs([runs])
+    assert sorted({r.format_version for r in found.runs}) == [1, 5]
+    assert found.metadata == [meta / "metadata.csv"]
+    (meta / "metadata.csv").unlink()
+    with pytest.raises(UserError, match=r"metadata.csv: missing \(every format_version 5 run "
+                                        r"directory has one"):
+        validate_runs([runs])
 
 
 @pytest.mark.filesystem

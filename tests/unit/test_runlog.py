@@ -164,6 +164,7 @@ def test_run_directories_are_never_reused(tmp_path: Path):
     ("series.csv", runlog.SERIES_COLUMNS),
     ("rate_search.csv", runlog.RATE_SEARCH_COLUMNS),
     ("max_rate.csv", runlog.MAX_RATE_COLUMNS),
+    ("metadata.csv", runlog.METADATA_COLUMNS),
 ])
 def test_fault_file_columns_are_the_documented_ones(title, columns):
     assert list(columns) == table_keys(doc_section(title))
