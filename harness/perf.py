@@ -32,7 +32,7 @@ from pathlib import Path
 from brokers.core.errors import UserError
 from harness.processes import ManagedProcess
 from harness.rate_search import RateSearch, SearchConfig, search_max_rate
-from workloads.cluster import ClusterClient
+from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import run as run_async
 from workloads.producer import Producer, ProducerConfig
 
@@ -82,8 +82,11 @@ def start_single(name: str, workdir: Path, cpu: int | None, storage: str = "segm
     return proc, line.split("=", 1)[1]
 
 
-async def _produce(bootstrap: str, msg_size: int, batch: int, count: int) -> Sample:
-    cluster = await ClusterClient.open(bootstrap)
+async def produce_sync(bootstrap: str, msg_size: int, batch: int, count: int,
+                       config: ClusterClientConfig | None = None) -> Sample:
+    """``count`` records from one synchronous producer into a fresh 1-partition topic; the
+    sample's side and repetition are the caller's to fill in."""
+    cluster = await ClusterClient.open(bootstrap, config)
     try:
         topic = f"perf-{uuid.uuid4().hex[:12]}"
         await cluster.create_topic(topic, partitions=1)
@@ -128,7 +131,7 @@ async def _open_loop_try(bootstrap: str, rate: float) -> bool:
 def _client_ceiling(workdir: Path, broker_cpu: int | None) -> RateSearch:
     proc, bootstrap = start_single("null", workdir, broker_cpu, "null")
     try:
-        run_async(_produce(bootstrap, 32, 20, PerfConfig.warmup_messages))
+        run_async(produce_sync(bootstrap, 32, 20, PerfConfig.warmup_messages))
         return search_max_rate(lambda r: run_async(_open_loop_try(bootstrap, r)),
                                SearchConfig(start=25_000, precision=0.05, ceiling=5_000_000))
     finally:
@@ -182,12 +185,13 @@ def main(argv: list[str] | None = None) -> int:
                 procs[side] = start_single(side, workdir, broker_cpu,
                                            "null" if side == "null" else "segment")
             for _, bootstrap in procs.values():
-                run_async(_produce(bootstrap, 32, 20, config.warmup_messages))
+                run_async(produce_sync(bootstrap, 32, 20, config.warmup_messages))
             for msg_size, batch in CELLS:
                 for rep in range(config.repetitions):
                     order = ("null", "broker") if rep % 2 == 0 else ("broker", "null")
                     for side in order:
-                        s = run_async(_produce(procs[side][1], msg_size, batch, config.messages))
+                        s = run_async(produce_sync(procs[side][1], msg_size, batch,
+                                                   config.messages))
                         s.side, s.repetition = side, rep
                         samples.append(s)
                         print(f"  {side:6} {msg_size:5} B x {batch:2}  rep {rep + 1}: "

@@ -14,17 +14,16 @@ import argparse
 import statistics
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 from brokers.core.security.client import ClientSecurity
 from harness import architectures
 from harness.certs import make_run_security
 from harness.cluster import ClusterSpec, ProcessCluster
-from workloads.cluster import ClusterClient, ClusterClientConfig
+from harness.perf import produce_sync
+from workloads.cluster import ClusterClientConfig
 from workloads.connection import ConnectionConfig
 from workloads.connection import run as run_async
-from workloads.producer import Producer
 
 PROTOCOLS = ("PLAINTEXT", "SASL_SSL")
 MECHANISM = "SCRAM-SHA-512"
@@ -34,17 +33,7 @@ async def _produce(bootstrap: str, security: ClientSecurity | None, msg_size: in
                    count: int) -> float:
     config = ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
                                  connection=ConnectionConfig(security=security))
-    cluster = await ClusterClient.open(bootstrap, config)
-    try:
-        topic = f"sec-{uuid.uuid4().hex[:12]}"
-        await cluster.create_topic(topic, partitions=1)
-        result = await Producer(cluster, topic, msg_size=msg_size, batch=batch,
-                                mode="sync").run(count)
-    finally:
-        await cluster.close()
-    if result.records_acked != count:
-        raise RuntimeError(f"only {result.records_acked}/{count} records acknowledged")
-    return result.rps
+    return (await produce_sync(bootstrap, msg_size, batch, count, config)).rps
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -348,6 +348,18 @@ class _Run:
         return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
 
     # --- sessions --------------------------------------------------------------------------
+    def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
+                      exc: BaseException) -> None:
+        """A session that raised: one error line, the run marked incomplete; a broker that
+        exited ends the run (nothing further could be measured on its cluster)."""
+        self.outcome.incomplete = True
+        msg = f"{what}: could not run: {type(exc).__name__}: {exc}"
+        self.outcome.errors.append(msg)
+        print(f"twinbench: error: {msg}", file=sys.stderr)
+        dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
+        if dead:
+            raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+
     async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
                       s: plan.Session) -> None:
         if s.cell.fraction is not None:
@@ -384,14 +396,7 @@ class _Run:
                                        s.side.offset_commit, topic, f"{topic}-group")
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
-            self.outcome.incomplete = True
-            msg = (f"{s.cell.cell_id} {s.scenario} try {s.try_no}: could not run: "
-                   f"{type(exc).__name__}: {exc}")
-            self.outcome.errors.append(msg)
-            print(f"twinbench: error: {msg}", file=sys.stderr)
-            dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
-            if dead:
-                raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+            self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
             self.progress.advance()
             return
         self.timed_s += result.timed_s(s.scenario)
@@ -496,14 +501,7 @@ class _Run:
             outcome = await run_metadata_session(cluster, self.workload.metadata, s.meta,
                                                  s.cell.n, prefix)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
-            self.outcome.incomplete = True
-            msg = (f"{s.cell.cell_id} try {s.try_no} ({s.side.arch}): could not run: "
-                   f"{type(exc).__name__}: {exc}")
-            self.outcome.errors.append(msg)
-            print(f"twinbench: error: {msg}", file=sys.stderr)
-            dead = [b.process.name for b in cluster.brokers if b.process.poll() is not None]
-            if dead:
-                raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
+            self.could_not_run(f"{s.cell.cell_id} try {s.try_no} ({s.side.arch})", cluster, exc)
             return
         self.timed_s += time.monotonic() - t0
         run_id = log.run_id
