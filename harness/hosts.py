@@ -34,7 +34,6 @@ import contextlib
 import re
 import shlex
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,15 +148,6 @@ def _host(path: Path, i: int, raw: Any) -> Host:
     return Host(name, str(raw["address"]), str(raw["user"]),
                 Path(str(key_file)).expanduser() if key_file else None, port, tuple(roles),
                 tuple(cpus) if cpus is not None else None)
-
-
-def check_roles(hosts: HostsFile, needs: Sequence[str]) -> None:
-    """Refuse a layout that cannot run what is asked (e.g. the zk twin without a zookeeper
-    host), in one line."""
-    missing = [r for r in needs if not hosts.with_role(r)]
-    if missing:
-        raise UserError(f"{hosts.path.name}: no host has the role {', '.join(missing)}, which "
-                        "this needs")
 
 
 def local_version() -> str:

@@ -155,9 +155,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         with spark_input_errors():
             t1 = time.perf_counter()
             cell_stats, cell_latency = aggregate.cell_stats(records)
+            # Open-loop rows (a handful per rate): collected once, for the check below and the
+            # latency curves.
+            open_rows = aggregate.open_loop(logs.records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and logs.metadata is None and aggregate.open_loop(logs.records).empty):
+                    and logs.metadata is None and open_rows.empty):
                 raise UserError("the runs hold no measurements (every records.csv is "
                                 "header-only, no run injected faults and none ran metadata "
                                 "scenarios)")
@@ -176,7 +179,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             faults = compute_faults(logs, notes, archs)
             timings["aggregate_faults_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
-            curves = latency_tables.curves(aggregate.open_loop(logs.records), archs)
+            curves = latency_tables.curves(open_rows, archs)
             found = (logs.max_rate.toPandas() if logs.max_rate is not None
                      else pd.DataFrame())
             maxima = latency_tables.max_rates(found, archs)

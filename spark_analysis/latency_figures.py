@@ -23,7 +23,6 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.fault_figures import slug
 from spark_analysis.figures import human, save
-from spark_analysis.latency_tables import CURVE_KEY
 
 
 def _ms(v: float, _pos: object = None) -> str:
@@ -83,5 +82,3 @@ def _panel(ax: plt.Axes, rows: pd.DataFrame, archs: Archs) -> None:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8)
 
-
-__all__ = ["CURVE_KEY", "draw_latency"]

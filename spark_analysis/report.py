@@ -405,12 +405,8 @@ METHOD = """\
 """
 
 
-def _rate(v: object) -> str:
-    return "n/a" if not isinstance(v, int | float) or math.isnan(v) else f"{v:,.0f}"
-
-
-def _ms(v: object) -> str:
-    return "n/a" if not isinstance(v, int | float) or math.isnan(v) else f"{v / 1000:,.1f}"
+def _ms(us: object) -> str:
+    return fmt(us / 1000 if isinstance(us, int | float) else us)
 
 
 def latency_md(analysis: Analysis) -> str:
@@ -424,9 +420,9 @@ def latency_md(analysis: Analysis) -> str:
     if not maxima.empty:
         rows = [{"workload": r["workload"], "cell": r["cell_id"], "label": r["label"],
                  "arch": archs[r["arch"]].short_name if r["arch"] in archs.names else r["arch"],
-                 "tries": r["n"], "max rate (records/s)": _rate(r["mean"]),
+                 "tries": r["n"], "max rate (records/s)": fmt(r["mean"]),
                  "95% CI": _interval(r["ci_lo"], r["ci_hi"]) if r["n"] > 1 else "n=1",
-                 "range": f"{_rate(r['min'])} - {_rate(r['max'])}",
+                 "range": f"{fmt(r['min'])} - {fmt(r['max'])}",
                  f"÷ {archs.baseline.short_name}": fmt(r["ratio"])}
                 for _, r in maxima.iterrows()]
         parts += ["**Maximum sustainable rate** (the highest target whose producers kept their "
@@ -436,8 +432,8 @@ def latency_md(analysis: Analysis) -> str:
         rows = [{"workload": r["workload"], "cell": r["cell_id"],
                  "policies": f"{r['offset_commit']}+{r['metadata_check']}",
                  "arch": archs[r["arch"]].short_name if r["arch"] in archs.names else r["arch"],
-                 "tries": r["tries"], "target": _rate(r["target_rate"]),
-                 "achieved": _rate(r["achieved_rate"]), "behind": r["behind"],
+                 "tries": r["tries"], "target": fmt(r["target_rate"]),
+                 "achieved": fmt(r["achieved_rate"]), "behind": r["behind"],
                  "e2e p50 (ms)": _ms(r["e2e_p50_us"]), "e2e p99 (ms)": _ms(r["e2e_p99_us"]),
                  "p99 95% CI (ms)": (f"{_ms(r['e2e_p99_ci_lo'])} - {_ms(r['e2e_p99_ci_hi'])}"
                                      if r["tries"] > 1 else "n=1")}

@@ -179,16 +179,20 @@ class ClusterClient:
         await self.close()
 
     # -- metadata -----------------------------------------------------------------------------
-    async def refresh_metadata(self, topics: list[str] | None = None) -> None:
-        """Metadata for ``topics`` (None: every topic) from any broker; updates the caches."""
-        conn = await self._any_connection()
+    @staticmethod
+    async def _metadata(conn: BrokerConnection, topics: list[str] | None) -> MetadataResponse:
+        """One Metadata round trip on ``conn`` (None: every topic); never auto-creates."""
         version = conn.pick_version(METADATA, 1, 8)
         req = MetadataRequest(
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
-        body = await conn.call(METADATA, version, req.encode(version))
-        resp = MetadataResponse.decode(body, version)
+        return MetadataResponse.decode(await conn.call(METADATA, version, req.encode(version)),
+                                       version)
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> None:
+        """Metadata for ``topics`` (None: every topic) from any broker; updates the caches."""
+        resp = await self._metadata(await self._any_connection(), topics)
         self.metadata_refreshes += 1
         self.brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
         self.controller_id = resp.controller_id
@@ -314,12 +318,7 @@ class ClusterClient:
 
     async def _leads(self, node: int, topic: str, partitions: set[int]) -> bool:
         """Whether broker ``node``'s own metadata names it leader of ``partitions``."""
-        conn = await self.connection(node)
-        version = conn.pick_version(METADATA, 1, 8)
-        req = MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
-                              allow_auto_topic_creation=False)
-        resp = MetadataResponse.decode(await conn.call(METADATA, version, req.encode(version)),
-                                       version)
+        resp = await self._metadata(await self.connection(node), [topic])
         led = {p.partition_index for t in resp.topics if t.name == topic and t.error_code == 0
                for p in t.partitions if p.error_code == 0 and p.leader_id == node}
         return partitions <= led

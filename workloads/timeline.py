@@ -131,10 +131,11 @@ def weighted_percentile(pairs: list[tuple[int, int]], pct: float) -> int | None:
     total = sum(c for _, c in pairs)
     if total == 0:
         return None
-    rank = max(1, -(-total * pct // 100))  # ceil, at least the first record
+    # ceil, at least the first record, at most the last (pct 100)
+    rank = min(total, max(1, -(-total * pct // 100)))
     seen = 0
     for value, count in sorted(pairs):
         seen += count
         if seen >= rank:
             return value
-    return sorted(pairs)[-1][0]
+    raise AssertionError("unreachable: rank <= total weight")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from brokers.core.errors import UserError
-from harness.hosts import check_roles, load_hosts, local_version
+from harness.hosts import load_hosts, local_version
 from tests.support import sshd
 from tests.support.cli import twinbench
 
@@ -85,12 +85,3 @@ def test_bad_hosts_files_are_one_line(tmp_path: Path, doc: dict, expected: str) 
     with pytest.raises(UserError) as info:
         load_hosts(_write(tmp_path / "h.yaml", doc))
     assert expected in str(info.value) and "\n" not in str(info.value)
-
-
-@pytest.mark.filesystem
-def test_roles_that_cannot_form_a_cluster(tmp_path: Path) -> None:
-    hosts = load_hosts(_write(tmp_path / "h.yaml", {"hosts": [
-        {"name": "a", "address": "x", "user": "u", "roles": ["broker", "client"]}]}))
-    check_roles(hosts, ["broker", "client"])
-    with pytest.raises(UserError, match="no host has the role zookeeper"):
-        check_roles(hosts, ["zookeeper", "broker"])
