@@ -15,6 +15,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from brokers.core import fsyncs
+
 __all__ = ["TMP_SUFFIX", "fsync_dir", "replace_file"]
 
 # Every temporary file ends so; a reader of a directory may delete leftovers of a crash by it.
@@ -25,7 +27,7 @@ def fsync_dir(directory: Path) -> None:
     """Make file creations, renames and unlinks in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        fsyncs.fsync(fd)
     finally:
         os.close(fd)
 
@@ -55,7 +57,7 @@ def replace_file(path: Path, data: bytes | str, *, sync_file: bool = True,
             while content:
                 content = content[os.write(fd, content):]
             if sync_file:
-                os.fsync(fd)
+                fsyncs.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.config import BrokerConfig, FlushMode
 from brokers.core.coordinator import BrokerInfo, ClusterView, Coordinator, TopicPartition
@@ -101,7 +102,8 @@ class Broker:
         self.context.replicas = self.replicas
         self.fetchers = Fetchers(self.replicas, coordinator, self.store)
         self.replicas.on_following_changed = self.fetchers.refresh
-        dispatcher: Dispatcher = RequestDispatcher(self.context)
+        self.requests = RequestDispatcher(self.context)
+        dispatcher: Dispatcher = self.requests
         self.metrics: MetricsExporter | None = None
         if config.metrics is not None:
             from brokers.core.metrics import MetricsExporter
@@ -246,7 +248,8 @@ class Broker:
         self.groups.tick()
 
     def counters(self) -> BrokerCounters:
-        """Broker-level counters (the coordinator has its own): CPU, connections, uptime."""
+        """Broker-level counters (the coordinator has its own): CPU, connections, uptime, Kafka
+        requests by API, fsyncs."""
         t = os.times()
         return BrokerCounters(
             cpu_user_s=t.user,
@@ -256,6 +259,8 @@ class Broker:
             sasl_authentications=0 if self._sasl is None else self._sasl.authentications,
             sasl_authentication_failures=0 if self._sasl is None else self._sasl.failures,
             uptime_s=time.monotonic() - self._started_monotonic,
+            kafka_requests=self.requests.requests_by_api(),
+            fsyncs=fsyncs.count(),
         )
 
     def dump_counters(self) -> None:

@@ -135,6 +135,9 @@ class BrokerCounters(Counters):
     sasl_authentications: int = total("clients that completed SASL authentication")
     sasl_authentication_failures: int = total(
         "SASL exchanges refused: wrong password, unknown user, malformed token")
+    kafka_requests: Mapping[str, int] = by_label(
+        "Kafka requests received, by API (lower-case Kafka name: produce, fetch, metadata ...)")
+    fsyncs: int = total("fsyncs and fdatasyncs of the process: segments, offset logs, state")
 
 
 def _number(value: Any, name: str) -> int | float:

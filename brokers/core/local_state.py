@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
 
@@ -74,7 +75,7 @@ class JsonJournal:
     def append(self, entries: list[Any]) -> None:
         os.write(self._fd, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries).encode())
         if self._fsync:
-            os.fdatasync(self._fd)
+            fsyncs.fdatasync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TextIO
 
+from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.dsbs_broker.wire import OffsetEntry
@@ -230,7 +230,7 @@ class OffsetLog:
             self._f.write(data)
             self._f.flush()
         if fsync:
-            os.fsync(self._f.fileno())
+            fsyncs.fsync(self._f.fileno())
         self._lines += lines
 
     def maybe_compact(self, entries: list[OffsetEntry]) -> None:

@@ -16,6 +16,7 @@ import mmap
 import os
 from pathlib import Path
 
+from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.errors import KafkaError, KafkaStorageError
 from brokers.core.protocol.records import (
@@ -155,7 +156,7 @@ class Segment:
             return
         try:
             if self.dirty:
-                os.fdatasync(fd)
+                fsyncs.fdatasync(fd)
                 self.dirty = False
         except OSError as exc:
             raise KafkaStorageError(f"fsync of {self.path()} failed: {exc}") from exc
@@ -197,7 +198,7 @@ class Segment:
             dropped = file_size - end
             if dropped:
                 os.ftruncate(fd, end)
-                os.fdatasync(fd)
+                fsyncs.fdatasync(fd)
             if trust_index:
                 seg.write_index_files()
             return seg, dropped, why
@@ -284,7 +285,7 @@ class Segment:
 
     def flush(self) -> None:
         if self.dirty:
-            os.fdatasync(self._file())
+            fsyncs.fdatasync(self._file())
             self.dirty = False
 
     def close(self) -> None:
@@ -344,7 +345,7 @@ class Segment:
                     offset += b.last_offset_delta + 1
                 _pwritev_all(fd, iov, start)
             if fsync:
-                os.fdatasync(fd)
+                fsyncs.fdatasync(fd)
         except OSError as exc:
             # All-or-nothing: cut off whatever part of this append reached the file.
             with contextlib.suppress(OSError):
@@ -381,7 +382,7 @@ class Segment:
             return
         try:
             os.ftruncate(fd, cut)
-            os.fdatasync(fd)
+            fsyncs.fdatasync(fd)
         except OSError as exc:
             raise KafkaStorageError(f"truncation of {self.path()} failed: {exc}") from exc
         self._reset()
