@@ -479,7 +479,7 @@ class DsbsCoordinator(GroupRegistry):
         held = node.topics.partition(rec.name, p)
         assert held is not None  # rec is the live record of the name
         leader = held.leader
-        if leader == NOBODY or not self._serving or node.leadership.status(leader) is not True:
+        if leader == NOBODY or not self._serving or not node.leadership.live(leader):
             leader = NO_LEADER
         return PartitionState(rec.name, p, leader, held.leader_epoch, reps,
                               node.leadership.view_isr(held))
