@@ -154,8 +154,8 @@ class Scenario:
         held = node.topics.partition(TOPIC, 0)
         assert held is not None
         leader = held.leader
-        if (leader == NO_LEADER or not self.serving(i)
-                or not node.leadership.live(leader)):
+        if (leader == NO_LEADER or not self.serving(i) or not node.leadership.live(leader)
+                or (TOPIC, 0) in node.leadership.resuming):
             leader = NO_LEADER
         return leader, held.leader_epoch, node.leadership.view_isr(held)
 

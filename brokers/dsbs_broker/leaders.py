@@ -10,7 +10,8 @@ it keeps. No broker decides for another: each writes only records that name itse
   for a partition until something changes, so a replicated topic costs no traffic at creation.
 * **Election** (``successor``). When the recorded leader is down (declared dead, or left), the
   first replica in replica order that is live and in the last ISR this broker knows writes a
-  record naming itself, one epoch up, with the ISR's live members. Only that broker writes it,
+  record naming itself, one epoch up, with the ISR's live members (after reading a majority's
+  records, ``leadership.py``). Only that broker writes it,
   so the broker that starts serving is the one the record names. A broker waits while an
   earlier ISR member's state is unknown (a member table still filling after a restart) or
   live: that member's turn comes first.

@@ -128,6 +128,24 @@ class Leadership:
         self.completed: dict[int, IsrOutcome] = {}
         self._rid = 0
         self._checked: tuple[int, int] = (-1, -1)
+        # Partitions this broker's files say it leads, until a majority's records confirm it
+        # still does (``resume``): the view shows them without a leader meanwhile.
+        self.resuming: set[tuple[str, int]] = set()
+
+    def resume(self) -> None:
+        """After a start from the files: every replicated partition they say this broker leads
+        waits for a majority of its replicas to answer before it is served (another broker
+        may have taken it over while this one was down, and the join brings the newer records
+        of a few topics only)."""
+        me = self.host.node_id
+        for name in self.host.topics.replicated:
+            top = self.host.topics.get(name)
+            if top is None:
+                continue
+            for p in range(top.num_partitions):
+                held = self.host.topics.partition(name, p)
+                if held is not None and held.leader == me:
+                    self.resuming.add((name, p))
 
     # --- what the coordinator asks ------------------------------------------------------------
     def status(self, node_id: int) -> Status | None:
@@ -256,6 +274,12 @@ class Leadership:
                     continue
                 rec = host.topics.partition(name, p)
                 assert rec is not None
+                if (name, p) in self.resuming:
+                    if rec.leader != me:
+                        self.resuming.discard((name, p))  # a newer record came meanwhile
+                    elif (name, p) not in self._candidacies:
+                        self._stand(rec, reps, now)
+                    continue
                 if leaders.successor(rec, reps, self.status, me) is not None:
                     if (name, p) not in self._candidacies:
                         self._stand(rec, reps, now)
@@ -279,8 +303,9 @@ class Leadership:
         tp = (rec.topic, rec.partition)
         me = self.host.node_id
         cfg = self.host.cfg
+        wait = 0.0 if rec.leader == me else cfg.create_retry_s  # resuming: nobody to wait for
         c = _Candidacy(reps, rec.leader, {r for r in reps if r != me}, {me}, now,
-                       now + cfg.create_retry_s, now + cfg.create_propose_s)
+                       now + wait, now + cfg.create_propose_s)
         self._candidacies[tp] = c
         self._canvass(tp, c, now)
 
@@ -291,6 +316,10 @@ class Leadership:
             return
         if 2 * len(c.answered) > len(c.replicas) and now >= c.decide_at:
             del self._candidacies[tp]
+            if tp in self.resuming:
+                self.resuming.discard(tp)  # the view now shows whatever the majority held
+                self.host.topics.touch(tp[0])
+                return
             new = leaders.successor(held, c.replicas, self.status, self.host.node_id)
             if new is not None:
                 self.host.counters["leader_elections"] += 1

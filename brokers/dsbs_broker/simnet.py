@@ -106,6 +106,7 @@ class SimNet:
                 node.topics.apply_partition(part)
         node.topics.unpersisted = []
         node.topics.unpersisted_partitions = []
+        node.leadership.resume()
         return node
 
     def partition(self, *sides: set[int] | frozenset[int] | tuple[int, ...]) -> None:
