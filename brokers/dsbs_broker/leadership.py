@@ -136,7 +136,8 @@ class Leadership:
         """After a start from the files: every replicated partition they say this broker leads
         waits for a majority of its replicas to answer before it is served (another broker
         may have taken it over while this one was down, and the join brings the newer records
-        of a few topics only)."""
+        of a few topics only). Views are cached: every change of ``resuming`` touches the
+        topic."""
         me = self.host.node_id
         for name in self.host.topics.replicated:
             top = self.host.topics.get(name)
@@ -277,6 +278,7 @@ class Leadership:
                 if (name, p) in self.resuming:
                     if rec.leader != me:
                         self.resuming.discard((name, p))  # a newer record came meanwhile
+                        host.topics.touch(name)  # the view, cached, must show it
                     elif (name, p) not in self._candidacies:
                         self._stand(rec, reps, now)
                     continue
