@@ -27,6 +27,7 @@ from hdrh.histogram import HdrHistogram
 from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
@@ -36,6 +37,8 @@ from spark_analysis.schema import (
     RATE_SEARCH_COLUMNS,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
+    RECORDS_COLUMNS_V5,
+    RTT_COLUMNS_SINCE,
     SERIES_COLUMNS,
     TIMELINE_COLUMNS,
 )
@@ -202,11 +205,15 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
     per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == ZK else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
-        # Formats 1 and 2 end at `status`; format 3's extra columns stay empty here.
-        columns = RECORDS_COLUMNS if format_version >= 3 else RECORDS_COLUMNS_V2
+        # Formats 1 and 2 end at `status`; the later formats' extra columns stay empty here.
+        columns = (RECORDS_COLUMNS if format_version >= RTT_COLUMNS_SINCE
+                   else RECORDS_COLUMNS_V5 if format_version >= 3 else RECORDS_COLUMNS_V2)
         rec.write(",".join(columns) + "\n")
         pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
-        coord.write(",".join(COORDINATION_COLUMNS) + "\n")
+        coord_columns = (COORDINATION_COLUMNS if format_version >= RTT_COLUMNS_SINCE
+                         else COORDINATION_COLUMNS_V5)
+        coord.write(",".join(coord_columns) + "\n")
+        coord_pad = "," * (len(coord_columns) - len(COORDINATION_COLUMNS_V5))
         lines: list[str] = []
         clines: list[str] = []
         tlines: list[str] = []
@@ -219,7 +226,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                                                   try_, rps, messages=messages) + pad)
                     clines.append(coordination_line(
                         run_id, arch, label, cell, scenario, try_, messages=messages,
-                        per_1000=per_1000(arch, cell, scenario)))
+                        per_1000=per_1000(arch, cell, scenario)) + coord_pad)
                     if counters:
                         ops = round(messages / 1000 * per_1000(arch, cell, scenario))
                         name = "zk_requests" if arch == ZK else "gossip_packets_out"
@@ -421,7 +428,7 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
     (run_dir / "records.csv").write_text(
         "\n".join([",".join(RECORDS_COLUMNS_V2), *records]) + "\n", encoding="utf-8")
     (run_dir / "coordination.csv").write_text(
-        "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
+        "\n".join([",".join(COORDINATION_COLUMNS_V5), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
     _write_fault_files(run_dir, files)
     return run_dir
@@ -441,8 +448,8 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
         json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=5),
                    indent=2) + "\n", encoding="utf-8")
     _write_fault_files(run_dir)
-    for name, columns in (("records.csv", RECORDS_COLUMNS),
-                          ("coordination.csv", COORDINATION_COLUMNS),
+    for name, columns in (("records.csv", RECORDS_COLUMNS_V5),
+                          ("coordination.csv", COORDINATION_COLUMNS_V5),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
