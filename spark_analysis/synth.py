@@ -474,6 +474,70 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     return run_dir
 
 
+# Round-trip-time sweeps (format 6): work at rtt 0 (s), coordination round trips per data
+# request, and the delay line's lateness (ms) of the synthetic runs.
+RTT_WORK_S = {ZK: 4.0, DSBS: 1.5}
+RTT_COORD = {ZK: 1.0, DSBS: 0.0}
+RTT_LATE_MS = 0.2
+
+
+def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = (0, 1, 10),
+                  tries: int = 2, records: int = 15_000, clients: int = 3, batch: int = 20,
+                  hour: int = 9) -> Path:
+    """A format-6 run of a round-trip-time sweep (split only, one 32 B cell per rtt) whose
+    sessions follow the analysis's model exactly (rtt_tables.py): each role's wall time is its
+    work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
+    ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
+    10 ms. counters.csv has the counters the model reads, every other file its header."""
+    workload = "rtt"
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=6),
+                   indent=2) + "\n", encoding="utf-8")
+    _write_fault_files(run_dir)
+    for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                          ("max_rate.csv", MAX_RATE_COLUMNS), ("metadata.csv", METADATA_COLUMNS)):
+        (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
+    (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
+    requests = records // batch
+    rec, coord, counters = [], [], []
+    for rtt in rtts:
+        cell_id = f"rtt-32B-b{batch}-rtt{rtt:g}"
+        held = rtt + RTT_LATE_MS
+        for try_ in range(1, tries + 1):
+            for role, per_request in (("production", 1), ("consumption", 2)):
+                trips = requests * per_request * (1 + RTT_COORD[arch]) / clients
+                wall = (RTT_WORK_S[arch] * per_request + trips * rtt / 1000
+                        + 0.01 * (try_ - 1))
+                row = dict.fromkeys(RECORDS_COLUMNS, "")
+                row.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt",
+                           scenario="split", role=role, msg_size=32, batch=batch, clients=clients,
+                           records=records, wall_s=wall, rps=records / wall,
+                           offset_commit="every_fetch", metadata_check="per_request",
+                           status="ok", rtt_ms=float(rtt), **{"try": try_})
+                rec.append(",".join(_field(row[c]) for c in RECORDS_COLUMNS))
+            c = dict.fromkeys(COORDINATION_COLUMNS, "")
+            c.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt", scenario="split",
+                     msg_size=32, batch=batch, messages=records, rtt_ms=float(rtt),
+                     rtt_measured_ms=held, delayed_packets=4 * requests, delay_cpu_s=0.1,
+                     **{"try": try_})
+            coord.append(",".join(_field(c[k]) for k in COORDINATION_COLUMNS))
+            key = f"{run_id},{arch},,{cell_id},split,{try_}"
+            counts = {"kafka_requests_produce": requests, "kafka_requests_fetch": requests,
+                      "kafka_requests_offset_commit": requests}
+            counters += [f"{key},broker,{n},{v}" for n, v in counts.items()]
+            if arch == ZK:
+                counters.append(f"{key},coordinator,zk_direct_requests,{3 * requests}")
+    for name, columns, lines in (("records.csv", RECORDS_COLUMNS, rec),
+                                 ("coordination.csv", COORDINATION_COLUMNS, coord),
+                                 ("counters.csv", COUNTER_COLUMNS, counters)):
+        (run_dir / name).write_text("\n".join([",".join(columns), *lines]) + "\n",
+                                    encoding="utf-8")
+    return run_dir
+
+
 # --- the committed test fixtures (tests/fixtures/runs) -----------------------------------------
 
 FIXTURE_WORKLOAD = "tiny"

@@ -81,12 +81,12 @@ def test_unknown_format_version_names_it(runs: Path) -> None:
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=6)
+    set_manifest(one_run(runs), format_version=7)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 6:" in message
+    assert "format_version 1:" in message and "format_version 7:" in message
     assert "\n" not in message
 
 
