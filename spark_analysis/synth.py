@@ -511,14 +511,14 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                 trips = requests * per_request * (1 + RTT_COORD[arch]) / clients
                 wall = (RTT_WORK_S[arch] * per_request + trips * rtt / 1000
                         + 0.01 * (try_ - 1))
-                row = dict.fromkeys(RECORDS_COLUMNS, "")
+                row: dict[str, object] = dict.fromkeys(RECORDS_COLUMNS, "")
                 row.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt",
                            scenario="split", role=role, msg_size=32, batch=batch, clients=clients,
                            records=records, wall_s=wall, rps=records / wall,
                            offset_commit="every_fetch", metadata_check="per_request",
                            status="ok", rtt_ms=float(rtt), **{"try": try_})
                 rec.append(",".join(_field(row[c]) for c in RECORDS_COLUMNS))
-            c = dict.fromkeys(COORDINATION_COLUMNS, "")
+            c: dict[str, object] = dict.fromkeys(COORDINATION_COLUMNS, "")
             c.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt", scenario="split",
                      msg_size=32, batch=batch, messages=records, rtt_ms=float(rtt),
                      rtt_measured_ms=held, delayed_packets=4 * requests, delay_cpu_s=0.1,
