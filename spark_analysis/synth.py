@@ -434,6 +434,19 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
     return run_dir
 
 
+def _new_run(root: Path, arch: str, workload: str, index: int, hour: int, *,
+             format_version: int) -> tuple[str, Path]:
+    """A run directory with its manifest and header-only fault files: (run id, path)."""
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, "", workload, seed=index,
+                            format_version=format_version), indent=2) + "\n", encoding="utf-8")
+    _write_fault_files(run_dir)
+    return run_id, run_dir
+
+
 def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", index: int,
                        tries: int, sizes: Iterable[int] = (1, 10, 100), hour: int = 9
                        ) -> Path:
@@ -441,13 +454,7 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     per size and try (metadata.csv; every other file header-only, as the driver writes them).
     Convergence grows linearly with the size on zk and as its square root on dsbs; the
     coordination messages 50 (zk) and 8 (dsbs) per topic; tries scatter by 10%."""
-    run_id = run_id_for(arch, workload, index, hour)
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=5),
-                   indent=2) + "\n", encoding="utf-8")
-    _write_fault_files(run_dir)
+    run_id, run_dir = _new_run(root, arch, workload, index, hour, format_version=5)
     for name, columns in (("records.csv", RECORDS_COLUMNS_V5),
                           ("coordination.csv", COORDINATION_COLUMNS_V5),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
@@ -489,14 +496,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
     work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
     ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
     10 ms. counters.csv has the counters the model reads, every other file its header."""
-    workload = "rtt"
-    run_id = run_id_for(arch, workload, index, hour)
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=6),
-                   indent=2) + "\n", encoding="utf-8")
-    _write_fault_files(run_dir)
+    run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=6)
     for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS), ("metadata.csv", METADATA_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
