@@ -30,11 +30,12 @@ from harness.cluster import ClusterSpec, ProcessCluster
 from tests.support.clusters import REPLICATING
 from tests.support.ops import connect, eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated,
-              pytest.mark.slow]
-
 PARTITIONS = 3
 ROUNDS = int(os.environ.get("TWINBENCH_CHURN_ROUNDS", "1"))
+
+# A round takes seconds to tens of seconds (ZooKeeper's session expiry, a restart, catching up).
+pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated,
+              pytest.mark.slow, pytest.mark.timeout(180 + 90 * ROUNDS)]
 
 
 @pytest.fixture(scope="module", params=REPLICATING)
