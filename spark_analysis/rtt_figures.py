@@ -61,6 +61,7 @@ def sweep_figure(cmp: pd.DataFrame, out: Path, name: str, title: str,
                 ax.axhline(limit, color=o.color, ls=":", lw=1, label=f"limit {limit:.2g}")
         ax.axhline(1.0, color="0.6", lw=0.8)
         ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(-0.1, max(rtts) * 1.15 if rtts and max(rtts) > 0 else 1.0)
         ax.xaxis.set_major_locator(FixedLocator(rtts))
         ax.xaxis.set_major_formatter(FuncFormatter(_ms))
         ax.set_xlabel("round-trip time added (ms)", fontsize=8)
