@@ -18,9 +18,10 @@ packets saw). Per client of a role:
 
 with the Kafka requests by API (``kafka_requests_*``) and the coordination requests a data
 request waits for: the requests of the zk twin's direct session (``DATA_PATH_COORDINATION``,
-which carries the data path's leadership checks and offset writes), of which the writes
-(``DATA_PATH_WRITES``, at most as many) are the offset commits' - w per OffsetCommit - and the
-rest the leadership checks - k per Produce and Fetch. DSBS has no such counter: its gossip is
+which carries the data path's leadership checks and offset writes), of which the writes are the
+offset commits' - w per OffsetCommit - and the rest the leadership checks - k per Produce and
+Fetch. Its writes are not counted apart: they are the writes (``COORDINATION_WRITES``) that the
+other session's requests cannot account for. DSBS has no such counter: its gossip is
 never between a request and its answer, so k = w = 0.
 
 wall(0), R and held(0) are means over the tries at the sweep's smallest rtt (0); every other
@@ -44,10 +45,13 @@ RTT_KEY: tuple[str, ...] = ("workload", "table", "msg_size", "batch", "offset_co
                             "metadata_check", "scenario", "role")
 # Requests a leadership check stands behind (metadata_check: per_request).
 CHECKED_APIS: tuple[str, ...] = ("produce", "fetch")
-# Counters (source coordinator) of the coordination requests a data request waits for, and of
-# those the writes (offset commits; kazoo's own writes during a session are few).
+# Counters (source coordinator): every ZooKeeper request, those of the data path's session (the
+# ones a data request waits for), and the writes of either session. The data path's writes
+# (offset commits) are counted as the writes the other session (kazoo: group registries and
+# the like) cannot account for, were all its requests writes.
+ALL_COORDINATION = "zk_requests"
 DATA_PATH_COORDINATION = "zk_direct_requests"
-DATA_PATH_WRITES = "zk_writes"
+COORDINATION_WRITES = "zk_writes"
 
 
 def round_trips(sessions: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +76,8 @@ def round_trips(sessions: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
         return total(*(f"kafka_requests_{n}" for n in names))
 
     direct = total(DATA_PATH_COORDINATION)
-    writes = np.minimum(total(DATA_PATH_WRITES), direct)
+    others = (total(ALL_COORDINATION) - direct).clip(lower=0)
+    writes = (total(COORDINATION_WRITES) - others).clip(lower=0).combine(direct, min)
     checked, commits = api(*CHECKED_APIS), api("offset_commit")
     k = ((direct - writes) / checked.where(checked > 0)).fillna(0.0)
     w = (writes / commits.where(commits > 0)).fillna(0.0)
