@@ -473,18 +473,27 @@ def _rtt_policy(g: pd.DataFrame) -> str:
             f"{r['offset_commit']}, metadata_check {r['metadata_check']}")
 
 
+def _sweep_ends(cmp: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
+    """Per sweep point (workload, grid point, policies, scenario, role): its rows at the
+    smallest and at the largest rtt."""
+    keys = ["workload", "table", "msg_size", "batch", "offset_commit", "metadata_check",
+            "scenario", "role"]
+    out = []
+    for _, g in cmp.groupby(keys):
+        g = g.sort_values("rtt_ms")
+        out.append((g.iloc[0], g.iloc[-1]))
+    return out
+
+
 def rtt_headline(analysis: Analysis) -> str:
     """How the ratio moves with the network, one line per scenario x role of each sweep."""
     cmp = analysis.rtt.comparison
     if cmp.empty:
         return ""
     lines = []
-    for (_, _, _, _, commit, check, scenario, role), g in cmp.groupby(
-            ["workload", "table", "msg_size", "batch", "offset_commit", "metadata_check",
-             "scenario", "role"]):
-        g = g.sort_values("rtt_ms")
-        first, last = g.iloc[0], g.iloc[-1]
-        lines.append(f"- Round trips ({commit}+{check}, {scenario} {role}): "
+    for first, last in _sweep_ends(cmp):
+        lines.append(f"- Round trips ({first['offset_commit']}+{first['metadata_check']}, "
+                     f"{first['scenario']} {first['role']}): "
                      f"{first['other'].upper()}/{first['baseline'].upper()} "
                      f"{fmt(first['ratio'])} at {fmt(first['rtt_ms'])} ms, "
                      f"{fmt(last['ratio'])} at {fmt(last['rtt_ms'])} ms (model "
@@ -497,14 +506,11 @@ def _rtt_reading(cmp: pd.DataFrame) -> str:
     lines = ["**What this says about a separate-machine result.** "
              "Per policy combination and role (split), the ratio at the smallest rtt swept "
              "(one machine) and at the largest, beside the limit the round trips alone set:\n"]
-    split = cmp[cmp["scenario"] == "split"]
-    for (commit, check, role), g in split.groupby(["offset_commit", "metadata_check", "role"]):
-        g = g.sort_values("rtt_ms")
-        first, last = g.iloc[0], g.iloc[-1]
-        lines.append(f"- {commit}+{check}, {role}: {fmt(first['ratio'])} at "
-                     f"{fmt(first['rtt_ms'])} ms (CPU decides), {fmt(last['ratio'])} "
-                     f"[{fmt(last['ratio_lo'])}, {fmt(last['ratio_hi'])}] at "
-                     f"{fmt(last['rtt_ms'])} ms; limit {fmt(last['ratio_limit'])} "
+    for first, last in _sweep_ends(cmp[cmp["scenario"] == "split"]):
+        lines.append(f"- {first['offset_commit']}+{first['metadata_check']}, {first['role']}: "
+                     f"{fmt(first['ratio'])} at {fmt(first['rtt_ms'])} ms (CPU decides), "
+                     f"{fmt(last['ratio'])} [{fmt(last['ratio_lo'])}, {fmt(last['ratio_hi'])}] "
+                     f"at {fmt(last['rtt_ms'])} ms; limit {fmt(last['ratio_limit'])} "
                      f"({fmt(last['round_trips_per_record_baseline'])} vs "
                      f"{fmt(last['round_trips_per_record_other'])} round trips per record).")
     lines.append("\nOn a network the ratio moves from what the CPU cost of coordination sets "
