@@ -227,8 +227,9 @@ class Leadership:
         held = self.host.topics.partition(*key)
         if held != w.record:
             del self._written[key]
-            self.host.counters["isr_changes_superseded"] += 1
-            self._finish(w, IsrOutcome(*self._superseded(held, w.record)))
+            if not w.confirmed:
+                self.host.counters["isr_changes_superseded"] += 1
+                self._finish(w, IsrOutcome(*self._superseded(held, w.record)))
             return
         # Whom to ask follows the member table: one declared down is not waited for (it elects
         # nothing while down), one back (or newly seen) is asked again.
@@ -293,15 +294,15 @@ class Leadership:
                     self._write(new, reps, self._confirmed(rec), now, [], quorum=True)
 
     def _stand(self, rec: PartitionRecord, reps: tuple[int, ...], now: float) -> None:
-        """Next in line: ask every other live replica for its record first. A majority of
-        the replicas (this one included) must have answered before it takes over, and it
-        takes over only if the records they hold, merged with its own, still make it next in
-        line. Every confirmed ISR change is held by every live member of its ISR, so with two
-        or more of them a majority's answers include the latest one: a replica that missed
-        its removal from the ISR learns it here instead of electing itself from an older ISR.
-        The recorded leader is asked too, dead or not, and has ``create_retry_s`` to answer:
-        an answer means it runs (a death declared in error, often a partition's stale news
-        after it healed), and nobody takes over."""
+        """Next in line (or resuming after a restart): ask every other replica for its
+        record first. A majority of the replicas (this one included) must have answered
+        before it takes over, and it takes over only if the records they hold, merged with
+        its own, still make it next in line. Every confirmed ISR change is held by every
+        live member of its ISR, so with two or more of them a majority's answers include the
+        latest one: a replica that missed its removal from the ISR learns it here instead of
+        electing itself from an older ISR. The recorded leader is asked too, dead or not,
+        and has ``create_retry_s`` to answer: an answer means it runs (a death declared in
+        error, often a partition's stale news after it healed), and nobody takes over."""
         tp = (rec.topic, rec.partition)
         me = self.host.node_id
         cfg = self.host.cfg
