@@ -65,7 +65,9 @@ class SshHosts:
                         "-o", f"PidFile={self.workdir / f'sshd-{host.index}.pid'}",
                         "-o", "StrictModes=no", "-o", "PasswordAuthentication=no",
                         "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no",
-                        "-o", "PermitRootLogin=prohibit-password"]
+                        "-o", "PermitRootLogin=prohibit-password",
+                        # Files come and go by SFTP, as on a stock Debian server.
+                        "-o", "Subsystem=sftp internal-sftp"]
                 self.daemons.append(ManagedProcess(
                     argv, name=f"sshd-{host.index}",
                     log_path=self.workdir / f"sshd-{host.index}.log").start())
