@@ -154,6 +154,9 @@ def _add_run(sub: Subcommands) -> None:
     run.add_argument("--label", default=None, help="label recorded in the run log")
     run.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
                      help="zk: use this ZooKeeper (default $ZOOKEEPER_CONNECT or start one)")
+    run.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                     help="run ZooKeeper, the brokers and the load clients on the hosts of "
+                          "this hosts file (by their roles), over SSH")
     progress = run.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None,
                           help="progress bar and summary even when stdout is not a terminal")
@@ -391,10 +394,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
         raise UserError(f"--zookeeper only applies to --arch {names}")
     workload = load_workload(args.workload)  # validated before anything starts
+    hosts = None
+    if args.hosts is not None:
+        from harness.hosts import load_hosts
+
+        if args.zookeeper:
+            raise UserError("--zookeeper: with --hosts, ZooKeeper runs on the zookeeper hosts")
+        hosts = load_hosts(args.hosts)
     outcome = run(RunOptions(
         arch=args.arch or "", workload=workload, out=args.out, tries=args.tries, seed=args.seed,
         label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
-        progress=args.progress, external=external,
+        progress=args.progress, external=external, hosts=hosts,
     ))
     return outcome.exit_code
 

@@ -100,6 +100,11 @@ class HostsFile:
         return self.module_command("harness.cli", *args)
 
 
+class HostLost(UserError):
+    """A host stopped answering during a run (SSH keepalives unanswered, or the connection
+    dropped): harness/remote/ssh.py."""
+
+
 def _fail(path: Path, where: str, problem: str) -> UserError:
     return UserError(f"{path.name}: {where}: {problem}" if where else f"{path.name}: {problem}")
 
@@ -134,12 +139,13 @@ def load_hosts(path: Path) -> HostsFile:
                      Path(str(known)).expanduser() if known else None, Path(str(workdir)))
 
 
-def check_roles(hosts: HostsFile, zookeeper: bool, clients: bool = True) -> None:
+def check_roles(hosts: HostsFile, zookeeper: bool, clients: bool = True,
+                brokers: bool = True) -> None:
     """Refuse, in one line, a layout that cannot form the cluster asked for: brokers need a
     broker host, a twin coordinated by ZooKeeper an odd number of zookeeper hosts (one server
     each), load clients a client host."""
     name = hosts.path.name
-    if not hosts.with_role("broker"):
+    if brokers and not hosts.with_role("broker"):
         raise UserError(f"{name}: no host has the broker role; the brokers need at least one")
     n_zk = len(hosts.with_role("zookeeper"))
     if zookeeper and n_zk == 0:

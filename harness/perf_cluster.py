@@ -44,8 +44,9 @@ from brokers.core.errors import UserError
 from harness import architectures
 from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
 from harness.driver import placement
+from harness.driver.load import Clients, Load
 from harness.driver.plan import Cell
-from harness.driver.session import Clients, RoleResult, produce_only, run_session
+from harness.driver.session import RoleResult, produce_only, run_session
 from harness.perf import start_single
 from harness.processes import ManagedProcess
 from harness.workload import Workload, load_workload
@@ -136,9 +137,10 @@ async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep:
     if target.production_only:
         if scenario != "split":
             return []
-        roles = [await produce_only(target.clients, wl, cell, topic)]
+        roles = [await produce_only(Load.of(target.clients), wl, cell, topic)]
     else:
-        result = await run_session(target.clients, wl, cell, scenario, wl.offset_commit[0],
+        result = await run_session(Load.of(target.clients), wl, cell, scenario,
+                                   wl.offset_commit[0],
                                    topic, f"{topic}-group")
         if result.failed:
             raise RuntimeError(f"{target.name} {cell.cell_id} {scenario}: data lost or "

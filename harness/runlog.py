@@ -346,6 +346,7 @@ def base_manifest(
     run_arches: Sequence[str] | None = None,
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
     external: Mapping[str, Any] | None = None,
+    hosts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -375,6 +376,9 @@ def base_manifest(
         # A cluster twinbench did not start (harness/external.py): its address and what was
         # not measured or not applied; None for the twins.
         "external": dict(external) if external is not None else None,
+        # The hosts of a multi-host run (harness/remote/): each with its clock offset, where
+        # ZooKeeper, the brokers and the load clients ran; None on one machine.
+        "hosts": dict(hosts) if hosts is not None else None,
     }
 
 

@@ -3,9 +3,10 @@
 * Brokers: each broker writes its counters to ``<data_dir>/counters.json`` when sent SIGUSR1
   (brokers/core/broker.py). We note each file's ``written_unix_ns``, signal every broker, then
   poll until each file carries another (a readiness probe with a deadline, not a sleep; files
-  are read through the broker's machine, so brokers on other hosts are read alike). The file's ``coordinator`` and ``broker`` objects are read back
-  through the counters contract (brokers/core/counters.py): the architecture's counter class
-  (its registry entry's ``counters``, harness/architectures.py) and ``BrokerCounters``.
+  are read through the broker's machine, so brokers on other hosts are read alike). The
+  file's ``coordinator`` and ``broker`` objects are read back through the counters contract
+  (brokers/core/counters.py): the architecture's counter class (its registry entry's
+  ``counters``, harness/architectures.py) and ``BrokerCounters``.
   ``delta`` takes the increase of every total and every family label, summed over brokers,
   whatever the class declares, so a counter added to a class needs no change here.
 * ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble

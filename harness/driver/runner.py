@@ -14,8 +14,15 @@ process is stopped by PID, every run log gets ``incomplete: true`` and an end ti
 already written stay, and the exit status is 130. A session that raises (the cluster broke)
 marks its run incomplete; the run goes on while the cluster's processes are alive.
 
+Hosts (``--hosts FILE``, harness/remote/): the clusters run on the hosts of their roles and the
+load on the client hosts, one load worker each (harness/driver/load.py's parts); everything
+else is the same code. The fleet of SSH connections is opened (every needed host checked)
+before anything starts, the manifest records the hosts, their clock offsets and the layout,
+each cluster's logs come back into the run directory (``hosts/``), and a host that vanishes
+ends the run with one line (exit 1, the run marked incomplete).
+
 Exit status: 0 all good; 1 some cell lost, reordered or corrupted data (said loudly on stderr,
-listed in the manifest's ``failed_cells``); 130 interrupted.
+listed in the manifest's ``failed_cells``), or the run could not go on; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -32,23 +39,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, runlog
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
+from harness.driver.load import Load
 from harness.driver.metadata import run_metadata_session
 from harness.driver.progress import RunProgress, summary_table
-from harness.driver.session import Clients, run_session
+from harness.driver.session import run_session
 from harness.external import External, ExternalCluster
+from harness.hosts import HostLost, HostsFile
 from harness.rate_search import RateSearch, RateSearcher
 from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload, Workload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
+
+if TYPE_CHECKING:  # asyncssh is imported only when a run uses hosts
+    from harness.remote.ssh import SshFleet
 
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
@@ -76,6 +88,8 @@ class RunOptions:
     # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
     # architecture is the external cluster's name.
     external: External | None = None
+    # Run the clusters and the load clients on these hosts (--hosts; harness/remote/).
+    hosts: HostsFile | None = None
 
 
 @dataclass
@@ -108,13 +122,24 @@ class _Run:
         self.seed = opts.seed if opts.seed is not None else random.SystemRandom().getrandbits(32)
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
-        self.placement = placement.choose(wl.placement)
         self.external = opts.external
         if self.external is not None:
             _check_external(wl)
             self.arches: tuple[str, ...] = (self.external.name,)
         else:
             self.arches = architectures.expand(opts.arch)
+        # With hosts the load runs elsewhere: nothing here to pin.
+        self.placement = placement.choose(wl.placement) if opts.hosts is None else None
+        self.fleet: SshFleet | None = None
+        if opts.hosts is not None:
+            _check_hosts(wl)
+            from harness.remote.deploy import needed_hosts
+
+            # The roles check, before anything starts.
+            needed_hosts(opts.hosts, () if self.external else self.arches, clients=True,
+                         brokers=self.external is None)
+        # Clusters started so far, per architecture (names their logs' directories).
+        self.cluster_count: dict[str, int] = {}
         self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
@@ -181,6 +206,32 @@ class _Run:
         return ("--max-topics", str(md.max_topics),
                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
 
+    def open_fleet(self) -> None:
+        """--hosts: log into every host the run needs (one line for the first that is not
+        ready); a host lost later cancels the run's main task."""
+        if self.opts.hosts is None:
+            return
+        from harness.remote.deploy import open_fleet
+
+        self.fleet = open_fleet(self.opts.hosts, () if self.external else self.arches,
+                                clients=True, brokers=self.external is None)
+
+    def watch_fleet(self) -> None:
+        fleet = self.fleet
+        if fleet is None:
+            return
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        fleet.on_lost(lambda _lost: loop.call_soon_threadsafe(task.cancel))
+
+    def layout(self, arch: str) -> Layout:
+        if self.fleet is None:
+            return LOCAL_LAYOUT
+        from harness.remote.deploy import cluster_layout
+
+        return cluster_layout(self.fleet, arch)
+
     def start_cluster(self, arch: str, metadata_check: str,
                       session: plan.Session | None = None
                       ) -> ProcessCluster | ExternalCluster:
@@ -189,15 +240,53 @@ class _Run:
             self.clusters[arch] = external
             return external
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check, session))
+            cluster = ProcessCluster(self.spec(arch, metadata_check, session), self.layout(arch))
             self.clusters[arch] = cluster
+            self.cluster_count[arch] = self.cluster_count.get(arch, 0) + 1
             cluster.start()
         return cluster
 
+    async def open_load(self, cluster: ProcessCluster | ExternalCluster) -> Load:
+        if self.fleet is None:
+            return await Load.open(cluster.bootstrap, self.workload, self.external)
+        from harness.remote.part import open_remote_load
+
+        return await open_remote_load(self.fleet, cluster.bootstrap, self.workload,
+                                      self.external)
+
     def stop_clusters(self) -> None:
         while self.clusters:
-            _, cluster = self.clusters.popitem()
+            arch, cluster = self.clusters.popitem()
+            if isinstance(cluster, ProcessCluster) and self.fleet is not None:
+                # The cluster's logs and last counters come back into its run directory.
+                log = next((self.logs[s.index] for s in self.sides
+                            if s.arch == arch and s.index in self.logs), None)
+                if log is not None:
+                    cluster.collect_to = (log.path / "hosts"
+                                          / f"{arch}-cluster{self.cluster_count[arch]}")
             cluster.stop()
+
+    def hosts_manifest(self, arch: str) -> dict[str, Any] | None:
+        """The manifest's ``hosts`` key (docs/result-format.md)."""
+        fleet = self.fleet
+        if fleet is None:
+            return None
+        wl = self.workload
+        clients = fleet.client_machines()
+        from harness.driver.load import share
+
+        out: dict[str, Any] = {
+            "file": str(fleet.hosts.path),
+            "hosts": [m.manifest() for m in fleet.machines.values()],
+            "clients": [{"host": m.name, "producers": list(p), "consumers": list(c)}
+                        for m, p, c in zip(clients, share(wl.producers, len(clients)),
+                                           share(wl.consumers, len(clients)), strict=True)],
+        }
+        if self.external is None:
+            layout = self.layout(arch)
+            out["zookeeper"] = [m.name for m in layout.zookeeper]
+            out["brokers"] = [layout.broker(i).name for i in range(wl.brokers)]
+        return out
 
     # --- run logs --------------------------------------------------------------------------
     def log_for(self, side: plan.Side, cluster: ProcessCluster | ExternalCluster
@@ -221,6 +310,10 @@ class _Run:
         else:
             for option in cluster.spec.architecture.options:
                 cluster_info[option] = getattr(cluster.spec, option)
+            if cluster.layout.zookeeper:
+                cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
+        if self.fleet is not None:
+            cluster_info["network"] = "hosts"
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
@@ -240,6 +333,7 @@ class _Run:
             run_arches=self.arches,
             architectures=labels,
             external=self.external.manifest() if self.external is not None else None,
+            hosts=self.hosts_manifest(arch),
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -257,11 +351,12 @@ class _Run:
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         if self.placement is not None:
             placement.pin_this_process(self.placement.client)
+        self.watch_fleet()
         for epoch in self.epochs:
             await self.run_epoch(epoch)
 
     async def run_epoch(self, epoch: plan.Epoch) -> None:
-        clients: dict[str, Clients] = {}
+        clients: dict[str, Load] = {}
         try:
             for arch in epoch.arches:
                 self.progress.current(f"starting {arch} cluster "
@@ -270,8 +365,7 @@ class _Run:
                 cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
-                clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
-                                                   self.external)
+                clients[arch] = await self.open_load(cluster)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
@@ -284,7 +378,7 @@ class _Run:
             self.stop_clusters()
 
     # --- rate searches ---------------------------------------------------------------------
-    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Load]) -> None:
         """Every side's maximum sustainable rate, per base cell and try; the sides' searches
         advance one step at a time, alternating which goes first (A B B A)."""
         wl = self.workload
@@ -313,7 +407,7 @@ class _Run:
                     self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
                                        f"max sustainable rate {result.kept:,.0f} records/s")
 
-    async def search_step(self, clients: Clients, side: plan.Side, cell: plan.Cell, try_no: int,
+    async def search_step(self, clients: Load, side: plan.Side, cell: plan.Cell, try_no: int,
                           step_no: int, rate: float) -> searches.Step:
         wl = self.workload
         assert wl.rate_search is not None and wl.duration_s is not None
@@ -352,6 +446,8 @@ class _Run:
                       exc: BaseException) -> None:
         """A session that raised: one error line, the run marked incomplete; a broker that
         exited ends the run (nothing further could be measured on its cluster)."""
+        if self.fleet is not None and self.fleet.lost is not None:
+            raise self.fleet.lost from exc  # the one line about the host says it all
         self.outcome.incomplete = True
         msg = f"{what}: could not run: {type(exc).__name__}: {exc}"
         self.outcome.errors.append(msg)
@@ -360,7 +456,7 @@ class _Run:
         if dead:
             raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
 
-    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Load,
                       s: plan.Session) -> None:
         if s.cell.fraction is not None:
             cell = self.fraction_rate(s)
@@ -435,11 +531,14 @@ class _Run:
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
-    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, load: Load,
                         s: plan.Session,
                         log: runlog.RunLog, topic: str) -> None:
         """A fault session; the cluster is made whole again afterwards, whatever happened."""
         assert s.case is not None and isinstance(cluster, ProcessCluster)
+        # _check_hosts keeps fault workloads on this machine, where the load is local.
+        clients = load.local
+        assert clients is not None
         arch = s.side.arch
         try:
             await clients.admin.create_topic(topic, self.workload.partitions,
@@ -509,6 +608,12 @@ class _Run:
         log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
 
     # --- the end ---------------------------------------------------------------------------
+    def died(self, exc: BaseException) -> None:
+        """The run cannot go on (a cluster process exited, a host vanished): one line."""
+        self.outcome.incomplete = True
+        self.outcome.errors.append(str(exc))
+        print(f"twinbench: error: {exc}", file=sys.stderr)
+
     def finish(self) -> None:
         for log in self.logs.values():
             log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted)
@@ -531,6 +636,19 @@ def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading 
     if isinstance(cluster, ExternalCluster) or before is None or after is None:
         return counters.unmeasured()
     return counters.delta(cluster.spec.architecture, before, after)
+
+
+def _check_hosts(wl: Workload) -> None:
+    """What a run on hosts does not do (yet): one line each."""
+    if wl.faults is not None:
+        raise UserError(f"workload {wl.name}: fault workloads run on this machine only (they "
+                        "kill, pause and partition local processes); not with --hosts")
+    if wl.metadata is not None:
+        raise UserError(f"workload {wl.name}: metadata workloads run on this machine only; "
+                        "not with --hosts")
+    if wl.network != "loopback":
+        raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
+                        "this machine; with --hosts every process has its host's address")
 
 
 def _check_external(wl: Workload) -> None:
@@ -560,17 +678,20 @@ def run(opts: RunOptions) -> RunOutcome:
     t0 = time.monotonic()
     completed = False
     try:
+        state.open_fleet()
         with state.progress:
             run_async(state.main())
         completed = True
     except (KeyboardInterrupt, asyncio.CancelledError):
-        state.outcome.interrupted = True
-        print("twinbench: interrupted; stopping the cluster, partial results kept "
-              "(manifest marked incomplete)", file=sys.stderr)
-    except ClusterDied as exc:
-        state.outcome.incomplete = True
-        state.outcome.errors.append(str(exc))
-        print(f"twinbench: error: {exc}", file=sys.stderr)
+        lost = state.fleet.lost if state.fleet is not None else None
+        if lost is None:
+            state.outcome.interrupted = True
+            print("twinbench: interrupted; stopping the cluster, partial results kept "
+                  "(manifest marked incomplete)", file=sys.stderr)
+        else:
+            state.died(lost)
+    except (ClusterDied, HostLost) as exc:
+        state.died(exc)
     finally:
         if not completed:
             # Whatever ended the run early (including a bug or a UserError on its way to the
@@ -580,6 +701,8 @@ def run(opts: RunOptions) -> RunOutcome:
         with _sigint_ignored():
             state.stop_clusters()
             state.finish()
+            if state.fleet is not None:
+                state.fleet.close()
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:
         print(path)

@@ -15,18 +15,21 @@ from harness.machines import Machine
 from harness.remote.ssh import SshFleet
 
 
-def needed_hosts(hosts: HostsFile, arches: Sequence[str], clients: bool) -> list[Host]:
-    """The hosts whose roles the command uses, after the roles check (one line)."""
+def needed_hosts(hosts: HostsFile, arches: Sequence[str], clients: bool,
+                 brokers: bool = True) -> list[Host]:
+    """The hosts whose roles the command uses, after the roles check (one line). ``brokers``
+    False: a cluster twinbench does not start (--bootstrap), driven from the client hosts."""
     zookeeper = any(architectures.get(a).uses(ZOOKEEPER) for a in arches)
-    check_roles(hosts, zookeeper=zookeeper, clients=clients)
-    roles = {"broker"} | ({"zookeeper"} if zookeeper else set()) | (
-        {"client"} if clients else set())
+    check_roles(hosts, zookeeper=zookeeper, clients=clients, brokers=brokers)
+    roles = (({"broker"} if brokers else set()) | ({"zookeeper"} if zookeeper else set())
+             | ({"client"} if clients else set()))
     return [h for h in hosts.hosts if roles & set(h.roles)]
 
 
-def open_fleet(hosts: HostsFile, arches: Sequence[str], clients: bool) -> SshFleet:
+def open_fleet(hosts: HostsFile, arches: Sequence[str], clients: bool,
+               brokers: bool = True) -> SshFleet:
     """Logins to every host the command needs, each checked as `twinbench hosts check` does."""
-    return SshFleet(hosts).open(needed_hosts(hosts, arches, clients))
+    return SshFleet(hosts).open(needed_hosts(hosts, arches, clients, brokers))
 
 
 def cluster_layout(fleet: SshFleet, arch: str) -> Layout:

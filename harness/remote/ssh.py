@@ -35,12 +35,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import asyncssh
 
 from brokers.core.errors import UserError
-from harness.hosts import Host, HostsFile, HostStatus, local_version, login, probe
+from harness.hosts import Host, HostLost, HostsFile, HostStatus, local_version, login, probe
 from harness.processes import ProcessError
 from harness.remote.channel import HEARTBEAT_S, WATCHDOG_S, decode, encode
 
@@ -57,8 +57,8 @@ START_TIMEOUT_S = 60.0
 STOP_MARGIN_S = 10.0
 
 
-class HostLost(UserError):
-    """A host stopped answering (SSH keepalives unanswered, or the connection dropped)."""
+class Stoppable(Protocol):
+    def stop(self) -> object: ...
 
 
 class SshFleet:
@@ -74,9 +74,10 @@ class SshFleet:
         self.machines: dict[str, RemoteMachine] = {}
         # The first host that vanished (None while all answer).
         self.lost: HostLost | None = None
-        self._listeners: list[Callable[[HostLost], None]] = []
+        self._listeners: list[Callable[[HostLost], object]] = []
         self._closing = False
-        self.processes: list[RemoteProcess] = []
+        # Everything started on the hosts and not stopped yet (close() stops them).
+        self.processes: list[Stoppable] = []
 
     # --- lifecycle ---------------------------------------------------------------------------
     def open(self, hosts: Sequence[Host] | None = None) -> SshFleet:
@@ -147,8 +148,13 @@ class SshFleet:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def client_machines(self) -> list[RemoteMachine]:
+        """The client hosts, in the hosts file's order (load part k runs on the k-th)."""
+        return [self.machines[h.name] for h in self.hosts.with_role("client")
+                if h.name in self.machines]
+
     # --- a host vanishing --------------------------------------------------------------------
-    def on_lost(self, listener: Callable[[HostLost], None]) -> None:
+    def on_lost(self, listener: Callable[[HostLost], object]) -> None:
         """Call ``listener`` (in the fleet's thread) when a host is lost."""
         self._listeners.append(listener)
         if self.lost is not None:
