@@ -6,6 +6,10 @@ A hosts file (YAML) names each machine, how to reach it over SSH and what it is 
                                  # (default: this checkout's own path)
     python: .venv/bin/python     # relative to project (default), or absolute
     workdir: /tmp/twinbench      # where data directories and logs go on every host
+    keepalive_s: 2               # an SSH keepalive this often; keepalive_count unanswered in
+    keepalive_count: 5           # a row = the host vanished (the run ends with one line)
+    watchdog_s: 30               # what runs on a host stops after this long without a word
+                                 # from the driver (its host or the link vanished)
     known_hosts: ~/.ssh/known_hosts   # host keys to check; null: accept any (test hosts only)
     hosts:
       - name: zk1                # unique; [a-z0-9_-]
@@ -51,7 +55,8 @@ ROLES = ("zookeeper", "broker", "client")
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _HOST_KEYS = frozenset({"name", "address", "user", "key", "port", "roles", "cpus"})
-_FILE_KEYS = frozenset({"project", "python", "workdir", "known_hosts", "hosts"})
+_FILE_KEYS = frozenset({"project", "python", "workdir", "known_hosts", "keepalive_s",
+                        "keepalive_count", "watchdog_s", "hosts"})
 DEFAULT_WORKDIR = Path("/tmp/twinbench")
 # How long one host may take to answer the whole check.
 CHECK_TIMEOUT_S = 20.0
@@ -82,6 +87,18 @@ class HostsFile:
     # Where clusters keep their data directories and logs on every host (one directory each,
     # removed when the cluster stops, after its logs came back).
     workdir: Path = DEFAULT_WORKDIR
+    # An SSH keepalive every keepalive_s; keepalive_count unanswered in a row = host lost.
+    keepalive_s: float = 2.0
+    keepalive_count: int = 5
+    # A remote program stops (and stops what it started) after this long without a word from
+    # the driver (harness/remote/channel.py). Above the detection time, so that the driver
+    # gives up on a host before the host gives up on it.
+    watchdog_s: float = 30.0
+
+    @property
+    def detection_s(self) -> float:
+        """How long a host may stay silent before it counts as vanished."""
+        return self.keepalive_s * self.keepalive_count
 
     def with_role(self, role: str) -> tuple[Host, ...]:
         return tuple(h for h in self.hosts if role in h.roles)
@@ -135,8 +152,23 @@ def load_hosts(path: Path) -> HostsFile:
     workdir = data.get("workdir") or DEFAULT_WORKDIR
     if not str(workdir).startswith("/"):
         raise _fail(path, "workdir", f"must be an absolute path, got {workdir!r}")
-    return HostsFile(path, hosts, project, str(data.get("python") or ".venv/bin/python"),
-                     Path(str(known)).expanduser() if known else None, Path(str(workdir)))
+    timing: dict[str, Any] = {}
+    for key, kind, lo in (("keepalive_s", float, 0.1), ("keepalive_count", int, 1),
+                          ("watchdog_s", float, 1.0)):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < lo or (
+                    kind is int and not isinstance(value, int)):
+                raise _fail(path, key, f"must be {'an integer' if kind is int else 'a number'} "
+                            f">= {lo:g}, got {value!r}")
+            timing[key] = kind(value)
+    made = HostsFile(path, hosts, project, str(data.get("python") or ".venv/bin/python"),
+                     Path(str(known)).expanduser() if known else None, Path(str(workdir)),
+                     **timing)
+    if made.watchdog_s <= made.detection_s:
+        raise _fail(path, "watchdog_s", f"must exceed keepalive_s x keepalive_count "
+                    f"({made.detection_s:g} s), so the driver gives up on a host first")
+    return made
 
 
 def check_roles(hosts: HostsFile, zookeeper: bool, clients: bool = True,

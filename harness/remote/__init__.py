@@ -18,6 +18,7 @@ Layout (the driver's side first, then what runs on the hosts)::
     probe.py     [remote] free ports, a clock echo, where java and the ZooKeeper jars are
 
 Nothing started on a host outlives the run there: every remote program ends at end of input
-(the driver's process died) or after WATCHDOG_S without a heartbeat (the driver's host or the
-link vanished), and stops what it started by PID first (harness/remote/channel.py).
+(the driver's process died) or after the hosts file's ``watchdog_s`` without a heartbeat (the
+driver's host or the link vanished), and stops what it started by PID first
+(harness/remote/channel.py).
 """

@@ -6,8 +6,8 @@ guarantees that nothing twinbench starts on a host outlives the run there:
 
 * the driver writes something (at least ``{"op": "ping"}``) every ``HEARTBEAT_S``;
 * end of input (the driver closed the session, or its process died and sshd closed it) or
-  silence for ``--watchdog-s`` (the driver's host vanished: no end of input ever arrives) stops
-  the program and everything it started.
+  silence for ``--watchdog-s`` (the driver's host or the link vanished: no end of input ever
+  arrives) stops the program and everything it started.
 
 This module holds the pieces both ends share: the message encoding and the watchdog timing.
 """
@@ -22,8 +22,9 @@ from typing import IO, Any
 
 # How often the driver proves it is alive on every remote session.
 HEARTBEAT_S = 1.0
-# How long a remote program waits without a word from the driver before it stops everything.
-WATCHDOG_S = 10.0
+# How long a remote program waits without a word from the driver before it stops everything
+# (the driver passes the hosts file's watchdog_s).
+WATCHDOG_S = 30.0
 
 
 def encode(message: dict[str, Any]) -> bytes:

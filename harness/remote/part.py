@@ -27,7 +27,7 @@ import asyncssh
 
 from harness.driver.load import Job, Load, PartOutcome, client_config, share
 from harness.external import External
-from harness.remote.channel import HEARTBEAT_S, WATCHDOG_S, decode, encode
+from harness.remote.channel import HEARTBEAT_S, decode, encode
 from harness.remote.ssh import RemoteMachine, SshFleet
 from harness.remote.worker import LINE_LIMIT
 from harness.workload import Workload
@@ -71,6 +71,8 @@ class RemotePart:
         self._events: dict[tuple[int, str], asyncio.Future[dict[str, Any]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._ended = False
+        # The worker's last stderr lines (a traceback says why it ended).
+        self._stderr: list[str] = []
 
     # --- clocks ------------------------------------------------------------------------------
     def _delta(self) -> float:
@@ -91,7 +93,7 @@ class RemotePart:
 
     # --- the session to the worker (on the fleet's loop) --------------------------------------
     async def _open(self, bootstrap: str, client: dict[str, Any]) -> None:
-        args = ["--watchdog-s", f"{WATCHDOG_S:g}"]
+        args = ["--watchdog-s", f"{self.fleet.hosts.watchdog_s:g}"]
         if self.machine.cpus:
             args += ["--cpus", ",".join(map(str, self.machine.cpus))]
         # asyncssh hands out a partial line once a line fills the receive window: make the
@@ -111,6 +113,7 @@ class RemotePart:
                               f"{(err or ['no output'])[-1]}") from None
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read(session)),
+                       loop.create_task(self._read_stderr(session)),
                        loop.create_task(self._heartbeat(session))]
         await self._request({"op": "open", "bootstrap": bootstrap, "client": client,
                              "producers": list(self.producers),
@@ -142,10 +145,17 @@ class RemotePart:
         self._ended = True
         lost = self.fleet.lost
         why = str(lost) if lost is not None else f"the load worker on {self.name} ended"
+        if lost is None and self._stderr:
+            why += f" ({self._stderr[-1]})"
         for future in [*self._replies.values(), *self._events.values()]:
             self._fail(future, why)
         self._replies.clear()
         self._events.clear()
+
+    async def _read_stderr(self, session: asyncssh.SSHClientProcess[bytes]) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            while line := await session.stderr.readline():
+                self._stderr = [*self._stderr[-19:], line.decode(errors="replace").rstrip()]
 
     def _fail(self, future: asyncio.Future[dict[str, Any]], why: str) -> None:
         if not future.done():

@@ -13,11 +13,11 @@ readiness lines come back on the session's stdout, the keeper's replies on its s
 the session ends (this process died: sshd closes it) or when the heartbeats stop (this host or
 the link vanished: harness/remote/channel.py).
 
-A host that vanishes. asyncssh sends a keepalive every ``KEEPALIVE_S`` and drops the connection
-after ``KEEPALIVE_COUNT`` unanswered; the fleet then records ``HostLost`` (one line naming the
-host) and calls its listeners, which end the run. Nothing waits on that host any longer: every
-call to it fails at once with the same error, and its processes are left to their keepers'
-watchdogs (``WATCHDOG_S``), which stop them there.
+A host that vanishes. asyncssh sends a keepalive every ``keepalive_s`` (hosts file) and drops
+the connection after ``keepalive_count`` unanswered; the fleet then records ``HostLost`` (one
+line naming the host) and calls its listeners, which end the run. Nothing waits on that host
+any longer: every call to it fails at once with the same error, and its processes are left to
+their keepers' watchdogs (``watchdog_s``), which stop them there.
 """
 
 from __future__ import annotations
@@ -42,13 +42,10 @@ import asyncssh
 from brokers.core.errors import UserError
 from harness.hosts import Host, HostLost, HostsFile, HostStatus, local_version, login, probe
 from harness.processes import ProcessError
-from harness.remote.channel import HEARTBEAT_S, WATCHDOG_S, decode, encode
+from harness.remote.channel import HEARTBEAT_S, decode, encode
 
 T = TypeVar("T")
 
-# SSH keepalives: one every KEEPALIVE_S; KEEPALIVE_COUNT unanswered in a row = host lost.
-KEEPALIVE_S = 1.0
-KEEPALIVE_COUNT = 5
 # How long one request to a host (a file, a signal, a stat) may take before it is an error.
 CALL_TIMEOUT_S = 30.0
 # How long a keeper may take to start its service and say its PID.
@@ -105,8 +102,8 @@ class SshFleet:
         return list(await asyncio.gather(*(self._open_one(h, expected) for h in hosts)))
 
     async def _open_one(self, host: Host, expected: str) -> RemoteMachine | HostStatus:
-        conn = await login(self.hosts, host, keepalive_interval=KEEPALIVE_S,
-                           keepalive_count_max=KEEPALIVE_COUNT,
+        conn = await login(self.hosts, host, keepalive_interval=self.hosts.keepalive_s,
+                           keepalive_count_max=self.hosts.keepalive_count,
                            client_factory=lambda: _Client(self, host))
         if isinstance(conn, HostStatus):
             return conn
@@ -169,8 +166,8 @@ class SshFleet:
         why = str(exc) if exc is not None else "the connection closed"
         self.lost = HostLost(
             f"host {host.name} ({host.address}) vanished: {why} (no SSH answer for "
-            f"~{KEEPALIVE_S * KEEPALIVE_COUNT:g} s); stopping the run, its processes stop "
-            f"themselves within {WATCHDOG_S:g} s")
+            f"~{self.hosts.detection_s:g} s); stopping the run, its processes stop "
+            f"themselves within {self.hosts.watchdog_s:g} s")
         for listener in self._listeners:
             with contextlib.suppress(Exception):
                 listener(self.lost)
@@ -365,7 +362,7 @@ class RemoteProcess:
     # --- starting ----------------------------------------------------------------------------
     def _keeper_command(self) -> str:
         args = ["--name", self.name, "--log", str(self.log_path),
-                "--watchdog-s", f"{WATCHDOG_S:g}"]
+                "--watchdog-s", f"{self.machine.fleet.hosts.watchdog_s:g}"]
         if self._cwd is not None:
             args += ["--cwd", str(self._cwd)]
         if self._stdout_to_log:

@@ -77,13 +77,16 @@ class Worker:
             while not self.done.is_set():
                 line = await reader.readline()
                 if not line:
-                    break  # the driver is gone
+                    print("worker: end of input (the driver is gone); stopping",
+                          file=sys.stderr, flush=True)
+                    break
                 self.last_heard = time.monotonic()
                 try:
                     message = decode(line)
                 except ValueError:
                     continue
                 if message.get("op") == "quit":
+                    print("worker: quit", file=sys.stderr, flush=True)
                     break
                 if message.get("op") != "ping":
                     task = loop.create_task(self.handle(message))
@@ -96,6 +99,8 @@ class Worker:
     async def watchdog(self) -> None:
         while time.monotonic() - self.last_heard <= self.watchdog_s:
             await asyncio.sleep(0.5)
+        print(f"worker: no word from the driver for {self.watchdog_s:g} s; stopping",
+              file=sys.stderr, flush=True)
         self.done.set()
         # The read in serve() waits for input that will not come: end the process.
         for task in self.tasks:
@@ -104,7 +109,7 @@ class Worker:
         os._exit(3)
 
     async def close(self) -> None:
-        for run in self.runs.values():
+        for run in list(self.runs.values()):
             with contextlib.suppress(Exception):
                 await run.abort()
         for task in list(self.tasks):

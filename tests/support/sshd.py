@@ -67,7 +67,10 @@ class SshHosts:
                         "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no",
                         "-o", "PermitRootLogin=prohibit-password",
                         # Files come and go by SFTP, as on a stock Debian server.
-                        "-o", "Subsystem=sftp internal-sftp"]
+                        "-o", "Subsystem=sftp internal-sftp",
+                        # A driver whose link came back after it gave up is noticed in
+                        # seconds, and its sessions end (their programs see end of input).
+                        "-o", "ClientAliveInterval=1", "-o", "ClientAliveCountMax=3"]
                 self.daemons.append(ManagedProcess(
                     argv, name=f"sshd-{host.index}",
                     log_path=self.workdir / f"sshd-{host.index}.log").start())
