@@ -312,11 +312,11 @@ class _Run:
                 cluster_info[option] = getattr(cluster.spec, option)
             if cluster.layout.zookeeper:
                 cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
-        if self.fleet is not None:
-            cluster_info["network"] = "hosts"
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
+        if self.fleet is not None and isinstance(cluster, ProcessCluster):
+            cluster_info["network"] = "hosts"
         manifest = runlog.base_manifest(
             run_id=run_id,
             arch=arch,

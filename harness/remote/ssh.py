@@ -133,6 +133,11 @@ class SshFleet:
             self.loop.close()
 
     async def _close_all(self) -> None:
+        # Heartbeats and readers of sessions that are over.
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for m in self.machines.values():
             m.conn.close()
         for m in self.machines.values():
