@@ -80,8 +80,16 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
      "hosts[0].port: must be a TCP port"),
     ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"],
                  "cpus": [-1]}]}, "hosts[0].cpus: must be a list of CPU numbers"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "workdir": "tmp/tb"}, "workdir: must be an absolute path"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "keepalive_count": 1.5}, "keepalive_count: must be an integer >= 1"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "keepalive_s": 2, "keepalive_count": 5, "watchdog_s": 10},
+     "watchdog_s: must exceed keepalive_s x keepalive_count (10 s)"),
 ])
 def test_bad_hosts_files_are_one_line(tmp_path: Path, doc: dict, expected: str) -> None:
     with pytest.raises(UserError) as info:
         load_hosts(_write(tmp_path / "h.yaml", doc))
     assert expected in str(info.value) and "\n" not in str(info.value)
+
