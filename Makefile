@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip perf-metadata-scale bench-metadata clean
+        perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay clean
 
 setup: system-deps $(STAMP)
 
@@ -94,6 +94,16 @@ bench-faults: setup
 bench-metadata: setup
 	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
+
+# The DSBS/ZK ratio against the network's round-trip time (README, "Round-trip time"; root:
+# network namespaces and a delay line), both architectures interleaved; then the analysis.
+bench-rtt: setup
+	@$(PY) -m harness.cli run --arch both --workload rtt --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
+perf-delay: setup
+	@$(PY) -m harness.perf_delay $(PERF_ARGS)
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 # Both architectures in one run, interleaved session by session (docs/architecture.md,

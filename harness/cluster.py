@@ -46,9 +46,11 @@ from harness.architectures import ZOOKEEPER, Architecture, Launch
 from harness.client_security import ClientSecurity, security_from_credentials_file
 from harness.kafka_probe import KafkaProbe
 from harness.machines import LOCAL, Machine
+from harness.netdelay.control import check_rtt
 from harness.processes import ChildProcess, ProcessError
 
 if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root, ZooKeeper Java
+    from harness.netdelay.control import NetworkDelay
     from harness.netns import NetnsNetwork
     from harness.zookeeper import ZooKeeperHandle
 
@@ -109,6 +111,10 @@ class ClusterSpec:
     # Brokers planned (ids, addresses, command lines) but started only by join_standby(): a
     # membership change on a running cluster (harness/driver/metadata.py, broker-join).
     standby: int = 0
+    # netns only: round-trip time (ms) added between every two hosts (brokers, and the root
+    # namespace's client and ZooKeeper) by a delay line (harness/netdelay); set_rtt() changes
+    # it on the running cluster. None: no delay line at all.
+    rtt_ms: float | None = None
 
     @property
     def architecture(self) -> Architecture:
@@ -132,6 +138,11 @@ class ClusterSpec:
         if self.network == "netns" and self.zookeeper:
             raise UserError("--network netns starts its own ZooKeeper on the namespaces' bridge; "
                             "drop --zookeeper")
+        if self.rtt_ms is not None:
+            if self.network != "netns":
+                raise UserError("a round-trip time needs --network netns (the delay is put "
+                                "between network namespaces)")
+            check_rtt(self.rtt_ms)
         if self.zk_session_timeout_ms is not None and not (
                 1000 <= self.zk_session_timeout_ms <= 600_000):
             raise UserError("--zk-session-timeout-ms must be between 1000 and 600000")
@@ -250,6 +261,7 @@ class ProcessCluster:
         self.start_seconds = 0.0
         self._argvs: list[list[str]] = []
         self.network: NetnsNetwork | None = None  # when spec.network == "netns"
+        self.delay: NetworkDelay | None = None  # when spec.rtt_ms is set
         # Exits already reported by poll_exits(), per broker incarnation (pid).
         self._reported: set[int] = set()
         self._client_security = spec.client_security()
@@ -279,6 +291,11 @@ class ProcessCluster:
                 from harness.netns import NetnsNetwork
 
                 self.network = NetnsNetwork().create(self.spec.brokers + self.spec.standby)
+                if self.spec.rtt_ms is not None:
+                    from harness.netdelay.control import NetworkDelay
+
+                    self.delay = NetworkDelay(self.network, self.root / "netdelay")
+                    self.delay.start(self.spec.rtt_ms)
             self._argvs = self._broker_argvs()
             for node_id in range(self.spec.brokers):
                 self.brokers.append(self._new_broker(node_id))
@@ -555,6 +572,9 @@ class ProcessCluster:
             self.zookeeper.stop()
         self._collect_and_clean()
         self.zookeeper = None
+        if self.delay is not None:
+            self.delay.stop()
+            self.delay = None
         if self.network is not None:
             self.network.destroy()
             self.network = None
@@ -601,6 +621,7 @@ class ProcessCluster:
             "version": 1,
             "arch": self.spec.arch,
             "network": self.spec.network,
+            "rtt_ms": None if self.delay is None else self.delay.rtt_ms,
             "root": str(self.root),
             "bootstrap": self.bootstrap,
             "security_protocol": self.spec.protocol.value,
@@ -639,7 +660,16 @@ class ProcessCluster:
         if self.zookeeper is not None:
             for i, process in enumerate(self.zookeeper.processes):
                 out[f"zookeeper-{i}:{process.pid}"] = process.cpu_seconds()
+        if self.delay is not None:
+            out[f"netdelay:{self.delay.pid}"] = process_cpu_seconds(self.delay.pid)
         return out
+
+    def set_rtt(self, rtt_ms: float) -> None:
+        """Change the round-trip time the delay line adds (the cluster must have one)."""
+        if self.delay is None:
+            raise UserError("this cluster has no delay line (start it with a round-trip time "
+                            "and --network netns)")
+        self.delay.set_rtt(rtt_ms)
 
     def rss_bytes(self) -> dict[int, int]:
         """Resident set size of every running broker process, by node id (psutil)."""

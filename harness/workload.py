@@ -48,6 +48,8 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
                                  # it started stops, and what it never saw counts as lost
     fetch_max_wait_ms: 100       # Fetch long-poll
     network: loopback            # loopback | netns (each broker in a network namespace; root)
+    rtt_ms: [0, 1, 5]            # netns: round-trip time added between every two hosts, ms
+                                 # (a list is swept, one cell each; harness/netdelay)
     zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
     metadata:                    # makes every session a metadata session (scenario "metadata")
       probe_ms: 20               # how often every broker's Metadata is polled while waiting
@@ -95,6 +97,7 @@ import yaml
 from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
 from harness.faults import ACTIONS
+from harness.netdelay.control import MAX_RTT_MS
 from harness.rate_search import SearchConfig
 from workloads.payload import MIN_MSG_SIZE
 from workloads.schedule import ARRIVALS
@@ -357,6 +360,11 @@ class Workload:
     # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace
     # on a bridge (harness/netns.py; needs root), which partition faults require.
     network: str = "loopback"
+    # netns only: round-trip times (ms) swept, one cell each (cell id suffix -rtt<ms>): a delay
+    # line (harness/netdelay) adds this between every two brokers and between each broker and
+    # the root namespace's load client and ZooKeeper, as separate machines would. Empty: no
+    # delay line.
+    rtt_ms: tuple[float, ...] = ()
     # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
     # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
     zk_session_timeout_ms: int | None = None
@@ -757,6 +765,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     kw["flush"] = _flush(ctx, _given(data, "flush"))
     kw["labels"] = _labels(ctx, _given(data, "labels"))
     kw |= _cluster(ctx, data)
+    kw["rtt_ms"] = _rtt(ctx, data, kw["network"])
     if data.get("faults") is not None:
         kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
                                partitions=kw["partitions"], zk_nodes=kw["zk_nodes"],
@@ -913,6 +922,25 @@ def _rate_search(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
                            "maximum sustainable rate (1 = the maximum)")
         out["rate_fractions"] = tuple(fractions)
     return out
+
+
+def _rtt(ctx: _Ctx, data: Mapping[str, Any], network: str) -> tuple[float, ...]:
+    if "rtt_ms" not in data:
+        return ()
+    values = []
+    for v in ctx.string_list("rtt_ms", data["rtt_ms"]):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_RTT_MS:
+            raise ctx.fail("rtt_ms", f"must be round-trip times in [0, {MAX_RTT_MS:g}] ms, "
+                           f"got {v!r}")
+        values.append(float(v))
+    if network != "netns":
+        raise ctx.fail("rtt_ms", "the delay is put between network namespaces: give "
+                       "network: netns (root)")
+    for key in ("faults", "metadata", "rate_search"):
+        if data.get(key) is not None:
+            raise ctx.fail("rtt_ms", f"applies to the paper's sessions and to fixed rates, "
+                           f"not to {key} workloads")
+    return tuple(values)
 
 
 def _flush(ctx: _Ctx, flush: Any) -> str:

@@ -194,6 +194,8 @@ class _Run:
             gossip_preset=wl.gossip_preset,
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
+            # The line starts with no delay; every session sets its cell's (run_one).
+            rtt_ms=0.0 if wl.rtt_ms else None,
             broker_args=self.broker_limits(),
         )
 
@@ -244,6 +246,10 @@ class _Run:
             self.clusters[arch] = cluster
             self.cluster_count[arch] = self.cluster_count.get(arch, 0) + 1
             cluster.start()
+        if cluster.delay is not None and self.placement is not None:
+            # The delay line stands for the network, not for a broker: off the brokers' CPUs
+            # (placement.py), and its CPU is a column of its own (delay_cpu_s).
+            placement.pin_process(cluster.delay.pid, self.placement.client)
         return cluster
 
     async def open_load(self, cluster: ProcessCluster | ExternalCluster) -> Load:
@@ -312,6 +318,11 @@ class _Run:
                 cluster_info[option] = getattr(cluster.spec, option)
             if cluster.layout.zookeeper:
                 cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
+            if cluster.delay is not None:
+                cluster_info["rtt"] = {
+                    "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
+                    "one_way": "peers rtt/2 each way; root namespace -> broker rtt",
+                    "cpus": list(self.placement.client) if self.placement else None}
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
@@ -485,6 +496,8 @@ class _Run:
             self.progress.advance()
             return
         try:
+            if s.cell.rtt_ms is not None and isinstance(cluster, ProcessCluster):
+                await asyncio.to_thread(cluster.set_rtt, s.cell.rtt_ms)
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
@@ -666,6 +679,9 @@ def _check_external(wl: Workload) -> None:
     if len(wl.metadata_check) > 1:
         raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
                         "brokers; an external cluster cannot sweep it")
+    if wl.rtt_ms:
+        raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
+                        "twinbench starts in namespaces; not --bootstrap")
 
 
 class ClusterDied(RuntimeError):
