@@ -111,10 +111,9 @@ class RemotePart:
             err = (await session.stderr.read()).decode(errors="replace").strip().splitlines()
             raise WorkerError(f"load worker on {self.name} did not start: "
                               f"{(err or ['no output'])[-1]}") from None
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._read(session)),
-                       loop.create_task(self._read_stderr(session)),
-                       loop.create_task(self._heartbeat(session))]
+        spawn = self.fleet.spawn
+        self._tasks = [spawn(self._read(session)), spawn(self._read_stderr(session)),
+                       spawn(self._heartbeat(session))]
         await self._request({"op": "open", "bootstrap": bootstrap, "client": client,
                              "producers": list(self.producers),
                              "consumers": list(self.consumers), "name": self.name})

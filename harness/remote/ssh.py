@@ -75,6 +75,15 @@ class SshFleet:
         self._closing = False
         # Everything started on the hosts and not stopped yet (close() stops them).
         self.processes: list[Stoppable] = []
+        # Tasks of the sessions (heartbeats, readers) on the fleet's loop.
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of a session on the fleet's loop (from inside it), cancelled by close()."""
+        task = self.loop.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
 
     # --- lifecycle ---------------------------------------------------------------------------
     def open(self, hosts: Sequence[Host] | None = None) -> SshFleet:
@@ -89,6 +98,9 @@ class SshFleet:
             raise
         bad = [r for r in results if isinstance(r, HostStatus)]
         if bad:
+            for r in results:  # the logins that worked are closed too
+                if isinstance(r, RemoteMachine):
+                    self.machines[r.name] = r
             self.close()
             raise UserError(f"{self.hosts.path.name}: host {bad[0].line()} (`twinbench hosts "
                             f"check {self.hosts.path}` checks every host)")
@@ -133,8 +145,8 @@ class SshFleet:
             self.loop.close()
 
     async def _close_all(self) -> None:
-        # Heartbeats and readers of sessions that are over.
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        # Heartbeats and readers of the sessions still open.
+        tasks = list(self.tasks)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -409,10 +421,9 @@ class RemoteProcess:
             session.close()
             why = "; ".join(said[-3:]) or "the keeper ended"
             raise ProcessError(f"{self.name}: could not start ({why})")
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._read_stdout(session)),
-                       loop.create_task(self._read_stderr(session)),
-                       loop.create_task(self._heartbeat(session))]
+        spawn = self.machine.fleet.spawn
+        self._tasks = [spawn(self._read_stdout(session)), spawn(self._read_stderr(session)),
+                       spawn(self._heartbeat(session))]
 
     async def _read_stdout(self, session: asyncssh.SSHClientProcess[bytes]) -> None:
         with contextlib.suppress(asyncssh.Error, OSError):
