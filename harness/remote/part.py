@@ -27,8 +27,8 @@ import asyncssh
 
 from harness.driver.load import Job, Load, PartOutcome, client_config, share
 from harness.external import External
-from harness.remote.channel import HEARTBEAT_S, decode, encode
-from harness.remote.ssh import RemoteMachine, SshFleet
+from harness.remote.channel import decode, encode
+from harness.remote.ssh import RemoteMachine, SshFleet, heartbeat
 from harness.remote.worker import LINE_LIMIT
 from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
@@ -113,7 +113,7 @@ class RemotePart:
                               f"{(err or ['no output'])[-1]}") from None
         spawn = self.fleet.spawn
         self._tasks = [spawn(self._read(session)), spawn(self._read_stderr(session)),
-                       spawn(self._heartbeat(session))]
+                       spawn(heartbeat(session, lambda: not self._ended))]
         await self._request({"op": "open", "bootstrap": bootstrap, "client": client,
                              "producers": list(self.producers),
                              "consumers": list(self.consumers), "name": self.name})
@@ -159,13 +159,6 @@ class RemotePart:
     def _fail(self, future: asyncio.Future[dict[str, Any]], why: str) -> None:
         if not future.done():
             future.set_exception(WorkerError(f"{self.name}: {why}"))
-
-    async def _heartbeat(self, session: asyncssh.SSHClientProcess[bytes]) -> None:
-        ping = encode({"op": "ping"})
-        with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
-            while not self._ended:
-                session.stdin.write(ping)
-                await asyncio.sleep(HEARTBEAT_S)
 
     def _send(self, message: dict[str, Any], events: tuple[str, ...] = ()
               ) -> tuple[int, asyncio.Future[dict[str, Any]]]:

@@ -204,6 +204,17 @@ class SshFleet:
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
 
+async def heartbeat(session: asyncssh.SSHClientProcess[bytes], alive: Callable[[], bool]
+                    ) -> None:
+    """A ping down ``session`` every HEARTBEAT_S while ``alive()``: what keeps the remote
+    program's watchdog from stopping it (harness/remote/channel.py)."""
+    ping = encode({"op": "ping"})
+    with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
+        while alive():
+            session.stdin.write(ping)
+            await asyncio.sleep(HEARTBEAT_S)
+
+
 class _Client(asyncssh.SSHClient):
     def __init__(self, fleet: SshFleet, host: Host) -> None:
         self.fleet = fleet
@@ -423,7 +434,7 @@ class RemoteProcess:
             raise ProcessError(f"{self.name}: could not start ({why})")
         spawn = self.machine.fleet.spawn
         self._tasks = [spawn(self._read_stdout(session)), spawn(self._read_stderr(session)),
-                       spawn(self._heartbeat(session))]
+                       spawn(heartbeat(session, lambda: self._code is None))]
 
     async def _read_stdout(self, session: asyncssh.SSHClientProcess[bytes]) -> None:
         with contextlib.suppress(asyncssh.Error, OSError):
@@ -453,13 +464,6 @@ class RemoteProcess:
         self._stats.clear()
         assert self._exited is not None
         self._exited.set()
-
-    async def _heartbeat(self, session: asyncssh.SSHClientProcess[bytes]) -> None:
-        ping = encode({"op": "ping"})
-        with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
-            while self._code is None:
-                session.stdin.write(ping)
-                await asyncio.sleep(HEARTBEAT_S)
 
     async def _send(self, message: dict[str, Any]) -> None:
         if self._session is not None and self._code is None:

@@ -4,6 +4,7 @@ and a wrong project path each get their one line."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory):
-    if reason := sshd.unavailable():
-        pytest.skip(reason)
-    made = sshd.SshHosts(tmp_path_factory.mktemp("ssh")).start(2)
-    yield made
-    made.close()
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.SshHosts]:
+    yield from sshd.module_hosts(tmp_path_factory, 2)
 
 
 def _write(path: Path, doc: dict) -> Path:

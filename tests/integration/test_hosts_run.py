@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,12 +46,8 @@ def zookeeper_missing() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory):
-    if reason := sshd.unavailable():
-        pytest.skip(reason)
-    made = sshd.SshHosts(tmp_path_factory.mktemp("hosts")).start(5)
-    yield made
-    made.close()
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.SshHosts]:
+    yield from sshd.module_hosts(tmp_path_factory, 5)
 
 
 def _layout(hosts: sshd.SshHosts, tmp_path: Path, clients: int = 1,
@@ -150,23 +147,37 @@ def _wait_for_first_session(proc: subprocess.Popen[str], out: Path, timeout_s: f
         time.sleep(0.1)
 
 
-def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHosts,
-                                                             tmp_path: Path) -> None:
+def _cut_mid_run(hosts: sshd.SshHosts, tmp_path: Path, index: int, heal: bool
+                 ) -> tuple[int, str, float, Path, Path, list[str]]:
+    """Cut host ``index``'s link once a long run's first session has started: the run's exit
+    status, stderr, how long it took to end after the cut, its output and remote directories,
+    and what is still left running (the link restored first when ``heal``)."""
     path, workdir = _layout(hosts, tmp_path)
     out = tmp_path / "runs"
     proc = _start_run(path, out)
     try:
         _wait_for_first_session(proc, out, 120)
-        hosts.isolate(1)  # h2, a broker host: its link goes down
+        hosts.isolate(index)
         t0 = time.monotonic()
         _, stderr = proc.communicate(timeout=120)
         ended_after = time.monotonic() - t0
+        if heal:
+            hosts.heal(index)
+        # With the link back its sshd drops the dead session and the keeper stops its broker;
+        # without, the keeper's watchdog does.
+        left = hosts.wait_no_leftovers(workdir, 30 if heal else TIMING["watchdog_s"] + 20)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        hosts.heal(1)
-    assert proc.returncode == 1, stderr
+        hosts.heal(index)
+    return proc.returncode, stderr, ended_after, out, workdir, left
+
+
+def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHosts,
+                                                             tmp_path: Path) -> None:
+    code, stderr, ended_after, out, _, left = _cut_mid_run(hosts, tmp_path, 1, heal=True)
+    assert code == 1, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("twinbench: error:")]
     assert len(errors) == 1 and "host h2 (" in errors[0] and "vanished" in errors[0], stderr
     assert "Traceback" not in stderr
@@ -174,8 +185,7 @@ def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHost
     assert ended_after < 60, ended_after
     manifest = json.loads(next(out.glob("*/manifest.json")).read_text())
     assert manifest["incomplete"] is True
-    # Its sshd drops the dead session once the link is back; its keeper then stops the broker.
-    assert hosts.wait_no_leftovers(workdir, 30) == []
+    assert left == []
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -237,20 +247,9 @@ def test_ctrl_c_stops_everything_on_every_host(hosts: sshd.SshHosts, tmp_path: P
 @full_only
 def test_the_watchdog_stops_what_runs_on_a_host_that_stays_cut_off(hosts: sshd.SshHosts,
                                                                   tmp_path: Path) -> None:
-    path, workdir = _layout(hosts, tmp_path)
-    out = tmp_path / "runs"
-    proc = _start_run(path, out)
-    try:
-        _wait_for_first_session(proc, out, 120)
-        hosts.isolate(2)  # h3 stays cut off: only its keeper's watchdog can stop its broker
-        _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode == 1 and "host h3 (" in stderr
-        left = hosts.wait_no_leftovers(workdir, TIMING["watchdog_s"] + 20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        hosts.heal(2)
+    # h3 stays cut off: only its keeper's watchdog can stop its broker.
+    code, stderr, _, _, _, left = _cut_mid_run(hosts, tmp_path, 2, heal=False)
+    assert code == 1 and "host h3 (" in stderr
     assert left == []
 
 

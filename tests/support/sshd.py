@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,20 @@ def unavailable() -> str | None:
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         return "no OpenSSH server (apt-get install openssh-server; make setup installs it)"
     return None
+
+
+def module_hosts(tmp_path_factory: Any, n: int) -> Iterator[SshHosts]:
+    """``n`` test hosts for every test of a module (skipped with the reason when they cannot
+    be made here); the body of a module-scoped fixture."""
+    import pytest
+
+    if reason := unavailable():
+        pytest.skip(reason)
+    made = SshHosts(tmp_path_factory.mktemp("hosts")).start(n)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def keygen(path: Path) -> Path:
