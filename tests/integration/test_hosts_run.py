@@ -188,16 +188,19 @@ def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHost
     assert left == []
 
 
+# make test samples one layout and one host; the roles check is unit-tested in full
+# (tests/unit/test_hosts_roles.py) and the host lines in tests/integration/test_hosts.py.
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"roles": [["broker"], ["broker"], ["broker"], ["client"]]},
-     "no host has the zookeeper role, which the zk twin needs"),
+    pytest.param({"roles": [["broker"], ["broker"], ["broker"], ["client"]]},
+                 "no host has the zookeeper role, which the zk twin needs", marks=full_only),
     ({"roles": [["zookeeper", "broker"], ["zookeeper"], ["broker"], ["client"]]},
      "2 hosts have the zookeeper role; a ZooKeeper ensemble needs an odd number"),
-    ({"roles": [["zookeeper", "broker"], ["broker"], ["broker"]]},
-     "no host has the client role"),
+    pytest.param({"roles": [["zookeeper", "broker"], ["broker"], ["broker"]]},
+                 "no host has the client role", marks=full_only),
     ({"key": "wrong"}, "NOT READY: SSH refused the login (wrong user or key)"),
-    ({"address": "ghost"}, "NOT READY: unreachable"),
-    ({"project": "/nonexistent"}, "NOT READY: no twinbench at /nonexistent"),
+    pytest.param({"address": "ghost"}, "NOT READY: unreachable", marks=full_only),
+    pytest.param({"project": "/nonexistent"}, "NOT READY: no twinbench at /nonexistent",
+                 marks=full_only),
 ])
 def test_bad_layouts_and_hosts_are_one_line(hosts: sshd.SshHosts, tmp_path: Path,
                                             change: dict, expected: str) -> None:
