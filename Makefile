@@ -8,7 +8,8 @@ STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
         bench-hosts test-hosts \
-        perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay clean
+        perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
+        sim-replication test-churn clean
 
 setup: system-deps $(STAMP)
 
@@ -72,6 +73,21 @@ perf-gossip: setup
 perf-metadata-scale: setup
 	@$(PY) -m harness.perf_metadata_scale --runs $(RUNS)
 
+# How often DSBS replication loses, duplicates or reorders acknowledged records: seeded fault
+# scenarios on the simulated network (harness/replication_sim.py; docs/replication.md has the
+# table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (~10 min at 200 seeds).
+SIM_ARGS ?= --seeds 200
+sim-replication: setup
+	@$(PY) -m harness.replication_sim $(SIM_ARGS)
+
+# Brokers killed and restarted under load on every replicating architecture: `make test` runs
+# one leader kill per architecture; this runs CHURN_ROUNDS (tests/contract/
+# test_contract_replication_churn.py prints records acknowledged and lost, failover times).
+CHURN_ROUNDS ?= 20
+test-churn: setup
+	@TWINBENCH_CHURN_ROUNDS=$(CHURN_ROUNDS) $(PY) -m pytest -s -q \
+	  tests/contract/test_contract_replication_churn.py
+
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
 WORKLOAD ?= paper
@@ -88,6 +104,12 @@ bench-dsbs: setup
 # network namespaces of the partition case), then the analysis.
 bench-faults: setup
 	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# Faults at replication factor 3 (acks=-1, min.insync.replicas 2) on both architectures:
+# acknowledged loss and failover time per architecture (docs/replication.md); then the analysis.
+bench-faults-rf3: setup
+	@$(PY) -m harness.cli run --arch both --workload faults-rf3 --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic

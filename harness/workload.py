@@ -20,6 +20,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     replication_factor: 1        # replicas of each session's topic (above 1: replicating
                                  # architectures only, docs/replication.md)
     acks: 1                      # produce acks: 1 | -1 (all in-sync replicas) | 0
+    min_insync_replicas: 2       # every broker's --min-insync-replicas (default: the broker's, 1)
     messages: 30000              # records per session, all producers together
     rate: [5000, 20000]          # open loop: records/s, all producers together (a list is
                                  # swept, one cell each); absent: closed loop
@@ -307,6 +308,9 @@ class Workload:
     # Produce acks: 1 (the paper's: the leader wrote it), -1 (every in-sync replica has it),
     # 0 (no answer).
     acks: int = 1
+    # acks=-1 needs this many in-sync replicas (every broker's --min-insync-replicas; None: the
+    # broker default, 1). At most replication_factor.
+    min_insync_replicas: int | None = None
     # Records per session, all producers together (the paper: 30,000).
     messages: int = 30_000
     # Open loop (workloads/schedule.py): target records/s, all producers together, split evenly
@@ -828,10 +832,13 @@ def _load(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     replication = ctx.integer("replication_factor", _given(data, "replication_factor"), 1,
                               brokers)
     acks = ctx.integer("acks", _given(data, "acks"), -1, 1)
+    min_isr = _given(data, "min_insync_replicas")
+    if min_isr is not None:
+        min_isr = ctx.integer("min_insync_replicas", min_isr, 1, replication)
     return {"brokers": brokers, "partitions": partitions, "producers": producers,
             "consumers": consumers, "producer_mode": mode, "window": window,
             "producer_partitions": spread, "messages": messages, "tries": tries,
-            "replication_factor": replication, "acks": acks}
+            "replication_factor": replication, "acks": acks, "min_insync_replicas": min_isr}
 
 
 def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:

@@ -200,13 +200,7 @@ class _Run:
         )
 
     def broker_limits(self) -> tuple[str, ...]:
-        """A metadata workload's limits on every broker (what its cases were checked against
-        when the file was loaded)."""
-        md = self.workload.metadata
-        if md is None:
-            return ()
-        return ("--max-topics", str(md.max_topics),
-                "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+        return broker_settings(self.workload)
 
     def open_fleet(self) -> None:
         """--hosts: log into every host the run needs (one line for the first that is not
@@ -682,6 +676,19 @@ def _check_external(wl: Workload) -> None:
     if wl.rtt_ms:
         raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
                         "twinbench starts in namespaces; not --bootstrap")
+
+
+def broker_settings(wl: Workload) -> tuple[str, ...]:
+    """Command-line settings of every broker the workload gives: a metadata workload's limits
+    (what its cases were checked against when the file was loaded), min.insync.replicas."""
+    args: tuple[str, ...] = ()
+    if wl.min_insync_replicas is not None:
+        args += ("--min-insync-replicas", str(wl.min_insync_replicas))
+    md = wl.metadata
+    if md is not None:
+        args += ("--max-topics", str(md.max_topics),
+                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+    return args
 
 
 class ClusterDied(RuntimeError):
