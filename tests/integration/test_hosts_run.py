@@ -33,8 +33,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 FULL = os.environ.get("TWINBENCH_HOSTS_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="TWINBENCH_HOSTS_FULL=1 (make test-hosts)")
 CLUSTER = [["zookeeper", "broker"], ["broker"], ["broker"]]
-# Quick failure detection for tests: a host is lost after 1 s x 3 unanswered keepalives.
-TIMING = {"keepalive_s": 1, "keepalive_count": 3, "watchdog_s": 8}
+# Quick failure detection for tests: a host is lost after 1 s x 8 unanswered keepalives (not
+# fewer: this machine is shared, and a starved sshd may miss a few).
+TIMING = {"keepalive_s": 1, "keepalive_count": 8, "watchdog_s": 15}
 
 
 def zookeeper_missing() -> str | None:
@@ -181,7 +182,7 @@ def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHost
     errors = [line for line in stderr.splitlines() if line.startswith("twinbench: error:")]
     assert len(errors) == 1 and "host h2 (" in errors[0] and "vanished" in errors[0], stderr
     assert "Traceback" not in stderr
-    # Detection (3 s of keepalives) and the stop of the rest, not a consumer's timeout.
+    # Detection (8 s of keepalives) and the stop of the rest, not a consumer's timeout.
     assert ended_after < 60, ended_after
     manifest = json.loads(next(out.glob("*/manifest.json")).read_text())
     assert manifest["incomplete"] is True
