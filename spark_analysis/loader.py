@@ -22,13 +22,16 @@ from spark_analysis import archs
 from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COORDINATION_SCHEMA,
+    COORDINATION_SCHEMA_V5,
     FAULT_EVENTS_COLUMNS,
     FAULT_EVENTS_SCHEMA,
     FAULT_FILES_SINCE,
     FAULTS_COLUMNS,
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
+    MACHINE_COLUMNS_SINCE,
     MANIFEST_KIND,
     MAX_RATE_COLUMNS,
     MAX_RATE_SCHEMA,
@@ -254,6 +257,7 @@ class RunFiles:
     records: list[Path] = field(default_factory=list)
     # records.csv of formats 1 and 2 (without the format-3 columns).
     records_v2: list[Path] = field(default_factory=list)
+    coordination_v5: list[Path] = field(default_factory=list)
     coordination: list[Path] = field(default_factory=list)
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
@@ -282,9 +286,12 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
             check_header(records, RECORDS_COLUMNS_V2)
             found.records_v2.append(records)
         coord = run.path / COORDINATION
-        if coord.is_file():
+        if coord.is_file() and run.format_version >= MACHINE_COLUMNS_SINCE:
             check_header(coord, COORDINATION_COLUMNS)
             found.coordination.append(coord)
+        elif coord.is_file():
+            check_header(coord, COORDINATION_COLUMNS_V5)
+            found.coordination_v5.append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
@@ -363,7 +370,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                       .json([str(f) for f in found.latency]))
     faults = found.faults
     return RunLogs(runs=runs, records=records_df,
-                   coordination=read(found.coordination, COORDINATION_SCHEMA),
+                   coordination=read(found.coordination, COORDINATION_SCHEMA,
+                                     (found.coordination_v5, COORDINATION_SCHEMA_V5)),
                    latency=latency_df, notes=found.notes,
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),

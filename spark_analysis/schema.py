@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -28,6 +28,8 @@ OPEN_LOOP_COLUMNS_SINCE = 3
 FAULT_FILES_SINCE = 2
 # From this version on every run directory holds metadata.csv (possibly header-only).
 METADATA_FILE_SINCE = 5
+# coordination.csv's machine columns (background_cpu, steal).
+MACHINE_COLUMNS_SINCE = 6
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -89,7 +91,13 @@ COORDINATION_SCHEMA = StructType([
     StructField("coordination_ops", LongType(), True),
     StructField("broker_cpu_s", DoubleType(), True),
     StructField("zk_cpu_s", DoubleType(), True),
+    StructField("background_cpu", DoubleType(), True),
+    StructField("steal", DoubleType(), True),
 ])
+# coordination.csv of formats 1 to 5: the same columns up to `zk_cpu_s`.
+COORDINATION_SCHEMA_V5 = StructType(
+    COORDINATION_SCHEMA.fields[: [f.name for f in COORDINATION_SCHEMA.fields].index("zk_cpu_s")
+                               + 1])
 
 LATENCY_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -233,6 +241,7 @@ METADATA_SCHEMA = StructType([
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
+COORDINATION_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V5.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)

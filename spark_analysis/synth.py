@@ -27,6 +27,7 @@ from hdrh.histogram import HdrHistogram
 from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
@@ -206,7 +207,9 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
         columns = RECORDS_COLUMNS if format_version >= 3 else RECORDS_COLUMNS_V2
         rec.write(",".join(columns) + "\n")
         pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
-        coord.write(",".join(COORDINATION_COLUMNS) + "\n")
+        ccolumns = COORDINATION_COLUMNS if format_version >= 6 else COORDINATION_COLUMNS_V5
+        coord.write(",".join(ccolumns) + "\n")
+        cpad = "," * (len(ccolumns) - len(COORDINATION_COLUMNS_V5))
         lines: list[str] = []
         clines: list[str] = []
         tlines: list[str] = []
@@ -219,7 +222,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                                                   try_, rps, messages=messages) + pad)
                     clines.append(coordination_line(
                         run_id, arch, label, cell, scenario, try_, messages=messages,
-                        per_1000=per_1000(arch, cell, scenario)))
+                        per_1000=per_1000(arch, cell, scenario)) + cpad)
                     if counters:
                         ops = round(messages / 1000 * per_1000(arch, cell, scenario))
                         name = "zk_requests" if arch == ZK else "gossip_packets_out"
@@ -421,7 +424,7 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
     (run_dir / "records.csv").write_text(
         "\n".join([",".join(RECORDS_COLUMNS_V2), *records]) + "\n", encoding="utf-8")
     (run_dir / "coordination.csv").write_text(
-        "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
+        "\n".join([",".join(COORDINATION_COLUMNS_V5), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
     _write_fault_files(run_dir, files)
     return run_dir
@@ -442,7 +445,7 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
                    indent=2) + "\n", encoding="utf-8")
     _write_fault_files(run_dir)
     for name, columns in (("records.csv", RECORDS_COLUMNS),
-                          ("coordination.csv", COORDINATION_COLUMNS),
+                          ("coordination.csv", COORDINATION_COLUMNS_V5),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")

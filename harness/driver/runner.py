@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import signal
 import sys
@@ -37,7 +38,7 @@ from typing import Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, runlog
+from harness import architectures, machine, runlog
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
@@ -76,6 +77,8 @@ class RunOptions:
     # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
     # architecture is the external cluster's name.
     external: External | None = None
+    # Set harness/machine.py's knobs for the run and restore them afterwards (root).
+    tune: bool = False
 
 
 @dataclass
@@ -133,6 +136,9 @@ class _Run:
         if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
             self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
+        # What --tune changed ({sysfs file: value before}); restored by run() on the way out.
+        self.tuned: dict[str, str] = {}
+        self.background = machine.BackgroundMeter(self.our_cpu)
         # (side index, base cell id) -> each try's search (rate_search workloads).
         self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
         self.warn_above_client_ceiling()
@@ -236,6 +242,8 @@ class _Run:
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
+            conditions=machine.conditions(),
+            tuned=self.tuned if self.opts.tune else None,
             started_at=self.started,
             run_arches=self.arches,
             architectures=labels,
@@ -392,8 +400,10 @@ class _Run:
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
+            mark = self.background.start()
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
+            load = self.background.stop(mark)
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
             self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
@@ -403,7 +413,7 @@ class _Run:
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
         change = _change(cluster, before, after)
-        coord = rows.coordination_row(run_id, arch, s, result, change)
+        coord = rows.coordination_row(run_id, arch, s, result, change, load)
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
@@ -508,10 +518,21 @@ class _Run:
         log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
         log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
 
+    def our_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of every process of the run: this one (the load client) and
+        every broker and ZooKeeper of every cluster it holds (for ``background_cpu``)."""
+        t = os.times()
+        out = {"driver": t.user + t.system}
+        for arch, c in self.clusters.items():
+            if isinstance(c, ProcessCluster):
+                out |= {f"{arch}/{k}": v for k, v in c.cpu_seconds().items()}
+        return out
+
     # --- the end ---------------------------------------------------------------------------
     def finish(self) -> None:
         for log in self.logs.values():
-            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted)
+            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted,
+                       background=self.background.summary())
         if self.progress.enabled:
             for side in self.sides:
                 if self.records[side.index]:
@@ -550,6 +571,19 @@ def _check_external(wl: Workload) -> None:
                         "brokers; an external cluster cannot sweep it")
 
 
+def _tune() -> dict[str, str]:
+    """--tune: the recommended knobs for this run; a machine where they cannot be set (not
+    root) runs as it is, with one warning line and the conditions in the manifest."""
+    try:
+        changed = machine.apply()
+    except UserError as exc:
+        print(f"twinbench: warning: --tune: {exc}; running untuned", file=sys.stderr)
+        return {}
+    for path, old in changed.items():
+        print(f"twinbench: tuned {path} (was {old}) for this run", file=sys.stderr)
+    return changed
+
+
 class ClusterDied(RuntimeError):
     """A cluster process exited during a run: nothing further can be measured."""
 
@@ -559,6 +593,8 @@ def run(opts: RunOptions) -> RunOutcome:
     state = _Run(opts)
     t0 = time.monotonic()
     completed = False
+    if opts.tune:
+        state.tuned = _tune()
     try:
         with state.progress:
             run_async(state.main())
@@ -580,6 +616,8 @@ def run(opts: RunOptions) -> RunOutcome:
         with _sigint_ignored():
             state.stop_clusters()
             state.finish()
+            if state.tuned:
+                machine.restore(state.tuned)
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:
         print(path)
