@@ -25,6 +25,7 @@ reader takes a root directory, so the tests read a fake tree instead of this mac
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import math
@@ -32,7 +33,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,26 @@ def restore(changed: Mapping[str, str], state_file: Path | None = None) -> None:
     if failed:
         print(f"twinbench: warning: could not restore {', '.join(failed)}; "
               "`twinbench tune reset` (root) restores it", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def tuning(enabled: bool) -> Iterator[dict[str, str]]:
+    """``--tune`` for a command's duration: the recommended knobs set on entry and restored on
+    exit, yielding {file: value before} of what changed. A machine where they cannot be set
+    (not root) runs as it is, with one warning line; its manifest's conditions say so."""
+    changed: dict[str, str] = {}
+    if enabled:
+        try:
+            changed = apply()
+        except UserError as exc:
+            print(f"twinbench: warning: --tune: {exc}; running untuned", file=sys.stderr)
+        for path, old in changed.items():
+            print(f"twinbench: tuned {path} (was {old}) for this run", file=sys.stderr)
+    try:
+        yield changed
+    finally:
+        if changed:
+            restore(changed)
 
 
 def _load_state(state_file: Path) -> dict[str, str]:

@@ -310,7 +310,38 @@ def layer_table(result: CheckResult, name: str, limit: int = 6) -> list[str]:
     return lines
 
 
-def summarize(result: CheckResult) -> str:
+def _machine(host: dict[str, Any]) -> str:
+    """How a run's machine is described in the check: CPU, tuning, other processes' load."""
+    cond = host.get("conditions") or {}
+    bg = host.get("background") or {}
+    flag = cond.get("tuned")
+    tuned = "tuning unknown" if flag is None else "tuned" if flag else "untuned"
+    load = (f", others used {bg['background_cpu_mean']:.0%} of it"
+            if bg.get("background_cpu_mean") is not None else "")
+    return f"{host.get('cpu_model', '?')} x{host.get('cpu_count', '?')}, {tuned}{load}"
+
+
+def machine_lines(result: CheckResult, run: RegressionRun) -> list[str]:
+    """The baseline's machine and this run's; a warning when they differ in what the bands
+    cannot absorb (tuning) or the run shared its machine (background load above 10%)."""
+    lines = [f"machine: baseline {_machine(result.baseline.get('host') or {})}; "
+             f"now {_machine(run.host)}"]
+    base_cond = (result.baseline.get("host") or {}).get("conditions") or {}
+    now_cond = run.host.get("conditions") or {}
+    if base_cond.get("tuned") is not None and now_cond.get("tuned") is not None and (
+            base_cond["tuned"] != now_cond["tuned"]):
+        lines.append("  warning: the baseline was measured "
+                     f"{'tuned' if base_cond['tuned'] else 'untuned'} and this run "
+                     f"{'tuned' if now_cond['tuned'] else 'untuned'} (twinbench tune): the "
+                     "cost and throughput ratios are not comparable")
+    bg = (run.host.get("background") or {}).get("background_cpu_mean")
+    if bg is not None and bg > 0.10:
+        lines.append(f"  warning: other processes used {bg:.0%} of the machine during the "
+                     "sessions; a cost or throughput verdict may be theirs, not the code's")
+    return lines
+
+
+def summarize(result: CheckResult, run: RegressionRun | None = None) -> str:
     b = result.baseline
     failed = [n for n in L.LAYERS if result.failed(n)]
     lines = [f"regression vs baseline ({b['workload']}, {b['created_at']}, "
@@ -318,6 +349,8 @@ def summarize(result: CheckResult) -> str:
              f"false-failure rate <= {b['alpha']:.0%}): "
              + ("all layers within their bands" if not failed
                 else "REGRESSION in " + ", ".join(failed))]
+    if run is not None:
+        lines.extend(machine_lines(result, run))
     for name in L.LAYERS:
         lines.extend(layer_table(result, name))
     return "\n".join(lines)
@@ -339,8 +372,9 @@ def run_check(paths: Sequence[Path], baseline_dir: Path, out: Path | None = None
     baseline = load_baseline(baseline_dir)
     runs = read_runs(paths)
     runs = [r for r in runs if r.workload == baseline["workload"]] or runs
-    result = check(pooled(runs), baseline)
-    text = summarize(result)
+    run = pooled(runs)
+    result = check(run, baseline)
+    text = summarize(result, run)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         verdict_frame(result).to_csv(out / "regression.csv", index=False)
@@ -364,8 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "write":
             path = write_baseline(read_runs(args.runs), args.baseline)
             print(f"wrote {path}")
-            print(summarize(check(pooled(read_runs(args.runs)[-1:]), load_baseline(
-                args.baseline))))
+            last = pooled(read_runs(args.runs)[-1:])
+            print(summarize(check(last, load_baseline(args.baseline)), last))
             return 0
         ok, text = run_check(args.runs, args.baseline, args.out)
         print(text)

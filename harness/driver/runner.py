@@ -280,6 +280,7 @@ class _Run:
                     await cluster.probe()
                 clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
                                                    self.external)
+            await self.warm_up(epoch, clients)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
@@ -290,6 +291,33 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await c.close()
             self.stop_clusters()
+
+    async def warm_up(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+        """The workload's ``warmup_sessions`` on each fresh cluster of the epoch, unrecorded:
+        copies of the first session the cluster will measure (fault, metadata and
+        rate-fraction sessions have no such copy, and the clusters of their epochs start
+        cold)."""
+        n = self.workload.warmup_sessions
+        if n == 0 or self.external is not None:
+            return
+        for arch in epoch.arches:
+            first = next((s for s in epoch.sessions if s.side.arch == arch), None)
+            if first is None or first.case is not None or first.meta is not None or (
+                    first.cell.fraction is not None):
+                continue
+            for i in range(1, n + 1):
+                self.progress.current(f"[{arch}] warm-up {i}/{n}: {first.cell.cell_id} "
+                                      f"{first.scenario}")
+                self.session_no += 1
+                topic = f"{self.name_prefix}-{self.session_no}"
+                try:
+                    await clients[arch].admin.create_topic(topic, self.workload.partitions,
+                                                           self.workload.replication_factor)
+                    await run_session(clients[arch], self.workload, first.cell, first.scenario,
+                                      first.side.offset_commit, topic, f"{topic}-group")
+                except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+                    self.could_not_run(f"{arch} warm-up {i}", self.clusters[arch], exc)
+                    return
 
     # --- rate searches ---------------------------------------------------------------------
     async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
@@ -571,30 +599,21 @@ def _check_external(wl: Workload) -> None:
                         "brokers; an external cluster cannot sweep it")
 
 
-def _tune() -> dict[str, str]:
-    """--tune: the recommended knobs for this run; a machine where they cannot be set (not
-    root) runs as it is, with one warning line and the conditions in the manifest."""
-    try:
-        changed = machine.apply()
-    except UserError as exc:
-        print(f"twinbench: warning: --tune: {exc}; running untuned", file=sys.stderr)
-        return {}
-    for path, old in changed.items():
-        print(f"twinbench: tuned {path} (was {old}) for this run", file=sys.stderr)
-    return changed
-
-
 class ClusterDied(RuntimeError):
     """A cluster process exited during a run: nothing further can be measured."""
 
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
+    with machine.tuning(opts.tune) as tuned:
+        return _run(opts, tuned)
+
+
+def _run(opts: RunOptions, tuned: dict[str, str]) -> RunOutcome:
     state = _Run(opts)
+    state.tuned = tuned
     t0 = time.monotonic()
     completed = False
-    if opts.tune:
-        state.tuned = _tune()
     try:
         with state.progress:
             run_async(state.main())
@@ -616,8 +635,6 @@ def run(opts: RunOptions) -> RunOutcome:
         with _sigint_ignored():
             state.stop_clusters()
             state.finish()
-            if state.tuned:
-                machine.restore(state.tuned)
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:
         print(path)
