@@ -75,8 +75,6 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
       - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
         msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"
         batches: [20]            # records per produce request (and per fetch)
-        messages: 60000          # optional: records per session of these cells (default:
-                                 # the workload's messages)
 
 A metadata workload needs no ``cells`` and runs every session on fresh clusters (``restart:
 try`` is implied): what one session created would otherwise weigh on the next.
@@ -145,9 +143,6 @@ class CellGroup:
     msg_sizes: tuple[int, ...]
     # Records per produce request (and per fetch).
     batches: tuple[int, ...]
-    # Records per session of these cells (None: the workload's messages), so cells whose
-    # sessions would be over in milliseconds can run long enough to be timed.
-    messages: int | None = None
 
 
 @dataclass(frozen=True)
@@ -540,10 +535,7 @@ def _cells(ctx: _Ctx, raw: Any) -> tuple[CellGroup, ...]:
                 if cell_id in ids:
                     raise ctx.fail(where, f"cell {cell_id} is listed twice")
                 ids.add(cell_id)
-        messages = None
-        if "messages" in item:
-            messages = ctx.integer(f"{where}.messages", item["messages"], 1, 100_000_000)
-        groups.append(CellGroup(table, tuple(sizes), tuple(batches), messages))
+        groups.append(CellGroup(table, tuple(sizes), tuple(batches)))
     return tuple(groups)
 
 
@@ -779,17 +771,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
         kw["metadata"] = _metadata(ctx, data["metadata"])
         if "cells" not in data:
             return Workload(cells=(), **kw)
-    cells = _cells(ctx, data["cells"])
-    for i, group in enumerate(cells):
-        if group.messages is None:
-            continue
-        if kw.get("duration_s") is not None:
-            raise ctx.fail(f"cells[{i}].messages", "time-bounded sessions (duration_s) send "
-                           "for a time, not a number of messages")
-        if group.messages < kw["producers"]:
-            raise ctx.fail(f"cells[{i}].messages", f"{group.messages} messages cannot feed "
-                           f"{kw['producers']} producers")
-    return Workload(cells=cells, **kw)
+    return Workload(cells=_cells(ctx, data["cells"]), **kw)
 
 
 def _check_document(ctx: _Ctx, data: Any) -> None:

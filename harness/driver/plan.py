@@ -29,7 +29,6 @@ tries in reverse (A B B A), so neither side always goes first after the other.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from harness import architectures
@@ -52,8 +51,6 @@ class Cell:
     fraction: float | None = None
     # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
     n: int | None = None
-    # Records per session (None: the workload's messages; a cell group may set its own).
-    messages: int | None = None
 
     @property
     def base_id(self) -> str:
@@ -113,7 +110,7 @@ class Epoch:
 
 def base_cells(workload: Workload) -> list[Cell]:
     """Every (table, size, batch) point once: what rate searches run on."""
-    return [Cell(group.table, size, batch, messages=group.messages) for group in workload.cells
+    return [Cell(group.table, size, batch) for group in workload.cells
             for size in group.msg_sizes for batch in group.batches]
 
 
@@ -121,10 +118,11 @@ def cells(workload: Workload) -> list[Cell]:
     """Every (table, size, batch) point, once per target rate of an open-loop workload or per
     fraction of a searched one (none when a search has no fractions)."""
     if workload.rate_search is not None:
-        return [dataclasses.replace(c, fraction=f) for c in base_cells(workload)
+        return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
                 for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    return [dataclasses.replace(c, rate=rate) for c in base_cells(workload) for rate in rates]
+    return [Cell(c.table, c.msg_size, c.batch, rate) for c in base_cells(workload)
+            for rate in rates]
 
 
 def sides(

@@ -116,10 +116,6 @@ def test_partitions_default_to_one_per_broker():
         (with_(flush="sometimes"), "flush: flush policy 'sometimes' is not one of"),
         (with_(restart="always"), "restart: must be one of never, cell, try"),
         (with_(zk_nodes=2), "zk_nodes: must be 1 or 3, got 2"),
-        (with_(cells=[{"table": "x", "msg_sizes": [8], "batches": [1], "messages": 2}]),
-         "cells[0].messages: 2 messages cannot feed 3 producers"),
-        (with_(cells=[{"table": "x", "msg_sizes": [8], "batches": [1], "messages": 0}]),
-         "cells[0].messages: must be an integer between 1 and 100000000"),
         (with_(warmup_sessions=-1), "warmup_sessions: must be an integer between 0 and 100"),
         (with_(warmup_sessions=1.5), "warmup_sessions: must be an integer between 0 and 100"),
         (with_(messages=2), "messages: 2 messages cannot feed 3 producers"),
@@ -333,12 +329,3 @@ def test_cli_refuses_a_bad_workload_before_starting_anything(tmp_path: Path, cap
     assert err.count("\n") == 1
     assert list(tmp_path.iterdir()) == [path]  # no run directory
 
-
-def test_a_cell_group_may_set_its_own_session_length() -> None:
-    wl = parse_workload(with_(messages=2000, cells=[
-        {"table": "batch_sweep", "msg_sizes": [32], "batches": [1]},
-        {"table": "batch_sweep", "msg_sizes": [32], "batches": [5], "messages": 9000}]), "t.yaml")
-    assert [(c.cell_id, c.messages) for c in plan.cells(wl)] == [
-        ("batch_sweep-32B-b1", None), ("batch_sweep-32B-b5", 9000)]
-    assert sum(plan.producer_counts(plan.cells(wl)[1].messages or wl.messages,
-                                    wl.producers)) == 9000
