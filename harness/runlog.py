@@ -1,4 +1,4 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 4) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 6) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
@@ -55,7 +55,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,10 +68,15 @@ RECORD_COLUMNS = (
     # format 3: the rest of the end-to-end percentiles, and open-loop sessions.
     "e2e_p90_us", "e2e_p999_us", "e2e_max_us", "target_rate", "achieved_rate",
     "send_delay_p99_us", "behind",
+    # format 6: the round-trip time the delay line added (empty without one).
+    "rtt_ms",
 )
 COORDINATION_COLUMNS = (
     "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
+    # format 6: the delay line (harness/netdelay).
+    "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
+    # format 7: the machine during the session (harness/machine.py).
     "background_cpu", "steal",
 )
 # Fault sessions (format 2): one row per session, one per injected event, one per time bucket.

@@ -17,7 +17,15 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, latency_tables, metadata_tables, paper, tables
+from spark_analysis import (
+    aggregate,
+    fault_tables,
+    latency_tables,
+    metadata_tables,
+    paper,
+    rtt_tables,
+    tables,
+)
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -69,6 +77,23 @@ class MetadataTables:
 
 
 @dataclass
+class RttTables:
+    """Round-trip-time sweeps (format 6); all empty when the runs had none.
+
+    ``sessions``: one row per session x role with its round trips (the model's input);
+    ``stats``: per sweep point x rtt x arch, records/s with its CI and the model's prediction;
+    ``comparison``: ZooKeeper beside DSBS per point and rtt, measured and modelled ratios."""
+
+    sessions: pd.DataFrame = field(default_factory=_empty)
+    stats: pd.DataFrame = field(default_factory=_empty)
+    comparison: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.sessions.empty
+
+
+@dataclass
 class Analysis:
     runs: list[RunInfo]
     notes: list[str]
@@ -93,6 +118,7 @@ class Analysis:
     # sustainable rates of rate searches; empty without open-loop runs.
     latency_curves: pd.DataFrame = field(default_factory=_empty)
     max_rates: pd.DataFrame = field(default_factory=_empty)
+    rtt: RttTables = field(default_factory=RttTables)
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -141,6 +167,38 @@ def compute_metadata(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT
                           scaling=metadata_tables.scaling(long, archs))
 
 
+def read_counters(runs: Sequence[RunInfo], cell_pattern: str) -> pd.DataFrame:
+    """counters.csv rows of ``runs`` whose cell id matches ``cell_pattern`` (plain CSV: a few
+    dozen rows per session; runs without the optional file contribute none)."""
+    from spark_analysis.loader import check_header
+    from spark_analysis.schema import COUNTER_COLUMNS
+
+    frames = []
+    for run in runs:
+        path = run.path / "counters.csv"
+        if not path.is_file():
+            continue
+        check_header(path, COUNTER_COLUMNS)
+        try:
+            frame = pd.read_csv(path, keep_default_na=True)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path}: unreadable ({exc})") from None
+        frames.append(frame[frame["cell_id"].astype(str).str.contains(cell_pattern)])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def compute_rtt(logs: RunLogs, archs: Archs = DEFAULT) -> RttTables:
+    """The round-trip-time tables; one small Spark job when no run swept rtt."""
+    sessions = aggregate.rtt_sessions(logs.records, logs.coordination)
+    if sessions.empty:
+        return RttTables()
+    ids = set(sessions["run_id"])
+    counters = read_counters([r for r in logs.runs if r.run_id in ids], aggregate.RTT_CELL)
+    with_trips = rtt_tables.round_trips(sessions, counters)
+    st = rtt_tables.predict(rtt_tables.rtt_stats(with_trips))
+    return RttTables(with_trips, st, rtt_tables.rtt_comparison(st, archs))
+
+
 def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     """Load and validate the runs, aggregate in Spark, and derive every table."""
     t0 = time.perf_counter()
@@ -160,7 +218,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             open_rows = aggregate.open_loop(logs.records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and logs.metadata is None and open_rows.empty):
+                    and logs.metadata is None and open_rows.empty
+                    and logs.records.where(logs.records["rtt_ms"].isNotNull()).isEmpty()):
                 raise UserError("the runs hold no measurements (every records.csv is "
                                 "header-only, no run injected faults and none ran metadata "
                                 "scenarios)")
@@ -187,6 +246,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             metadata = compute_metadata(logs, notes, archs)
             timings["aggregate_metadata_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            rtt = compute_rtt(logs, archs)
+            timings["aggregate_rtt_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -207,7 +269,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
-        max_rates=maxima, metadata=metadata,
+        max_rates=maxima, metadata=metadata, rtt=rtt,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -260,6 +322,10 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         m = analysis.metadata
         frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
                        "metadata_scaling": m.scaling})
+    if not analysis.rtt.empty:
+        r = analysis.rtt
+        frames.update({"rtt_sessions": r.sessions, "rtt_stats": r.stats,
+                       "rtt_comparison": r.comparison})
     if not analysis.latency_curves.empty or not analysis.max_rates.empty:
         frames.update({"latency_curves": analysis.latency_curves,
                        "max_rates": analysis.max_rates})

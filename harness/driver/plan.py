@@ -5,7 +5,8 @@
   (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
 * A **cell** is one (table, message size, batch) point of a grid, and for open-loop workloads
   one target rate (``rate: [..]`` sweeps like a grid axis; the cell id ends in ``-r<rate>``) or
-  one fraction of each side's maximum sustainable rate (``rate_fractions``; ``-f<percent>``).
+  one fraction of each side's maximum sustainable rate (``rate_fractions``; ``-f<percent>``),
+  and with ``rtt_ms: [..]`` one round-trip time (``-rtt<ms>``, last).
 * A **search** (``rate_search``) finds that maximum for every side, base cell and try before
   the epoch's sessions: adaptive, so it is not planned here but stepped by the runner
   (harness/driver/searches.py), the sides' steps alternating like sessions.
@@ -51,6 +52,9 @@ class Cell:
     fraction: float | None = None
     # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
     n: int | None = None
+    # Round-trip time (ms) the delay line adds during the cell's sessions (workload rtt_ms;
+    # the cell id ends in -rtt<ms>); None: no delay line.
+    rtt_ms: float | None = None
 
     @property
     def base_id(self) -> str:
@@ -63,7 +67,8 @@ class Cell:
             return f"{self.table}-n{self.n}"
         if self.fraction is not None:
             return f"{self.base_id}-f{self.fraction * 100:g}"
-        return self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
+        cell = self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
+        return cell if self.rtt_ms is None else f"{cell}-rtt{self.rtt_ms:g}"
 
 
 @dataclass(frozen=True)
@@ -121,8 +126,9 @@ def cells(workload: Workload) -> list[Cell]:
         return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
                 for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    return [Cell(c.table, c.msg_size, c.batch, rate) for c in base_cells(workload)
-            for rate in rates]
+    rtts: tuple[float | None, ...] = workload.rtt_ms or (None,)
+    return [Cell(c.table, c.msg_size, c.batch, rate, rtt_ms=rtt) for c in base_cells(workload)
+            for rate in rates for rtt in rtts]
 
 
 def sides(

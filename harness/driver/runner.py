@@ -39,7 +39,7 @@ from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, machine, runlog
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.metadata import run_metadata_session
@@ -175,17 +175,13 @@ class _Run:
             gossip_preset=wl.gossip_preset,
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
+            # The line starts with no delay; every session sets its cell's (run_one).
+            rtt_ms=0.0 if wl.rtt_ms else None,
             broker_args=self.broker_limits(),
         )
 
     def broker_limits(self) -> tuple[str, ...]:
-        """A metadata workload's limits on every broker (what its cases were checked against
-        when the file was loaded)."""
-        md = self.workload.metadata
-        if md is None:
-            return ()
-        return ("--max-topics", str(md.max_topics),
-                "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+        return broker_settings(self.workload)
 
     def start_cluster(self, arch: str, metadata_check: str,
                       session: plan.Session | None = None
@@ -198,6 +194,10 @@ class _Run:
             cluster = ProcessCluster(self.spec(arch, metadata_check, session))
             self.clusters[arch] = cluster
             cluster.start()
+        if cluster.delay is not None and self.placement is not None:
+            # The delay line stands for the network, not for a broker: off the brokers' CPUs
+            # (placement.py), and its CPU is a column of its own (delay_cpu_s).
+            placement.pin_process(cluster.delay.pid, self.placement.client)
         return cluster
 
     def stop_clusters(self) -> None:
@@ -227,6 +227,11 @@ class _Run:
         else:
             for option in cluster.spec.architecture.options:
                 cluster_info[option] = getattr(cluster.spec, option)
+            if cluster.delay is not None:
+                cluster_info["rtt"] = {
+                    "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
+                    "one_way": "peers rtt/2 each way; root namespace -> broker rtt",
+                    "cpus": list(self.placement.client) if self.placement else None}
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
@@ -425,6 +430,8 @@ class _Run:
             self.progress.advance()
             return
         try:
+            if s.cell.rtt_ms is not None and isinstance(cluster, ProcessCluster):
+                await asyncio.to_thread(cluster.set_rtt, s.cell.rtt_ms)
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
@@ -554,6 +561,8 @@ class _Run:
         for arch, c in self.clusters.items():
             if isinstance(c, ProcessCluster):
                 out |= {f"{arch}/{k}": v for k, v in c.cpu_seconds().items()}
+                if c.delay is not None:
+                    out[f"{arch}/delay:{c.delay.pid}"] = process_cpu_seconds(c.delay.pid)
         return out
 
     # --- the end ---------------------------------------------------------------------------
@@ -597,6 +606,22 @@ def _check_external(wl: Workload) -> None:
     if len(wl.metadata_check) > 1:
         raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
                         "brokers; an external cluster cannot sweep it")
+    if wl.rtt_ms:
+        raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
+                        "twinbench starts in namespaces; not --bootstrap")
+
+
+def broker_settings(wl: Workload) -> tuple[str, ...]:
+    """Command-line settings of every broker the workload gives: a metadata workload's limits
+    (what its cases were checked against when the file was loaded), min.insync.replicas."""
+    args: tuple[str, ...] = ()
+    if wl.min_insync_replicas is not None:
+        args += ("--min-insync-replicas", str(wl.min_insync_replicas))
+    md = wl.metadata
+    if md is not None:
+        args += ("--max-topics", str(md.max_topics),
+                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+    return args
 
 
 class ClusterDied(RuntimeError):
