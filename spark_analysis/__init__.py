@@ -1,6 +1,6 @@
 """PySpark analysis: run logs -> the paper's tables and figures, with statistics, the fault
-sessions' tables and figures, the open-loop latency curves and maximum sustainable rates, and
-the metadata sessions' cost curves.
+sessions' tables and figures, the open-loop latency curves and maximum sustainable rates, the
+metadata sessions' cost curves, and the ratio against the network's round-trip time.
 
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
@@ -32,6 +32,10 @@ Layout (one concept per module):
                   sustainable rates over tries with CIs and the ratio to the baseline
   latency_figures.py fig18 latency-throughput curves (p50/p99 vs achieved rate, log-log)
   metadata_figures.py fig19 per metadata case: cost vs size, log-log, ZK and DSBS, 95% CIs
+  rtt_tables.py   round-trip-time sweeps (format 6): records/s per rtt, DSBS/ZK with Fieller
+                  intervals, and the model (round trips per client from counters.csv x the
+                  time the delay line held) that predicts them, with its limit
+  rtt_figures.py  fig20 per sweep: the ratio against rtt, measured and modelled
   report.py       report.md
   job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)

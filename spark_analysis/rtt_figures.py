@@ -6,7 +6,9 @@ Measured: markers at the ratio of the means, error bars = its 95% Fieller interv
 (none with a single try). Model (rtt_tables.py): a dashed line of the same colour, predicted
 from the sweep's rtt-0 sessions and their counters; a dotted horizontal line is its limit at
 large rtt (round trips per record, baseline over other). The x axis is linear up to 1 ms and
-logarithmic beyond (symlog), so 0, 0.5 and 1 ms stay apart from 5 and 10.
+logarithmic beyond (symlog), so 0, 0.5 and 1 ms stay apart from 5 and 10; the y axis ends at
+1.5x the largest ratio drawn, so an interval of a few noisy tries may run off it (the table
+has its bounds).
 """
 
 from __future__ import annotations
@@ -60,7 +62,12 @@ def sweep_figure(cmp: pd.DataFrame, out: Path, name: str, title: str,
             if math.isfinite(limit):
                 ax.axhline(limit, color=o.color, ls=":", lw=1, label=f"limit {limit:.2g}")
         ax.axhline(1.0, color="0.6", lw=0.8)
+        shown = pd.concat([sub["ratio"], sub["ratio_model"], sub["ratio_limit"]]).astype(float)
+        shown = shown[shown.apply(math.isfinite)]
+        if not shown.empty:  # a few tries' interval can be huge: cut at the frame
+            ax.set_ylim(0, max(1.2, float(shown.max()) * 1.5))
         ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlim(-0.1, max(rtts) * 1.15 if rtts and max(rtts) > 0 else 1.0)
         ax.xaxis.set_major_locator(FixedLocator(rtts))
         ax.xaxis.set_major_formatter(FuncFormatter(_ms))
         ax.set_xlabel("round-trip time added (ms)", fontsize=8)

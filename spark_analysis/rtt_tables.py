@@ -10,14 +10,19 @@ So for one role (production or consumption) of one session::
 where R is the round trips on one client's critical path, counted from the session's counters
 (counters.csv), and held is the delay the line measured on the client's path
 (``rtt_measured_ms``: the nominal rtt plus the line's own lateness, so the model uses what the
-packets saw). R per client of a role = the role's Kafka requests x (1 + c) / clients:
+packets saw). Per client of a role:
 
-* the role's Kafka requests, by API (``kafka_requests_*``): Produce for production; Fetch,
-  OffsetCommit, OffsetFetch, ListOffsets and FindCoordinator for consumption;
-* c, the coordination round trips each data request waits for: the requests of the counters in
-  ``DATA_PATH_COORDINATION`` (the zk twin's direct session, which carries the data path's
-  leadership checks and offset writes) over the data requests (Produce, Fetch, OffsetCommit).
-  DSBS has no such counter: its gossip is never between a request and its answer, so c = 0.
+* production: Produce x (1 + k), over the producers;
+* consumption: Fetch x (1 + k) + OffsetCommit x (1 + w) + OffsetFetch + ListOffsets +
+  FindCoordinator, over the consumers;
+
+with the Kafka requests by API (``kafka_requests_*``) and the coordination requests a data
+request waits for: the requests of the zk twin's direct session (``DATA_PATH_COORDINATION``,
+which carries the data path's leadership checks and offset writes), of which the writes are the
+offset commits' - w per OffsetCommit - and the rest the leadership checks - k per Produce and
+Fetch. Its writes are not counted apart: they are the writes (``COORDINATION_WRITES``) that the
+other session's requests cannot account for. DSBS has no such counter: its gossip is
+never between a request and its answer, so k = w = 0.
 
 wall(0), R and held(0) are means over the tries at the sweep's smallest rtt (0); every other
 point is a prediction from them, compared with what was measured. As rtt grows the work
@@ -38,51 +43,57 @@ from spark_analysis.archs import DEFAULT, Archs
 # rtt_ms and arch beside it.
 RTT_KEY: tuple[str, ...] = ("workload", "table", "msg_size", "batch", "offset_commit",
                             "metadata_check", "scenario", "role")
-# Kafka requests on each role's critical path (counters.csv, source broker).
-ROLE_APIS: dict[str, tuple[str, ...]] = {
-    "production": ("produce",),
-    "consumption": ("fetch", "offset_commit", "offset_fetch", "list_offsets",
-                    "find_coordinator"),
-}
-# The data requests a coordination round trip may stand behind.
-DATA_APIS: tuple[str, ...] = ("produce", "fetch", "offset_commit")
-# Counters (source coordinator) of coordination requests a data request waits for.
-DATA_PATH_COORDINATION: tuple[str, ...] = ("zk_direct_requests",)
+# Requests a leadership check stands behind (metadata_check: per_request).
+CHECKED_APIS: tuple[str, ...] = ("produce", "fetch")
+# Counters (source coordinator): every ZooKeeper request, those of the data path's session (the
+# ones a data request waits for), and the writes of either session. The data path's writes
+# (offset commits) are counted as the writes the other session (kazoo: group registries and
+# the like) cannot account for, were all its requests writes.
+ALL_COORDINATION = "zk_requests"
+DATA_PATH_COORDINATION = "zk_direct_requests"
+COORDINATION_WRITES = "zk_writes"
 
 
 def round_trips(sessions: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
-    """``sessions`` (one row per session x role) with ``round_trips`` (on one client's path)
-    and ``coord_per_request`` (c above) from the sessions' counters; NaN where a session has
-    no counters."""
+    """``sessions`` (one row per session x role) with ``round_trips`` (on one client's path),
+    ``coord_per_check`` (k above) and ``coord_per_commit`` (w) from the sessions' counters;
+    NaN where a session has no counters."""
     out = sessions.copy()
     if counters.empty or out.empty:
-        out["round_trips"] = math.nan
-        out["coord_per_request"] = math.nan
+        for c in ("round_trips", "coord_per_check", "coord_per_commit"):
+            out[c] = math.nan
         return out
     key = ["run_id", "cell_id", "scenario", "try"]
     c = counters.copy()
     c["increase"] = pd.to_numeric(c["increase"], errors="coerce")
     wide = c.pivot_table(index=key, columns="counter", values="increase", aggfunc="sum")
 
-    def total(names: list[str]) -> pd.Series:
+    def total(*names: str) -> pd.Series:
         present = [n for n in names if n in wide.columns]
         return wide[present].sum(axis=1) if present else pd.Series(0.0, index=wide.index)
 
-    data = total([f"kafka_requests_{a}" for a in DATA_APIS])
-    coord = total(list(DATA_PATH_COORDINATION))
-    per_request = (coord / data.where(data > 0)).rename("coord_per_request")
-    parts = [per_request]
-    for role, apis in ROLE_APIS.items():
-        parts.append(total([f"kafka_requests_{a}" for a in apis]).rename(f"requests_{role}"))
-    found = pd.concat(parts, axis=1).reset_index()
+    def api(*names: str) -> pd.Series:
+        return total(*(f"kafka_requests_{n}" for n in names))
+
+    direct = total(DATA_PATH_COORDINATION)
+    others = (total(ALL_COORDINATION) - direct).clip(lower=0)
+    writes = (total(COORDINATION_WRITES) - others).clip(lower=0).combine(direct, min)
+    checked, commits = api(*CHECKED_APIS), api("offset_commit")
+    k = ((direct - writes) / checked.where(checked > 0)).fillna(0.0)
+    w = (writes / commits.where(commits > 0)).fillna(0.0)
+    found = pd.DataFrame({
+        "coord_per_check": k, "coord_per_commit": w,
+        "trips_production": api("produce") * (1 + k),
+        "trips_consumption": (api("fetch") * (1 + k) + commits * (1 + w)
+                              + api("offset_fetch", "list_offsets", "find_coordinator")),
+    }).reset_index()
     out["try"] = out["try"].astype(int)
     found["try"] = found["try"].astype(int)
     out = out.merge(found, on=key, how="left")
-    requests = np.where(out["role"] == "production", out["requests_production"],
-                        out["requests_consumption"])
-    clients = out["clients"].where(out["clients"] > 0)
-    out["round_trips"] = requests * (1 + out["coord_per_request"]) / clients
-    return out.drop(columns=[f"requests_{r}" for r in ROLE_APIS])
+    trips = np.where(out["role"] == "production", out["trips_production"],
+                     out["trips_consumption"])
+    out["round_trips"] = trips / out["clients"].where(out["clients"] > 0)
+    return out.drop(columns=["trips_production", "trips_consumption"])
 
 
 def rtt_stats(sessions: pd.DataFrame) -> pd.DataFrame:
@@ -103,7 +114,8 @@ def rtt_stats(sessions: pd.DataFrame) -> pd.DataFrame:
                      "rtt_measured_ms": float(g["rtt_measured_ms"].mean()),
                      "round_trips": float(g["round_trips"].mean()),
                      "round_trips_per_record": float(per_record),
-                     "coord_per_request": float(g["coord_per_request"].mean()),
+                     "coord_per_check": float(g["coord_per_check"].mean()),
+                     "coord_per_commit": float(g["coord_per_commit"].mean()),
                      "delay_cpu_s": float(g["delay_cpu_s"].mean())})
     return pd.DataFrame(rows)
 

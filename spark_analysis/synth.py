@@ -531,8 +531,10 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
             counts = {"kafka_requests_produce": requests, "kafka_requests_fetch": requests,
                       "kafka_requests_offset_commit": requests}
             counters += [f"{key},broker,{n},{v}" for n, v in counts.items()]
-            if arch == ZK:
-                counters.append(f"{key},coordinator,zk_direct_requests,{3 * requests}")
+            if arch == ZK:  # a leadership check per Produce and Fetch, a write per commit
+                counters += [f"{key},coordinator,zk_requests,{3 * requests}",
+                             f"{key},coordinator,zk_direct_requests,{3 * requests}",
+                             f"{key},coordinator,zk_writes,{requests}"]
     for name, columns, lines in (("records.csv", RECORDS_COLUMNS, rec),
                                  ("coordination.csv", COORDINATION_COLUMNS, coord),
                                  ("counters.csv", COUNTER_COLUMNS, counters)):

@@ -55,8 +55,8 @@ def test_model_predicts_sessions_that_follow_it_and_names_its_limit() -> None:
     sessions, counters = sessions_and_counters()
     trips = rtt_tables.round_trips(sessions, counters)
     zk = trips[trips["arch"] == "zk"]
-    assert zk["coord_per_request"].eq(1.0).all()
-    assert trips.loc[trips["arch"] == "dsbs", "coord_per_request"].eq(0.0).all()
+    assert zk["coord_per_check"].eq(1.0).all() and zk["coord_per_commit"].eq(0.0).all()
+    assert trips.loc[trips["arch"] == "dsbs", "coord_per_check"].eq(0.0).all()
     assert zk["round_trips"].iloc[0] == pytest.approx(RECORDS / BATCH * 2 / CLIENTS)
     st = rtt_tables.predict(rtt_tables.rtt_stats(trips))
     assert (st["n"] == 2).all()
@@ -69,6 +69,26 @@ def test_model_predicts_sessions_that_follow_it_and_names_its_limit() -> None:
     assert cmp["ratio"].iloc[0] > cmp["ratio"].iloc[2] > 2.0
     lo, hi = cmp["ratio_lo"].iloc[1], cmp["ratio_hi"].iloc[1]
     assert lo < cmp["ratio"].iloc[1] < hi
+
+
+def test_offset_writes_are_the_commits_and_the_rest_leadership_checks() -> None:
+    """metadata_check cached: the zk twin's data-path requests are the offset writes alone, so
+    production waits for none and each commit for one."""
+    key = {"run_id": "r", "arch": "zk", "label": "", "cell_id": "c-rtt0", "scenario": "split",
+           "try": 1}
+    # 10 of the writes are kazoo's (group registries): zk_requests - zk_direct_requests.
+    counts = {"kafka_requests_produce": 100, "kafka_requests_fetch": 100,
+              "kafka_requests_offset_commit": 100, "kafka_requests_offset_fetch": 3,
+              "zk_requests": 113, "zk_direct_requests": 103, "zk_writes": 113}
+    counters = pd.DataFrame([{**key, "source": "x", "counter": n, "increase": v}
+                             for n, v in counts.items()])
+    sessions = pd.DataFrame([{**key, "role": role, "clients": 1} for role in
+                             ("production", "consumption")])
+    trips = rtt_tables.round_trips(sessions, counters).set_index("role")
+    assert trips.loc["production", "coord_per_check"] == 0.0
+    assert trips.loc["production", "coord_per_commit"] == pytest.approx(1.03)
+    assert trips.loc["production", "round_trips"] == 100
+    assert trips.loc["consumption", "round_trips"] == pytest.approx(100 + 100 * 2.03 + 3)
 
 
 def test_sessions_without_counters_get_no_model() -> None:
