@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = hosts_sub.add_parser("check", help="one line per host: reachable, same twinbench "
                                  "version, clock offset")
     check.add_argument("file", type=Path, metavar="FILE", help="hosts file (YAML)")
+    tune = sub.add_parser("tune", help="the machine settings measurements depend on: show, "
+                                       "apply the recommended ones (root), reset")
+    tune.add_argument("action", nargs="?", choices=("show", "apply", "reset"), default="show")
     return parser
 
 
@@ -161,6 +164,9 @@ def _add_run(sub: Subcommands) -> None:
     run.add_argument("--hosts", type=Path, default=None, metavar="FILE",
                      help="run ZooKeeper, the brokers and the load clients on the hosts of "
                           "this hosts file (by their roles), over SSH")
+    run.add_argument("--tune", action="store_true",
+                     help="set `twinbench tune`'s recommended machine settings for the run and "
+                          "restore them afterwards (root; otherwise a warning)")
     progress = run.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None,
                           help="progress bar and summary even when stdout is not a terminal")
@@ -408,9 +414,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run(RunOptions(
         arch=args.arch or "", workload=workload, out=args.out, tries=args.tries, seed=args.seed,
         label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
-        progress=args.progress, external=external, hosts=hosts,
+        progress=args.progress, external=external, hosts=hosts, tune=args.tune,
     ))
     return outcome.exit_code
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from harness import machine
+
+    if args.action == "apply":
+        for path, old in machine.apply().items():
+            print(f"{path}: {old} -> tuned")
+    elif args.action == "reset":
+        for path, value in machine.reset().items():
+            print(f"{path}: restored {value}")
+    values = machine.read_knobs()
+    for line in machine.describe(values):
+        print(line)
+    print(f"tuned={'yes' if machine.tuned(values) else 'no'}")
+    return 0
 
 
 def _external(args: argparse.Namespace) -> External | None:
@@ -456,7 +478,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "fault": cmd_fault,
-            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts}
+            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts, "tune": cmd_tune}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -55,7 +55,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +76,8 @@ COORDINATION_COLUMNS = (
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
     # format 6: the delay line (harness/netdelay).
     "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
+    # format 7: the machine during the session (harness/machine.py).
+    "background_cpu", "steal",
 )
 # Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
 _SESSION_KEYS = ("run_id", "arch", "label", "cell_id", "case", "try")
@@ -197,12 +199,20 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
 
-def host_info(placement: Mapping[str, Any] | None) -> dict[str, Any]:
+def host_info(placement: Mapping[str, Any] | None,
+              conditions: Mapping[str, Any] | None = None,
+              tuned: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The machine. ``conditions``: harness/machine.py's snapshot as the run started (after
+    ``--tune``); ``tuned``: {sysfs file: value before} of what ``--tune`` changed for the run."""
     return {
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "placement": dict(placement) if placement is not None else None,
+        "conditions": dict(conditions) if conditions is not None else None,
+        "tuned": dict(tuned) if tuned is not None else None,
+        # Filled in by finish(): how much CPU other processes took during the sessions.
+        "background": None,
     }
 
 
@@ -322,13 +332,17 @@ class RunLog:
             self.manifest["failed_cells"] = list(self.failed_cells)
             self._write_manifest()
 
-    def finish(self, *, incomplete: bool) -> None:
-        """Close the files and seal the manifest (end time, incomplete flag, failed cells)."""
+    def finish(self, *, incomplete: bool, background: Mapping[str, Any] | None = None
+               ) -> None:
+        """Close the files and seal the manifest (end time, incomplete flag, failed cells, and
+        the machine's background load over the run's sessions)."""
         if self.closed:
             return
         self.closed = True
         for f in self._files():
             f.close()
+        if background is not None:
+            self.manifest["host"] = {**self.manifest["host"], "background": dict(background)}
         self.manifest["finished_at"] = utc_iso()
         self.manifest["incomplete"] = bool(incomplete)
         self.manifest["failed_cells"] = list(self.failed_cells)
@@ -347,6 +361,8 @@ def base_manifest(
     zookeeper_version: str | None,
     placement: Mapping[str, Any] | None,
     seed: int,
+    conditions: Mapping[str, Any] | None = None,
+    tuned: Mapping[str, str] | None = None,
     started_at: datetime,
     run_arches: Sequence[str] | None = None,
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
@@ -366,7 +382,7 @@ def base_manifest(
         "policies": dict(policies),
         "cluster": dict(cluster),
         "versions": versions(zookeeper_version),
-        "host": host_info(placement),
+        "host": host_info(placement, conditions, tuned),
         "git": git_state(),
         "seed": seed,
         # Every architecture measured by the same `twinbench run`, interleaved session by

@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6, 7})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -30,6 +30,8 @@ FAULT_FILES_SINCE = 2
 METADATA_FILE_SINCE = 5
 # From this version on records.csv and coordination.csv carry the delay line's columns.
 RTT_COLUMNS_SINCE = 6
+# From this version on coordination.csv ends with the machine's columns (background_cpu, steal).
+MACHINE_COLUMNS_SINCE = 7
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -105,9 +107,12 @@ COORDINATION_SCHEMA = StructType([
     StructField("rtt_measured_ms", DoubleType(), True),
     StructField("delayed_packets", LongType(), True),
     StructField("delay_cpu_s", DoubleType(), True),
+    StructField("background_cpu", DoubleType(), True),
+    StructField("steal", DoubleType(), True),
 ])
-# coordination.csv of formats 1 to 5: up to `zk_cpu_s`.
+# coordination.csv of formats 1 to 5: up to `zk_cpu_s`; of format 6: up to `delay_cpu_s`.
 COORDINATION_SCHEMA_V5 = _up_to(COORDINATION_SCHEMA, "zk_cpu_s")
+COORDINATION_SCHEMA_V6 = _up_to(COORDINATION_SCHEMA, "delay_cpu_s")
 
 LATENCY_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -253,6 +258,7 @@ RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fi
 RECORDS_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V5.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
 COORDINATION_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V5.fields)
+COORDINATION_COLUMNS_V6: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V6.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import signal
 import sys
@@ -44,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, runlog
-from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster
+from harness import architectures, machine, runlog
+from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.load import Load
@@ -90,6 +91,8 @@ class RunOptions:
     external: External | None = None
     # Run the clusters and the load clients on these hosts (--hosts; harness/remote/).
     hosts: HostsFile | None = None
+    # Set harness/machine.py's knobs for the run and restore them afterwards (root).
+    tune: bool = False
 
 
 @dataclass
@@ -158,6 +161,9 @@ class _Run:
         if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
             self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
+        # What --tune changed ({sysfs file: value before}); restored by run() on the way out.
+        self.tuned: dict[str, str] = {}
+        self.background = machine.BackgroundMeter(self.our_cpu)
         # (side index, base cell id) -> each try's search (rate_search workloads).
         self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
         self.warn_above_client_ceiling()
@@ -334,6 +340,8 @@ class _Run:
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
+            conditions=machine.conditions(),
+            tuned=self.tuned if self.opts.tune else None,
             started_at=self.started,
             run_arches=self.arches,
             architectures=labels,
@@ -371,6 +379,7 @@ class _Run:
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
                 clients[arch] = await self.open_load(cluster)
+            await self.warm_up(epoch, clients)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
@@ -381,6 +390,33 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await c.close()
             self.stop_clusters()
+
+    async def warm_up(self, epoch: plan.Epoch, clients: dict[str, Load]) -> None:
+        """The workload's ``warmup_sessions`` on each fresh cluster of the epoch, unrecorded:
+        copies of the first session the cluster will measure (fault, metadata and
+        rate-fraction sessions have no such copy, and the clusters of their epochs start
+        cold)."""
+        n = self.workload.warmup_sessions
+        if n == 0 or self.external is not None:
+            return
+        for arch in epoch.arches:
+            first = next((s for s in epoch.sessions if s.side.arch == arch), None)
+            if first is None or first.case is not None or first.meta is not None or (
+                    first.cell.fraction is not None):
+                continue
+            for i in range(1, n + 1):
+                self.progress.current(f"[{arch}] warm-up {i}/{n}: {first.cell.cell_id} "
+                                      f"{first.scenario}")
+                self.session_no += 1
+                topic = f"{self.name_prefix}-{self.session_no}"
+                try:
+                    await clients[arch].admin.create_topic(topic, self.workload.partitions,
+                                                           self.workload.replication_factor)
+                    await run_session(clients[arch], self.workload, first.cell, first.scenario,
+                                      first.side.offset_commit, topic, f"{topic}-group")
+                except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+                    self.could_not_run(f"{arch} warm-up {i}", self.clusters[arch], exc)
+                    return
 
     # --- rate searches ---------------------------------------------------------------------
     async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Load]) -> None:
@@ -495,8 +531,12 @@ class _Run:
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
+            # With hosts the run's processes are elsewhere (or, on test hosts, here but not all
+            # counted): this machine's background load is not measured.
+            mark = self.background.start() if self.fleet is None else None
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
+            load = self.background.stop(mark) if mark is not None else (None, None)
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
             self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
@@ -506,7 +546,7 @@ class _Run:
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
         change = _change(cluster, before, after)
-        coord = rows.coordination_row(run_id, arch, s, result, change)
+        coord = rows.coordination_row(run_id, arch, s, result, change, load)
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
@@ -614,6 +654,18 @@ class _Run:
         log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
         log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
 
+    def our_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of every process of the run: this one (the load client) and
+        every broker and ZooKeeper of every cluster it holds (for ``background_cpu``)."""
+        t = os.times()
+        out = {"driver": t.user + t.system}
+        for arch, c in self.clusters.items():
+            if isinstance(c, ProcessCluster):
+                out |= {f"{arch}/{k}": v for k, v in c.cpu_seconds().items()}
+                if c.delay is not None:
+                    out[f"{arch}/delay:{c.delay.pid}"] = process_cpu_seconds(c.delay.pid)
+        return out
+
     # --- the end ---------------------------------------------------------------------------
     def died(self, exc: BaseException) -> None:
         """The run cannot go on (a cluster process exited, a host vanished): one line."""
@@ -623,7 +675,8 @@ class _Run:
 
     def finish(self) -> None:
         for log in self.logs.values():
-            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted)
+            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted,
+                       background=self.background.summary())
         if self.progress.enabled:
             for side in self.sides:
                 if self.records[side.index]:
@@ -697,7 +750,13 @@ class ClusterDied(RuntimeError):
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
+    with machine.tuning(opts.tune) as tuned:
+        return _run(opts, tuned)
+
+
+def _run(opts: RunOptions, tuned: dict[str, str]) -> RunOutcome:
     state = _Run(opts)
+    state.tuned = tuned
     t0 = time.monotonic()
     completed = False
     try:
