@@ -1,7 +1,7 @@
 """The harness: everything that starts, drives and records; brokers never import it.
 
 Layout:
-- ``cli.py``          the ``twinbench`` command (broker, cluster, run, analyze)
+- ``cli.py``          the ``twinbench`` command (broker, cluster, fault, run, analyze, hosts, tune)
 - ``processes.py``    child processes: start, wait for a readiness line or probe, stop by
                       PID, the atexit safety net
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
@@ -22,6 +22,9 @@ Layout:
                       on machines of a Layout
 - ``remote/``         `cluster|run --hosts`: the SSH fleet, keepers and load workers on the
                       hosts (its __init__ maps the modules)
+- ``conditions.py``   what a measurement depends on besides the code: `twinbench tune` (guest
+                      halt polling, CPU governor), the conditions snapshot of manifests, and
+                      the background CPU other processes took during a session
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``netdelay/``       round-trip time between those namespaces (workload ``rtt_ms``,
                       ``cluster --rtt-ms``): a netfilter-queue delay line; its __init__ maps it

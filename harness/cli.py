@@ -420,18 +420,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from harness import machine
+    from harness import conditions
 
     if args.action == "apply":
-        for path, old in machine.apply().items():
+        for path, old in conditions.apply().items():
             print(f"{path}: {old} -> tuned")
     elif args.action == "reset":
-        for path, value in machine.reset().items():
+        for path, value in conditions.reset().items():
             print(f"{path}: restored {value}")
-    values = machine.read_knobs()
-    for line in machine.describe(values):
+    values = conditions.read_knobs()
+    for line in conditions.describe(values):
         print(line)
-    print(f"tuned={'yes' if machine.tuned(values) else 'no'}")
+    print(f"tuned={'yes' if conditions.tuned(values) else 'no'}")
     return 0
 
 

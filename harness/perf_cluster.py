@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
-from harness import architectures, machine
+from harness import architectures, conditions
 from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
 from harness.driver import placement
 from harness.driver.load import Clients, Load
@@ -86,7 +86,7 @@ class Sample:
     # CPU seconds of every process of the side (brokers, and ZooKeeper for zk) over the whole
     # session, both roles; per 1,000 records produced. On the production row only.
     cpu_ms_per_1k: float | None = None
-    # Share of the machine other processes used during the session (harness/machine.py).
+    # Share of the machine other processes used during the session (harness/conditions.py).
     background_cpu: float | None = None
 
 
@@ -133,7 +133,7 @@ async def _independent(name: str, brokers: list[tuple[ManagedProcess, str]], wl:
 
 
 async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep: int,
-                   meter: machine.BackgroundMeter) -> list[Sample]:
+                   meter: conditions.BackgroundMeter) -> list[Sample]:
     topic = f"pc-{uuid.uuid4().hex[:12]}"
     await target.create(topic, wl.partitions)
     cpu0 = target.cpu()
@@ -169,7 +169,7 @@ async def _measure(targets: list[Target], wl: Workload, config: PerfClusterConfi
         t = os.times()
         return {"driver": t.user + t.system, **{x.name: x.cpu() for x in targets}}
 
-    meter = machine.BackgroundMeter(ours)
+    meter = conditions.BackgroundMeter(ours)
     for size, batch in CELLS:
         cell = Cell("perf_cluster", size, batch)
         for scenario in SCENARIOS:
@@ -237,25 +237,25 @@ def _print(rows: list[dict[str, object]], config: PerfClusterConfig, where: str)
 
 
 def _write(config: PerfClusterConfig, samples: list[Sample], rows: list[dict[str, object]],
-           where: dict[str, object], conditions: dict[str, object]) -> Path:
+           where: dict[str, object], machine_state: dict[str, object]) -> Path:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     path = config.out_dir / f"perf-cluster-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     path.write_text(json.dumps({
         "format_version": FORMAT_VERSION, "kind": "twinbench.perf-cluster",
         "config": {**asdict(config), "out_dir": str(config.out_dir)}, "placement": where,
         "python": platform.python_version(), "cpu_count": os.cpu_count(),
-        "machine": platform.machine(), "conditions": conditions, "rows": rows,
+        "machine": platform.machine(), "conditions": machine_state, "rows": rows,
         "samples": [asdict(s) for s in samples],
     }, indent=2))
     return path
 
 
 def run(config: PerfClusterConfig) -> int:
-    with machine.tuning(config.tune) as tuned:
-        return _run(config, {**machine.conditions(), "tuned": tuned if config.tune else None})
+    with conditions.tuning(config.tune) as tuned:
+        return _run(config, {**conditions.snapshot(), "tuned": tuned if config.tune else None})
 
 
-def _run(config: PerfClusterConfig, conditions: dict[str, object]) -> int:
+def _run(config: PerfClusterConfig, machine_state: dict[str, object]) -> int:
     wl = dataclasses.replace(load_workload("paper").workload, messages=config.messages)
     where = placement.choose(wl.placement)
     if where is not None:
@@ -297,10 +297,10 @@ def _run(config: PerfClusterConfig, conditions: dict[str, object]) -> int:
     bg = [s.background_cpu for s in samples if s.background_cpu is not None]
     load = (f"other processes used {statistics.mean(bg):.0%} of the machine on average "
             f"(at most {max(bg):.0%})" if bg else "background load unknown")
-    knobs = conditions.get("knobs")
+    knobs = machine_state.get("knobs")
     _print(rows, config, f"client on CPUs {manifest['client']}, brokers on {manifest['brokers']}; "
-           f"{load}; tuned={'yes' if conditions.get('tuned') else 'no'} ({knobs})")
-    path = _write(config, samples, rows, manifest, conditions)
+           f"{load}; tuned={'yes' if machine_state.get('tuned') else 'no'} ({knobs})")
+    path = _write(config, samples, rows, manifest, machine_state)
     print(f"results: {path}")
     print(f"cluster_efficiency_min={efficiency_min(rows):.3f}")
     return 0

@@ -76,7 +76,7 @@ COORDINATION_COLUMNS = (
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
     # format 6: the delay line (harness/netdelay).
     "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
-    # format 7: the machine during the session (harness/machine.py).
+    # format 7: the machine during the session (harness/conditions.py).
     "background_cpu", "steal",
 )
 # Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
@@ -202,7 +202,7 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
 def host_info(placement: Mapping[str, Any] | None,
               conditions: Mapping[str, Any] | None = None,
               tuned: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The machine. ``conditions``: harness/machine.py's snapshot as the run started (after
+    """The machine. ``conditions``: harness/conditions.py's snapshot as the run started (after
     ``--tune``); ``tuned``: {sysfs file: value before} of what ``--tune`` changed for the run."""
     return {
         "cpu_model": cpu_model(),

@@ -225,7 +225,7 @@ class Band:
 
 def same_machine(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     """Whether two manifests' ``host`` describe the same kind of machine for the bands: CPU
-    model and count, and (when both say) the tuning state (harness/machine.py)."""
+    model and count, and (when both say) the tuning state (harness/conditions.py)."""
     if (a.get("cpu_model"), a.get("cpu_count")) != (b.get("cpu_model"), b.get("cpu_count")):
         return False
     ca, cb = a.get("conditions"), b.get("conditions")

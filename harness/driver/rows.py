@@ -88,7 +88,7 @@ def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[di
 def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
                      d: Delta, machine: tuple[float | None, float | None] = (None, None)
                      ) -> dict[str, Any]:
-    """``machine``: (background_cpu, steal) over the session (harness/machine.py)."""
+    """``machine``: (background_cpu, steal) over the session (harness/conditions.py)."""
     return {
         **_common(run_id, arch, s),
         "messages": r.messages,

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, machine, runlog
+from harness import architectures, conditions, runlog
 from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
@@ -91,7 +91,7 @@ class RunOptions:
     external: External | None = None
     # Run the clusters and the load clients on these hosts (--hosts; harness/remote/).
     hosts: HostsFile | None = None
-    # Set harness/machine.py's knobs for the run and restore them afterwards (root).
+    # Set harness/conditions.py's knobs for the run and restore them afterwards (root).
     tune: bool = False
 
 
@@ -163,7 +163,7 @@ class _Run:
         self.progress = RunProgress(self.total, show, self.console)
         # What --tune changed ({sysfs file: value before}); restored by run() on the way out.
         self.tuned: dict[str, str] = {}
-        self.background = machine.BackgroundMeter(self.our_cpu)
+        self.background = conditions.BackgroundMeter(self.our_cpu)
         # (side index, base cell id) -> each try's search (rate_search workloads).
         self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
         self.warn_above_client_ceiling()
@@ -340,7 +340,7 @@ class _Run:
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
-            conditions=machine.conditions(),
+            conditions=conditions.snapshot(),
             tuned=self.tuned if self.opts.tune else None,
             started_at=self.started,
             run_arches=self.arches,
@@ -750,7 +750,7 @@ class ClusterDied(RuntimeError):
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
-    with machine.tuning(opts.tune) as tuned:
+    with conditions.tuning(opts.tune) as tuned:
         return _run(opts, tuned)
 
 

@@ -13,7 +13,7 @@ govern them, the way `pyperf system tune` does for CPU frequency:
 * ``read_knobs`` / ``apply`` / ``reset`` / ``restore``: read the current values; set the
   recommended ones (root), keeping what was there in a state file so ``reset`` restores it
   exactly; ``restore`` undoes one ``apply`` (what `twinbench run --tune` does on its way out).
-* ``conditions``: a self-describing snapshot for manifests (knobs, load average, idle driver,
+* ``snapshot``: a self-describing snapshot for manifests (knobs, load average, idle driver,
   kernel, hypervisor).
 * ``CpuMeter`` / ``BackgroundMeter``: the whole machine's busy and steal time between two
   readings, less the run's own processes' CPU, so the driver can say how much CPU *other*
@@ -226,7 +226,7 @@ def _cpuinfo_flags(root: Path) -> set[str]:
     return set()
 
 
-def conditions(root: Path = Path("/")) -> dict[str, Any]:
+def snapshot(root: Path = Path("/")) -> dict[str, Any]:
     """What the run's timing depends on, as found now (manifest ``host.conditions``)."""
     knobs = read_knobs(root)
     load = _read(root / "proc/loadavg")
