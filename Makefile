@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip perf-metadata-scale bench-metadata clean
+        perf-gossip perf-metadata-scale bench-metadata bench-security clean
 
 setup: system-deps $(STAMP)
 
@@ -102,6 +102,12 @@ bench-metadata: setup
 # Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
 bench-latency: setup
 	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# What TLS and SASL_SSL cost each architecture (workloads/security.yaml: plaintext, TLS and
+# SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
+bench-security: setup
+	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 bench: setup

@@ -17,7 +17,15 @@ import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_analysis import aggregate, fault_tables, latency_tables, metadata_tables, paper, tables
+from spark_analysis import (
+    aggregate,
+    fault_tables,
+    latency_tables,
+    metadata_tables,
+    paper,
+    security_tables,
+    tables,
+)
 from spark_analysis.archs import DEFAULT, Archs
 from spark_analysis.loader import RunInfo, RunLogs, load_runs, spark_input_errors
 from spark_analysis.schema import AA_LABELS
@@ -93,6 +101,10 @@ class Analysis:
     # sustainable rates of rate searches; empty without open-loop runs.
     latency_curves: pd.DataFrame = field(default_factory=_empty)
     max_rates: pd.DataFrame = field(default_factory=_empty)
+    # Workloads with secured clusters (security_tables.py): secured over plaintext per
+    # architecture, and the architectures compared at each security level; empty without.
+    security_cost: pd.DataFrame = field(default_factory=_empty)
+    security_between: pd.DataFrame = field(default_factory=_empty)
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -151,6 +163,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     # and streaming scenarios only: fault sessions (scenario `faults`) never reach them.
     records = aggregate.paper_only(logs.records).persist(StorageLevel.MEMORY_AND_DISK)
     notes = list(logs.notes)
+    secured = [r for r in logs.runs if r.security != "none"]
+    if secured:
+        levels = ", ".join(sorted({r.security for r in secured}))
+        notes.append(f"{len(secured)} runs measured secured clusters ({levels}); their rows are "
+                     "in the Security section only, beside the plaintext runs of the same "
+                     "workloads")
     try:
         with spark_input_errors():
             t1 = time.perf_counter()
@@ -159,8 +177,10 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             # latency curves.
             open_rows = aggregate.open_loop(logs.records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
+            secured_only = cell_stats.empty and bool(
+                logs.records.where("security != 'none'").limit(1).count())
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and logs.metadata is None and open_rows.empty):
+                    and logs.metadata is None and open_rows.empty and not secured_only):
                 raise UserError("the runs hold no measurements (every records.csv is "
                                 "header-only, no run injected faults and none ran metadata "
                                 "scenarios)")
@@ -187,6 +207,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             metadata = compute_metadata(logs, notes, archs)
             timings["aggregate_metadata_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            security_long = aggregate.security_stats(logs.records)
+            timings["aggregate_security_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -208,6 +231,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
         max_rates=maxima, metadata=metadata,
+        security_cost=security_tables.cost(security_long),
+        security_between=security_tables.between(security_long, archs),
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -260,6 +285,9 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         m = analysis.metadata
         frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
                        "metadata_scaling": m.scaling})
+    if not analysis.security_cost.empty or not analysis.security_between.empty:
+        frames.update({"security_cost": analysis.security_cost,
+                       "security_between": analysis.security_between})
     if not analysis.latency_curves.empty or not analysis.max_rates.empty:
         frames.update({"latency_curves": analysis.latency_curves,
                        "max_rates": analysis.max_rates})

@@ -84,13 +84,20 @@ class RunInfo:
     failed_cells: tuple[str, ...] = ()
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def security(self) -> str:
+        """The brokers' listener security (manifest ``policies.security``; runs written before
+        that key were all plaintext)."""
+        return str((self.manifest.get("policies") or {}).get("security") or "none")
+
 
 @dataclass
 class RunLogs:
-    """The loaded logs. ``records`` carries two derived columns: ``workload`` (from the manifest)
-    and ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else); so do
-    ``coordination`` and the three fault frames. A fault frame is None when no run has a row
-    of it (format 1, or header-only files): then the analysis starts no Spark job for it."""
+    """The loaded logs. ``records`` carries three derived columns: ``workload`` and
+    ``security`` (from the manifest) and ``side`` (``"A"``/``"B"`` for A/A calibration runs,
+    ``"*"`` for everything else); so do ``coordination`` and the three fault frames. A fault
+    frame is None when no run has a row of it (format 1, or header-only files): then the
+    analysis starts no Spark job for it."""
 
     runs: list[RunInfo]
     records: DataFrame
@@ -326,11 +333,13 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     runs = found.runs
 
     runs_df = spark.createDataFrame(
-        [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
+        [(r.run_id, r.workload, r.security) for r in runs],
+        "run_id string, workload string, security string")
 
     def read(files: list[Path], schema: Any, older: tuple[list[Path], Any] | None = None
              ) -> DataFrame | None:
-        """The files with the derived columns ``workload`` and ``side``; None without files.
+        """The files with the derived columns ``workload``, ``security`` and ``side``; None
+        without files.
         ``older``: files of an older format with fewer columns, read with their own schema and
         given the missing ones as nulls."""
         frames = []
@@ -351,6 +360,7 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
             .join(F.broadcast(runs_df), "run_id", "left")
             .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
+            .withColumn("security", F.coalesce(F.col("security"), F.lit("none")))
             .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
                         .otherwise(F.lit("*")))
         )

@@ -18,8 +18,9 @@
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
-* An **epoch** runs one cluster per architecture among its sides, all up at once (an idle
-  cluster costs a heartbeat or a gossip packet now and then).
+* An **epoch** runs one cluster per architecture and security level among its sides, all up
+  at once (an idle cluster costs a heartbeat or a gossip packet now and then): a ``security``
+  sweep interleaves plaintext and secured clusters session by session like the architectures.
 
 Order inside an epoch: cell, then try, then scenario, then side, so the sides of a comparison
 (zk and dsbs, A and B, or two offset_commit policies) alternate instead of running A then B
@@ -51,6 +52,9 @@ class Cell:
     fraction: float | None = None
     # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
     n: int | None = None
+    # Records per session from the cell group's own sweep (cell id suffix -m<count>); None:
+    # the workload's messages.
+    messages: int | None = None
 
     @property
     def base_id(self) -> str:
@@ -63,7 +67,21 @@ class Cell:
             return f"{self.table}-n{self.n}"
         if self.fraction is not None:
             return f"{self.base_id}-f{self.fraction * 100:g}"
-        return self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
+        # The rate last: the analysis tells open-loop cells by their id's -r<rate> ending.
+        base = self.base_id if self.messages is None else f"{self.base_id}-m{self.messages}"
+        return base if self.rate is None else f"{base}-r{self.rate:g}"
+
+
+@dataclass(frozen=True)
+class ClusterKey:
+    """Which of an epoch's clusters a side runs on: one per architecture and security level."""
+
+    arch: str
+    # A workload security level (harness/certs.py SECURITY_LEVELS).
+    security: str = "none"
+
+    def __str__(self) -> str:
+        return self.arch if self.security == "none" else f"{self.arch} ({self.security})"
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,12 @@ class Side:
     # The coordination policies in force for every session of this side.
     offset_commit: str
     metadata_check: str
+    # The brokers' listener security (a workload security level); its clusters are its own.
+    security: str = "none"
+
+    @property
+    def cluster(self) -> ClusterKey:
+        return ClusterKey(self.arch, self.security)
 
 
 @dataclass(frozen=True)
@@ -102,10 +126,16 @@ class Epoch:
     searches: tuple[Side, ...] = ()
 
     @property
+    def clusters(self) -> tuple[ClusterKey, ...]:
+        """The clusters this epoch needs (an architecture at a security level), in order of
+        first use."""
+        return tuple(dict.fromkeys([*(s.cluster for s in self.searches),
+                                    *(s.side.cluster for s in self.sessions)]))
+
+    @property
     def arches(self) -> tuple[str, ...]:
-        """The architectures whose clusters this epoch needs, in order of first use."""
-        return tuple(dict.fromkeys([*(s.arch for s in self.searches),
-                                    *(s.side.arch for s in self.sessions)]))
+        """The architectures of those clusters, in order of first use."""
+        return tuple(dict.fromkeys(k.arch for k in self.clusters))
 
 
 def base_cells(workload: Workload) -> list[Cell]:
@@ -116,13 +146,16 @@ def base_cells(workload: Workload) -> list[Cell]:
 
 def cells(workload: Workload) -> list[Cell]:
     """Every (table, size, batch) point, once per target rate of an open-loop workload or per
-    fraction of a searched one (none when a search has no fractions)."""
+    fraction of a searched one (none when a search has no fractions), or once per message
+    count of a group that sweeps them."""
     if workload.rate_search is not None:
         return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
                 for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    return [Cell(c.table, c.msg_size, c.batch, rate) for c in base_cells(workload)
-            for rate in rates]
+    return [Cell(group.table, size, batch, rate, messages=count)
+            for group in workload.cells for size in group.msg_sizes
+            for batch in group.batches for rate in rates
+            for count in (group.messages or (None,))]
 
 
 def sides(
@@ -143,11 +176,14 @@ def sides(
             for oc, mc2 in combos:
                 if mc2 != mc:
                     continue
-                parts = [lab] if lab else []
-                if len(combos) > 1:
-                    parts.append(f"{oc}+{mc}")
-                for arch in arches:
-                    out.append(Side(len(out), arch, " ".join(parts), oc, mc))
+                for security in workload.security:
+                    parts = [lab] if lab else []
+                    if len(combos) > 1:
+                        parts.append(f"{oc}+{mc}")
+                    if len(workload.security) > 1:
+                        parts.append(f"security={security}")
+                    for arch in arches:
+                        out.append(Side(len(out), arch, " ".join(parts), oc, mc, security))
     return out
 
 

@@ -26,6 +26,7 @@ import dataclasses
 import random
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, runlog
+from harness.certs import RunSecurity, cluster_settings, make_run_security
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
@@ -121,7 +123,11 @@ class _Run:
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, ProcessCluster | ExternalCluster] = {}
+        self.clusters: dict[plan.ClusterKey, ProcessCluster | ExternalCluster] = {}
+        # Throwaway certificates and users, made for the run's first secured cluster and
+        # removed with the run (harness/certs.py).
+        self._security_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._security_files: RunSecurity | None = None
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -148,11 +154,12 @@ class _Run:
                   file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
-             ) -> ClusterSpec:
-        """The cluster for ``arch``; a broker-join session's has its size of brokers plus one
-        standby."""
+    def spec(self, key: plan.ClusterKey, metadata_check: str,
+             session: plan.Session | None = None) -> ClusterSpec:
+        """The cluster for ``key`` (an architecture at a security level); a broker-join
+        session's has its size of brokers plus one standby."""
         wl = self.workload
+        arch = key.arch
         uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
         brokers, standby = wl.brokers, 0
         if session is not None and session.meta is not None and (
@@ -170,7 +177,18 @@ class _Run:
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
             broker_args=self.broker_limits(),
+            metrics=wl.metrics,
+            **cluster_settings(key.security, self.security_files(key.security)),
         )
+
+    def security_files(self, level: str) -> RunSecurity | None:
+        """The run's certificates and users (made once, at the first secured cluster)."""
+        if level == "none":
+            return None
+        if self._security_files is None:
+            self._security_dir = tempfile.TemporaryDirectory(prefix="twinbench-security-")
+            self._security_files = make_run_security(Path(self._security_dir.name))
+        return self._security_files
 
     def broker_limits(self) -> tuple[str, ...]:
         """A metadata workload's limits on every broker (what its cases were checked against
@@ -181,16 +199,16 @@ class _Run:
         return ("--max-topics", str(md.max_topics),
                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
 
-    def start_cluster(self, arch: str, metadata_check: str,
+    def start_cluster(self, key: plan.ClusterKey, metadata_check: str,
                       session: plan.Session | None = None
                       ) -> ProcessCluster | ExternalCluster:
         if self.external is not None:
             external = ExternalCluster(self.external)
-            self.clusters[arch] = external
+            self.clusters[key] = external
             return external
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check, session))
-            self.clusters[arch] = cluster
+            cluster = ProcessCluster(self.spec(key, metadata_check, session))
+            self.clusters[key] = cluster
             cluster.start()
         return cluster
 
@@ -198,6 +216,11 @@ class _Run:
         while self.clusters:
             _, cluster = self.clusters.popitem()
             cluster.stop()
+
+    def remove_security_files(self) -> None:
+        if self._security_dir is not None:
+            self._security_dir.cleanup()
+            self._security_dir = self._security_files = None
 
     # --- run logs --------------------------------------------------------------------------
     def log_for(self, side: plan.Side, cluster: ProcessCluster | ExternalCluster
@@ -221,6 +244,9 @@ class _Run:
         else:
             for option in cluster.spec.architecture.options:
                 cluster_info[option] = getattr(cluster.spec, option)
+            cluster_info["security_protocol"] = cluster.spec.protocol.value
+            if cluster.spec.protocol.sasl:
+                cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
@@ -231,7 +257,8 @@ class _Run:
             workload=wl.as_dict(),
             workload_text=self.opts.workload.text,
             policies={"offset_commit": side.offset_commit,
-                      "metadata_check": side.metadata_check, "flush": wl.flush},
+                      "metadata_check": side.metadata_check, "flush": wl.flush,
+                      "security": side.security},
             cluster=cluster_info,
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
@@ -261,22 +288,25 @@ class _Run:
             await self.run_epoch(epoch)
 
     async def run_epoch(self, epoch: plan.Epoch) -> None:
-        clients: dict[str, Clients] = {}
+        clients: dict[plan.ClusterKey, Clients] = {}
         try:
-            for arch in epoch.arches:
-                self.progress.current(f"starting {arch} cluster "
+            for key in epoch.clusters:
+                self.progress.current(f"starting {key} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
                 # A metadata epoch is one cell: its first session says what cluster it needs.
-                cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
+                cluster = self.start_cluster(key, epoch.metadata_check, epoch.sessions[0])
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
-                clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
-                                                   self.external)
+                    security = None
+                else:
+                    security = cluster.spec.client_security()
+                clients[key] = await Clients.open(cluster.bootstrap, self.workload,
+                                                  self.external, security)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
-                arch = session.side.arch
-                await self.run_one(self.clusters[arch], clients[arch], session)
+                key = session.side.cluster
+                await self.run_one(self.clusters[key], clients[key], session)
         finally:
             for c in clients.values():
                 with contextlib.suppress(Exception):
@@ -284,7 +314,8 @@ class _Run:
             self.stop_clusters()
 
     # --- rate searches ---------------------------------------------------------------------
-    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Clients]
+                           ) -> None:
         """Every side's maximum sustainable rate, per base cell and try; the sides' searches
         advance one step at a time, alternating which goes first (A B B A)."""
         wl = self.workload
@@ -301,13 +332,13 @@ class _Run:
                         rate = found[side.index].next_rate()
                         if rate is None:
                             continue
-                        outcome = await self.search_step(clients[side.arch], side, cell,
+                        outcome = await self.search_step(clients[side.cluster], side, cell,
                                                          try_no, step, rate)
                         found[side.index].record(outcome.kept)
                 for side in epoch.searches:
                     result = found[side.index].result()
                     self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
-                    log = self.log_for(side, self.clusters[side.arch])
+                    log = self.log_for(side, self.clusters[side.cluster])
                     log.add_rows("max_rate.csv", [searches.max_rate_row(
                         log.run_id, side, cell, try_no, result)])
                     self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
@@ -317,7 +348,7 @@ class _Run:
                           step_no: int, rate: float) -> searches.Step:
         wl = self.workload
         assert wl.rate_search is not None and wl.duration_s is not None
-        cluster = self.clusters[side.arch]
+        cluster = self.clusters[side.cluster]
         log = self.log_for(side, cluster)
         self.session_no += 1
         self.progress.current(f"[{side.arch}] {cell.base_id} search try {try_no} step "
@@ -548,6 +579,13 @@ def _check_external(wl: Workload) -> None:
     if len(wl.metadata_check) > 1:
         raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
                         "brokers; an external cluster cannot sweep it")
+    if wl.security != ("none",):
+        raise UserError(f"workload {wl.name}: security sets the listeners of clusters "
+                        "twinbench starts; an external cluster's is its own (give the load "
+                        "client's settings with --client-config)")
+    if wl.metrics:
+        raise UserError(f"workload {wl.name}: metrics: true samples the twins' own metrics "
+                        "endpoints; not --bootstrap")
 
 
 class ClusterDied(RuntimeError):
@@ -579,6 +617,7 @@ def run(opts: RunOptions) -> RunOutcome:
         # A second Ctrl-C during clean-up must not leave processes behind.
         with _sigint_ignored():
             state.stop_clusters()
+            state.remove_security_files()
             state.finish()
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:

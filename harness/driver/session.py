@@ -33,6 +33,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
+from brokers.core.security.client import ClientSecurity
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.external import External
@@ -49,15 +50,19 @@ from workloads.verify import Verifier, VerifyReport
 T = TypeVar("T")
 
 
-def client_config(bootstrap: str, workload: Workload) -> ClusterClientConfig:
-    """The load client's settings. Under faults the client behaves like a patient Kafka
+def client_config(bootstrap: str, workload: Workload, security: ClientSecurity | None = None
+                  ) -> ClusterClientConfig:
+    """The load client's settings (``security``: a secured cluster's TLS and SASL login, done
+    once per connection when it opens). Under faults the client behaves like a patient Kafka
     client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
     seconds, so an outage shows as a gap in the timeline rather than ending the session."""
     if workload.faults is None:
-        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")))
+        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
+                                   connection=ConnectionConfig(security=security))
     return ClusterClientConfig(
         bootstrap=tuple(bootstrap.split(",")),
-        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0),
+        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0,
+                                    security=security),
         retries=1_000_000, retry_backoff_ms=20, retry_backoff_max_ms=250)
 
 
@@ -70,9 +75,9 @@ class Clients:
     consumers: list[ClusterClient]
 
     @classmethod
-    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
-                   ) -> Clients:
-        config = client_config(bootstrap, workload)
+    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None,
+                   security: ClientSecurity | None = None) -> Clients:
+        config = client_config(bootstrap, workload, security)
         if external is not None:
             config = external.client_config(config)
         admin = await ClusterClient.open(bootstrap, config)
@@ -248,7 +253,7 @@ def _producer_counts(wl: Workload, cell: Cell) -> list[int]:
     """Records each producer sends: its share of ``messages``, or, time-bounded, an upper
     bound (the schedule stops the producer at duration_s; poisson: +6 sigma)."""
     if wl.duration_s is None:
-        return plan.producer_counts(wl.messages, wl.producers)
+        return plan.producer_counts(cell.messages or wl.messages, wl.producers)
     assert cell.rate is not None  # the workload parser's rules
     expect = cell.rate / wl.producers * wl.duration_s
     return [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers

@@ -19,7 +19,7 @@ from harness.workload import (
 )
 
 SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
-           "latency-smoke")
+           "latency-smoke", "security")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
