@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip perf-metadata-scale bench-metadata bench-security clean
+        perf-gossip perf-metadata-scale bench-metadata bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -108,6 +108,12 @@ bench-latency: setup
 # SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
 bench-security: setup
 	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# The Kafka + Prometheus paper's QoS table (workloads/qos.yaml: 100 to 10,000 messages, both
+# twins, plaintext and SASL_SSL, the brokers' metrics sampled into the run log; README, "QoS").
+bench-qos: setup
+	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 bench: setup

@@ -34,7 +34,8 @@ Layout:
                       gossip simulated for many members; ZooKeeper's watch fan-out from
                       measured counters and per-request costs)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
-- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography)
+- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography);
+                     the security levels (none, tls, sasl_ssl) and their cluster settings
 - ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin
 - ``prometheus.py``   a real Prometheus scraping a cluster's brokers (``cluster --metrics``)
 - ``grafana.py``      the Grafana dashboard of the brokers' metrics, one row per architecture

@@ -23,6 +23,7 @@ from spark_analysis import (
     latency_tables,
     metadata_tables,
     paper,
+    qos_tables,
     security_tables,
     tables,
 )
@@ -77,6 +78,31 @@ class MetadataTables:
 
 
 @dataclass
+class QosTables:
+    """The sampled-metrics tables (format 6); all empty when no run sampled them."""
+
+    sessions: pd.DataFrame = field(default_factory=_empty)
+    stats: pd.DataFrame = field(default_factory=_empty)
+    table_ii: pd.DataFrame = field(default_factory=_empty)
+    paper: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.sessions.empty
+
+
+def compute_qos(logs: RunLogs, archs: Archs = DEFAULT) -> QosTables:
+    """The QoS tables; no Spark job at all when no run sampled the brokers' metrics."""
+    if logs.metrics is None:
+        return QosTables()
+    per_session = qos_tables.sessions(aggregate.metric_spans(logs.metrics, qos_tables.SERIES))
+    long = qos_tables.stats_long(per_session, archs)
+    paper_values = qos_tables.load_paper()
+    return QosTables(sessions=per_session, stats=long, paper=paper_values,
+                     table_ii=qos_tables.table_ii(long, paper_values, archs))
+
+
+@dataclass
 class Analysis:
     runs: list[RunInfo]
     notes: list[str]
@@ -105,6 +131,9 @@ class Analysis:
     # architecture, and the architectures compared at each security level; empty without.
     security_cost: pd.DataFrame = field(default_factory=_empty)
     security_between: pd.DataFrame = field(default_factory=_empty)
+    # Sessions that sampled the brokers' metrics (qos_tables.py): every session's QoS
+    # measures, their statistics, and the Kafka + Prometheus paper's Table II layout.
+    qos: QosTables = field(default_factory=lambda: QosTables())
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -210,6 +239,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             security_long = aggregate.security_stats(logs.records)
             timings["aggregate_security_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            qos = compute_qos(logs, archs)
+            timings["aggregate_qos_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -232,7 +264,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
         max_rates=maxima, metadata=metadata,
         security_cost=security_tables.cost(security_long),
-        security_between=security_tables.between(security_long, archs),
+        security_between=security_tables.between(security_long, archs), qos=qos,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -285,6 +317,10 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         m = analysis.metadata
         frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
                        "metadata_scaling": m.scaling})
+    if not analysis.qos.empty:
+        q = analysis.qos
+        frames.update({"qos_sessions": q.sessions, "qos_stats": q.stats,
+                       "qos_table_ii": q.table_ii})
     if not analysis.security_cost.empty or not analysis.security_between.empty:
         frames.update({"security_cost": analysis.security_cost,
                        "security_between": analysis.security_between})

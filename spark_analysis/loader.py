@@ -35,6 +35,9 @@ from spark_analysis.schema import (
     METADATA_COLUMNS,
     METADATA_FILE_SINCE,
     METADATA_SCHEMA,
+    METRICS_COLUMNS,
+    METRICS_FILE_SINCE,
+    METRICS_SCHEMA,
     OPEN_LOOP_COLUMNS_SINCE,
     OPEN_LOOP_FILES_SINCE,
     RATE_SEARCH_COLUMNS,
@@ -59,6 +62,7 @@ FAULTS = "faults.csv"
 FAULT_EVENTS = "fault_events.csv"
 TIMELINE = "timeline.csv"
 METADATA = "metadata.csv"
+METRICS = "metrics.csv"
 # The fault files (format 2) with the columns their header must have.
 FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
@@ -113,6 +117,8 @@ class RunLogs:
     max_rate: DataFrame | None = None
     # metadata.csv rows (format 5); None when no run has a metadata session.
     metadata: DataFrame | None = None
+    # metrics.csv rows (format 6); None when no run sampled the brokers' metrics.
+    metrics: DataFrame | None = None
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -268,6 +274,7 @@ class RunFiles:
     open_loop: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in OPEN_LOOP_FILES})
     metadata: list[Path] = field(default_factory=list)
+    metrics: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -304,6 +311,9 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
         if run.format_version >= METADATA_FILE_SINCE:
             _optional_files(run, ((METADATA, METADATA_COLUMNS),), {METADATA: found.metadata},
                             "runs no metadata scenarios")
+        if run.format_version >= METRICS_FILE_SINCE:
+            _optional_files(run, ((METRICS, METRICS_COLUMNS),), {METRICS: found.metrics},
+                            "samples no metrics")
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -381,7 +391,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    series=read(found.open_loop[SERIES], SERIES_SCHEMA),
                    rate_search=read(found.open_loop[RATE_SEARCH], RATE_SEARCH_SCHEMA),
                    max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA),
-                   metadata=read(found.metadata, METADATA_SCHEMA))
+                   metadata=read(found.metadata, METADATA_SCHEMA),
+                   metrics=read(found.metrics, METRICS_SCHEMA))
 
 
 @contextmanager

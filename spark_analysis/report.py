@@ -511,6 +511,34 @@ def security_md(analysis: Analysis) -> str:
     return "\n".join(parts)
 
 
+QOS_INTRO = """\
+The Kafka + Prometheus paper's QoS table (its Table II: Apache Kafka on Kubernetes with SASL and
+SSL, JMX metrics through Prometheus, one value per case) beside ours: every broker's Prometheus
+endpoint sampled from just before a session's producers start to just after its consumers
+finish (metrics.csv), for each case's message count, on both twins with security off and on.
+Ours: mean [95% CI] over tries; rates are over that window, CPU is all brokers (ZooKeeper on its
+own row), memory the largest resident set per broker, Total time the mean time to answer a
+Produce (and a Fetch, long-poll included). The paper gives neither message size nor batching;
+ours are the workload's (its cell id). Its units are as it labels them: its memory and total
+time are far below what a JVM broker holds or takes, so read its columns for their trend.
+"""
+
+
+def qos_md(analysis: Analysis) -> str:
+    q = analysis.qos
+    if q.empty:
+        return ("_No sessions sampled the brokers' metrics among the inputs (`metrics: true` "
+                "in a workload; `make bench-qos`)._\n")
+    parts = [QOS_INTRO]
+    for (workload, scenario), t in q.table_ii.groupby(["workload", "scenario"], sort=False):
+        cases = [c for c in t.columns if c not in ("workload", "scenario", "metric", "side")]
+        parts += [f"**Table II, workload `{workload}`, {scenario}**\n",
+                  md_table(t.dropna(axis=1, how="all"), ["metric", "side", *cases])]
+    parts.append("Every session's measures: `qos_sessions.csv`; statistics: `qos_stats.csv`; "
+                 "this table: `qos_table_ii.csv`. Figures: `fig20-qos-*`.\n")
+    return "\n".join(parts)
+
+
 def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path:
     from spark_analysis.job import runs_table
 
@@ -557,6 +585,7 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
               md_table(analysis.coordination, coord_cols) if not analysis.coordination.empty
               else "_(no coordination.csv among the inputs)_\n"]
     parts += ["## Security\n", security_md(analysis)]
+    parts += ["## QoS (the Kafka + Prometheus paper's Table II)\n", qos_md(analysis)]
     parts += ["## Latency at a given load\n", latency_md(analysis)]
     parts += ["## Faults\n", faults_md(analysis)]
     parts += ["## Metadata scenarios\n", metadata_md(analysis)]

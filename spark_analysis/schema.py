@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 5) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 6) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -28,6 +28,8 @@ OPEN_LOOP_COLUMNS_SINCE = 3
 FAULT_FILES_SINCE = 2
 # From this version on every run directory holds metadata.csv (possibly header-only).
 METADATA_FILE_SINCE = 5
+# From this version on every run directory holds metrics.csv (possibly header-only).
+METRICS_FILE_SINCE = 6
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -230,7 +232,18 @@ METADATA_SCHEMA = StructType([
           "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
 ])
 
+# metrics.csv (format 6): the brokers' Prometheus samples during sessions, long.
+METRICS_SCHEMA = StructType([
+    *_OPEN_SESSION_FIELDS,
+    StructField("t_s", DoubleType(), False),
+    StructField("node_id", IntegerType(), False),
+    StructField("metric", StringType(), False),
+    StructField("labels", StringType(), True),
+    StructField("value", DoubleType(), True),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
+METRICS_COLUMNS: tuple[str, ...] = tuple(f.name for f in METRICS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)

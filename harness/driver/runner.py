@@ -44,6 +44,7 @@ from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.metadata import run_metadata_session
+from harness.driver.metrics import MetricsSampler
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import Clients, run_session
 from harness.external import External, ExternalCluster
@@ -379,6 +380,16 @@ class _Run:
         return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
 
     # --- sessions --------------------------------------------------------------------------
+    def metrics_sampler(self, cluster: ProcessCluster | ExternalCluster, topic: str
+                        ) -> MetricsSampler | None:
+        """metrics: true: the sampler of every broker's endpoint for a session on ``topic``."""
+        if not self.workload.metrics or not isinstance(cluster, ProcessCluster):
+            return None
+        zookeeper = cluster.zookeeper.pids if cluster.zookeeper is not None else ()
+        return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
+                              topic, self.workload.metrics_interval_s,
+                              [(-1 - i, pid) for i, pid in enumerate(zookeeper)])
+
     def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
                       exc: BaseException) -> None:
         """A session that raised: one error line, the run marked incomplete; a broker that
@@ -419,14 +430,21 @@ class _Run:
             await self.run_metadata(cluster, s, log, topic)
             self.progress.advance()
             return
+        sampler = self.metrics_sampler(cluster, topic)
         try:
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
+            if sampler is not None:
+                await sampler.start()
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
+            if sampler is not None:
+                await sampler.stop()
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            if sampler is not None:
+                await sampler.cancel()
             self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
             self.progress.advance()
             return
@@ -440,6 +458,11 @@ class _Run:
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
         log.add_rows("series.csv", rows.series_rows(run_id, arch, s, result))
+        if sampler is not None:
+            log.add_rows("metrics.csv", sampler.rows(rows.session_keys(run_id, arch, s)))
+            if sampler.failures:
+                print(f"twinbench: warning: {s.cell.cell_id} {s.scenario} try {s.try_no}: "
+                      f"{sampler.failures} metrics scrapes got no answer", file=sys.stderr)
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
         ol = result.open_loop
