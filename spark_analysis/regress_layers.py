@@ -8,12 +8,11 @@ that their run-to-run spread sets.
 
 * **exact**: coordination work per 1,000 records, per architecture, cell, scenario and counter
   of the counters contract (``counters.csv``: ZooKeeper requests by type, gossip creations,
-  errors; the brokers' Kafka requests by API and fsyncs ...). Counted, not timed, so it does
-  not depend on the machine's speed: each statistic has its own tolerance,
-  ``max(FLOOR_PCT, HEADROOM x the largest calibration deviation)`` (plus ``ABS_FLOOR`` events
-  per cell, for counters that are normally 0), and leaving it fails with a line naming the
-  counter. Counters whose count follows the clock rather than the
-  records are left out, each with its reason (``EXCLUDED``).
+  errors; the brokers' Kafka requests by API and fsyncs ...). Counted, not timed, so it does not
+  depend on the machine's speed: each statistic has its own tolerance, ``max(FLOOR_PCT, HEADROOM
+  x the largest calibration deviation)`` (plus ``ABS_FLOOR`` events per cell, for counters that
+  are normally 0), and leaving it fails with a line naming the counter. Counters whose count
+  follows the clock rather than the records are left out, each with its reason (``EXCLUDED``).
 * **cost**: CPU seconds of every broker and ZooKeeper process per 1,000 records (process CPU
   time, not wall clock), as the DSBS/ZK ratio per scenario (sum over the scenario's sessions of
   each side's CPU, over the sum of its records). Measured side by side in one run, so the

@@ -16,13 +16,19 @@ Layout (sans-IO core first, I/O at the edges):
                     topic names and sizes, offset stamps) before it touches a table.
 * ``membership.py`` member table (node id, incarnation, status, gossip + Kafka addresses) and
                     SWIM's merge rules.
-* ``metadata.py``   the topic table: committed records, the rank that settles competing ones,
-                    anti-entropy range digests, the topics file's line format.
+* ``metadata.py``   the topic table: committed records and their replicated partitions'
+                    records, the rank that settles competing ones, the merge (a join within a
+                    creation), anti-entropy range digests with content tags, the topics and
+                    partitions files' line formats.
 * ``creation.py``   ``Creations``: topic creation decided by the name's arbiter after a vote of
                     every live member (CREATE, PROPOSE/VOTE; docs/dsbs-metadata.md).
-* ``placement.py``  replica rings fixed at creation, leader = first live replica, the
-                    deterministic leader epoch, rendezvous hashing for group coordinators and
-                    topic arbiters.
+* ``placement.py``  replica rings fixed at creation, leader = first live replica and the
+                    deterministic leader epoch (one replica per partition), rendezvous hashing
+                    for group coordinators and topic arbiters.
+* ``leaders.py``    replicated partitions' leader and ISR records: the election from the last
+                    known ISR, ISR changes, the majority rule, the merge (a join).
+* ``leadership.py`` ``Leadership``: elections and ISR changes on the gossip node, LEADER_AND_ISR
+                    pushes and answers, changes confirmed by the remaining in-sync replicas.
 * ``offsets.py``    the committed-offsets table (last-writer-wins merge, lazy replication
                     bookkeeping) and its append-only JSON-lines file.
 * ``offset_writer.py`` ``OffsetWriter``: the offsets file's one writer thread; commits queued

@@ -32,9 +32,9 @@ from brokers.dsbs_broker.wire import Gossip, Sync, encode_message
 
 Addr = tuple[str, int]
 
-# Digest entries per SYNC: 21 bytes each (wire.py), leaving room for a member chunk in 1400
-# bytes (as 40 entries of 17 bytes did before the creation epoch).
-DIGEST_ENTRIES = 32
+# Digest entries per SYNC: 25 bytes each (wire.py), leaving room for a member chunk in 1400
+# bytes (as 40 entries of 17 bytes did before the creation epoch and the content tag).
+DIGEST_ENTRIES = 27
 
 
 class SyncHost(Protocol):
@@ -189,9 +189,11 @@ class AntiEntropy:
                 if not host.send_packet(addr, gossip, chunk, piggyback=False):
                     break
                 budget -= 1
-        # Push the records the sender lacks or has older, within its digest's range.
+        # Push the records the sender lacks, has older or holds otherwise, within its digest's
+        # range: each topic record followed by its partitions' records.
         topics = host.topics
-        missing = [topics.encoded[n] for n in topics.missing_from(msg.lo, msg.hi, msg.digest)]
+        missing = [enc for n in topics.missing_from(msg.lo, msg.hi, msg.digest)
+                   for enc in (topics.encoded[n], *topics.partition_updates(n))]
         while missing and budget > 0 and (room := host.packet_room(len(gossip))) > 0:
             batch, used = [], 0
             while missing and used + len(missing[0]) <= room:

@@ -33,6 +33,15 @@ Behaviour worth knowing:
   at start (peers are only ever told, and only ever sent to, address literals).
 * close()/abort() are bounded by ``shutdown_timeout_s``: whatever has not finished by then is
   logged and abandoned (commits were fsynced before they were acknowledged).
+* Replication (docs/replication.md): topics may have more than one replica. Each such
+  partition's leader, leader epoch and ISR come from its gossiped record (``leaders.py``,
+  ``leadership.py``), elections included; ``change_isr`` (``IsrChanges``) writes the leader's
+  ISR changes and returns once every live in-sync replica holds them. The records are appended
+  to ``dsbs/partitions.jsonl`` and loaded at start. A replicated partition shows no leader
+  until ``start`` has returned, so nothing is appended before the broker's replica manager
+  follows the view; view listeners are called synchronously for the same reason (a produce
+  must never reach a new leader before its replica manager knows it leads). Topics with one
+  replica keep the deterministic leader and epoch below, with no record.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
@@ -63,7 +72,9 @@ from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidConfig,
     InvalidPartitions,
+    InvalidReplicaAssignment,
     KafkaError,
+    RequestTimedOut,
     TopicAlreadyExists,
     UnknownServerError,
     UnknownTopicOrPartition,
@@ -76,8 +87,12 @@ from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.creation import CreateOutcome, refusal
+from brokers.dsbs_broker.leaders import NO_LEADER as NOBODY
+from brokers.dsbs_broker.leadership import IsrOutcome
 from brokers.dsbs_broker.metadata import (
     grown,
+    partition_from_json,
+    partition_to_json,
     record_from_json,
     record_to_json,
     tombstone,
@@ -88,13 +103,18 @@ from brokers.dsbs_broker.offsets import DELETED, OffsetLog
 from brokers.dsbs_broker.state import NodeState, StateFile
 from brokers.dsbs_broker.swim import SwimNode
 from brokers.dsbs_broker.udp import GossipDriver, bind, resolve
-from brokers.dsbs_broker.validation import MAX_INCARNATION, address_literal_problem
+from brokers.dsbs_broker.validation import (
+    MAX_INCARNATION,
+    address_literal_problem,
+    partition_problem,
+)
 from brokers.dsbs_broker.wire import TopicRecord, encode_update
 
 log = logging.getLogger("twinbench.dsbs")
 
 OFFSETS_FILE = "offsets.jsonl"
 TOPICS_FILE = "topics.jsonl"
+PARTITIONS_FILE = "partitions.jsonl"
 
 
 class DsbsCoordinator(GroupRegistry):
@@ -118,6 +138,9 @@ class DsbsCoordinator(GroupRegistry):
         self._offset_log = OffsetLog(self._dir / OFFSETS_FILE)
         self._writer: OffsetWriter | None = None  # owns the open offsets file
         self._topics_file: JsonJournal | None = None
+        self._partitions_file: JsonJournal | None = None
+        # start() has returned: replicated partitions may show a leader (see the docstring).
+        self._serving = False
         self._io_lock = asyncio.Lock()  # the state file (incarnation, producer-id blocks)
         self._listeners: list[Callable[[ClusterView], None]] = []
         self._deletion_listeners: list[Callable[[str], None]] = []
@@ -127,7 +150,8 @@ class DsbsCoordinator(GroupRegistry):
         self._deletions_at = -1
         self._view: ClusterView | None = None
         self._view_key: tuple[int, int] = (-1, -1)
-        self._infos: dict[str, tuple[TopicRecord, TopicInfo]] = {}  # cluster()'s, per record
+        # cluster()'s, per record and stamp of its partitions' records (replicated topics)
+        self._infos: dict[str, tuple[TopicRecord, int, TopicInfo]] = {}
         self._infos_version = -1
         self._seen_key: tuple[int, int] = (-1, -1)
         self._persisted_incarnation = 0
@@ -142,6 +166,8 @@ class DsbsCoordinator(GroupRegistry):
         self._background: set[asyncio.Task] = set()
         # Creations this broker asked for, by request id, until their outcome arrives.
         self._creates: dict[int, asyncio.Future[CreateOutcome]] = {}
+        # ISR changes this broker's replica manager asked for, by request id.
+        self._isr_changes: dict[int, asyncio.Future[IsrOutcome]] = {}
         self._closed = False
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -224,6 +250,19 @@ class DsbsCoordinator(GroupRegistry):
                 continue
             node.topics.apply(rec)
         node.topics.unpersisted = []
+        self._partitions_file = await asyncio.to_thread(JsonJournal,
+                                                        self._dir / PARTITIONS_FILE)
+        for entry in self._partitions_file.entries:
+            try:
+                part = partition_from_json(entry)
+            except ValueError as exc:
+                log.warning("%s: skipping %s", self._partitions_file.path, exc)
+                continue
+            problem = partition_problem(part, cfg.limits)
+            if problem is not None or node.topics.apply_partition(part) is None:
+                log.warning("%s: skipping %s-%d (%s)", self._partitions_file.path, part.topic,
+                            part.partition, problem or "no such replicated partition held")
+        node.topics.unpersisted_partitions = []
         # Tombstones loaded: their files may still be here (a crash before they went).
         for name, rec in list(node.topics.records.items()):
             if rec.deleted:
@@ -244,6 +283,9 @@ class DsbsCoordinator(GroupRegistry):
             if node.counters["sync_replies_in"] == 0:
                 log.warning("no seed answered within %.1fs; serving alone for now",
                             cfg.join_timeout_s)
+        self._serving = True
+        self._view = None  # replicated partitions may show their leaders from now on
+        self._infos.clear()
         self._after_io()
 
     async def close(self) -> None:
@@ -286,6 +328,9 @@ class DsbsCoordinator(GroupRegistry):
                 self._persist_topics()  # records taken since the last I/O event
             self._topics_file.close()
             self._topics_file = None
+        if self._partitions_file is not None:
+            self._partitions_file.close()
+            self._partitions_file = None
 
     # --- change propagation -----------------------------------------------------------------
     def _after_io(self) -> None:
@@ -299,9 +344,14 @@ class DsbsCoordinator(GroupRegistry):
         if key != self._seen_key:
             self._seen_key = key
             if self._listeners:
+                # Synchronously: a replica manager must know it leads before any request
+                # this loop serves next can see it as the leader.
                 view = self.cluster()
-                for listener in self._listeners:
-                    asyncio.get_running_loop().call_soon(listener, view)
+                for listener in list(self._listeners):
+                    try:
+                        listener(view)
+                    except Exception:
+                        log.exception("cluster view listener failed")
         if node.incarnation != self._persisted_incarnation:
             self._spawn(self._persist_background())
         if node.offsets.unpersisted:
@@ -310,6 +360,15 @@ class DsbsCoordinator(GroupRegistry):
             self._submit_offsets(fsync=False)
         if node.topics.unpersisted:
             self._persist_topics()
+        if node.topics.unpersisted_partitions:
+            self._persist_partitions()
+        changed = node.leadership.completed
+        if changed:
+            for rid, result in list(changed.items()):
+                del changed[rid]
+                waiter = self._isr_changes.pop(rid, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(result)
         done = node.creations.completed
         if done:
             for rid, outcome in list(done.items()):
@@ -364,6 +423,16 @@ class DsbsCoordinator(GroupRegistry):
                 self._datadir.fail(f"writing {self._topics_file.path}", exc)
                 self._topics_file = None
 
+    def _persist_partitions(self) -> None:
+        node = self.node
+        recs, node.topics.unpersisted_partitions = node.topics.unpersisted_partitions, []
+        if self._partitions_file is not None and recs:
+            try:
+                self._partitions_file.append([partition_to_json(r) for r in recs])
+            except OSError as exc:
+                self._datadir.fail(f"writing {self._partitions_file.path}", exc)
+                self._partitions_file = None
+
     def _spawn(self, coro) -> None:
         t = asyncio.get_running_loop().create_task(coro)
         self._background.add(t)
@@ -403,8 +472,17 @@ class DsbsCoordinator(GroupRegistry):
 
     def _partition(self, rec: TopicRecord, p: int) -> PartitionState:
         reps = placement.replicas(rec.ring, rec.replication_factor, p)
-        leader, epoch, live = placement.leader_and_epoch(reps, self._lookup)
-        return PartitionState(rec.name, p, leader, epoch, reps, live)
+        if rec.replication_factor == 1:
+            leader, epoch, live = placement.leader_and_epoch(reps, self._lookup)
+            return PartitionState(rec.name, p, leader, epoch, reps, live)
+        node = self.node
+        held = node.topics.partition(rec.name, p)
+        assert held is not None  # rec is the live record of the name
+        leader = held.leader
+        if leader == NOBODY or not self._serving or node.leadership.status(leader) is not True:
+            leader = NO_LEADER
+        return PartitionState(rec.name, p, leader, held.leader_epoch, reps,
+                              node.leadership.view_isr(held))
 
     def _topic_info(self, rec: TopicRecord) -> TopicInfo:
         parts = tuple(self._partition(rec, p) for p in range(rec.num_partitions))
@@ -426,13 +504,15 @@ class DsbsCoordinator(GroupRegistry):
             # A new topic changes one entry: the others' TopicInfo (one PartitionState per
             # partition) are reused while their record and the member table are unchanged.
             infos = self._infos
+            stamps = node.topics.stamps
             topics = {}
             for rec in node.topics.live():
                 name = rec.name
                 cached = infos.get(name)
-                if cached is None or cached[0] is not rec:
-                    cached = infos[name] = (rec, self._topic_info(rec))
-                topics[name] = cached[1]
+                stamp = stamps.get(name, 0)
+                if cached is None or cached[0] is not rec or cached[1] != stamp:
+                    cached = infos[name] = (rec, stamp, self._topic_info(rec))
+                topics[name] = cached[2]
             controller = brokers[0].node_id if brokers else NO_LEADER
             self._view = ClusterView(tuple(brokers), controller, MappingProxyType(topics),
                                      cluster_id=self.config.cluster_name)
@@ -482,8 +562,13 @@ class DsbsCoordinator(GroupRegistry):
     ) -> TopicInfo:
         """As ``create_topic``, with the ring that puts partition p on ``assignment[p]``
         (``placement.manual_ring``) carried to the arbiter in the CREATE."""
-        return await self._create(name, len(assignment), 1, configs, auto=False,
-                                  ring=placement.manual_ring(assignment))
+        rf = len(assignment[0])
+        ring = placement.manual_ring(assignment, rf)
+        if ring is None:
+            raise InvalidReplicaAssignment(
+                "DSBS places a topic's replicas on a ring (partition p on ring[p], ring[p+1], "
+                "...); this assignment is not one")
+        return await self._create(name, len(assignment), rf, configs, auto=False, ring=ring)
 
     async def _create(
         self, name: str, num_partitions: int, replication_factor: int,
@@ -495,7 +580,7 @@ class DsbsCoordinator(GroupRegistry):
             raise TopicAlreadyExists(f"topic {name!r} already exists")
         if num_partitions < 1:
             raise InvalidPartitions(f"{num_partitions} partitions requested")
-        rf = validate_replication_factor(replication_factor)
+        rf = validate_replication_factor(replication_factor, replicates=True)
         limits = self.config.limits
         if num_partitions > limits.max_topic_partitions:
             raise InvalidPartitions(f"{num_partitions} partitions requested; this cluster allows "
@@ -528,6 +613,37 @@ class DsbsCoordinator(GroupRegistry):
             return self.cluster().topics[name]
         cls: type[KafkaError] = error_for_code(outcome.code) or UnknownServerError
         raise cls(outcome.message)
+
+    async def change_isr(
+        self, topic: str, partition: int, leader_epoch: int, isr: Sequence[int]
+    ) -> PartitionState:
+        """IsrChanges (brokers/core/isr_changes.py): the leader's ISR change, gossiped and
+        pushed to the partition's replicas; returns once every live member of the new ISR
+        holds it (``leadership.py``), or raises if another record superseded it."""
+        node = self.node
+        rid = node.leadership.change_isr(topic, partition, leader_epoch, list(isr),
+                                         self._now())
+        fut: asyncio.Future[IsrOutcome] = asyncio.get_running_loop().create_future()
+        self._isr_changes[rid] = fut
+        if self._driver is not None:
+            self._driver.flush()
+        self._after_io()
+        try:
+            async with asyncio.timeout(self.config.gossip.create_timeout_s):
+                outcome = await fut
+        except TimeoutError:
+            raise RequestTimedOut(f"{topic}-{partition}: the in-sync replicas did not confirm "
+                                  "the ISR change in time") from None
+        finally:
+            if self._isr_changes.pop(rid, None) is not None:
+                node.leadership.cancel(rid)
+        if outcome.code or outcome.record is None:
+            cls: type[KafkaError] = error_for_code(outcome.code) or UnknownServerError
+            raise cls(outcome.message)
+        state = await self.partition_state(topic, partition, fresh=True)
+        if state is None:
+            raise UnknownTopicOrPartition(f"{topic}-{partition}")
+        return state
 
     async def create_partitions(self, topic: str, total: int) -> TopicInfo:
         """Write the grown record here and push it to every live member (``metadata.grown``

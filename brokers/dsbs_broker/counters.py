@@ -52,6 +52,14 @@ class DsbsCounters(CoordinatorCounters):
         "answers to this broker's proposals that held a record of the name")
     gossip_proposals_refused: int = total("votes against this broker's proposals")
     gossip_votes_refused: int = total("votes this broker refused to another arbiter")
+    gossip_leader_elections: int = total(
+        "replicated partitions this broker took over as leader (its record, one epoch up)")
+    gossip_isr_changes: int = total("ISR changes this broker wrote as a partition's leader")
+    gossip_isr_changes_confirmed: int = total(
+        "ISR changes every live in-sync replica answered for")
+    gossip_isr_changes_superseded: int = total(
+        "records this broker wrote that another broker's record replaced before confirmation")
+    gossip_leader_and_isr_out: int = total("LEADER_AND_ISR pushes of a partition's record")
     gossip_socket_errors: int = total("sends the kernel refused (OSError)")
     gossip_socket_errors_reported: int = total("errors the socket reported (ICMP unreachable...)")
     gossip_send_errors: int = total("sends that failed otherwise (counted, loop goes on)")

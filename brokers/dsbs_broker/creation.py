@@ -341,7 +341,7 @@ class Creations:
         name = msg.name
         try:
             validate_topic_name(name)
-            rf = validate_replication_factor(msg.replication_factor)
+            rf = validate_replication_factor(msg.replication_factor, replicates=True)
             if msg.num_partitions < 1:
                 raise InvalidPartitions(f"{msg.num_partitions} partitions requested")
         except KafkaError as exc:

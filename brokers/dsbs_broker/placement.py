@@ -14,15 +14,16 @@ the same answers as every other broker; no broker decides for the others.
   in the same rotated order, but only when every existing partition's replicas sit inside the
   old ring without wrapping; otherwise the ring stays and new partitions wrap around it.
   Either way no existing partition changes replicas.
-* The leader of a partition is its first live replica; with replication factor 1 that is the
-  assigned broker while it is live, else ``NO_LEADER``.
-* Leader epoch: ``sum over replicas r of (2 * incarnation(r) + (0 if r is live else 1))``.
-  Each term strictly increases at every liveness change of its replica (going down keeps the
-  incarnation and adds 1; coming back needs a higher incarnation, +2 or more, minus the 1), so
-  the epoch strictly increases whenever the leader changes, and every broker with the same member
-  table computes the same number. It may also rise without a leader change (a refuted suspicion
-  raises an incarnation); clients then merely refresh metadata. Unknown replicas count as
-  incarnation 0, down.
+* With one replica per partition, the leader of a partition is its replica while it is live,
+  else ``NO_LEADER``. Partitions with more replicas have gossiped leader and ISR records of
+  their own (``leaders.py``); the functions below give only their replicas.
+* Leader epoch (one replica per partition): ``sum over replicas r of (2 * incarnation(r) + (0 if
+  r is live else 1))``. Each term strictly increases at every liveness change of its replica
+  (going down keeps the incarnation and adds 1; coming back needs a higher incarnation, +2 or
+  more, minus the 1), so the epoch strictly increases whenever the leader changes, and every
+  broker with the same member table computes the same number. It may also rise without a leader
+  change (a refuted suspicion raises an incarnation); clients then merely refresh metadata.
+  Unknown replicas count as incarnation 0, down.
 * Group coordinators: rendezvous (highest random weight) hashing of the group id over live
   members. When a member leaves, only the groups it coordinated move, and they move to the next
   rank, which is where their offsets were replicated.
@@ -70,16 +71,30 @@ def grow_ring(
     return ring + tuple(extra[: max(want - len(ring), 0)])
 
 
-def manual_ring(assignment: Mapping[int, tuple[int, ...]]) -> tuple[int, ...]:
-    """The ring of a manual assignment with one replica per partition (``replicas`` gives
-    partition p ring[p]): its shortest repeating prefix, so a round-robin assignment keeps
-    the usual ring of distinct members, else the whole assignment."""
+def manual_ring(assignment: Mapping[int, tuple[int, ...]],
+                replication_factor: int = 1) -> tuple[int, ...] | None:
+    """The ring of a manual assignment, so that ``replicas(ring, rf, p)`` gives partition p
+    its assigned replicas. One replica per partition: the assignment's shortest repeating
+    prefix of distinct members (a round-robin assignment keeps the usual ring), else the whole
+    assignment, which may then name a member more than once. More replicas: the shortest ring
+    of distinct members that gives every partition its replicas in order, or None if none
+    does (the assignment is not ring-shaped)."""
     order = [assignment[p][0] for p in range(len(assignment))]
-    for k in range(1, len(order) + 1):
-        head = order[:k]
-        if len(set(head)) == k and all(order[p] == head[p % k] for p in range(len(order))):
-            return tuple(head)
-    return tuple(order)
+    if replication_factor == 1:
+        for k in range(1, len(order) + 1):
+            head = order[:k]
+            if len(set(head)) == k and all(order[p] == head[p % k] for p in range(len(order))):
+                return tuple(head)
+        return tuple(order)
+    # Ring entry p is partition p's first replica; a ring longer than the partitions goes on
+    # with the last partition's followers.
+    sequence = order + list(assignment[len(order) - 1][1:])
+    for k in range(replication_factor, len(sequence) + 1):
+        ring = tuple(sequence[:k])
+        if len(set(ring)) == k and all(replicas(ring, replication_factor, p) == tuple(r)
+                                       for p, r in assignment.items()):
+            return ring
+    return None
 
 
 def replicas(ring: tuple[int, ...], replication_factor: int, partition: int) -> tuple[int, ...]:

@@ -94,13 +94,18 @@ class SimNet:
         self.down.add(node_id)
 
     def restart(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
-        """Start a killed member again with the topic records it held, as the broker's topics
-        file gives them back (``add`` alone starts with an empty table)."""
+        """Start a killed member again with the topic and partition records it held, as the
+        broker's topics and partitions files give them back (``add`` alone starts with empty
+        tables)."""
         old = self.nodes[node_id]
         node = self.add(node_id, seeds)
         for rec in old.topics.records.values():
             node.topics.apply(rec)
+        for held in old.topics.partitions.values():
+            for part, _ in held.values():
+                node.topics.apply_partition(part)
         node.topics.unpersisted = []
+        node.topics.unpersisted_partitions = []
         return node
 
     def partition(self, *sides: set[int] | frozenset[int] | tuple[int, ...]) -> None:

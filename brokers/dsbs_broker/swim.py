@@ -28,7 +28,9 @@ reply caps, authentication):
 * offset replication (``offset_replication.py``, ``offset_replication``): committed offsets
   pushed lazily to the group's next rendezvous ranks in OFFSETS batches;
 * topic creation (``creation.py``, ``creations``): CREATE to the name's arbiter, PROPOSE/VOTE
-  among the live members, the committed record pushed to all and gossiped.
+  among the live members, the committed record pushed to all and gossiped;
+* leadership of replicated partitions (``leadership.py``, ``leadership``): elections from the
+  last known ISR, ISR changes, LEADER_AND_ISR pushes and their answers.
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
 number (``replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
@@ -57,12 +59,19 @@ from brokers.dsbs_broker.auth import Authenticator
 from brokers.dsbs_broker.broadcast import BroadcastQueue
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
 from brokers.dsbs_broker.creation import Creations
+from brokers.dsbs_broker.leadership import Leadership
 from brokers.dsbs_broker.membership import Member, MemberTable, supersedes
 from brokers.dsbs_broker.metadata import TopicStore
 from brokers.dsbs_broker.offset_replication import OffsetReplication
 from brokers.dsbs_broker.offsets import OffsetTable
 from brokers.dsbs_broker.replay import ReplayWindows
-from brokers.dsbs_broker.validation import INT32_MAX, MAX_INCARNATION, member_problem, topic_problem
+from brokers.dsbs_broker.validation import (
+    INT32_MAX,
+    MAX_INCARNATION,
+    member_problem,
+    partition_problem,
+    topic_problem,
+)
 from brokers.dsbs_broker.wire import (
     FLAG_HMAC,
     HEADER_SIZE,
@@ -71,11 +80,13 @@ from brokers.dsbs_broker.wire import (
     CreateResult,
     Gossip,
     Header,
+    LeaderAndIsr,
     MemberUpdate,
     Message,
     Offsets,
     OffsetsAck,
     Packet,
+    PartitionRecord,
     Ping,
     PingReq,
     Propose,
@@ -149,6 +160,7 @@ class SwimNode:
         self.offsets = OffsetTable(node_id)
         self.counters: defaultdict[str, int] = defaultdict(int)
         self.creations = Creations(self)
+        self.leadership = Leadership(self)
         self.outbox: list[tuple[Addr, bytes]] = []
         self.seeds = tuple(s for s in seeds if s != gossip_addr)
         self.leaving = False
@@ -194,7 +206,7 @@ class SwimNode:
             d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
-        return d
+        return min(d, self.leadership.next_deadline())
 
     def add_topic(self, rec: TopicRecord, now: float) -> bool:
         """A topic record stored as committed and gossiped (tests, tools; brokers create topics
@@ -260,6 +272,11 @@ class SwimNode:
             self._drop(problem if problem in _CAPACITY else f"invalid_{problem}")
             return False
         return self._store_topic(rec)
+
+    def store_partition(self, rec: PartitionRecord) -> bool:
+        """A replicated partition's record, ours or a member's: checked like gossip, stored,
+        gossiped; True if taken."""
+        return self._apply_partition(rec)
 
     def push_topic(self, rec: TopicRecord) -> None:
         enc = self.topics.encoded[rec.name]
@@ -342,6 +359,7 @@ class SwimNode:
             self._next_repl = now + self.offset_replication.interval_s
             self.offset_replication.replicate(now)
         self.creations.tick(now)
+        self.leadership.tick(now)
 
     def receive(self, data: bytes, addr: Addr, now: float) -> None:
         self.counters["packets_in"] += 1
@@ -368,8 +386,10 @@ class SwimNode:
         for u in pkt.updates:
             if isinstance(u, MemberUpdate):
                 self._apply_member(u, now)
-            else:
+            elif isinstance(u, TopicRecord):
                 self._apply_topic(u)
+            else:
+                self._apply_partition(u)
         # Answers to a source that is not a verified member are capped (no amplification).
         verified = self._verified(h.sender, addr)
         self._budget = None if verified else self.limits.reply_amplification * len(data)
@@ -419,6 +439,8 @@ class SwimNode:
             self.creations.on_propose(msg, h.sender, addr, now)
         elif isinstance(msg, Vote):
             self.creations.on_vote(msg, h.sender, now)
+        elif isinstance(msg, LeaderAndIsr):
+            self.leadership.on_message(msg, h.sender, addr)
 
     # --- membership -------------------------------------------------------------------------
     def _my_update(self, status: Status) -> MemberUpdate:
@@ -639,6 +661,20 @@ class SwimNode:
             self._drop(problem if problem in _CAPACITY else f"invalid_{problem}")
             return
         self._store_topic(rec)
+
+    def _apply_partition(self, rec: PartitionRecord) -> bool:
+        problem = partition_problem(rec, self.limits)
+        if problem is not None:
+            self._drop(f"invalid_{problem}")
+            return False
+        taken = self.topics.apply_partition(rec)
+        if taken is None:
+            self._drop("partition_unknown")  # anti-entropy brings topic and records together
+            return False
+        if taken:
+            key = (rec.topic, rec.partition)
+            self._enqueue(("p", *key), self.topics.partitions[rec.topic][rec.partition][1])
+        return taken
 
     def _store_topic(self, rec: TopicRecord) -> bool:
         total = self._partitions_total()

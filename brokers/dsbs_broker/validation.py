@@ -33,7 +33,13 @@ import re
 from brokers.core.coordinator import validate_topic_name
 from brokers.core.errors import InvalidTopic
 from brokers.dsbs_broker.config import GossipLimits
-from brokers.dsbs_broker.wire import MemberUpdate, OffsetEntry, Status, TopicRecord
+from brokers.dsbs_broker.wire import (
+    MemberUpdate,
+    OffsetEntry,
+    PartitionRecord,
+    Status,
+    TopicRecord,
+)
 
 U32_MAX = 0xFFFF_FFFF
 INT32_MAX = 0x7FFF_FFFF
@@ -107,6 +113,23 @@ def topic_problem(rec: TopicRecord, limits: GossipLimits) -> str | None:
         return "ring"
     if not 1 <= rec.replication_factor <= len(ring):
         return "replication_factor"
+    return None
+
+
+def partition_problem(rec: PartitionRecord, limits: GossipLimits) -> str | None:
+    """Whether a replicated partition's record can be true of any topic (whether it fits the
+    topic held is ``TopicStore.apply_partition``'s check): Kafka's leader epochs are int32,
+    versions stay below the u32 maximum (a later one is version + 1)."""
+    if not _topic_name_ok(rec.topic):
+        return "topic_name"
+    if rec.partition >= limits.max_topic_partitions:
+        return "partition"
+    if rec.leader > INT32_MAX or rec.leader_epoch >= INT32_MAX:
+        return "partition_leader"
+    if rec.version >= MAX_TOPIC_VERSION:
+        return "partition_version"
+    if len(rec.isr) > limits.max_members or any(r > INT32_MAX for r in rec.isr):
+        return "partition_isr"
     return None
 
 

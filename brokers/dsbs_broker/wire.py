@@ -19,6 +19,11 @@ topic record and digest entry the name's creation epoch (how many topics of the 
 deleted before this one was created), ranked first, and to CREATE the ring of a manual
 replica assignment.
 
+Version 4 added replication: the PARTITION update (a replicated partition's leader, leader
+epoch, ISR and change count, ``leaders.py``), the LEADER_AND_ISR message a leader pushes it with
+and its members answer, and to every digest entry a content tag (a CRC of the topic record and
+its partitions' records), so anti-entropy can tell apart two records of equal rank.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -42,7 +47,7 @@ from enum import IntEnum
 from brokers.dsbs_broker.config import MAX_PACKET_BYTES
 
 MAGIC = 0xD5B5
-VERSION = 3
+VERSION = 4
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 
 _HEADER = struct.Struct(">HBBIIII")
@@ -57,7 +62,10 @@ _PING = struct.Struct(">II")
 _MEMBER_FIXED = struct.Struct(">IIB")
 # version, creator, partitions, rf, flags, token, creation epoch
 _TOPIC_FIXED = struct.Struct(">IIIHBQI")
-_DIGEST_ENTRY = struct.Struct(">QIIBI")  # name hash, version, creator, flags, creation epoch
+# name hash, version, creator, flags, creation epoch, content tag
+_DIGEST_ENTRY = struct.Struct(">QIIBII")
+# creation token, partition, leader (-1: none), leader epoch, version
+_PARTITION_FIXED = struct.Struct(">QIiII")
 _CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions, rf
 _RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
 _VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
@@ -91,6 +99,7 @@ class MsgType(IntEnum):
     CREATE_RESULT = 9  # the arbiter's answer: the record, an error code, or "retry"
     PROPOSE = 10  # the arbiter asks every live member to accept a new record before commit
     VOTE = 11  # a member's answer to PROPOSE: OK, HAVE (with its record), or REFUSE
+    LEADER_AND_ISR = 12  # a partition's record from its leader (answer asked), or the answer
 
 
 class Verdict(IntEnum):
@@ -110,6 +119,7 @@ class UpdateTag(IntEnum):
     MEMBER = 1
     TOPIC = 2
     PAD = 3  # u16 length + that many bytes, ignored (see the module docstring)
+    PARTITION = 4  # a replicated partition's leader and ISR (``PartitionRecord``)
 
 
 # --- payload records -------------------------------------------------------------------------
@@ -153,6 +163,23 @@ class TopicRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """Leader, leader epoch and in-sync replicas of one partition of a topic with more than one
+    replica, as gossiped (``leaders.py`` has the rules). ``token`` is the topic's creation
+    (``TopicRecord.token``) the record belongs to; ``version`` counts every change of the
+    partition's record, across epochs; ``isr`` is in replica order; ``leader`` is -1 while the
+    partition has none."""
+
+    topic: str
+    token: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    version: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetEntry:
     group: str
     topic: str
@@ -165,7 +192,7 @@ class OffsetEntry:
     origin: int  # node that accepted the commit; breaks stamp ties deterministically
 
 
-Update = MemberUpdate | TopicRecord
+Update = MemberUpdate | TopicRecord | PartitionRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +226,7 @@ class DigestEntry:
     creator: int
     explicit: bool = False
     epoch: int = 0
+    tag: int = 0  # CRC-32 of the record and its partitions' records (``TopicStore.tag``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +288,17 @@ class Vote:
     record: TopicRecord | None = None  # with HAVE: the record this member holds
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's record: from its leader with ``reply`` (the member stores it and answers
+    with the record it then holds), or that answer (``reply`` False)."""
+
+    reply: bool
+    record: PartitionRecord
+
+
 Message = (Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck | Create | CreateResult
-           | Propose | Vote)
+           | Propose | Vote | LeaderAndIsr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +354,12 @@ def _configs(configs: tuple[tuple[str, str], ...]) -> list[bytes]:
 
 def encode_update(u: Update) -> bytes:
     """One piggyback entry, tag included; callers cache it (a broadcast is encoded once)."""
+    if isinstance(u, PartitionRecord):
+        return b"".join((
+            _U8.pack(UpdateTag.PARTITION), _str8(u.topic),
+            _PARTITION_FIXED.pack(u.token, u.partition, u.leader, u.leader_epoch, u.version),
+            _U16.pack(len(u.isr)), *(_U32.pack(n) for n in u.isr),
+        ))
     if isinstance(u, MemberUpdate):
         return b"".join((
             _U8.pack(UpdateTag.MEMBER),
@@ -375,7 +418,7 @@ def encode_message(m: Message) -> bytes:
             _U8.pack(MsgType.SYNC), _SYNC_FIXED.pack(flags, m.lo, m.hi),
             _U16.pack(len(m.digest)),
             *(_DIGEST_ENTRY.pack(d.name_hash, d.version, d.creator,
-                                 TOPIC_EXPLICIT if d.explicit else 0, d.epoch)
+                                 TOPIC_EXPLICIT if d.explicit else 0, d.epoch, d.tag)
               for d in m.digest),
         ))
     if isinstance(m, Offsets):
@@ -404,6 +447,9 @@ def encode_message(m: Message) -> bytes:
             raise ValueError("a vote carries a record exactly when it says HAVE")
         return b"".join((_U8.pack(MsgType.VOTE), _VOTE_FIXED.pack(m.pid, m.verdict),
                          encode_update(m.record) if m.record else b""))
+    if isinstance(m, LeaderAndIsr):
+        return b"".join((_U8.pack(MsgType.LEADER_AND_ISR), _U8.pack(1 if m.reply else 0),
+                         encode_update(m.record)))
     raise TypeError(f"not a gossip message: {m!r}")
 
 
@@ -572,6 +618,13 @@ def _decode_update(r: _Reader) -> Update | None:
         return TopicRecord(name, version, creator, nparts, rf, ring, _decode_configs(r),
                            bool(flags & TOPIC_EXPLICIT), token, bool(flags & TOPIC_DELETED),
                            epoch)
+    if tag == UpdateTag.PARTITION:
+        topic = r.str8()
+        token, partition, leader, epoch, version = r.unpack(_PARTITION_FIXED)
+        isr = tuple(r.u32() for _ in range(r.count(4)))
+        if not topic or leader < -1:
+            raise WireError("malformed", "partition record")
+        return PartitionRecord(topic, token, partition, leader, epoch, version, isr)
     if tag == UpdateTag.PAD:
         r.take(r.u16())
         return None
@@ -623,10 +676,10 @@ def _decode_message(r: _Reader) -> Message:
             raise WireError("malformed", "sync flags or range")
         digest = []
         for _ in range(r.count(_DIGEST_ENTRY.size)):
-            h, version, creator, dflags, epoch = r.unpack(_DIGEST_ENTRY)
+            h, version, creator, dflags, epoch, tag = r.unpack(_DIGEST_ENTRY)
             if dflags & ~TOPIC_EXPLICIT:
                 raise WireError("malformed", f"digest flags {dflags}")
-            digest.append(DigestEntry(h, version, creator, bool(dflags), epoch))
+            digest.append(DigestEntry(h, version, creator, bool(dflags), epoch, tag))
         return Sync(bool(flags & 1), bool(flags & 2), lo, hi, tuple(digest))
     if t == MsgType.OFFSETS:
         batch = r.u32()
@@ -655,6 +708,14 @@ def _decode_message(r: _Reader) -> Message:
             raise WireError("malformed", f"verdict {verdict}")
         vote_rec = _decode_record(r) if verdict == Verdict.HAVE else None
         return Vote(pid, Verdict(verdict), vote_rec)
+    if t == MsgType.LEADER_AND_ISR:
+        flags = r.u8()
+        if flags & ~1:
+            raise WireError("malformed", f"leader and isr flags {flags}")
+        part = _decode_update(r)
+        if not isinstance(part, PartitionRecord):
+            raise WireError("malformed", "expected a partition record")
+        return LeaderAndIsr(bool(flags), part)
     raise WireError("malformed", f"message type {t}")
 
 

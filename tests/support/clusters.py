@@ -26,7 +26,7 @@ SINGLE = "single"
 ARCHITECTURES = [SINGLE, *architectures.names()]
 # Architectures whose coordinator replicates (implements brokers.core.isr_changes.IsrChanges):
 # the contract tests marked ``replicated`` run on these; the others refuse a factor above 1.
-REPLICATING = ("zk",)
+REPLICATING = ("zk", "dsbs")
 
 
 @dataclass

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
+from brokers.core import fsyncs
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
-from brokers.dsbs_broker import offsets as offsets_mod
 from brokers.dsbs_broker.offset_writer import OffsetWriter
 from brokers.dsbs_broker.offsets import OffsetLog, OffsetTable, encode_lines, entry_to_json
 from brokers.dsbs_broker.wire import OffsetEntry
@@ -38,7 +38,7 @@ def _replay(path) -> dict[tuple[str, str, int], int]:
 
 @pytest.mark.filesystem
 def test_concurrent_commits_share_fsyncs_and_are_acked_only_once_synced(tmp_path, monkeypatch):
-    real_fsync = offsets_mod.fsyncs.fsync
+    real_fsync = fsyncs.os.fsync
     gate = threading.Event()
     calls = []
 
@@ -51,7 +51,7 @@ def test_concurrent_commits_share_fsyncs_and_are_acked_only_once_synced(tmp_path
         log = OffsetLog(tmp_path / "o.jsonl")
         log.open()
         t = OffsetTable(1)
-        monkeypatch.setattr(offsets_mod.fsyncs, "fsync", slow_fsync)
+        monkeypatch.setattr(fsyncs.os, "fsync", slow_fsync)
         w = OffsetWriter(log, asyncio.get_running_loop())
         first = w.submit(_commit(t, 1), fsync=True, live=t.entries, wait=True)
         while not calls:  # the thread is now inside the first fsync

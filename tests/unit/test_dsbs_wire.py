@@ -16,11 +16,13 @@ from brokers.dsbs_broker.wire import (
     DigestEntry,
     Gossip,
     Header,
+    LeaderAndIsr,
     MemberUpdate,
     OffsetEntry,
     Offsets,
     OffsetsAck,
     Packet,
+    PartitionRecord,
     Ping,
     PingReq,
     Propose,
@@ -47,6 +49,9 @@ topics = st.builds(
     TopicRecord, name, u32, u32, st.integers(1, 2**32 - 1), st.integers(1, 2**16 - 1),
     st.lists(u32, min_size=1, max_size=20).map(tuple), configs, st.booleans(), u64,
 )
+partitions = st.builds(
+    PartitionRecord, name, u64, u32, st.integers(-1, 2**31 - 1), u32, u32,
+    st.lists(u32, max_size=20).map(tuple))
 offset_entries = st.builds(
     OffsetEntry, st.text(max_size=20), st.text(max_size=20), u32,
     st.integers(-(2**63), 2**63 - 1), st.integers(-(2**31), 2**31 - 1),
@@ -60,7 +65,8 @@ messages = st.one_of(
     st.just(Gossip()),
     st.builds(lambda r, j, lo, d: Sync(r, j, lo, 2**64 - 1, tuple(d)), st.booleans(),
               st.booleans(), st.integers(0, 2**64 - 1),
-              st.lists(st.builds(DigestEntry, u64, u32, u32, st.booleans()), max_size=10)),
+              st.lists(st.builds(DigestEntry, u64, u32, u32, st.booleans(), u32, u32),
+                       max_size=10)),
     st.builds(lambda b, es: Offsets(b, tuple(es)), u32, st.lists(offset_entries, max_size=5)),
     st.builds(OffsetsAck, u32),
     # Any name, partition count and factor: the arbiter judges them, not the codec.
@@ -71,9 +77,10 @@ messages = st.one_of(
     st.builds(Propose, u32, topics),
     st.builds(lambda p, v, r: Vote(p, v, r if v == Verdict.HAVE else None), u32,
               st.sampled_from(list(Verdict)), topics),
+    st.builds(LeaderAndIsr, st.booleans(), partitions),
 )
 packets = st.builds(Packet, st.builds(Header, u32, u32, u32, u32), messages,
-                    st.lists(st.one_of(members, topics), max_size=6).map(tuple))
+                    st.lists(st.one_of(members, topics, partitions), max_size=6).map(tuple))
 
 
 @given(packets)
@@ -168,6 +175,18 @@ def test_a_message_that_must_carry_a_topic_record_refuses_a_member_update():
         decode(bad)
     with pytest.raises(ValueError):
         wire.encode_message(Vote(1, Verdict.OK, rec))  # only HAVE carries a record
+
+
+def test_leader_and_isr_carries_a_partition_record_and_nothing_else():
+    part = PartitionRecord("t", 7, 0, 2, 5, 9, (2, 0))
+    good = encode(Packet(Header(1, 2, 3, 4), LeaderAndIsr(True, part), ()))
+    assert decode(good).message == LeaderAndIsr(True, part)
+    topic = wire.encode_update(TopicRecord("t", 1, 2, 3, 1, (2,), (), True, 7))
+    with pytest.raises(WireError, match="expected a partition record"):
+        decode(good.replace(wire.encode_update(part), topic))
+    with pytest.raises(WireError, match="partition record"):  # leader below -1
+        decode(good.replace(wire.encode_update(part), wire.encode_update(
+            PartitionRecord("t", 7, 0, -2, 5, 9, (2, 0)))))
 
 
 def test_record_room_leaves_space_for_every_message_that_carries_a_record():
