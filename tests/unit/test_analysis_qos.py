@@ -90,7 +90,7 @@ def test_stats_and_table_ii_put_the_paper_first() -> None:
     block = table[table["metric"] == "Bytes in per sec"]
     assert list(block["side"]) == ["paper (Kafka, SASL+SSL)", "ZooKeeper, plaintext",
                                    "ZooKeeper, SASL_SSL", "DSBS, plaintext", "DSBS, SASL_SSL"]
-    assert list(block["100 messages"])[0] == 5
+    assert block["100 messages"].iloc[0] == 5
     assert list(block["1,000 messages"])[1] == "75,000 [75,000, 75,000]"
     # Measures the paper does not report have no paper row.
     assert "paper (Kafka, SASL+SSL)" not in set(
