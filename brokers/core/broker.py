@@ -142,6 +142,18 @@ class Broker:
             assert sec.sasl_credentials_file is not None  # config checked
             credentials = load_credentials(sec.sasl_credentials_file, sec.sasl_mechanisms)
             self._sasl = SaslGate(MechanismRegistry(sec.sasl_mechanisms, credentials))
+        first = listeners[0].protocol
+        if first.tls or first.sasl:
+            # Followers fetch from a leader's registered (first) listener: they speak its
+            # protocol, trusting --ssl-truststore and logging in as the credentials file's
+            # first user (Kafka's inter-broker settings, one listener for both).
+            from brokers.core.security.client import ClientSecurity
+
+            user, password = ("", "")
+            if first.sasl:
+                user, password = next(iter(credentials.passwords.items()))
+            self.fetchers.security = ClientSecurity(first, sec.ssl_truststore,
+                                                    sec.sasl_mechanisms[0], user, password)
 
     async def _listen(self, listener: Listener) -> Listener:
         protocol = listener.protocol
