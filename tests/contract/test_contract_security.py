@@ -37,6 +37,7 @@ def secured(request, tmp_path_factory, security_files):
     cluster = start_cluster(arch, tmp_path_factory.mktemp(f"secured-{arch}-{protocol}"),
                             brokers=2, security=security_files, protocol=protocol)
     cluster.protocol = protocol  # type: ignore[union-attr]
+    cluster.arch = arch  # type: ignore[union-attr]
     yield cluster
     cluster.stop()
 
@@ -100,8 +101,8 @@ def test_followers_replicate_over_the_secured_listener(secured, security_files):
     """acks=all with min.insync.replicas=2 on two brokers is acknowledged only once the
     follower has fetched every batch from the leader: over the cluster's own protocol, with
     the broker's truststore and its first user's login."""
-    if secured.spec.arch not in REPLICATING:
-        pytest.skip(f"{secured.spec.arch} does not replicate")
+    if secured.arch not in REPLICATING:
+        pytest.skip(f"{secured.arch} does not replicate")
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic
 
