@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
-        perf-gossip perf-metadata-scale bench-metadata bench-security bench-qos clean
+        perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
+        sim-replication test-churn bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -71,6 +72,21 @@ perf-gossip: setup
 perf-metadata-scale: setup
 	@$(PY) -m harness.perf_metadata_scale --runs $(RUNS)
 
+# How often DSBS replication loses, duplicates or reorders acknowledged records: seeded fault
+# scenarios on the simulated network (harness/replication_sim.py; docs/replication.md has the
+# table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (~10 min at 200 seeds).
+SIM_ARGS ?= --seeds 200
+sim-replication: setup
+	@$(PY) -m harness.replication_sim $(SIM_ARGS)
+
+# Brokers killed and restarted under load on every replicating architecture: `make test` runs
+# one leader kill per architecture; this runs CHURN_ROUNDS (tests/contract/
+# test_contract_replication_churn.py prints records acknowledged and lost, failover times).
+CHURN_ROUNDS ?= 20
+test-churn: setup
+	@TWINBENCH_CHURN_ROUNDS=$(CHURN_ROUNDS) $(PY) -m pytest -s -q \
+	  tests/contract/test_contract_replication_churn.py
+
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
 WORKLOAD ?= paper
@@ -89,11 +105,27 @@ bench-faults: setup
 	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
+# Faults at replication factor 3 (acks=-1, min.insync.replicas 2) on both architectures:
+# acknowledged loss and failover time per architecture (docs/replication.md); then the analysis.
+bench-faults-rf3: setup
+	@$(PY) -m harness.cli run --arch both --workload faults-rf3 --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
 # Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
 # storms, partition counts, group churn, broker join/leave as cost curves; then the analysis.
 bench-metadata: setup
 	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
+
+# The DSBS/ZK ratio against the network's round-trip time (README, "Round-trip time"; root:
+# network namespaces and a delay line), both architectures interleaved; then the analysis.
+bench-rtt: setup
+	@$(PY) -m harness.cli run --arch both --workload rtt --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
+perf-delay: setup
+	@$(PY) -m harness.perf_delay $(PERF_ARGS)
 
 # The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 # Both architectures in one run, interleaved session by session (docs/architecture.md,

@@ -18,6 +18,8 @@ Layout:
 - ``hosts.py``        hosts files (YAML) and `twinbench hosts check`: SSH login, version,
                       clock offset per host (asyncssh)
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
+- ``netdelay/``       round-trip time between those namespaces (workload ``rtt_ms``,
+                      ``cluster --rtt-ms``): a netfilter-queue delay line; its __init__ maps it
 - ``code_metrics.py`` module and function sizes, architecture literals (the architecture
                       pass's figures)
 - ``perf.py``         `make perf`: the broker against a null sink, side by side; ``--open-loop``:
@@ -37,7 +39,10 @@ Layout:
 - ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography);
                      the security levels (none, tls, sasl_ssl) and their cluster settings
 - ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin
+- ``perf_delay.py``   `make perf-delay`: what the delay line adds (latency over bare veth, CPU
+                      per packet)
 - ``prometheus.py``   a real Prometheus scraping a cluster's brokers (``cluster --metrics``)
 - ``grafana.py``      the Grafana dashboard of the brokers' metrics, one row per architecture
-- ``setup_system.sh`` Debian packages the project needs (java, zookeeper, kcat, prometheus)
+- ``setup_system.sh`` Debian packages the project needs (java, zookeeper, kcat, iptables,
+                      prometheus, docker.io, debootstrap), the Docker engine, the ZooKeeper image
 """

@@ -83,6 +83,10 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--network", choices=("loopback", "netns"), default="loopback",
                          help="netns: each broker in its own network namespace (root), so "
                               "`twinbench fault partition` can cut one off")
+    cluster.add_argument("--rtt-ms", type=float, default=None, metavar="MS",
+                         help="with --network netns: round-trip time added between every two "
+                              "hosts (brokers; the client and ZooKeeper in the root "
+                              "namespace) by a delay line (harness/netdelay; needs iptables)")
     sec = cluster.add_argument_group(
         "security", "every broker's listener: TLS with PEM files, SASL with a credentials file")
     sec.add_argument("--security", choices=tuple(SECURITY_LEVELS), default="none",
@@ -199,7 +203,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
         zk_nodes=args.zk_nodes, flush=args.flush, metadata_check=args.metadata_check,
         gossip_preset=args.gossip_preset, zk_session_timeout_ms=args.zk_session_timeout_ms,
-        network=args.network, num_partitions=args.num_partitions,
+        network=args.network, rtt_ms=args.rtt_ms, num_partitions=args.num_partitions,
         auto_create_topics=args.auto_create_topics,
         security_protocol=args.security_protocol, ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile, ssl_ca_location=args.ssl_ca_location,

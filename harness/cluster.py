@@ -38,9 +38,11 @@ from harness import architectures
 from harness.architectures import ZOOKEEPER, Architecture, Launch
 from harness.client_security import ClientSecurity, security_from_credentials_file
 from harness.kafka_probe import KafkaProbe
+from harness.netdelay.control import check_rtt
 from harness.processes import ManagedProcess, ProcessError
 
 if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root, ZooKeeper Java
+    from harness.netdelay.control import NetworkDelay
     from harness.netns import NetnsNetwork
     from harness.zookeeper import ZooKeeperHandle
 
@@ -101,6 +103,10 @@ class ClusterSpec:
     # Brokers planned (ids, addresses, command lines) but started only by join_standby(): a
     # membership change on a running cluster (harness/driver/metadata.py, broker-join).
     standby: int = 0
+    # netns only: round-trip time (ms) added between every two hosts (brokers, and the root
+    # namespace's client and ZooKeeper) by a delay line (harness/netdelay); set_rtt() changes
+    # it on the running cluster. None: no delay line at all.
+    rtt_ms: float | None = None
 
     @property
     def architecture(self) -> Architecture:
@@ -124,6 +130,11 @@ class ClusterSpec:
         if self.network == "netns" and self.zookeeper:
             raise UserError("--network netns starts its own ZooKeeper on the namespaces' bridge; "
                             "drop --zookeeper")
+        if self.rtt_ms is not None:
+            if self.network != "netns":
+                raise UserError("a round-trip time needs --network netns (the delay is put "
+                                "between network namespaces)")
+            check_rtt(self.rtt_ms)
         if self.zk_session_timeout_ms is not None and not (
                 1000 <= self.zk_session_timeout_ms <= 600_000):
             raise UserError("--zk-session-timeout-ms must be between 1000 and 600000")
@@ -208,6 +219,7 @@ class ProcessCluster:
         self.start_seconds = 0.0
         self._argvs: list[list[str]] = []
         self.network: NetnsNetwork | None = None  # when spec.network == "netns"
+        self.delay: NetworkDelay | None = None  # when spec.rtt_ms is set
         # Exits already reported by poll_exits(), per broker incarnation (pid).
         self._reported: set[int] = set()
         self._client_security = spec.client_security()
@@ -233,6 +245,11 @@ class ProcessCluster:
                 from harness.netns import NetnsNetwork
 
                 self.network = NetnsNetwork().create(self.spec.brokers + self.spec.standby)
+                if self.spec.rtt_ms is not None:
+                    from harness.netdelay.control import NetworkDelay
+
+                    self.delay = NetworkDelay(self.network, self.root / "netdelay")
+                    self.delay.start(self.spec.rtt_ms)
             self._argvs = self._broker_argvs()
             for node_id in range(self.spec.brokers):
                 self.brokers.append(BrokerProcess(
@@ -493,6 +510,9 @@ class ProcessCluster:
         if self.zookeeper is not None:
             self.zookeeper.stop()
             self.zookeeper = None
+        if self.delay is not None:
+            self.delay.stop()
+            self.delay = None
         if self.network is not None:
             self.network.destroy()
             self.network = None
@@ -518,6 +538,7 @@ class ProcessCluster:
             "version": 1,
             "arch": self.spec.arch,
             "network": self.spec.network,
+            "rtt_ms": None if self.delay is None else self.delay.rtt_ms,
             "root": str(self.root),
             "bootstrap": self.bootstrap,
             "security_protocol": self.spec.protocol.value,
@@ -555,8 +576,17 @@ class ProcessCluster:
         if self.zookeeper is not None:
             for i, pid in enumerate(self.zookeeper.pids):
                 out[f"zookeeper-{i}:{pid}"] = process_cpu_seconds(pid)
+        if self.delay is not None:
+            out[f"netdelay:{self.delay.pid}"] = process_cpu_seconds(self.delay.pid)
         return out
 
+
+    def set_rtt(self, rtt_ms: float) -> None:
+        """Change the round-trip time the delay line adds (the cluster must have one)."""
+        if self.delay is None:
+            raise UserError("this cluster has no delay line (start it with a round-trip time "
+                            "and --network netns)")
+        self.delay.set_rtt(rtt_ms)
 
     def rss_bytes(self) -> dict[int, int]:
         """Resident set size of every running broker process, by node id (psutil)."""

@@ -53,7 +53,7 @@ NOT_MEASURED = ("coordination counters (zk_requests, gossip_packets, coordinatio
                 "counters.csv)", "broker CPU seconds", "ZooKeeper CPU seconds")
 # Workload settings that are broker settings of the twins: recorded, not applied.
 NOT_APPLIED = ("brokers", "flush", "metadata_check", "gossip_preset", "zk_nodes",
-               "zk_session_timeout_ms", "network")
+               "zk_session_timeout_ms", "network", "min_insync_replicas")
 # --client-config keys and their types.
 CLIENT_KEYS: dict[str, type] = {
     "client_id": str, "connect_timeout_ms": int, "request_timeout_ms": int, "retries": int,

@@ -1,4 +1,4 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 6) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 7) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
@@ -7,7 +7,7 @@ incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jso
 header only unless the workload injects faults), the open-loop files (``series.csv``,
 ``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
 ``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) and
-``metrics.csv`` (format 6; header only unless the workload samples the brokers' metrics) as each
+``metrics.csv`` (format 7; header only unless the workload samples the brokers' metrics) as each
 session ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
@@ -57,7 +57,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,10 +70,14 @@ RECORD_COLUMNS = (
     # format 3: the rest of the end-to-end percentiles, and open-loop sessions.
     "e2e_p90_us", "e2e_p999_us", "e2e_max_us", "target_rate", "achieved_rate",
     "send_delay_p99_us", "behind",
+    # format 6: the round-trip time the delay line added (empty without one).
+    "rtt_ms",
 )
 COORDINATION_COLUMNS = (
     "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
+    # format 6: the delay line (harness/netdelay).
+    "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
 )
 # Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
 _SESSION_KEYS = ("run_id", "arch", "label", "cell_id", "case", "try")
@@ -112,7 +116,7 @@ METADATA_COLUMNS = (
     "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
     "status",
 )
-# The brokers' Prometheus metrics sampled during a session (format 6): one row per sample of a
+# The brokers' Prometheus metrics sampled during a session (format 7): one row per sample of a
 # series (harness/driver/metrics.py).
 METRICS_COLUMNS = (*_OPEN_KEYS, "t_s", "node_id", "metric", "labels", "value")
 # Every counter's increase over a session, one row per counter (optional in format 2: added

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages twinbench needs when they are missing: a Java runtime and the
-# ZooKeeper jars (the zk broker runs against a real ZooKeeper), kcat for interop checks, and
-# iproute2 (`ip netns`, for the network partitions of the fault workloads), the OpenSSH
-# server that the multi-host tests run inside network namespaces (test hosts), and Prometheus
-# (the metrics tests scrape brokers with the real server).
+# ZooKeeper jars (the zk broker runs against a real ZooKeeper), kcat for interop checks,
+# iproute2 (`ip netns`, for the network partitions of the fault workloads) and iptables (the
+# delay line of the round-trip-time workloads queues packets with it, harness/netdelay), the
+# OpenSSH server that the multi-host tests run inside network namespaces (test hosts),
+# Prometheus (the metrics tests scrape brokers with the real server), and Debian's Docker engine
+# with debootstrap: provisioning's testcontainers branch (a machine with Docker and no Java)
+# runs in the tests too, on a ZooKeeper image built here from Debian's package when absent
+# (harness/zookeeper/build_image.sh), since no image registry need be reachable.
 # As root it uses apt-get; otherwise it says what to install and continues (tests that need a
 # missing tool skip with that reason locally; CI runs as root, so nothing is skipped there).
 set -euo pipefail
@@ -15,18 +19,47 @@ if [ -z "${ZOOKEEPER_HOME:-}" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then
 fi
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v iptables-legacy >/dev/null 2>&1 || missing+=(iptables)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
-
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing ${missing[*]} with apt-get" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-  echo "setup: missing system packages: ${missing[*]}." >&2
-  echo "setup: install them (Debian: sudo apt-get install ${missing[*]}), or set ZOOKEEPER_HOME" >&2
-  echo "setup: to a ZooKeeper release; tests that need them will be skipped until then." >&2
+root=0
+[ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 && root=1
+if [ "$root" -eq 1 ]; then
+  # The engine is wanted only where we may run it (root); elsewhere Docker is the user's own.
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$root" -eq 1 ]; then
+    echo "setup: installing ${missing[*]} with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: missing system packages: ${missing[*]}." >&2
+    echo "setup: install them (Debian: sudo apt-get install ${missing[*]}), or set ZOOKEEPER_HOME" >&2
+    echo "setup: to a ZooKeeper release; tests that need them will be skipped until then." >&2
+  fi
+fi
+
+[ "$root" -eq 1 ] || exit 0
+# The Docker engine: started when it does not answer (no init system starts it here), with its
+# bridge inside 198.18.0.0/15 (the last /24, which harness/netns.py never takes) and without
+# iptables rules or masquerading: containers reach nothing beyond this machine.
+if ! docker info >/dev/null 2>&1; then
+  echo "setup: starting the Docker engine (log: /var/log/twinbench-dockerd.log)" >&2
+  setsid nohup dockerd --bip 198.19.255.1/24 --iptables=false --ip6tables=false \
+    --ip-masq=false >/var/log/twinbench-dockerd.log 2>&1 </dev/null &
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  if ! docker info >/dev/null 2>&1; then
+    echo "setup: the Docker engine did not start (the testcontainers test will be skipped);" \
+      "its log:" >&2
+    tail -5 /var/log/twinbench-dockerd.log >&2
+    exit 0
+  fi
+fi
+"$(dirname "$0")/zookeeper/build_image.sh"

@@ -20,6 +20,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     replication_factor: 1        # replicas of each session's topic (above 1: replicating
                                  # architectures only, docs/replication.md)
     acks: 1                      # produce acks: 1 | -1 (all in-sync replicas) | 0
+    min_insync_replicas: 2       # every broker's --min-insync-replicas (default: the broker's, 1)
     messages: 30000              # records per session, all producers together
     rate: [5000, 20000]          # open loop: records/s, all producers together (a list is
                                  # swept, one cell each); absent: closed loop
@@ -48,6 +49,8 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
                                  # it started stops, and what it never saw counts as lost
     fetch_max_wait_ms: 100       # Fetch long-poll
     network: loopback            # loopback | netns (each broker in a network namespace; root)
+    rtt_ms: [0, 1, 5]            # netns: round-trip time added between every two hosts, ms
+                                 # (a list is swept, one cell each; harness/netdelay)
     zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
     metadata:                    # makes every session a metadata session (scenario "metadata")
       probe_ms: 20               # how often every broker's Metadata is polled while waiting
@@ -103,6 +106,7 @@ from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
 from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
+from harness.netdelay.control import MAX_RTT_MS
 from harness.rate_search import SearchConfig
 from workloads.payload import MIN_MSG_SIZE
 from workloads.schedule import ARRIVALS
@@ -316,6 +320,9 @@ class Workload:
     # Produce acks: 1 (the paper's: the leader wrote it), -1 (every in-sync replica has it),
     # 0 (no answer).
     acks: int = 1
+    # acks=-1 needs this many in-sync replicas (every broker's --min-insync-replicas; None: the
+    # broker default, 1). At most replication_factor.
+    min_insync_replicas: int | None = None
     # Records per session, all producers together (the paper: 30,000).
     messages: int = 30_000
     # Open loop (workloads/schedule.py): target records/s, all producers together, split evenly
@@ -369,6 +376,11 @@ class Workload:
     # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace
     # on a bridge (harness/netns.py; needs root), which partition faults require.
     network: str = "loopback"
+    # netns only: round-trip times (ms) swept, one cell each (cell id suffix -rtt<ms>): a delay
+    # line (harness/netdelay) adds this between every two brokers and between each broker and
+    # the root namespace's load client and ZooKeeper, as separate machines would. Empty: no
+    # delay line.
+    rtt_ms: tuple[float, ...] = ()
     # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
     # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
     zk_session_timeout_ms: int | None = None
@@ -799,6 +811,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     kw["flush"] = _flush(ctx, _given(data, "flush"))
     kw["labels"] = _labels(ctx, _given(data, "labels"))
     kw |= _cluster(ctx, data)
+    kw["rtt_ms"] = _rtt(ctx, data, kw["network"])
     kw |= _security_and_metrics(ctx, data)
     if data.get("faults") is not None:
         kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
@@ -862,10 +875,13 @@ def _load(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     replication = ctx.integer("replication_factor", _given(data, "replication_factor"), 1,
                               brokers)
     acks = ctx.integer("acks", _given(data, "acks"), -1, 1)
+    min_isr = _given(data, "min_insync_replicas")
+    if min_isr is not None:
+        min_isr = ctx.integer("min_insync_replicas", min_isr, 1, replication)
     return {"brokers": brokers, "partitions": partitions, "producers": producers,
             "consumers": consumers, "producer_mode": mode, "window": window,
             "producer_partitions": spread, "messages": messages, "tries": tries,
-            "replication_factor": replication, "acks": acks}
+            "replication_factor": replication, "acks": acks, "min_insync_replicas": min_isr}
 
 
 def _scenarios(ctx: _Ctx, data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -956,6 +972,25 @@ def _rate_search(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
                            "maximum sustainable rate (1 = the maximum)")
         out["rate_fractions"] = tuple(fractions)
     return out
+
+
+def _rtt(ctx: _Ctx, data: Mapping[str, Any], network: str) -> tuple[float, ...]:
+    if "rtt_ms" not in data:
+        return ()
+    values = []
+    for v in ctx.string_list("rtt_ms", data["rtt_ms"]):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_RTT_MS:
+            raise ctx.fail("rtt_ms", f"must be round-trip times in [0, {MAX_RTT_MS:g}] ms, "
+                           f"got {v!r}")
+        values.append(float(v))
+    if network != "netns":
+        raise ctx.fail("rtt_ms", "the delay is put between network namespaces: give "
+                       "network: netns (root)")
+    for key in ("faults", "metadata", "rate_search"):
+        if data.get(key) is not None:
+            raise ctx.fail("rtt_ms", f"applies to the paper's sessions and to fixed rates, "
+                           f"not to {key} workloads")
+    return tuple(values)
 
 
 def _flush(ctx: _Ctx, flush: Any) -> str:

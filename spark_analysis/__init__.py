@@ -1,7 +1,8 @@
 """PySpark analysis: run logs -> the paper's tables and figures, with statistics, the fault
-sessions' tables and figures, the open-loop latency curves and maximum sustainable rates, and
-the metadata sessions' cost curves, what security costs each architecture, and the Kafka +
-Prometheus paper's QoS table from the brokers' sampled metrics.
+sessions' tables and figures, the open-loop latency curves and maximum sustainable rates, the
+metadata sessions' cost curves, the ratio against the network's round-trip time, what
+security costs each architecture, and the Kafka + Prometheus paper's QoS table from the
+brokers' sampled metrics.
 
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
@@ -38,7 +39,11 @@ Layout (one concept per module):
                   DSBS/ZK at every security level (Fieller intervals)
   qos_tables.py   sampled metrics (metrics.csv): per-session QoS measures, their intervals,
                   the Kafka + Prometheus paper's Table II layout (paper_qos.csv beside ours)
-  qos_figures.py  fig20: Table II's measures vs message count, ours and the paper's
+  qos_figures.py  fig21: Table II's measures vs message count, ours and the paper's
+  rtt_tables.py   round-trip-time sweeps (format 6): records/s per rtt, DSBS/ZK with Fieller
+                  intervals, and the model (round trips per client from counters.csv x the
+                  time the delay line held) that predicts them, with its limit
+  rtt_figures.py  fig20 per sweep: the ratio against rtt, measured and modelled
   report.py       report.md
   job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)

@@ -54,6 +54,17 @@ OPEN_LOOP_COLUMNS = (
 )
 
 
+# Cells of a round-trip-time sweep end their cell id in -rtt<ms> (format 6): the paper's
+# question on another network, so they go to rtt_tables.py, not the paper's tables.
+RTT_CELL = r"-rtt[0-9][0-9.e+]*$"
+# What the round-trip-time tables read of a records.csv row, and of its coordination.csv row.
+RTT_COLUMNS = (
+    "run_id", "workload", "arch", "cell_id", "table", "scenario", "role", "msg_size", "batch",
+    "try", "offset_commit", "metadata_check", "rtt_ms", "clients", "records", "wall_s", "rps",
+)
+RTT_COORDINATION_COLUMNS = ("rtt_measured_ms", "delayed_packets", "delay_cpu_s")
+
+
 def _plaintext(df: DataFrame) -> Column:
     """Rows of plaintext clusters (secured ones go to the security section alone); a frame
     without the derived column (latency.jsonl) is filtered through its join with records."""
@@ -62,9 +73,25 @@ def _plaintext(df: DataFrame) -> Column:
 
 def paper_only(df: DataFrame) -> DataFrame:
     """The rows of the paper's scenarios on plaintext clusters (``faults`` sessions,
-    open-loop cells, secured clusters and anything newer left out)."""
+    open-loop cells, round-trip-time sweeps, secured clusters and anything newer left out)."""
     return df.where(F.col("scenario").isin(*PAPER_SCENARIOS)
-                    & ~F.col("cell_id").rlike(OPEN_LOOP_CELL) & _plaintext(df))
+                    & ~F.col("cell_id").rlike(OPEN_LOOP_CELL)
+                    & ~F.col("cell_id").rlike(RTT_CELL) & _plaintext(df))
+
+
+def rtt_sessions(records: DataFrame, coordination: DataFrame | None) -> pd.DataFrame:
+    """Every verified row of a round-trip-time sweep (one per session and role, unlabelled
+    sides only), with its session's delay-line columns: a few per rtt and try."""
+    rows = records.where(F.col("rtt_ms").isNotNull() & _ok() & (F.col("side") == "*")
+                         & F.col("scenario").isin(*PAPER_SCENARIOS)).select(*RTT_COLUMNS)
+    if coordination is not None:
+        coord = coordination.select("run_id", "cell_id", "scenario", "try",
+                                    *RTT_COORDINATION_COLUMNS)
+        rows = rows.join(coord, ["run_id", "cell_id", "scenario", "try"], "left")
+    else:
+        for c in RTT_COORDINATION_COLUMNS:
+            rows = rows.withColumn(c, F.lit(None).cast("double"))
+    return rows.toPandas()
 
 
 def open_loop(records: DataFrame) -> pd.DataFrame:

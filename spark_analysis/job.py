@@ -24,6 +24,7 @@ from spark_analysis import (
     metadata_tables,
     paper,
     qos_tables,
+    rtt_tables,
     security_tables,
     tables,
 )
@@ -79,12 +80,29 @@ class MetadataTables:
 
 @dataclass
 class QosTables:
-    """The sampled-metrics tables (format 6); all empty when no run sampled them."""
+    """The sampled-metrics tables (format 7); all empty when no run sampled them."""
 
     sessions: pd.DataFrame = field(default_factory=_empty)
     stats: pd.DataFrame = field(default_factory=_empty)
     table_ii: pd.DataFrame = field(default_factory=_empty)
     paper: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.sessions.empty
+
+
+@dataclass
+class RttTables:
+    """Round-trip-time sweeps (format 6); all empty when the runs had none.
+
+    ``sessions``: one row per session x role with its round trips (the model's input);
+    ``stats``: per sweep point x rtt x arch, records/s with its CI and the model's prediction;
+    ``comparison``: ZooKeeper beside DSBS per point and rtt, measured and modelled ratios."""
+
+    sessions: pd.DataFrame = field(default_factory=_empty)
+    stats: pd.DataFrame = field(default_factory=_empty)
+    comparison: pd.DataFrame = field(default_factory=_empty)
 
     @property
     def empty(self) -> bool:
@@ -134,6 +152,7 @@ class Analysis:
     # Sessions that sampled the brokers' metrics (qos_tables.py): every session's QoS
     # measures, their statistics, and the Kafka + Prometheus paper's Table II layout.
     qos: QosTables = field(default_factory=lambda: QosTables())
+    rtt: RttTables = field(default_factory=RttTables)
 
 
 def compute_faults(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT) -> FaultTables:
@@ -182,6 +201,38 @@ def compute_metadata(logs: RunLogs, notes: list[str], archs: Archs = DEFAULT
                           scaling=metadata_tables.scaling(long, archs))
 
 
+def read_counters(runs: Sequence[RunInfo], cell_pattern: str) -> pd.DataFrame:
+    """counters.csv rows of ``runs`` whose cell id matches ``cell_pattern`` (plain CSV: a few
+    dozen rows per session; runs without the optional file contribute none)."""
+    from spark_analysis.loader import check_header
+    from spark_analysis.schema import COUNTER_COLUMNS
+
+    frames = []
+    for run in runs:
+        path = run.path / "counters.csv"
+        if not path.is_file():
+            continue
+        check_header(path, COUNTER_COLUMNS)
+        try:
+            frame = pd.read_csv(path, keep_default_na=True)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path}: unreadable ({exc})") from None
+        frames.append(frame[frame["cell_id"].astype(str).str.contains(cell_pattern)])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def compute_rtt(logs: RunLogs, archs: Archs = DEFAULT) -> RttTables:
+    """The round-trip-time tables; one small Spark job when no run swept rtt."""
+    sessions = aggregate.rtt_sessions(logs.records, logs.coordination)
+    if sessions.empty:
+        return RttTables()
+    ids = set(sessions["run_id"])
+    counters = read_counters([r for r in logs.runs if r.run_id in ids], aggregate.RTT_CELL)
+    with_trips = rtt_tables.round_trips(sessions, counters)
+    st = rtt_tables.predict(rtt_tables.rtt_stats(with_trips))
+    return RttTables(with_trips, st, rtt_tables.rtt_comparison(st, archs))
+
+
 def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     """Load and validate the runs, aggregate in Spark, and derive every table."""
     t0 = time.perf_counter()
@@ -209,7 +260,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             secured_only = cell_stats.empty and bool(
                 logs.records.where("security != 'none'").limit(1).count())
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and logs.metadata is None and open_rows.empty and not secured_only):
+                    and logs.metadata is None and open_rows.empty and not secured_only
+                    and logs.records.where(logs.records["rtt_ms"].isNotNull()).isEmpty()):
                 raise UserError("the runs hold no measurements (every records.csv is "
                                 "header-only, no run injected faults and none ran metadata "
                                 "scenarios)")
@@ -242,6 +294,9 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             t1 = time.perf_counter()
             qos = compute_qos(logs, archs)
             timings["aggregate_qos_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            rtt = compute_rtt(logs, archs)
+            timings["aggregate_rtt_s"] = time.perf_counter() - t1
     finally:
         records.unpersist()
     t1 = time.perf_counter()
@@ -262,7 +317,7 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         coordination=tables.coordination(cost), paper=paper_long, max_try=max_try,
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
-        max_rates=maxima, metadata=metadata,
+        max_rates=maxima, metadata=metadata, rtt=rtt,
         security_cost=security_tables.cost(security_long),
         security_between=security_tables.between(security_long, archs), qos=qos,
     )
@@ -324,6 +379,10 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
     if not analysis.security_cost.empty or not analysis.security_between.empty:
         frames.update({"security_cost": analysis.security_cost,
                        "security_between": analysis.security_between})
+    if not analysis.rtt.empty:
+        r = analysis.rtt
+        frames.update({"rtt_sessions": r.sessions, "rtt_stats": r.stats,
+                       "rtt_comparison": r.comparison})
     if not analysis.latency_curves.empty or not analysis.max_rates.empty:
         frames.update({"latency_curves": analysis.latency_curves,
                        "max_rates": analysis.max_rates})

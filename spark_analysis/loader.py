@@ -22,7 +22,9 @@ from spark_analysis import archs
 from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COORDINATION_SCHEMA,
+    COORDINATION_SCHEMA_V5,
     FAULT_EVENTS_COLUMNS,
     FAULT_EVENTS_SCHEMA,
     FAULT_FILES_SINCE,
@@ -44,8 +46,11 @@ from spark_analysis.schema import (
     RATE_SEARCH_SCHEMA,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
+    RECORDS_COLUMNS_V5,
     RECORDS_SCHEMA,
     RECORDS_SCHEMA_V2,
+    RECORDS_SCHEMA_V5,
+    RTT_COLUMNS_SINCE,
     SERIES_COLUMNS,
     SERIES_SCHEMA,
     SUPPORTED_FORMAT_VERSIONS,
@@ -117,7 +122,7 @@ class RunLogs:
     max_rate: DataFrame | None = None
     # metadata.csv rows (format 5); None when no run has a metadata session.
     metadata: DataFrame | None = None
-    # metrics.csv rows (format 6); None when no run sampled the brokers' metrics.
+    # metrics.csv rows (format 7); None when no run sampled the brokers' metrics.
     metrics: DataFrame | None = None
 
 
@@ -265,9 +270,13 @@ class RunFiles:
 
     runs: list[RunInfo]
     records: list[Path] = field(default_factory=list)
-    # records.csv of formats 1 and 2 (without the format-3 columns).
+    # records.csv of formats 1 and 2 (without the format-3 columns), of 3 to 5 (without the
+    # format-6 ones).
     records_v2: list[Path] = field(default_factory=list)
+    records_v5: list[Path] = field(default_factory=list)
     coordination: list[Path] = field(default_factory=list)
+    # coordination.csv of formats 1 to 5 (without the delay line's columns).
+    coordination_v5: list[Path] = field(default_factory=list)
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
@@ -289,16 +298,20 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
         records = run.path / RECORDS
         if not records.is_file():
             raise UserError(f"{records}: missing (every run directory has one)")
-        if run.format_version >= OPEN_LOOP_COLUMNS_SINCE:
+        rtt = run.format_version >= RTT_COLUMNS_SINCE
+        if rtt:
             check_header(records, RECORDS_COLUMNS)
             found.records.append(records)
+        elif run.format_version >= OPEN_LOOP_COLUMNS_SINCE:
+            check_header(records, RECORDS_COLUMNS_V5)
+            found.records_v5.append(records)
         else:
             check_header(records, RECORDS_COLUMNS_V2)
             found.records_v2.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
-            check_header(coord, COORDINATION_COLUMNS)
-            found.coordination.append(coord)
+            check_header(coord, COORDINATION_COLUMNS if rtt else COORDINATION_COLUMNS_V5)
+            (found.coordination if rtt else found.coordination_v5).append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
@@ -346,18 +359,19 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
         [(r.run_id, r.workload, r.security) for r in runs],
         "run_id string, workload string, security string")
 
-    def read(files: list[Path], schema: Any, older: tuple[list[Path], Any] | None = None
+    def read(files: list[Path], schema: Any, *older: tuple[list[Path], Any]
              ) -> DataFrame | None:
         """The files with the derived columns ``workload``, ``security`` and ``side``; None
-        without files.
-        ``older``: files of an older format with fewer columns, read with their own schema and
-        given the missing ones as nulls."""
+        without files. ``older``: files of older formats with fewer columns, each read with
+        its own schema and given the missing ones as nulls."""
         frames = []
         if files:
             frames.append(_read_csv(spark, files, schema))
-        if older is not None and older[0]:
-            df = _read_csv(spark, older[0], older[1])
-            for f in schema.fields[len(older[1].fields):]:
+        for old_files, old_schema in older:
+            if not old_files:
+                continue
+            df = _read_csv(spark, old_files, old_schema)
+            for f in schema.fields[len(old_schema.fields):]:
                 df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
             frames.append(df)
         if not frames:
@@ -375,7 +389,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                         .otherwise(F.lit("*")))
         )
 
-    records_df = read(found.records, RECORDS_SCHEMA, (found.records_v2, RECORDS_SCHEMA_V2))
+    records_df = read(found.records, RECORDS_SCHEMA, (found.records_v2, RECORDS_SCHEMA_V2),
+                      (found.records_v5, RECORDS_SCHEMA_V5))
     assert records_df is not None  # every run has a records.csv (validate_runs checked)
     latency_df = None
     if found.latency:
@@ -383,7 +398,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                       .json([str(f) for f in found.latency]))
     faults = found.faults
     return RunLogs(runs=runs, records=records_df,
-                   coordination=read(found.coordination, COORDINATION_SCHEMA),
+                   coordination=read(found.coordination, COORDINATION_SCHEMA,
+                                     (found.coordination_v5, COORDINATION_SCHEMA_V5)),
                    latency=latency_df, notes=found.notes,
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),

@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 6) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 7) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6, 7})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -28,8 +28,10 @@ OPEN_LOOP_COLUMNS_SINCE = 3
 FAULT_FILES_SINCE = 2
 # From this version on every run directory holds metadata.csv (possibly header-only).
 METADATA_FILE_SINCE = 5
+# From this version on records.csv and coordination.csv carry the delay line's columns.
+RTT_COLUMNS_SINCE = 6
 # From this version on every run directory holds metrics.csv (possibly header-only).
-METRICS_FILE_SINCE = 6
+METRICS_FILE_SINCE = 7
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -70,10 +72,20 @@ RECORDS_SCHEMA = StructType([
     StructField("achieved_rate", DoubleType(), True),
     StructField("send_delay_p99_us", DoubleType(), True),
     StructField("behind", BooleanType(), True),
+    StructField("rtt_ms", DoubleType(), True),
 ])
-# records.csv of formats 1 and 2: the same columns up to `status`.
-RECORDS_SCHEMA_V2 = StructType(
-    RECORDS_SCHEMA.fields[: [f.name for f in RECORDS_SCHEMA.fields].index("status") + 1])
+
+
+def _up_to(schema: StructType, last: str) -> StructType:
+    """An older format's schema: the same columns up to ``last``."""
+    names = [f.name for f in schema.fields]
+    return StructType(schema.fields[: names.index(last) + 1])
+
+
+# records.csv of formats 1 and 2: the same columns up to `status`; of formats 3 to 5, up to
+# `behind`.
+RECORDS_SCHEMA_V2 = _up_to(RECORDS_SCHEMA, "status")
+RECORDS_SCHEMA_V5 = _up_to(RECORDS_SCHEMA, "behind")
 
 COORDINATION_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -91,7 +103,13 @@ COORDINATION_SCHEMA = StructType([
     StructField("coordination_ops", LongType(), True),
     StructField("broker_cpu_s", DoubleType(), True),
     StructField("zk_cpu_s", DoubleType(), True),
+    StructField("rtt_ms", DoubleType(), True),
+    StructField("rtt_measured_ms", DoubleType(), True),
+    StructField("delayed_packets", LongType(), True),
+    StructField("delay_cpu_s", DoubleType(), True),
 ])
+# coordination.csv of formats 1 to 5: up to `zk_cpu_s`.
+COORDINATION_SCHEMA_V5 = _up_to(COORDINATION_SCHEMA, "zk_cpu_s")
 
 LATENCY_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -245,7 +263,9 @@ METRICS_SCHEMA = StructType([
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
 METRICS_COLUMNS: tuple[str, ...] = tuple(f.name for f in METRICS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
+RECORDS_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V5.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
+COORDINATION_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V5.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)

@@ -27,6 +27,7 @@ from hdrh.histogram import HdrHistogram
 from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
@@ -36,6 +37,8 @@ from spark_analysis.schema import (
     RATE_SEARCH_COLUMNS,
     RECORDS_COLUMNS,
     RECORDS_COLUMNS_V2,
+    RECORDS_COLUMNS_V5,
+    RTT_COLUMNS_SINCE,
     SERIES_COLUMNS,
     TIMELINE_COLUMNS,
 )
@@ -202,11 +205,15 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
     per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == ZK else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
-        # Formats 1 and 2 end at `status`; format 3's extra columns stay empty here.
-        columns = RECORDS_COLUMNS if format_version >= 3 else RECORDS_COLUMNS_V2
+        # Formats 1 and 2 end at `status`; the later formats' extra columns stay empty here.
+        columns = (RECORDS_COLUMNS if format_version >= RTT_COLUMNS_SINCE
+                   else RECORDS_COLUMNS_V5 if format_version >= 3 else RECORDS_COLUMNS_V2)
         rec.write(",".join(columns) + "\n")
         pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
-        coord.write(",".join(COORDINATION_COLUMNS) + "\n")
+        coord_columns = (COORDINATION_COLUMNS if format_version >= RTT_COLUMNS_SINCE
+                         else COORDINATION_COLUMNS_V5)
+        coord.write(",".join(coord_columns) + "\n")
+        coord_pad = "," * (len(coord_columns) - len(COORDINATION_COLUMNS_V5))
         lines: list[str] = []
         clines: list[str] = []
         tlines: list[str] = []
@@ -219,7 +226,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                                                   try_, rps, messages=messages) + pad)
                     clines.append(coordination_line(
                         run_id, arch, label, cell, scenario, try_, messages=messages,
-                        per_1000=per_1000(arch, cell, scenario)))
+                        per_1000=per_1000(arch, cell, scenario)) + coord_pad)
                     if counters:
                         ops = round(messages / 1000 * per_1000(arch, cell, scenario))
                         name = "zk_requests" if arch == ZK else "gossip_packets_out"
@@ -421,10 +428,23 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
     (run_dir / "records.csv").write_text(
         "\n".join([",".join(RECORDS_COLUMNS_V2), *records]) + "\n", encoding="utf-8")
     (run_dir / "coordination.csv").write_text(
-        "\n".join([",".join(COORDINATION_COLUMNS), *coord]) + "\n", encoding="utf-8")
+        "\n".join([",".join(COORDINATION_COLUMNS_V5), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
     _write_fault_files(run_dir, files)
     return run_dir
+
+
+def _new_run(root: Path, arch: str, workload: str, index: int, hour: int, *,
+             format_version: int) -> tuple[str, Path]:
+    """A run directory with its manifest and header-only fault files: (run id, path)."""
+    run_id = run_id_for(arch, workload, index, hour)
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "manifest.json").write_text(
+        json.dumps(manifest(run_id, arch, "", workload, seed=index,
+                            format_version=format_version), indent=2) + "\n", encoding="utf-8")
+    _write_fault_files(run_dir)
+    return run_id, run_dir
 
 
 def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", index: int,
@@ -434,15 +454,9 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     per size and try (metadata.csv; every other file header-only, as the driver writes them).
     Convergence grows linearly with the size on zk and as its square root on dsbs; the
     coordination messages 50 (zk) and 8 (dsbs) per topic; tries scatter by 10%."""
-    run_id = run_id_for(arch, workload, index, hour)
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "manifest.json").write_text(
-        json.dumps(manifest(run_id, arch, "", workload, seed=index, format_version=5),
-                   indent=2) + "\n", encoding="utf-8")
-    _write_fault_files(run_dir)
-    for name, columns in (("records.csv", RECORDS_COLUMNS),
-                          ("coordination.csv", COORDINATION_COLUMNS),
+    run_id, run_dir = _new_run(root, arch, workload, index, hour, format_version=5)
+    for name, columns in (("records.csv", RECORDS_COLUMNS_V5),
+                          ("coordination.csv", COORDINATION_COLUMNS_V5),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
@@ -464,6 +478,65 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
                        **({"zk_requests": ops + 1} if arch == ZK else {"gossip_packets": ops}))
             lines.append(",".join(_field(row[c]) for c in METADATA_COLUMNS))
     (run_dir / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return run_dir
+
+
+# Round-trip-time sweeps (format 6): work at rtt 0 (s), coordination round trips per data
+# request, and the delay line's lateness (ms) of the synthetic runs.
+RTT_WORK_S = {ZK: 4.0, DSBS: 1.5}
+RTT_COORD = {ZK: 1.0, DSBS: 0.0}
+RTT_LATE_MS = 0.2
+
+
+def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = (0, 1, 10),
+                  tries: int = 2, records: int = 15_000, clients: int = 3, batch: int = 20,
+                  hour: int = 9) -> Path:
+    """A format-6 run of a round-trip-time sweep (split only, one 32 B cell per rtt) whose
+    sessions follow the analysis's model exactly (rtt_tables.py): each role's wall time is its
+    work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
+    ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
+    10 ms. counters.csv has the counters the model reads, every other file its header."""
+    run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=6)
+    for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
+                          ("max_rate.csv", MAX_RATE_COLUMNS), ("metadata.csv", METADATA_COLUMNS)):
+        (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
+    (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
+    requests = records // batch
+    rec, coord, counters = [], [], []
+    for rtt in rtts:
+        cell_id = f"rtt-32B-b{batch}-rtt{rtt:g}"
+        held = rtt + RTT_LATE_MS
+        for try_ in range(1, tries + 1):
+            for role, per_request in (("production", 1), ("consumption", 2)):
+                trips = requests * per_request * (1 + RTT_COORD[arch]) / clients
+                wall = (RTT_WORK_S[arch] * per_request + trips * rtt / 1000
+                        + 0.01 * (try_ - 1))
+                row: dict[str, object] = dict.fromkeys(RECORDS_COLUMNS, "")
+                row.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt",
+                           scenario="split", role=role, msg_size=32, batch=batch, clients=clients,
+                           records=records, wall_s=wall, rps=records / wall,
+                           offset_commit="every_fetch", metadata_check="per_request",
+                           status="ok", rtt_ms=float(rtt), **{"try": try_})
+                rec.append(",".join(_field(row[c]) for c in RECORDS_COLUMNS))
+            c: dict[str, object] = dict.fromkeys(COORDINATION_COLUMNS, "")
+            c.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt", scenario="split",
+                     msg_size=32, batch=batch, messages=records, rtt_ms=float(rtt),
+                     rtt_measured_ms=held, delayed_packets=4 * requests, delay_cpu_s=0.1,
+                     **{"try": try_})
+            coord.append(",".join(_field(c[k]) for k in COORDINATION_COLUMNS))
+            key = f"{run_id},{arch},,{cell_id},split,{try_}"
+            counts = {"kafka_requests_produce": requests, "kafka_requests_fetch": requests,
+                      "kafka_requests_offset_commit": requests}
+            counters += [f"{key},broker,{n},{v}" for n, v in counts.items()]
+            if arch == ZK:  # a leadership check per Produce and Fetch, a write per commit
+                counters += [f"{key},coordinator,zk_requests,{3 * requests}",
+                             f"{key},coordinator,zk_direct_requests,{3 * requests}",
+                             f"{key},coordinator,zk_writes,{requests}"]
+    for name, columns, lines in (("records.csv", RECORDS_COLUMNS, rec),
+                                 ("coordination.csv", COORDINATION_COLUMNS, coord),
+                                 ("counters.csv", COUNTER_COLUMNS, counters)):
+        (run_dir / name).write_text("\n".join([",".join(columns), *lines]) + "\n",
+                                    encoding="utf-8")
     return run_dir
 
 

@@ -37,11 +37,13 @@ Behaviour worth knowing:
   partition's leader, leader epoch and ISR come from its gossiped record (``leaders.py``,
   ``leadership.py``), elections included; ``change_isr`` (``IsrChanges``) writes the leader's
   ISR changes and returns once every live in-sync replica holds them. The records are appended
-  to ``dsbs/partitions.jsonl`` and loaded at start. A replicated partition shows no leader
-  until ``start`` has returned, so nothing is appended before the broker's replica manager
-  follows the view; view listeners are called synchronously for the same reason (a produce
-  must never reach a new leader before its replica manager knows it leads). Topics with one
-  replica keep the deterministic leader and epoch below, with no record.
+  to ``dsbs/partitions.jsonl`` and loaded at start; a partition they say this broker leads is
+  served only once a majority of its replicas has answered with their records. A replicated
+  partition shows no leader until ``start`` has returned, so nothing is appended before the
+  broker's replica manager follows the view; view listeners are called synchronously for the
+  same reason (a produce must never reach a new leader before its replica manager knows it
+  leads). Topics with one replica keep the deterministic leader and epoch below, with no
+  record.
 """
 
 from __future__ import annotations
@@ -263,6 +265,7 @@ class DsbsCoordinator(GroupRegistry):
                 log.warning("%s: skipping %s-%d (%s)", self._partitions_file.path, part.topic,
                             part.partition, problem or "no such replicated partition held")
         node.topics.unpersisted_partitions = []
+        node.leadership.resume()  # what the files say this broker leads, a majority confirms
         # Tombstones loaded: their files may still be here (a crash before they went).
         for name, rec in list(node.topics.records.items()):
             if rec.deleted:
@@ -479,7 +482,8 @@ class DsbsCoordinator(GroupRegistry):
         held = node.topics.partition(rec.name, p)
         assert held is not None  # rec is the live record of the name
         leader = held.leader
-        if leader == NOBODY or not self._serving or node.leadership.status(leader) is not True:
+        if (leader == NOBODY or not self._serving or not node.leadership.live(leader)
+                or (rec.name, p) in node.leadership.resuming):
             leader = NO_LEADER
         return PartitionState(rec.name, p, leader, held.leader_epoch, reps,
                               node.leadership.view_isr(held))

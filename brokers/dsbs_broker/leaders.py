@@ -10,7 +10,8 @@ it keeps. No broker decides for another: each writes only records that name itse
   for a partition until something changes, so a replicated topic costs no traffic at creation.
 * **Election** (``successor``). When the recorded leader is down (declared dead, or left), the
   first replica in replica order that is live and in the last ISR this broker knows writes a
-  record naming itself, one epoch up, with the ISR's live members. Only that broker writes it,
+  record naming itself, one epoch up, with the ISR's live members (after reading a majority's
+  records, ``leadership.py``). Only that broker writes it,
   so the broker that starts serving is the one the record names. A broker waits while an
   earlier ISR member's state is unknown (a member table still filling after a restart) or
   live: that member's turn comes first.
@@ -18,7 +19,8 @@ it keeps. No broker decides for another: each writes only records that name itse
   version up. The leader also drops members declared down at once (as ZooKeeper-era Kafka's
   controller does), without waiting for replica.lag.time.max.ms.
 * **Majority of replicas** (``majority``). A broker elects itself, and a leader removes members
-  from the ISR, only while it sees more than half of the partition's replicas live. A broker
+  from the ISR, only while it sees more than half of the partition's replicas alive (not
+  merely suspect). A broker
   cut off from the others by a partition declares them dead like a crash; this rule keeps the
   smaller side from electing a leader of its own, or from shrinking the ISR to itself and
   acknowledging acks=all records the other side never sees. The price: with more than half of
@@ -45,13 +47,14 @@ from brokers.core.errors import (
     NotLeaderOrFollower,
     UnknownLeaderEpoch,
 )
-from brokers.dsbs_broker.wire import PartitionRecord
+from brokers.dsbs_broker.wire import PartitionRecord, Status
 
 NO_LEADER = -1
 
-# What a broker knows of a member: True live (alive or suspect), False down (dead or left),
-# None unknown (not in its member table).
-Liveness = Callable[[int], "bool | None"]
+# What a broker knows of a member: its status in the member table, None if not in it.
+Liveness = Callable[[int], "Status | None"]
+LIVE = (Status.ALIVE, Status.SUSPECT)
+DOWN = (Status.DEAD, Status.LEFT)
 
 
 def initial(topic: str, token: int, partition: int,
@@ -76,9 +79,11 @@ def _ordered(replicas: Sequence[int], members: Iterable[int]) -> tuple[int, ...]
 
 
 def majority(replicas: Sequence[int], status: Liveness, me: int) -> bool:
-    """Does broker ``me`` see more than half of the replicas live (itself included)?"""
-    live = sum(1 for r in replicas if r == me or status(r) is True)
-    return 2 * live > len(replicas)
+    """Does broker ``me`` see more than half of the replicas alive (itself included)? A
+    suspect does not count: a broker cut off from the others suspects them all, one after
+    the other, and must not count the last ones it has not declared dead yet."""
+    alive = sum(1 for r in replicas if r == me or status(r) == Status.ALIVE)
+    return 2 * alive > len(replicas)
 
 
 def successor(rec: PartitionRecord, replicas: Sequence[int], status: Liveness,
@@ -87,16 +92,16 @@ def successor(rec: PartitionRecord, replicas: Sequence[int], status: Liveness,
     must not: the leader is live or unknown, ``me`` is not in the ISR, an ISR member before it
     in replica order is live or unknown, or ``me`` sees no majority of the replicas live (it
     may be the cut-off side of a partition)."""
-    if rec.leader == me or (rec.leader != NO_LEADER and status(rec.leader) is not False):
+    if rec.leader == me or (rec.leader != NO_LEADER and status(rec.leader) not in DOWN):
         return None
     if me not in rec.isr or not majority(replicas, status, me):
         return None
     for r in replicas:
         if r == me:
             break
-        if r in rec.isr and status(r) is not False:
+        if r in rec.isr and status(r) not in DOWN:
             return None
-    isr = _ordered(replicas, (r for r in rec.isr if r == me or status(r) is not False))
+    isr = _ordered(replicas, (r for r in rec.isr if r == me or status(r) not in DOWN))
     return dataclasses.replace(rec, leader=me, leader_epoch=rec.leader_epoch + 1,
                                version=rec.version + 1, isr=isr)
 
@@ -129,7 +134,7 @@ def without_down(rec: PartitionRecord, replicas: Sequence[int], status: Liveness
     not go on alone: the others may have elected a leader of their own)."""
     if rec.leader != me or not majority(replicas, status, me):
         return None
-    isr = tuple(r for r in rec.isr if r == me or status(r) is not False)
+    isr = tuple(r for r in rec.isr if r == me or status(r) not in DOWN)
     if isr == rec.isr:
         return None
     return dataclasses.replace(rec, version=rec.version + 1, isr=isr)

@@ -106,6 +106,7 @@ class SimNet:
                 node.topics.apply_partition(part)
         node.topics.unpersisted = []
         node.topics.unpersisted_partitions = []
+        node.leadership.resume()
         return node
 
     def partition(self, *sides: set[int] | frozenset[int] | tuple[int, ...]) -> None:
@@ -116,6 +117,11 @@ class SimNet:
 
     def heal(self) -> None:
         self._side = {}
+
+    def connected(self, a: int, b: int) -> bool:
+        """Can members ``a`` and ``b`` reach each other (both up, on one side)?"""
+        return (a not in self.down and b not in self.down
+                and self._side.get(a, -1) == self._side.get(b, -1))
 
     def _reachable(self, src: Addr, dst: Addr) -> bool:
         if not self._side:

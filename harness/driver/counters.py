@@ -11,6 +11,9 @@
 * ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble
   (``ZooKeeperHandle.request_counters``): the requests ZooKeeper served.
 * CPU seconds of every broker and ZooKeeper process (psutil, via ``ProcessCluster.cpu_seconds``).
+* The delay line, where the cluster has one (harness/netdelay): packets it held, how long on
+  average a packet from the root namespace (client, ZooKeeper) waited (the round trip added
+  there), and its own CPU seconds, which are the network's and never a broker's.
 
 coordination.csv's measured columns (docs/result-format.md) come from these: ``zk_requests``
 and ``zk_cpu_s`` from ZooKeeper, ``coordination_ops`` from the counter every coordinator
@@ -29,18 +32,22 @@ import math
 import signal
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures import Architecture
 from harness.cluster import ProcessCluster
+from harness.netdelay.control import DelayStats
+from harness.netdelay.control import change as delay_change
 
 # How long a broker may take to answer SIGUSR1 (it is one JSON dump on its event loop; a busy
 # broker finishes the request in hand first).
 DUMP_TIMEOUT_S = 5.0
 # coordination.csv's measured columns, in the file's order (harness/runlog.py has the file).
 COLUMNS = ("zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s")
+# coordination.csv's delay-line columns (format 6; empty without a delay line).
+DELAY_COLUMNS = ("rtt_measured_ms", "delayed_packets", "delay_cpu_s")
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class Reading:
     zookeeper: dict[str, int] | None
     # node id -> that broker's counters (None when a broker did not answer).
     brokers: dict[int, BrokerReading] | None
+    # The delay line's counters (None: the cluster has none).
+    delay: DelayStats | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class Delta:
     coordinator: dict[str, int | float | None]
     # The same for the brokers' own counters (BrokerCounters).
     broker: dict[str, int | float | None]
+    # The delay line's columns (DELAY_COLUMNS); None = no delay line, or not read.
+    delay: dict[str, int | float | None] = field(
+        default_factory=lambda: dict.fromkeys(DELAY_COLUMNS))
 
 
 def _parse(doc: Mapping[str, Any], counters: type[CoordinatorCounters]) -> BrokerReading | None:
@@ -109,7 +121,8 @@ def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None
 
 def read(cluster: ProcessCluster) -> Reading:
     zk = cluster.zookeeper.request_counters() if cluster.zookeeper is not None else None
-    return Reading(cluster.cpu_seconds(), zk, _broker_counters(cluster))
+    delay = cluster.delay.stats() if cluster.delay is not None else None
+    return Reading(cluster.cpu_seconds(), zk, _broker_counters(cluster), delay)
 
 
 def increase(before: Iterable[tuple[int, Counters]], after: Iterable[tuple[int, Counters]]
@@ -171,4 +184,9 @@ def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
     )
     for column, counter in arch.columns.items():
         columns[column] = coordinator.get(counter)
-    return Delta(columns, coordinator, broker)
+    delay: dict[str, int | float | None] = dict.fromkeys(DELAY_COLUMNS)
+    if before.delay is not None and after.delay is not None:
+        line = delay_change(before.delay, after.delay)
+        delay.update(rtt_measured_ms=line.gateway_held_ms, delayed_packets=line.packets,
+                     delay_cpu_s=_cpu_delta(before.cpu, after.cpu, "netdelay:"))
+    return Delta(columns, coordinator, broker, delay)

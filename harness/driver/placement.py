@@ -55,6 +55,12 @@ def pin_this_process(cpus: tuple[int, ...]) -> None:
             os.sched_setaffinity(tid, cpus)
 
 
+def pin_process(pid: int, cpus: tuple[int, ...]) -> None:
+    """A single-threaded child (the delay line) onto ``cpus``, after it started elsewhere."""
+    with contextlib.suppress(OSError):  # it exited: nothing to place
+        os.sched_setaffinity(pid, cpus)
+
+
 @contextlib.contextmanager
 def children_on(placement: Placement | None) -> Iterator[None]:
     """Processes started inside the block run on the broker CPUs; afterwards this process is

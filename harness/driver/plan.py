@@ -5,7 +5,8 @@
   (``labels: [A, B]``), a policy sweep and a run over both architectures have several.
 * A **cell** is one (table, message size, batch) point of a grid, and for open-loop workloads
   one target rate (``rate: [..]`` sweeps like a grid axis; the cell id ends in ``-r<rate>``) or
-  one fraction of each side's maximum sustainable rate (``rate_fractions``; ``-f<percent>``).
+  one fraction of each side's maximum sustainable rate (``rate_fractions``; ``-f<percent>``),
+  and with ``rtt_ms: [..]`` one round-trip time (``-rtt<ms>``, last).
 * A **search** (``rate_search``) finds that maximum for every side, base cell and try before
   the epoch's sessions: adaptive, so it is not planned here but stepped by the runner
   (harness/driver/searches.py), the sides' steps alternating like sessions.
@@ -55,6 +56,9 @@ class Cell:
     # Records per session from the cell group's own sweep (cell id suffix -m<count>); None:
     # the workload's messages.
     messages: int | None = None
+    # Round-trip time (ms) the delay line adds during the cell's sessions (workload rtt_ms;
+    # the cell id ends in -rtt<ms>); None: no delay line.
+    rtt_ms: float | None = None
 
     @property
     def base_id(self) -> str:
@@ -67,9 +71,11 @@ class Cell:
             return f"{self.table}-n{self.n}"
         if self.fraction is not None:
             return f"{self.base_id}-f{self.fraction * 100:g}"
-        # The rate last: the analysis tells open-loop cells by their id's -r<rate> ending.
+        # The rate, then the delay line's rtt, last: the analysis tells open-loop and rtt cells
+        # by their id's endings.
         base = self.base_id if self.messages is None else f"{self.base_id}-m{self.messages}"
-        return base if self.rate is None else f"{base}-r{self.rate:g}"
+        cell = base if self.rate is None else f"{base}-r{self.rate:g}"
+        return cell if self.rtt_ms is None else f"{cell}-rtt{self.rtt_ms:g}"
 
 
 @dataclass(frozen=True)
@@ -152,10 +158,11 @@ def cells(workload: Workload) -> list[Cell]:
         return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
                 for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    return [Cell(group.table, size, batch, rate, messages=count)
+    rtts: tuple[float | None, ...] = workload.rtt_ms or (None,)
+    return [Cell(group.table, size, batch, rate, messages=count, rtt_ms=rtt)
             for group in workload.cells for size in group.msg_sizes
             for batch in group.batches for rate in rates
-            for count in (group.messages or (None,))]
+            for count in (group.messages or (None,)) for rtt in rtts]
 
 
 def sides(

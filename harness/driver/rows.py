@@ -1,4 +1,4 @@
-"""A session's results as run-log rows (docs/result-format.md, format 3).
+"""A session's results as run-log rows (docs/result-format.md, format 6).
 
 records.csv: one production row and one consumption row per session; counters.csv: one row
 per counter of the counters contract per session. Loss, duplicates and
@@ -40,6 +40,7 @@ def _common(run_id: str, arch: str, s: Session) -> dict[str, Any]:
         "msg_size": s.cell.msg_size,
         "batch": s.cell.batch,
         "try": s.try_no,
+        "rtt_ms": s.cell.rtt_ms,
     }
 
 
@@ -90,6 +91,7 @@ def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
         **_common(run_id, arch, s),
         "messages": r.messages,
         **d.columns,
+        **d.delay,
     }
 
 

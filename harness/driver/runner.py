@@ -177,6 +177,8 @@ class _Run:
             gossip_preset=wl.gossip_preset,
             zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
+            # The line starts with no delay; every session sets its cell's (run_one).
+            rtt_ms=0.0 if wl.rtt_ms else None,
             broker_args=self.broker_limits(),
             metrics=wl.metrics,
             **cluster_settings(key.security, self.security_files(key.security)),
@@ -192,13 +194,7 @@ class _Run:
         return self._security_files
 
     def broker_limits(self) -> tuple[str, ...]:
-        """A metadata workload's limits on every broker (what its cases were checked against
-        when the file was loaded)."""
-        md = self.workload.metadata
-        if md is None:
-            return ()
-        return ("--max-topics", str(md.max_topics),
-                "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+        return broker_settings(self.workload)
 
     def start_cluster(self, key: plan.ClusterKey, metadata_check: str,
                       session: plan.Session | None = None
@@ -211,6 +207,10 @@ class _Run:
             cluster = ProcessCluster(self.spec(key, metadata_check, session))
             self.clusters[key] = cluster
             cluster.start()
+        if cluster.delay is not None and self.placement is not None:
+            # The delay line stands for the network, not for a broker: off the brokers' CPUs
+            # (placement.py), and its CPU is a column of its own (delay_cpu_s).
+            placement.pin_process(cluster.delay.pid, self.placement.client)
         return cluster
 
     def stop_clusters(self) -> None:
@@ -248,6 +248,11 @@ class _Run:
             cluster_info["security_protocol"] = cluster.spec.protocol.value
             if cluster.spec.protocol.sasl:
                 cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
+            if cluster.delay is not None:
+                cluster_info["rtt"] = {
+                    "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
+                    "one_way": "peers rtt/2 each way; root namespace -> broker rtt",
+                    "cpus": list(self.placement.client) if self.placement else None}
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
@@ -432,6 +437,8 @@ class _Run:
             return
         sampler = self.metrics_sampler(cluster, topic)
         try:
+            if s.cell.rtt_ms is not None and isinstance(cluster, ProcessCluster):
+                await asyncio.to_thread(cluster.set_rtt, s.cell.rtt_ms)
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
@@ -609,6 +616,22 @@ def _check_external(wl: Workload) -> None:
     if wl.metrics:
         raise UserError(f"workload {wl.name}: metrics: true samples the twins' own metrics "
                         "endpoints; not --bootstrap")
+    if wl.rtt_ms:
+        raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
+                        "twinbench starts in namespaces; not --bootstrap")
+
+
+def broker_settings(wl: Workload) -> tuple[str, ...]:
+    """Command-line settings of every broker the workload gives: a metadata workload's limits
+    (what its cases were checked against when the file was loaded), min.insync.replicas."""
+    args: tuple[str, ...] = ()
+    if wl.min_insync_replicas is not None:
+        args += ("--min-insync-replicas", str(wl.min_insync_replicas))
+    md = wl.metadata
+    if md is not None:
+        args += ("--max-topics", str(md.max_topics),
+                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+    return args
 
 
 class ClusterDied(RuntimeError):

@@ -6,7 +6,8 @@ Order (first match wins):
 2. a local server (or a 3-node ensemble on loopback) started from the ZooKeeper jars: Debian's
    ``zookeeper`` package (``/usr/share/java/zookeeper.jar``) or a release under
    ``ZOOKEEPER_HOME``, with a generated config bound to 127.0.0.1 on free ports;
-3. a testcontainers ``zookeeper`` container, only when a Docker engine answers;
+3. a testcontainers ``zookeeper`` container, only when a Docker engine answers (cleaned up by
+   the harness itself: labelled with its PID, swept when that process died);
 4. otherwise ``ZooKeeperUnavailable``: one message saying how to get ZooKeeper.
 
 Readiness is polled, never slept for: ``ruok`` must answer ``imok`` *and* ``srvr`` must report a
@@ -27,7 +28,9 @@ Layout (one concern per module; everything below is importable from ``harness.zo
     ensemble.py     local servers as ManagedProcesses: ZooKeeperEnsemble, ZooKeeperServer,
                     free_ports
     provision.py    provision()/provisioned() in the order above, ZooKeeperHandle,
-                    parse_connect_string, docker_engine_answers
+                    parse_connect_string, docker_engine_answers, sweep_stale_containers
+    build_image.sh  the container image from Debian's zookeeper package, for engines that
+                    reach no registry (run by harness/setup_system.sh when it is absent)
 """
 
 from harness.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
@@ -49,11 +52,13 @@ from harness.zookeeper.four_letter import (
 )
 from harness.zookeeper.provision import (
     CONTAINER_IMAGE,
+    OWNER_LABEL,
     ZooKeeperHandle,
     docker_engine_answers,
     parse_connect_string,
     provision,
     provisioned,
+    sweep_stale_containers,
 )
 
 __all__ = [
@@ -62,6 +67,7 @@ __all__ = [
     "HOW_TO_GET_ZOOKEEPER",
     "LOOPBACK",
     "MAIN_CLASS",
+    "OWNER_LABEL",
     "SERVING_MODES",
     "Member",
     "ZooKeeperConfig",
@@ -84,4 +90,5 @@ __all__ = [
     "render_config",
     "server_mode",
     "srvr",
+    "sweep_stale_containers",
 ]

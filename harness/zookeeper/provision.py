@@ -5,10 +5,18 @@ server or ensemble from the jars (``ensemble.py``); a testcontainers container, 
 Docker engine answers; otherwise ``ZooKeeperUnavailable``. ``ZooKeeperHandle`` hides which: it
 says where ZooKeeper is, reads its counters and stops what was started here (never an external
 server).
+
+A container is cleaned up by the harness itself, as its processes are: labelled with the PID
+of the process that started it, removed by ``stop()`` or at that process's exit, and, when that
+process died without either (SIGKILL), removed by the next provisioning on the same engine
+(``sweep_stale_containers``). testcontainers' own reaper (Ryuk) is used only when its image is
+already on the engine: where no registry is reachable it could not be pulled, and the run would
+fail for want of a helper it does not need.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import os
@@ -18,8 +26,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from brokers.core.errors import UserError
+from harness.processes import pid_alive
 from harness.zookeeper.config import ZooKeeperConfig
 from harness.zookeeper.discovery import find_classpath, find_java
 from harness.zookeeper.ensemble import ZooKeeperEnsemble
@@ -31,6 +41,8 @@ from harness.zookeeper.errors import (
 from harness.zookeeper.four_letter import mntr, server_mode, srvr
 
 CONTAINER_IMAGE = "zookeeper:3.8"
+# Docker label on every container provisioning starts: the PID of the process that started it.
+OWNER_LABEL = "org.twinbench.owner-pid"
 
 
 def parse_connect_string(text: str) -> tuple[tuple[str, int], ...]:
@@ -165,16 +177,62 @@ def docker_engine_answers(timeout_s: float = 2.0) -> bool:
         return False
 
 
-def _container(workdir: Path, startup_timeout_s: float) -> ZooKeeperHandle:
-    from testcontainers.core.container import DockerContainer  # optional dependency
+def sweep_stale_containers(client: Any) -> list[str]:  # a docker.DockerClient
+    """Remove containers that a twinbench process now dead started; their ids."""
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+        owner = container.labels.get(OWNER_LABEL, "")
+        if owner.isdigit() and not pid_alive(int(owner)):
+            with contextlib.suppress(Exception):  # already going: another sweep got there
+                container.remove(force=True, v=True)
+                removed.append(container.id)
+    return removed
 
+
+def _reaper_usable(client: Any) -> bool:
+    """testcontainers' reaper can start: its image is on the engine (nothing is pulled)."""
+    from testcontainers.core.config import testcontainers_config
+
+    if testcontainers_config.ryuk_disabled:
+        return False
+    try:
+        client.images.get(testcontainers_config.ryuk_image)
+    except Exception:  # ImageNotFound, or the engine refused: no reaper either way
+        return False
+    return True
+
+
+def _container(workdir: Path, startup_timeout_s: float) -> ZooKeeperHandle:
+    import docker  # optional dependencies, imported only on this branch
+    from testcontainers.core.config import testcontainers_config
+    from testcontainers.core.container import DockerContainer
+
+    client = docker.from_env(timeout=30)
+    try:
+        sweep_stale_containers(client)
+        if not _reaper_usable(client):
+            testcontainers_config.ryuk_disabled = True
+    finally:
+        client.close()
     container = (
         DockerContainer(CONTAINER_IMAGE)
         .with_exposed_ports(2181)
         .with_env("ZOO_4LW_COMMANDS_WHITELIST", "*")
         .with_env("ZOO_ADMINSERVER_ENABLED", "false")
+        .with_kwargs(labels={OWNER_LABEL: str(os.getpid())})
     )
+
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            atexit.unregister(stop)
+            container.stop()
+
     container.start()
+    atexit.register(stop)  # the reaper's job when there is none: a crash still cleans up
     try:
         host = container.get_container_host_ip()
         port = int(container.get_exposed_port(2181))
@@ -184,14 +242,14 @@ def _container(workdir: Path, startup_timeout_s: float) -> ZooKeeperHandle:
                 raise ZooKeeperStartError(f"ZooKeeper container not serving at {host}:{port}")
             time.sleep(0.1)
     except BaseException:
-        container.stop()
+        stop()
         raise
     endpoints = ((host, port),)
     return ZooKeeperHandle(
         "container",
         f"{host}:{port}",
         endpoints,
-        _stop=container.stop,
+        _stop=stop,
         version=_version_of(endpoints),
     )
 

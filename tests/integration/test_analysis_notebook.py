@@ -29,7 +29,11 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
     metadata = tmp_path / "metadata-runs"
     for arch, index in (("zk", 9), ("dsbs", 10)):
         synth.write_metadata_run(metadata, arch=arch, index=index, tries=2)
-    runs = os.pathsep.join([str(FIXTURES), str(faults), str(metadata)])
+    # Round-trip-time sweeps (format 6), for fig20.
+    rtt = tmp_path / "rtt-runs"
+    for arch, index in (("zk", 11), ("dsbs", 12)):
+        synth.write_rtt_run(rtt, arch=arch, index=index)
+    runs = os.pathsep.join([str(FIXTURES), str(faults), str(metadata), str(rtt)])
     # The kernel inherits the environment: point the notebook at the runs, a scratch report
     # directory and one core.
     monkeypatch.setenv("TWINBENCH_RUNS", runs)
@@ -53,12 +57,14 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
         "fig11-consumption-rps-batch-split", "fig12-consumption-rps-batch-streaming",
         "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost",
         "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
-        "fig17-fault-summary", "fig19-metadata-topic-storm"])
+        "fig17-fault-summary", "fig19-metadata-topic-storm",
+        "fig20-rtt-rtt-32b-b20-every-fetch-per-request"])
     assert all((out / f"{n}.svg").is_file() for n in names)
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     assert len(images) == len(names)
     report = (out / "report.md").read_text()
     assert "## Faults" in report and "## Metadata scenarios" in report
+    assert "## Round-trip time" in report
     assert "- Metadata topic-storm (n = 100, metadata): converged ZK 20 vs DSBS 0.2 s" in report
     assert os.environ["TWINBENCH_RUNS"] == runs

@@ -435,3 +435,30 @@ def test_open_loop_cells_stay_out_of_the_paper_tables(spark: SparkSession,
     again = job.compute(spark, [root]).comparison
     assert not again["cell_id"].str.endswith("-r5000").any()
     pd.testing.assert_frame_equal(again.reset_index(drop=True), base.reset_index(drop=True))
+
+
+def test_rtt_sweeps_get_their_section_model_and_figure(spark: SparkSession,
+                                                       tmp_path: Path) -> None:
+    """Format-6 round-trip-time runs that follow the model: the model predicts every point,
+    the limit is ZK's round trips per record over DSBS's (2: one ZooKeeper request behind each
+    data request), fig20 is drawn, and no rtt cell reaches the paper's tables."""
+    root = tmp_path / "runs"
+    for arch, index in ((synth.ZK, 1), (synth.DSBS, 2)):
+        synth.write_rtt_run(root, arch=arch, index=index)
+    out = tmp_path / "report"
+    analysis = job.analyze([root], out, spark=spark)
+    cmp = analysis.rtt.comparison
+    assert sorted(set(cmp["rtt_ms"])) == [0.0, 1.0, 10.0]
+    assert set(cmp["role"]) == {"production", "consumption"}
+    assert cmp["ratio_model"].to_numpy() == pytest.approx(cmp["ratio"].to_numpy(), rel=0.01)
+    assert cmp["ratio_limit"].to_numpy() == pytest.approx(2.0)
+    zero = row(cmp, rtt_ms=0.0, role="production")
+    assert zero["ratio"] == pytest.approx(synth.RTT_WORK_S["zk"] / synth.RTT_WORK_S["dsbs"],
+                                          rel=0.01)
+    assert zero["n_baseline"] == zero["n_other"] == 2
+    assert analysis.comparison.empty or not analysis.comparison["cell_id"].str.contains(
+        "-rtt").any()
+    assert (out / "rtt_comparison.csv").is_file()
+    assert list(out.glob("fig20-rtt-*.png"))
+    report = (out / "report.md").read_text()
+    assert "## Round-trip time" in report and "| split | production | 10 |" in report

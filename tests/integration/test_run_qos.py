@@ -85,6 +85,6 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(tmp_path: Path) ->
     text = (report / "report.md").read_text()
     assert "**Table II, workload `qos-smoke`, streaming**" in text
     assert "What TLS and SASL cost each architecture" in text
-    assert list(report.glob("fig20-qos-*.png"))
+    assert list(report.glob("fig21-qos-*.png"))
     # Secured rows stay out of the paper's comparison.
     assert all(r.get("security", "none") == "none" for r in _rows(report / "cell_stats.csv"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -154,21 +157,78 @@ def test_process_that_dies_at_start_reports_its_log(tmp_path: Path) -> None:
     assert server.pids == ()
 
 
-def test_no_jars_and_no_docker_is_one_clear_error(tmp_path: Path) -> None:
+def test_no_jars_and_no_docker_is_one_clear_error(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # No engine at this address, whether or not one runs on the machine.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     t0 = time.monotonic()
-    docker = zk.docker_engine_answers()
+    assert not zk.docker_engine_answers()
     assert time.monotonic() - t0 < 5, "probing for Docker must not hang"
-    if docker:
-        pytest.skip("a Docker engine answers here: provision() would use testcontainers")
     cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
     with pytest.raises(zk.ZooKeeperUnavailable, match="apt-get install"):
         zk.provision(None, 1, tmp_path, cfg)
 
 
-def test_container_branch_only_with_docker(tmp_path: Path) -> None:
+def _docker_or_skip():  # -> docker.DockerClient
+    """A client of the machine's Docker engine with the ZooKeeper image, or a skip saying why
+    (CI starts the engine and builds the image: harness/setup_system.sh)."""
     if not zk.docker_engine_answers():
-        pytest.skip("no Docker engine answers: the testcontainers branch is not taken here")
-    cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
-    with zk.provisioned(None, 1, tmp_path, cfg) as handle:
-        assert handle.kind == "container"
-        assert zk.srvr(*handle.endpoints[0])["mode"] == "standalone"
+        pytest.skip("no Docker engine answers: the testcontainers branch is not taken here "
+                    "(as root, `make setup` starts Debian's docker.io)")
+    import docker
+
+    client = docker.from_env(timeout=30)
+    try:
+        client.images.get(zk.CONTAINER_IMAGE)
+    except docker.errors.ImageNotFound:
+        client.close()
+        pytest.skip(f"no {zk.CONTAINER_IMAGE} image on the engine "
+                    "(harness/zookeeper/build_image.sh builds one)")
+    return client
+
+
+def _containers_of(client, pid: int) -> list[str]:
+    return [c.id for c in client.containers.list(
+        all=True, filters={"label": f"{zk.OWNER_LABEL}={pid}"})]
+
+
+_KILLED_HARNESS = """
+import sys, time
+from pathlib import Path
+from harness import zookeeper as zk
+handle = zk.provision(None, 1, Path(sys.argv[1]), zk.ZooKeeperConfig(home=Path(sys.argv[1])))
+print(handle.kind, flush=True)
+time.sleep(600)
+"""
+
+
+def test_container_branch_without_jars_cleans_up_after_itself(tmp_path: Path) -> None:
+    """No jars, a Docker engine: a container serves, labelled with our PID, and nothing of it
+    is left once stopped; one left by a harness that was SIGKILLed is removed by the next
+    provisioning. No reaper (Ryuk) is involved: its image cannot be pulled in CI."""
+    client = _docker_or_skip()
+    try:
+        leftover = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_HARNESS, str(tmp_path / "killed")],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            assert leftover.stdout is not None
+            assert leftover.stdout.readline().strip() == "container"
+            stale = _containers_of(client, leftover.pid)
+            assert len(stale) == 1
+        finally:
+            leftover.kill()
+            leftover.wait()
+
+        cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
+        with zk.provisioned(None, 1, tmp_path / "mine", cfg) as handle:
+            assert handle.kind == "container"
+            assert zk.srvr(*handle.endpoints[0])["mode"] == "standalone"
+            assert zk.four_letter(*handle.endpoints[0], "ruok") == "imok"
+            mine = _containers_of(client, os.getpid())
+            assert len(mine) == 1
+            assert _containers_of(client, leftover.pid) == [], "the stale one was not swept"
+        assert _containers_of(client, os.getpid()) == []
+        assert not any(c.id in stale + mine for c in client.containers.list(all=True))
+    finally:
+        client.close()

@@ -73,20 +73,20 @@ def test_corrupt_manifest(runs: Path) -> None:
 @pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=7)
-    with pytest.raises(UserError, match=r"format_version 7 is not supported.*reads "
-                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6"):
+        set_manifest(run, format_version=8)
+    with pytest.raises(UserError, match=r"format_version 8 is not supported.*reads "
+                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6 or 7"):
         read_manifests(discover_runs([runs]))
 
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=7)
+    set_manifest(one_run(runs), format_version=8)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 7:" in message
+    assert "format_version 1:" in message and "format_version 8:" in message
     assert "\n" not in message
 
 
@@ -124,11 +124,11 @@ def test_format_3_records_have_the_open_loop_columns_and_mix_with_format_2(
                         cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
                         format_version=version)
     found = validate_runs([tmp_path])
-    assert len(found.records) == 1 and len(found.records_v2) == 1
-    header = found.records[0].read_text().splitlines()[0].split(",")
+    assert len(found.records_v5) == 1 and len(found.records_v2) == 1
+    header = found.records_v5[0].read_text().splitlines()[0].split(",")
     assert header[-4:] == ["target_rate", "achieved_rate", "send_delay_p99_us", "behind"]
     # A format-3 run whose records.csv still has the format-2 header is refused.
-    v3 = found.records[0]
+    v3 = found.records_v5[0]
     v3.write_text(found.records_v2[0].read_text())
     with pytest.raises(UserError, match="missing e2e_p90_us"):
         validate_runs([tmp_path])

@@ -15,7 +15,7 @@ from brokers.core.errors import UserError
 from spark_analysis import regress, synth
 from spark_analysis import regress_layers as L
 from spark_analysis.schema import (
-    COORDINATION_COLUMNS,
+    COORDINATION_COLUMNS_V5,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
@@ -220,7 +220,8 @@ def write_regression_run(root: Path, index: int, run: regress.RegressionRun) -> 
                               ("timeline.csv", TIMELINE_COLUMNS)):
             (d / name).write_text(",".join(columns) + "\n", encoding="utf-8")
         for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS_V2),
-                                     ("coordination.csv", run.coordination, COORDINATION_COLUMNS),
+                                     ("coordination.csv", run.coordination,
+                                      COORDINATION_COLUMNS_V5),
                                      ("counters.csv", run.counters, COUNTER_COLUMNS)):
             rows = frame[frame["arch"] == arch].assign(run_id=run_id)
             rows.reindex(columns=list(columns)).to_csv(d / name, index=False)

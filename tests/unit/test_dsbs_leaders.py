@@ -16,7 +16,7 @@ from brokers.core.errors import (
 )
 from brokers.dsbs_broker import leaders, placement
 from brokers.dsbs_broker.leaders import NO_LEADER, merge, successor, with_isr, without_down
-from brokers.dsbs_broker.wire import PartitionRecord
+from brokers.dsbs_broker.wire import PartitionRecord, Status
 
 REPLICAS = (3, 1, 2)
 
@@ -27,8 +27,10 @@ def rec(leader: int = 3, epoch: int = 4, version: int = 7,
 
 
 def view(**states: bool | None):
-    """A liveness lookup: b<id>=True live, False down; unnamed brokers are unknown."""
-    table = {int(k[1:]): v for k, v in states.items()}
+    """A liveness lookup: b<id>=True alive, False dead, None suspect; unnamed brokers are
+    unknown."""
+    as_status = {True: Status.ALIVE, False: Status.DEAD, None: Status.SUSPECT}
+    table = {int(k[1:]): as_status[v] for k, v in states.items()}
     return lambda n: table.get(n)
 
 
@@ -80,7 +82,9 @@ def test_a_broker_that_sees_no_majority_of_the_replicas_live_neither_elects_nor_
     alone = view(b3=False, b1=True, b2=False)
     assert successor(rec(), REPLICAS, alone, 1) is None
     assert without_down(rec(leader=1), REPLICAS, alone, 1) is None
-    # Five replicas: three live are a majority, two are not.
+    # A suspect is no vote: a cut-off broker suspects its peers before it declares them dead.
+    assert successor(rec(), REPLICAS, view(b3=False, b1=True, b2=None), 1) is None
+    # Five replicas: three alive are a majority, two are not.
     five = (3, 1, 2, 4, 5)
     assert successor(rec(isr=five), five, view(b3=False, b1=True, b2=True, b4=True), 1)
     assert not successor(rec(isr=five), five, view(b3=False, b1=True, b2=True), 1)

@@ -170,3 +170,31 @@ def test_a_restarted_member_learns_the_newer_record_when_it_joins():
     # By the time it has joined (a seed's SYNC answer) it holds the newer record, so it never
     # leads on its stale one once its broker serves (the coordinator waits for the join).
     assert held(net, 0) == held(net, 1)
+
+
+def test_a_restarted_former_leader_serves_nothing_until_a_majority_answered():
+    net = replicated_net(seeds=True)
+    net.kill(0)
+    assert net.run_until(lambda: held(net, 1).leader == 1, timeout_s=10) is not None
+    net.partition({0}, {1, 2})
+    node = net.restart(0, seeds=(0, 1, 2))
+    net.run_for(3)
+    # Its files say it leads epoch 0; cut off, it cannot learn otherwise, and it holds the
+    # partition back (a coordinator shows no leader for what ``resuming`` names).
+    assert held(net, 0).leader == 0 and ("t", 0) in node.leadership.resuming
+    net.heal()
+    assert net.run_until(lambda: not node.leadership.resuming, timeout_s=15) is not None
+    assert held(net, 0).leader != 0
+
+
+def test_a_whole_cluster_restarted_from_its_files_resumes_the_same_leadership():
+    net = replicated_net(seeds=True)
+    net.kill(0)
+    assert net.run_until(lambda: held(net, 1).leader == 1, timeout_s=10) is not None
+    before = held(net, 1)
+    for i in range(3):
+        net.kill(i)
+    nodes = [net.restart(i, seeds=(0, 1, 2)) for i in range(3)]
+    assert ("t", 0) in nodes[1].leadership.resuming
+    assert net.run_until(lambda: not nodes[1].leadership.resuming, timeout_s=15) is not None
+    assert agreed(net) == before  # the same leader and epoch: nobody needed to take over

@@ -19,7 +19,8 @@ from harness.workload import (
 )
 
 SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
-           "latency-smoke", "security")
+           "latency-smoke", "replication", "replication-rf1", "faults-rf3", "security", "qos",
+           "qos-smoke")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
@@ -61,6 +62,19 @@ def test_defaults_are_the_papers():
     assert (wl.producers, wl.consumers, wl.messages, wl.tries) == (3, 3, 30_000, 4)
     assert wl.partitions == wl.brokers == 3
     assert wl.producer_mode == "sync" and wl.window == 1
+
+
+def test_min_insync_replicas_goes_to_every_broker_and_fits_the_replication_factor():
+    from harness.driver.runner import broker_settings
+
+    assert parse_workload(MINIMAL).min_insync_replicas is None
+    assert broker_settings(parse_workload(MINIMAL)) == ()
+    wl = parse_workload(with_(replication_factor=3, acks=-1, min_insync_replicas=2))
+    assert broker_settings(wl) == ("--min-insync-replicas", "2")
+    with pytest.raises(WorkloadError, match="min_insync_replicas"):
+        parse_workload(with_(replication_factor=2, min_insync_replicas=3))
+    rf3 = load_workload("faults-rf3").workload
+    assert (rf3.replication_factor, rf3.acks, rf3.min_insync_replicas) == (3, -1, 2)
 
 
 def test_open_loop_keys_parse_with_their_defaults():

@@ -1,0 +1,76 @@
+"""`twinbench run --arch both` on the round-trip-time smoke workload: both twins in network
+namespaces behind a delay line, one cell per round-trip time; the run logs carry the delay
+line's columns (docs/result-format.md, format 6) and the counters the analysis's model reads.
+The model itself is tested on these rows (pandas only: the Spark side of the analysis is
+tested on synthetic format-6 runs in test_analysis_spark.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import netns, runlog
+from harness.netdelay import control
+from spark_analysis import rtt_tables
+from tests.integration.test_run_smoke import zookeeper_missing
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.zookeeper]
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_rtt_smoke_delays_both_twins_and_records_what_the_model_needs(tmp_path: Path) -> None:
+    for reason in (zookeeper_missing(), netns.available(), control.available()):
+        if reason:
+            pytest.skip(reason)
+    out = tmp_path / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
+         "rtt-smoke", "--out", str(out), "--quiet", "--seed", "5"],
+        capture_output=True, text=True, timeout=280, check=False)
+    assert done.returncode == 0, done.stderr
+    by_arch = {json.loads((d / "manifest.json").read_text())["arch"]: d
+               for d in map(Path, done.stdout.split())}
+    assert set(by_arch) == {"zk", "dsbs"}
+    sessions, counters = [], []
+    for run in by_arch.values():
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["format_version"] == runlog.FORMAT_VERSION
+        assert not manifest["incomplete"]
+        assert manifest["cluster"]["rtt"]["rtt_ms"] == [0.0, 3.0]
+        records = rows(run / "records.csv")
+        assert {(r["cell_id"], r["rtt_ms"]) for r in records} == {
+            ("rtt-32B-b20-rtt0", "0.0"), ("rtt-32B-b20-rtt3", "3.0")}
+        assert all(r["status"] == "ok" for r in records)
+        for c in rows(run / "coordination.csv"):
+            assert int(c["delayed_packets"]) > 0, c
+            assert float(c["delay_cpu_s"]) >= 0, c
+            held = float(c["rtt_measured_ms"])
+            # The client's and ZooKeeper's packets waited at least the round trip asked for.
+            assert held >= float(c["rtt_ms"]), c
+        frame = pd.read_csv(run / "records.csv").merge(
+            pd.read_csv(run / "coordination.csv")[
+                ["cell_id", "scenario", "try", "rtt_measured_ms", "delay_cpu_s"]],
+            on=["cell_id", "scenario", "try"])
+        frame["workload"] = manifest["workload_name"]
+        sessions.append(frame)
+        counters.append(pd.read_csv(run / "counters.csv"))
+    trips = rtt_tables.round_trips(pd.concat(sessions), pd.concat(counters))
+    per = trips.groupby("arch")[["coord_per_check", "coord_per_commit"]].mean()
+    # Leadership checked per request and an offset write per commit: every Produce, Fetch and
+    # OffsetCommit of the zk twin waits for one ZooKeeper request; DSBS's wait for none.
+    assert per.loc["zk"].to_numpy() == pytest.approx([1.0, 1.0], abs=0.15)
+    assert per.loc["dsbs"].to_numpy() == pytest.approx([0.0, 0.0])
+    assert (trips["round_trips"] > 0).all()
+    cmp = rtt_tables.rtt_comparison(rtt_tables.predict(rtt_tables.rtt_stats(trips)))
+    assert set(cmp["rtt_ms"]) == {0.0, 3.0}
+    assert cmp["ratio_limit"].between(1.7, 2.3).all(), cmp["ratio_limit"]
