@@ -16,7 +16,12 @@ Layout:
 - ``external.py``     `twinbench run --bootstrap`: a cluster twinbench did not start (probe,
                       client settings, what is not measured)
 - ``hosts.py``        hosts files (YAML) and `twinbench hosts check`: SSH login, version,
-                      clock offset per host (asyncssh)
+                      clock offset per host (asyncssh); the roles check
+- ``machines.py``     where a process runs and its files are: this machine (LocalMachine) or
+                      a host (harness/remote/); ProcessCluster and ZooKeeper place processes
+                      on machines of a Layout
+- ``remote/``         `cluster|run --hosts`: the SSH fleet, keepers and load workers on the
+                      hosts (its __init__ maps the modules)
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``netdelay/``       round-trip time between those namespaces (workload ``rtt_ms``,
                       ``cluster --rtt-ms``): a netfilter-queue delay line; its __init__ maps it

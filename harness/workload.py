@@ -52,6 +52,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     rtt_ms: [0, 1, 5]            # netns: round-trip time added between every two hosts, ms
                                  # (a list is swept, one cell each; harness/netdelay)
     zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
+    warmup_sessions: 2           # unrecorded sessions on every freshly started cluster first
     metadata:                    # makes every session a metadata session (scenario "metadata")
       probe_ms: 20               # how often every broker's Metadata is polled while waiting
       timeout_s: 120             # a step that has not converged by then fails the session
@@ -384,6 +385,11 @@ class Workload:
     # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
     # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
     zk_session_timeout_ms: int | None = None
+    # Sessions run and thrown away on every cluster right after it starts (each a copy of the
+    # first session the cluster will measure), so no measured session pays for a cold start:
+    # ZooKeeper's JVM compiles its hot paths during its first ~10,000 requests (its CPU per
+    # request falls threefold meanwhile), and the brokers fill their caches and pools.
+    warmup_sessions: int = 0
     # Fault injection: every session runs the cases' schedules under paced streaming load
     # (scenario "faults") instead of the paper's split/streaming sessions.
     faults: FaultPlan | None = None
@@ -1030,9 +1036,11 @@ def _cluster(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     session = _given(data, "zk_session_timeout_ms")
     if session is not None:
         session = ctx.integer("zk_session_timeout_ms", session, 1000, 600_000)
+    warmup = ctx.integer("warmup_sessions", _given(data, "warmup_sessions"), 0, 100)
     return {"restart": restart, "placement": placement, "zk_nodes": zk_nodes,
             "gossip_preset": preset, "consumer_timeout_s": timeout,
-            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session}
+            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session,
+            "warmup_sessions": warmup}
 
 
 def _security_and_metrics(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:

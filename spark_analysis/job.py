@@ -80,7 +80,7 @@ class MetadataTables:
 
 @dataclass
 class QosTables:
-    """The sampled-metrics tables (format 7); all empty when no run sampled them."""
+    """The sampled-metrics tables (format 8); all empty when no run sampled them."""
 
     sessions: pd.DataFrame = field(default_factory=_empty)
     stats: pd.DataFrame = field(default_factory=_empty)

@@ -23,14 +23,17 @@ from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
     COORDINATION_COLUMNS_V5,
+    COORDINATION_COLUMNS_V6,
     COORDINATION_SCHEMA,
     COORDINATION_SCHEMA_V5,
+    COORDINATION_SCHEMA_V6,
     FAULT_EVENTS_COLUMNS,
     FAULT_EVENTS_SCHEMA,
     FAULT_FILES_SINCE,
     FAULTS_COLUMNS,
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
+    MACHINE_COLUMNS_SINCE,
     MANIFEST_KIND,
     MAX_RATE_COLUMNS,
     MAX_RATE_SCHEMA,
@@ -122,7 +125,7 @@ class RunLogs:
     max_rate: DataFrame | None = None
     # metadata.csv rows (format 5); None when no run has a metadata session.
     metadata: DataFrame | None = None
-    # metrics.csv rows (format 7); None when no run sampled the brokers' metrics.
+    # metrics.csv rows (format 8); None when no run sampled the brokers' metrics.
     metrics: DataFrame | None = None
 
 
@@ -277,6 +280,7 @@ class RunFiles:
     coordination: list[Path] = field(default_factory=list)
     # coordination.csv of formats 1 to 5 (without the delay line's columns).
     coordination_v5: list[Path] = field(default_factory=list)
+    coordination_v6: list[Path] = field(default_factory=list)
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
@@ -310,8 +314,14 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
             found.records_v2.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
-            check_header(coord, COORDINATION_COLUMNS if rtt else COORDINATION_COLUMNS_V5)
-            (found.coordination if rtt else found.coordination_v5).append(coord)
+            if run.format_version >= MACHINE_COLUMNS_SINCE:
+                columns, into = COORDINATION_COLUMNS, found.coordination
+            elif rtt:
+                columns, into = COORDINATION_COLUMNS_V6, found.coordination_v6
+            else:
+                columns, into = COORDINATION_COLUMNS_V5, found.coordination_v5
+            check_header(coord, columns)
+            into.append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
@@ -399,7 +409,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     faults = found.faults
     return RunLogs(runs=runs, records=records_df,
                    coordination=read(found.coordination, COORDINATION_SCHEMA,
-                                     (found.coordination_v5, COORDINATION_SCHEMA_V5)),
+                                     (found.coordination_v5, COORDINATION_SCHEMA_V5),
+                                     (found.coordination_v6, COORDINATION_SCHEMA_V6)),
                    latency=latency_df, notes=found.notes,
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),

@@ -1,4 +1,4 @@
-"""The QoS figures (format 7), PNG + SVG in the style of figures.py.
+"""The QoS figures (format 8), PNG + SVG in the style of figures.py.
 
 fig21-qos-<workload>-<scenario>: the Kafka + Prometheus paper's Table II as curves, one panel
 per measure it reports (CPU, memory, bytes in and out per second, total time, errors per

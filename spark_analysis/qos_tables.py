@@ -1,6 +1,6 @@
 """The Kafka + Prometheus paper's QoS table (its Table II) from the brokers' sampled metrics.
 
-Input: metrics.csv (format 7) reduced by Spark to each session's first and last sample, and
+Input: metrics.csv (format 8) reduced by Spark to each session's first and last sample, and
 largest value, of every series a QoS measure reads (aggregate.metric_spans; ``SERIES``).
 Brokers are the nodes >= 0, ZooKeeper servers the nodes < 0 (read by the harness at every
 scrape). A counter series that first appears after a node's first scrape of the session (a

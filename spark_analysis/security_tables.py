@@ -1,4 +1,4 @@
-"""What listener security costs each architecture (workloads with ``security:``, format 7).
+"""What listener security costs each architecture (workloads with ``security:``, format 8).
 
 A workload that sweeps ``security: [none, sasl_ssl]`` runs every cell on a plaintext and a
 secured cluster of each architecture, interleaved (harness/driver/plan.py); the run manifests

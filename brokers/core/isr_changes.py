@@ -17,10 +17,16 @@ and a new leader is only ever chosen from the stored ISR (unless unclean electio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from brokers.core.coordinator import PartitionState
+from brokers.core.errors import (
+    FencedLeaderEpoch,
+    InvalidRequest,
+    NotLeaderOrFollower,
+    UnknownLeaderEpoch,
+)
 
 
 @runtime_checkable
@@ -36,3 +42,21 @@ class IsrChanges(Protocol):
         InvalidRequest for an ISR that is not a subset of the replicas or lacks the leader.
         A change that loses a race to another writer is retried on the stored state by the
         twin only if that state still names this leader and epoch."""
+
+
+def checked_isr(stored_leader: int, stored_epoch: int, me: int, leader_epoch: int,
+                isr: Iterable[int], replicas: Sequence[int]) -> tuple[int, ...]:
+    """The ISR broker ``me``, leading in ``leader_epoch``, may store (in replica order), given
+    the leader and epoch the store holds; raises what ``change_isr`` raises: the same check on
+    both twins (ZooKeeper's partition-state znode, DSBS's gossiped record)."""
+    if stored_leader != me:
+        raise NotLeaderOrFollower(f"the stored leader is {stored_leader}, not {me}")
+    if stored_epoch > leader_epoch:
+        raise FencedLeaderEpoch(f"leader epoch {leader_epoch} asked, {stored_epoch} stored")
+    if stored_epoch < leader_epoch:
+        raise UnknownLeaderEpoch(f"leader epoch {leader_epoch} asked, {stored_epoch} stored")
+    wanted = set(isr)
+    if me not in wanted or not wanted <= set(replicas):
+        raise InvalidRequest(f"ISR {sorted(wanted)} must hold the leader {me} and only "
+                             f"replicas {list(replicas)}")
+    return tuple(r for r in replicas if r in wanted)

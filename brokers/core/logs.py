@@ -60,10 +60,12 @@ class LogStore(Protocol):
 SCAN_CHUNK_BYTES = 1024 * 1024
 
 
-def stored_batch_headers(log: PartitionLogLike) -> Iterator[BatchHeader]:
-    """The header of every batch in ``log``, oldest first (what rebuilding the idempotence
-    table after a restart reads: header fields only, never a record)."""
-    offset = log.log_start_offset
+def stored_batch_headers(log: PartitionLogLike, start: int | None = None
+                         ) -> Iterator[BatchHeader]:
+    """The header of every batch in ``log`` (from the one holding ``start`` on), oldest first
+    (what rebuilding the idempotence table after a restart reads: header fields only, never a
+    record)."""
+    offset = log.log_start_offset if start is None else max(start, log.log_start_offset)
     while offset < log.log_end_offset:
         last = None
         for last in iter_batches(log.read(offset, SCAN_CHUNK_BYTES)):

@@ -41,12 +41,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
-from brokers.core.errors import (
-    FencedLeaderEpoch,
-    InvalidRequest,
-    NotLeaderOrFollower,
-    UnknownLeaderEpoch,
-)
+from brokers.core.isr_changes import checked_isr
 from brokers.dsbs_broker.wire import PartitionRecord, Status
 
 NO_LEADER = -1
@@ -110,18 +105,7 @@ def with_isr(rec: PartitionRecord, me: int, leader_epoch: int, isr: Iterable[int
              replicas: Sequence[int]) -> PartitionRecord:
     """``rec`` with ISR ``isr``, written by its leader ``me`` in ``leader_epoch`` (``rec``
     itself when that is its ISR already); raises as ``IsrChanges.change_isr`` says."""
-    if rec.leader != me:
-        raise NotLeaderOrFollower(f"{rec.topic}-{rec.partition} is led by {rec.leader}, "
-                                  f"not {me}")
-    if rec.leader_epoch > leader_epoch:
-        raise FencedLeaderEpoch(f"leader epoch {leader_epoch} asked, {rec.leader_epoch} held")
-    if rec.leader_epoch < leader_epoch:
-        raise UnknownLeaderEpoch(f"leader epoch {leader_epoch} asked, {rec.leader_epoch} held")
-    wanted = set(isr)
-    if me not in wanted or not wanted <= set(replicas):
-        raise InvalidRequest(f"ISR {sorted(wanted)} must hold the leader {me} and only "
-                             f"replicas {list(replicas)}")
-    new = _ordered(replicas, wanted)
+    new = checked_isr(rec.leader, rec.leader_epoch, me, leader_epoch, isr, replicas)
     if new == rec.isr:
         return rec
     return dataclasses.replace(rec, version=rec.version + 1, isr=new)

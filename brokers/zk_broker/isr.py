@@ -15,13 +15,8 @@ from collections.abc import Sequence
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from brokers.core.coordinator import PartitionState, TopicPartition
-from brokers.core.errors import (
-    CoordinatorNotAvailable,
-    FencedLeaderEpoch,
-    InvalidRequest,
-    NotLeaderOrFollower,
-    UnknownTopicOrPartition,
-)
+from brokers.core.errors import CoordinatorNotAvailable, UnknownTopicOrPartition
+from brokers.core.isr_changes import checked_isr
 from brokers.zk_broker.cache import MetadataCache
 from brokers.zk_broker.controller import CachedState
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
@@ -34,16 +29,8 @@ def isr_change(
 ) -> LeaderAndIsr:
     """The state to write when broker ``me``, leading in ``leader_epoch``, asks for ``isr``;
     raises when the stored state says it may not. The ISR is kept in replica order."""
-    if current.leader != me:
-        raise NotLeaderOrFollower(f"the stored leader is {current.leader}, not {me}")
-    if current.leader_epoch != leader_epoch:
-        raise FencedLeaderEpoch(
-            f"leader epoch {leader_epoch} asked, {current.leader_epoch} stored")
-    wanted = set(isr)
-    if me not in wanted or not wanted <= set(replicas):
-        raise InvalidRequest(f"ISR {sorted(wanted)} must hold the leader {me} and only "
-                             f"replicas {list(replicas)}")
-    return LeaderAndIsr(me, leader_epoch, tuple(b for b in replicas if b in wanted),
+    return LeaderAndIsr(me, leader_epoch, checked_isr(current.leader, current.leader_epoch, me,
+                                                      leader_epoch, isr, replicas),
                         current.controller_epoch)
 
 

@@ -14,7 +14,11 @@ Layout (one concept per module; imports point down the list)::
                   partitions, group churn, a broker joining and leaving; convergence on every
                   broker, coordination messages, Metadata time, broker memory, idle traffic
     session.py    one session: producers and consumers (split, streaming or time-bounded
-                  open loop with its per-second series), verification
+                  open loop with its per-second series) on every part of the load, merged;
+                  verification
+    load.py       the load in parts: the in-process part (every client of a local run, or a
+                  load worker's share on a client host), what a part is told and returns
+                  (JSON forms), Load (the admin client and the parts)
     counters.py   coordination cost readings: ZooKeeper mntr, broker counters (SIGUSR1), CPU
     metrics.py    metrics: true: every broker's Prometheus endpoint (and ZooKeeper's CPU)
                   sampled through a session into metrics.csv

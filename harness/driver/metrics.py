@@ -1,4 +1,4 @@
-"""The brokers' Prometheus metrics sampled into the run log (metrics.csv, format 7).
+"""The brokers' Prometheus metrics sampled into the run log (metrics.csv, format 8).
 
 A workload with ``metrics: true`` starts every broker with ``--metrics`` (ClusterSpec.metrics)
 and the driver scrapes each broker's endpoint, as Prometheus would: once just before a

@@ -86,12 +86,16 @@ def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[di
 
 
 def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
-                     d: Delta) -> dict[str, Any]:
+                     d: Delta, machine: tuple[float | None, float | None] = (None, None)
+                     ) -> dict[str, Any]:
+    """``machine``: (background_cpu, steal) over the session (harness/machine.py)."""
     return {
         **_common(run_id, arch, s),
         "messages": r.messages,
         **d.columns,
         **d.delay,
+        "background_cpu": machine[0],
+        "steal": machine[1],
     }
 
 

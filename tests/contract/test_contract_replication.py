@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from brokers.core.errors import NotEnoughReplicas
+from brokers.core.replication.epochs import LeaderEpochCache
 from tests.support.ops import connect, eventually, produce
 from tests.support.record_builder import build_batch
 
@@ -100,6 +101,14 @@ def test_a_killed_leader_loses_no_acknowledged_record(cluster):
     everyone = sorted(b.node_id for b in cluster.brokers)
     eventually(lambda: _state(cluster.brokers[0], topic)[1] == everyone, timeout_s=60,
                what=f"broker {victim} back in the ISR")
+    # Every replica keeps its leader-epoch cache in Kafka's checkpoint file: the first
+    # leader's epoch and the new one's, where the new leader's records begin.
+    for b in cluster.brokers:
+        path = b.data_dir / "logs" / f"{topic}-0" / "leader-epoch-checkpoint"
+        cache = eventually(lambda p=path: p.exists() and len(
+            (c := LeaderEpochCache.decode(p.read_text())).entries) >= 2 and c,
+            what=f"two epochs in {path}")
+        assert cache.entries[0].start_offset == 0 and cache.entries[1].start_offset > 0
 
 
 def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(cluster):

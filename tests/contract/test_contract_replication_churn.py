@@ -25,32 +25,24 @@ import uuid
 
 import pytest
 
-from harness import architectures
-from harness.cluster import ClusterSpec, ProcessCluster
-from tests.support.clusters import REPLICATING
+from harness.cluster import ClusterSpec
+from tests.support.clusters import REPLICATING, start_spec
 from tests.support.ops import connect, eventually
-
-pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated,
-              pytest.mark.slow]
 
 PARTITIONS = 3
 ROUNDS = int(os.environ.get("TWINBENCH_CHURN_ROUNDS", "1"))
+
+# A round takes seconds to tens of seconds (ZooKeeper's session expiry, a restart, catching up).
+pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated,
+              pytest.mark.slow, pytest.mark.timeout(180 + 90 * ROUNDS)]
 
 
 @pytest.fixture(scope="module", params=REPLICATING)
 def churn_cluster(request, tmp_path_factory):
     arch = request.param
-    spec = ClusterSpec(arch, brokers=3, data_dir=tmp_path_factory.mktemp(f"churn-{arch}"),
-                       gossip_preset="local", zk_session_timeout_ms=4000)
-    if spec.architecture.uses(architectures.ZOOKEEPER):
-        from harness.zookeeper import ZooKeeperUnavailable
-
-        try:
-            cluster = ProcessCluster(spec).start()
-        except ZooKeeperUnavailable as exc:
-            pytest.skip(f"no ZooKeeper on this machine: {exc}")
-    else:
-        cluster = ProcessCluster(spec).start()
+    cluster = start_spec(ClusterSpec(arch, brokers=3,
+                                     data_dir=tmp_path_factory.mktemp(f"churn-{arch}"),
+                                     gossip_preset="local", zk_session_timeout_ms=4000))
     yield cluster
     cluster.stop()
 

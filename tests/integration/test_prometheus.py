@@ -20,10 +20,11 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.primitives import join
 from harness import architectures
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster import ClusterSpec
 from harness.grafana import dashboard
 from harness.kafka_probe import KafkaProbe
 from harness.prometheus import start_prometheus
+from tests.support.clusters import start_spec
 from tests.support.ops import create_everywhere, eventually
 from tests.support.record_builder import build_batch
 
@@ -41,17 +42,8 @@ def _value(prometheus, expr: str) -> float | None:
 def test_prometheus_reports_exactly_what_was_produced(arch: str, tmp_path: Path) -> None:
     if shutil.which("prometheus") is None:
         pytest.skip("no prometheus binary (Debian: apt-get install prometheus; make setup)")
-    spec = ClusterSpec(arch, brokers=2, data_dir=tmp_path / "cluster", metrics=True,
-                       gossip_preset="local")
-    if spec.architecture.uses(architectures.ZOOKEEPER):
-        from harness.zookeeper import ZooKeeperUnavailable
-
-        try:
-            cluster = ProcessCluster(spec).start()
-        except ZooKeeperUnavailable as exc:
-            pytest.skip(f"no ZooKeeper on this machine: {exc}")
-    else:
-        cluster = ProcessCluster(spec).start()
+    cluster = start_spec(ClusterSpec(arch, brokers=2, data_dir=tmp_path / "cluster",
+                                     metrics=True, gossip_preset="local"))
     prometheus = None
     try:
         prometheus = start_prometheus([b.metrics for b in cluster.brokers], arch,

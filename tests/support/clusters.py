@@ -61,9 +61,15 @@ def start_cluster(
         return SingleBrokerCluster([start_single_broker(workdir / "broker0", extra=extra,
                                                         flush=flush, protocol=protocol)])
     secured: dict[str, Any] = {} if security is None else security.spec_fields(protocol)
-    spec = ClusterSpec(arch, brokers=brokers, data_dir=workdir, broker_args=tuple(extra),
-                       flush=flush, num_partitions=num_partitions,
-                       auto_create_topics=auto_create_topics, **secured)
+    return start_spec(ClusterSpec(arch, brokers=brokers, data_dir=workdir,
+                                  broker_args=tuple(extra), flush=flush,
+                                  num_partitions=num_partitions,
+                                  auto_create_topics=auto_create_topics, **secured))
+
+
+def start_spec(spec: ClusterSpec) -> ProcessCluster:
+    """Start the cluster ``spec`` describes; the test is skipped, saying why, when it needs a
+    ZooKeeper this machine cannot provide."""
     if spec.architecture.uses(architectures.ZOOKEEPER):
         from harness.zookeeper import ZooKeeperUnavailable
 

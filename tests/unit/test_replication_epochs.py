@@ -14,6 +14,7 @@ from brokers.core.replication.epochs import (
     UNDEFINED_OFFSET,
     EpochEntry,
     LeaderEpochCache,
+    from_checkpoint,
 )
 
 UNDEFINED = (UNDEFINED_EPOCH, UNDEFINED_OFFSET)
@@ -111,3 +112,48 @@ def test_any_text_decodes_or_fails_cleanly(text):
     except KafkaStorageError:
         return
     assert LeaderEpochCache.decode(cache.encode()).entries == cache.entries
+
+
+# --- the checkpoint at start: trusted only where the log agrees --------------------------------
+def _log(*runs: tuple[int, int]) -> list[int]:
+    """A log as the epoch of each offset: runs of (epoch, records)."""
+    return [epoch for epoch, n in runs for _ in range(n)]
+
+
+def _cache_of(log: list[int], start: int = 0) -> list[EpochEntry]:
+    cache = LeaderEpochCache()
+    for offset in range(start, len(log)):
+        cache.assign(log[offset], offset)
+    return list(cache.entries)
+
+
+def test_a_checkpoint_the_log_agrees_with_is_completed_from_its_last_entry():
+    log = _log((0, 5), (2, 5), (3, 5))
+    text = LeaderEpochCache([EpochEntry(0, 0), EpochEntry(2, 5)]).encode()
+    cache, scan_from = from_checkpoint(text, 0, len(log), log.__getitem__)
+    assert scan_from == 5  # only the batches of epoch 2 on are read
+    for offset in range(scan_from, len(log)):
+        cache.assign(log[offset], offset)
+    assert list(cache.entries) == _cache_of(log)
+
+
+@pytest.mark.parametrize("text", [
+    None,  # no file
+    "0\n2\n0 0\n",  # torn: the count says two entries
+    "garbage",
+    # Stale: written before a cut at 7 and a new epoch from there (a crash before the rewrite).
+    LeaderEpochCache([EpochEntry(0, 0), EpochEntry(2, 5)]).encode(),
+    # An epoch recorded later than it began.
+    LeaderEpochCache([EpochEntry(0, 0), EpochEntry(4, 9)]).encode(),
+])
+def test_a_missing_damaged_or_stale_checkpoint_costs_a_full_scan(text):
+    log = _log((0, 5), (4, 10))
+    cache, scan_from = from_checkpoint(text, 0, len(log), log.__getitem__)
+    assert (list(cache.entries), scan_from) == ([], 0)
+
+
+def test_a_checkpoint_past_the_log_end_or_below_its_start_is_cut_to_the_log():
+    log = _log((1, 10), (2, 10))
+    text = LeaderEpochCache([EpochEntry(1, 0), EpochEntry(2, 10), EpochEntry(5, 30)]).encode()
+    cache, scan_from = from_checkpoint(text, 4, len(log), log.__getitem__)
+    assert list(cache.entries) == [EpochEntry(1, 4), EpochEntry(2, 10)] and scan_from == 10

@@ -14,15 +14,16 @@ unit-tested without sockets; the last two do the I/O):
                       offsets, caught-up times), the high watermark, ISR shrink and expand
                       proposals, the min.insync.replicas check
 - ``epochs.py``       ``LeaderEpochCache``: (epoch, start offset) of every leader epoch in a
-                      log, the end-offset lookup OffsetForLeaderEpoch answers, and its
-                      checkpoint file's text format
+                      log, the end-offset lookup OffsetForLeaderEpoch answers, its checkpoint
+                      file's text format, and how far a checkpoint found at start is trusted
 - ``truncation.py``   where a returning replica cuts its log, from its epoch cache and the
                       leader's answer for its latest epoch
 - ``purgatory.py``    ``DelayedProduces``: acks=-1 produces parked until the high watermark
                       passes them or their timeout ends
 - ``manager.py``      ``ReplicaManager``: follows the twin's view (leader or follower of each
                       replicated partition), serves the produce/fetch/OffsetForLeaderEpoch
-                      handlers, completes delayed produces, sends ISR proposals to the twin
+                      handlers, completes delayed produces, sends ISR proposals to the twin,
+                      keeps each partition's leader-epoch-checkpoint file
 - ``fetcher.py``      ``ReplicaFetcher`` (one per leader) and ``Fetchers``: truncation by
                       OffsetForLeaderEpoch, then Fetch with replica_id, over one connection
 """

@@ -51,7 +51,6 @@ from brokers.core.protocol.messages.offset_for_leader_epoch import (
 from brokers.core.protocol.primitives import S32
 from brokers.core.protocol.records import iter_batches
 from brokers.core.protocol.schema import Message
-from brokers.core.replication.epochs import LeaderEpochCache
 from brokers.core.replication.manager import ReplicaManager
 from brokers.core.replication.truncation import first_question, next_cut, no_epochs_cut
 from brokers.core.security.client import ClientSecurity, SaslClientExchange
@@ -227,7 +226,6 @@ class ReplicaFetcher:
         if not records:
             return
         plog = self.store.get_or_create(tp.topic, tp.partition)
-        cache = self.manager.epochs(tp, plog)
         view = memoryview(records)
         # Runs of batches written in one epoch go in one append, stamped with that epoch; a
         # partial batch at the end of the response (cut at max bytes) waits for the next fetch.
@@ -240,19 +238,18 @@ class ReplicaFetcher:
                     f"{tp.topic}-{tp.partition}: leader sent offset {header.base_offset} "
                     f"where {expected} was next")
             if run_epoch is not None and header.partition_leader_epoch != run_epoch:
-                self._store_run(plog, cache, view[run_start:run_end], run_epoch)
+                self._store_run(tp, plog, view[run_start:run_end], run_epoch)
                 run_start = run_end
             run_epoch = header.partition_leader_epoch
             run_end = header.position + header.size
             expected = header.last_offset + 1
         if run_epoch is not None and run_end > run_start:
-            self._store_run(plog, cache, view[run_start:run_end], run_epoch)
+            self._store_run(tp, plog, view[run_start:run_end], run_epoch)
 
-    @staticmethod
-    def _store_run(plog: PartitionLogLike, cache: LeaderEpochCache, run: memoryview,
+    def _store_run(self, tp: TopicPartition, plog: PartitionLogLike, run: memoryview,
                    epoch: int) -> None:
         result = plog.append(run, epoch)
-        cache.assign(epoch, result.base_offset)
+        self.manager.record_epoch(tp, plog, epoch, result.base_offset)
 
     async def _truncate(self, conn: LeaderConnection, partitions: list[TopicPartition],
                         timeout_s: float) -> None:
@@ -317,7 +314,7 @@ class ReplicaFetcher:
         if truncate is None:
             return  # the null sink keeps nothing to cut
         end = truncate(end_offset)
-        self.manager.epochs(tp, plog).truncate_from_end(end)
+        self.manager.record_cut(tp, plog, end)
         following = self.manager.following.get(tp)
         if following is not None:
             following.high_watermark = min(following.high_watermark, end)

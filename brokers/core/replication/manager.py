@@ -30,7 +30,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.coordinator import ClusterView, Coordinator, PartitionState, TopicPartition
 from brokers.core.errors import (
     KafkaError,
@@ -41,14 +43,17 @@ from brokers.core.errors import (
 from brokers.core.isr_changes import IsrChanges
 from brokers.core.logs import LogStore, PartitionLogLike, stored_batch_headers
 from brokers.core.notify import AppendNotifier
+from brokers.core.protocol.records import iter_batches
 from brokers.core.replication.config import ReplicationConfig
-from brokers.core.replication.epochs import LeaderEpochCache
+from brokers.core.replication.epochs import LeaderEpochCache, from_checkpoint
 from brokers.core.replication.leader import LeaderPartition
 from brokers.core.replication.purgatory import DelayedProduces
 
 log = logging.getLogger("twinbench.replication")
 
 MIN_INSYNC = "min.insync.replicas"
+# Kafka's name for the file next to a partition's segments that keeps its leader-epoch cache.
+EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
 def now_ms() -> int:
@@ -63,6 +68,23 @@ class Following:
     leader_epoch: int
     high_watermark: int = 0
     truncated: bool = False  # cut to the leader's log since this leadership began
+
+
+def _read_checkpoint(plog: PartitionLogLike) -> str | None:
+    directory = getattr(plog, "directory", None)
+    if directory is None:
+        return None
+    try:
+        return (Path(directory) / EPOCH_CHECKPOINT).read_text("ascii")
+    except (OSError, UnicodeDecodeError):
+        return None  # none, or unreadable: the headers are scanned instead
+
+
+def _epoch_at(plog: PartitionLogLike, offset: int) -> int:
+    """The leader epoch of the stored batch holding ``offset`` (-1 if none is readable)."""
+    for header in iter_batches(plog.read(offset, 1)):
+        return header.partition_leader_epoch
+    return -1
 
 
 class ReplicaManager:
@@ -136,8 +158,7 @@ class ReplicaManager:
             self.node_id, state.leader_epoch, state.replicas, state.isr,
             log_end_offset=plog.log_end_offset, high_watermark=hw, now_ms=now_ms())
         self.leaders[tp] = leader
-        cache = self.epochs(tp, plog)
-        cache.assign(state.leader_epoch, plog.log_end_offset)
+        self.record_epoch(tp, plog, state.leader_epoch, plog.log_end_offset)
         # Batches replicated while following are not in the idempotence table yet.
         self._forget_producers(tp.topic, tp.partition)
         log.info("%s-%d: leader in epoch %d, isr %s, log end %d, high watermark %d", tp.topic,
@@ -167,14 +188,48 @@ class ReplicaManager:
 
     # --- leader epochs ----------------------------------------------------------------------
     def epochs(self, tp: TopicPartition, plog: PartitionLogLike) -> LeaderEpochCache:
-        """The partition's epoch cache, built from its stored batch headers on first use."""
+        """The partition's epoch cache: on first use, its checkpoint file checked against the
+        log and completed from the batch headers after it (``epochs.from_checkpoint``), or,
+        without a usable file, every stored batch header."""
         cache = self._epochs.get(tp)
         if cache is None:
-            cache = LeaderEpochCache()
-            for header in stored_batch_headers(plog):
-                cache.assign(header.partition_leader_epoch, header.base_offset)
+            cache, scan_from = from_checkpoint(_read_checkpoint(plog), plog.log_start_offset,
+                                               plog.log_end_offset, lambda o: _epoch_at(plog, o))
+            changed = False
+            for header in stored_batch_headers(plog, scan_from):
+                changed |= cache.assign(header.partition_leader_epoch, header.base_offset)
             self._epochs[tp] = cache
+            if changed:
+                self.save_epochs(plog, cache)
         return cache
+
+    def record_epoch(self, tp: TopicPartition, plog: PartitionLogLike, epoch: int,
+                     start_offset: int) -> None:
+        """Records of ``epoch`` start at ``start_offset`` in ``plog`` (a leadership taken, a
+        follower's appended run); the checkpoint is rewritten when that is news."""
+        cache = self.epochs(tp, plog)
+        if cache.assign(epoch, start_offset):
+            self.save_epochs(plog, cache)
+
+    def record_cut(self, tp: TopicPartition, plog: PartitionLogLike, end_offset: int) -> None:
+        """``plog`` was cut to end at ``end_offset``: its epochs from there on go."""
+        cache = self.epochs(tp, plog)
+        if cache.truncate_from_end(end_offset):
+            self.save_epochs(plog, cache)
+
+    @staticmethod
+    def save_epochs(plog: PartitionLogLike, cache: LeaderEpochCache) -> None:
+        """Rewrite the checkpoint (atomically, without fsync: it is checked at start, so a lost
+        or stale one costs a scan). A log without a directory (the null sink) keeps none; a
+        failed write is logged, and the next start scans."""
+        directory = getattr(plog, "directory", None)
+        if directory is None:
+            return
+        try:
+            replace_file(Path(directory) / EPOCH_CHECKPOINT, cache.encode(), sync_file=False,
+                         sync_dir=False)
+        except OSError as exc:
+            log.warning("%s: leader-epoch checkpoint not written (%s)", directory, exc)
 
     def end_offset_for(self, tp: TopicPartition, epoch: int) -> tuple[int, int]:
         plog = self.store.get_or_create(tp.topic, tp.partition)
