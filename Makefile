@@ -9,7 +9,7 @@ STAMP := $(VENV)/.twinbench-installed
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
-        sim-replication test-churn clean
+        sim-replication test-churn bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -139,6 +139,18 @@ perf-delay: setup
 # Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
 bench-latency: setup
 	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# What TLS and SASL_SSL cost each architecture (workloads/security.yaml: plaintext, TLS and
+# SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
+bench-security: setup
+	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# The Kafka + Prometheus paper's QoS table (workloads/qos.yaml: 100 to 10,000 messages, both
+# twins, plaintext and SASL_SSL, the brokers' metrics sampled into the run log; README, "QoS").
+bench-qos: setup
+	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 bench: setup

@@ -44,7 +44,8 @@ Layout:
                       gossip simulated for many members; ZooKeeper's watch fan-out from
                       measured counters and per-request costs)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
-- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography)
+- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography);
+                     the security levels (none, tls, sasl_ssl) and their cluster settings
 - ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin
 - ``perf_delay.py``   `make perf-delay`: what the delay line adds (latency over bare veth, CPU
                       per packet)

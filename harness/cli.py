@@ -23,6 +23,7 @@ from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures
 from harness.architectures import ZOOKEEPER
+from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
@@ -97,7 +98,7 @@ def _add_cluster(sub: Subcommands) -> None:
                               "namespace) by a delay line (harness/netdelay; needs iptables)")
     sec = cluster.add_argument_group(
         "security", "every broker's listener: TLS with PEM files, SASL with a credentials file")
-    sec.add_argument("--security", choices=("none", "tls", "sasl_ssl"), default="none",
+    sec.add_argument("--security", choices=tuple(SECURITY_LEVELS), default="none",
                      help="tls or sasl_ssl: secure the cluster with throwaway certificates and "
                      "users made for it (SCRAM-SHA-512 first); prints client_config=FILE, "
                      "librdkafka properties a client can use as they are")
@@ -243,15 +244,13 @@ def _throwaway_security(args: argparse.Namespace) -> Path | None:
     if given or args.security_protocol != "PLAINTEXT":
         raise UserError("--security makes its own certificates and users; drop "
                         "--security-protocol and the --ssl-*/--sasl-* files")
-    from harness.certs import make_run_security
+    from harness.certs import cluster_settings, make_run_security
 
     directory = Path(tempfile.mkdtemp(prefix="twinbench-security-"))
-    files = make_run_security(directory)
-    args.ssl_certfile = args.ssl_keyfile = files.server_pem
-    args.ssl_ca_location = files.ca_pem
-    args.sasl_credentials_file = files.credentials
-    args.security_protocol = "SSL" if args.security == "tls" else "SASL_SSL"
-    args.sasl_mechanisms = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    settings = cluster_settings(args.security, make_run_security(directory))
+    settings["sasl_mechanisms"] = ",".join(settings["sasl_mechanisms"])
+    for name, value in settings.items():
+        setattr(args, name, value)
     return directory
 
 

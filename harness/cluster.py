@@ -176,6 +176,9 @@ class ClusterSpec:
         if self.protocol.tls:
             args += ["--ssl-certfile", str(self.ssl_certfile),
                      "--ssl-keyfile", str(self.ssl_keyfile)]
+            if self.ssl_ca_location is not None:
+                # What followers trust when they fetch from a leader (replication over TLS).
+                args += ["--ssl-truststore", str(self.ssl_ca_location)]
         if self.protocol.sasl:
             args += ["--sasl-mechanisms", ",".join(self.sasl_mechanisms),
                      "--sasl-credentials-file", str(self.sasl_credentials_file)]

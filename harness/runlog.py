@@ -1,4 +1,4 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 6) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 8) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
@@ -6,7 +6,8 @@ incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jso
 ``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
 header only unless the workload injects faults), the open-loop files (``series.csv``,
 ``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
-``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) as each
+``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) and
+``metrics.csv`` (format 8; header only unless the workload samples the brokers' metrics) as each
 session ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
@@ -43,6 +44,7 @@ __all__ = [
     "LATENCY_KEYS",
     "MAX_RATE_COLUMNS",
     "METADATA_COLUMNS",
+    "METRICS_COLUMNS",
     "RATE_SEARCH_COLUMNS",
     "RECORD_COLUMNS",
     "SERIES_COLUMNS",
@@ -55,7 +57,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,6 +118,9 @@ METADATA_COLUMNS = (
     "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
     "status",
 )
+# The brokers' Prometheus metrics sampled during a session (format 8): one row per sample of a
+# series (harness/driver/metrics.py).
+METRICS_COLUMNS = (*_OPEN_KEYS, "t_s", "node_id", "metric", "labels", "value")
 # Every counter's increase over a session, one row per counter (optional in format 2: added
 # later; the CI regression's exact layer reads it, spark_analysis/regress.py).
 COUNTER_COLUMNS = (
@@ -264,7 +269,8 @@ class RunLog:
                               ("series.csv", SERIES_COLUMNS),
                               ("rate_search.csv", RATE_SEARCH_COLUMNS),
                               ("max_rate.csv", MAX_RATE_COLUMNS),
-                              ("metadata.csv", METADATA_COLUMNS)):
+                              ("metadata.csv", METADATA_COLUMNS),
+                              ("metrics.csv", METRICS_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()

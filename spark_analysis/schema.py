@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 6) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 8) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6, 7})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -32,6 +32,8 @@ METADATA_FILE_SINCE = 5
 RTT_COLUMNS_SINCE = 6
 # From this version on coordination.csv ends with the machine's columns (background_cpu, steal).
 MACHINE_COLUMNS_SINCE = 7
+# From this version on every run directory holds metrics.csv (possibly header-only).
+METRICS_FILE_SINCE = 8
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -253,7 +255,18 @@ METADATA_SCHEMA = StructType([
           "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
 ])
 
+# metrics.csv (format 6): the brokers' Prometheus samples during sessions, long.
+METRICS_SCHEMA = StructType([
+    *_OPEN_SESSION_FIELDS,
+    StructField("t_s", DoubleType(), False),
+    StructField("node_id", IntegerType(), False),
+    StructField("metric", StringType(), False),
+    StructField("labels", StringType(), True),
+    StructField("value", DoubleType(), True),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
+METRICS_COLUMNS: tuple[str, ...] = tuple(f.name for f in METRICS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 RECORDS_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V5.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
+from brokers.core.security.client import ClientSecurity
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.external import External
@@ -50,15 +51,19 @@ T = TypeVar("T")
 SERIES_BUCKET_S = 1.0
 
 
-def client_config(bootstrap: str, workload: Workload) -> ClusterClientConfig:
-    """The load client's settings. Under faults the client behaves like a patient Kafka
+def client_config(bootstrap: str, workload: Workload, security: ClientSecurity | None = None
+                  ) -> ClusterClientConfig:
+    """The load client's settings (``security``: a secured cluster's TLS and SASL login, done
+    once per connection when it opens). Under faults the client behaves like a patient Kafka
     client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
     seconds, so an outage shows as a gap in the timeline rather than ending the session."""
     if workload.faults is None:
-        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")))
+        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
+                                   connection=ConnectionConfig(security=security))
     return ClusterClientConfig(
         bootstrap=tuple(bootstrap.split(",")),
-        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0),
+        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0,
+                                    security=security),
         retries=1_000_000, retry_backoff_ms=20, retry_backoff_max_ms=250)
 
 
@@ -71,9 +76,9 @@ class Clients:
     consumers: list[ClusterClient]
 
     @classmethod
-    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
-                   ) -> Clients:
-        config = client_config(bootstrap, workload)
+    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None,
+                   security: ClientSecurity | None = None) -> Clients:
+        config = client_config(bootstrap, workload, security)
         if external is not None:
             config = external.client_config(config)
         admin = await ClusterClient.open(bootstrap, config)
@@ -460,9 +465,9 @@ class Load:
         return cls(clients.admin, [part], clients)
 
     @classmethod
-    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
-                   ) -> Load:
-        return cls.of(await Clients.open(bootstrap, workload, external))
+    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None,
+                   security: ClientSecurity | None = None) -> Load:
+        return cls.of(await Clients.open(bootstrap, workload, external, security))
 
     async def close(self) -> None:
         for part in self.parts:

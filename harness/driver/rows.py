@@ -137,12 +137,17 @@ def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str,
     return out
 
 
+def session_keys(run_id: str, arch: str, s: Session) -> dict[str, Any]:
+    """What identifies a session in series.csv and metrics.csv."""
+    return {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+            "scenario": s.scenario, "try": s.try_no}
+
+
 def series_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
     """series.csv rows of an open-loop session (none for a closed-loop one)."""
     if r.open_loop is None:
         return []
-    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
-           "scenario": s.scenario, "try": s.try_no}
+    key = session_keys(run_id, arch, s)
     return [{**key, **bucket} for bucket in r.open_loop.series]
 
 

@@ -34,6 +34,7 @@ import os
 import random
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,11 +47,13 @@ from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, conditions, runlog
+from harness.certs import RunSecurity, cluster_settings, make_run_security
 from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
 from harness.driver.load import Load
 from harness.driver.metadata import run_metadata_session
+from harness.driver.metrics import MetricsSampler
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import run_session
 from harness.external import External, ExternalCluster
@@ -149,7 +152,11 @@ class _Run:
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, ProcessCluster | ExternalCluster] = {}
+        self.clusters: dict[plan.ClusterKey, ProcessCluster | ExternalCluster] = {}
+        # Throwaway certificates and users, made for the run's first secured cluster and
+        # removed with the run (harness/certs.py).
+        self._security_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._security_files: RunSecurity | None = None
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -179,11 +186,12 @@ class _Run:
                   file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
-             ) -> ClusterSpec:
-        """The cluster for ``arch``; a broker-join session's has its size of brokers plus one
-        standby."""
+    def spec(self, key: plan.ClusterKey, metadata_check: str,
+             session: plan.Session | None = None) -> ClusterSpec:
+        """The cluster for ``key`` (an architecture at a security level); a broker-join
+        session's has its size of brokers plus one standby."""
         wl = self.workload
+        arch = key.arch
         uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
         brokers, standby = wl.brokers, 0
         if session is not None and session.meta is not None and (
@@ -203,7 +211,23 @@ class _Run:
             # The line starts with no delay; every session sets its cell's (run_one).
             rtt_ms=0.0 if wl.rtt_ms else None,
             broker_args=self.broker_limits(),
+            metrics=wl.metrics,
+            **cluster_settings(key.security, self.security_files(key.security)),
         )
+
+    def security_files(self, level: str) -> RunSecurity | None:
+        """The run's certificates and users (made once, at the first secured cluster)."""
+        if level == "none":
+            return None
+        if self._security_files is None:
+            self._security_dir = tempfile.TemporaryDirectory(prefix="twinbench-security-")
+            self._security_files = make_run_security(Path(self._security_dir.name))
+        return self._security_files
+
+    def remove_security_files(self) -> None:
+        if self._security_dir is not None:
+            self._security_dir.cleanup()
+            self._security_dir = self._security_files = None
 
     def broker_limits(self) -> tuple[str, ...]:
         return broker_settings(self.workload)
@@ -234,16 +258,17 @@ class _Run:
 
         return cluster_layout(self.fleet, arch)
 
-    def start_cluster(self, arch: str, metadata_check: str,
+    def start_cluster(self, key: plan.ClusterKey, metadata_check: str,
                       session: plan.Session | None = None
                       ) -> ProcessCluster | ExternalCluster:
         if self.external is not None:
             external = ExternalCluster(self.external)
-            self.clusters[arch] = external
+            self.clusters[key] = external
             return external
+        arch = key.arch
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check, session), self.layout(arch))
-            self.clusters[arch] = cluster
+            cluster = ProcessCluster(self.spec(key, metadata_check, session), self.layout(arch))
+            self.clusters[key] = cluster
             self.cluster_count[arch] = self.cluster_count.get(arch, 0) + 1
             cluster.start()
         if cluster.delay is not None and self.placement is not None:
@@ -254,7 +279,10 @@ class _Run:
 
     async def open_load(self, cluster: ProcessCluster | ExternalCluster) -> Load:
         if self.fleet is None:
-            return await Load.open(cluster.bootstrap, self.workload, self.external)
+            # A secured cluster: the load client's connections do its TLS and SASL login.
+            security = (cluster.spec.client_security() if isinstance(cluster, ProcessCluster)
+                        and cluster.spec.protocol.value != "PLAINTEXT" else None)
+            return await Load.open(cluster.bootstrap, self.workload, self.external, security)
         from harness.remote.part import open_remote_load
 
         return await open_remote_load(self.fleet, cluster.bootstrap, self.workload,
@@ -262,7 +290,8 @@ class _Run:
 
     def stop_clusters(self) -> None:
         while self.clusters:
-            arch, cluster = self.clusters.popitem()
+            key, cluster = self.clusters.popitem()
+            arch = key.arch
             if isinstance(cluster, ProcessCluster) and self.fleet is not None:
                 # The cluster's logs and last counters come back into its run directory.
                 log = next((self.logs[s.index] for s in self.sides
@@ -318,6 +347,9 @@ class _Run:
                 cluster_info[option] = getattr(cluster.spec, option)
             if cluster.layout.zookeeper:
                 cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
+            cluster_info["security_protocol"] = cluster.spec.protocol.value
+            if cluster.spec.protocol.sasl:
+                cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
             if cluster.delay is not None:
                 cluster_info["rtt"] = {
                     "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
@@ -335,7 +367,8 @@ class _Run:
             workload=wl.as_dict(),
             workload_text=self.opts.workload.text,
             policies={"offset_commit": side.offset_commit,
-                      "metadata_check": side.metadata_check, "flush": wl.flush},
+                      "metadata_check": side.metadata_check, "flush": wl.flush,
+                      "security": side.security},
             cluster=cluster_info,
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
@@ -369,29 +402,29 @@ class _Run:
             await self.run_epoch(epoch)
 
     async def run_epoch(self, epoch: plan.Epoch) -> None:
-        clients: dict[str, Load] = {}
+        clients: dict[plan.ClusterKey, Load] = {}
         try:
-            for arch in epoch.arches:
-                self.progress.current(f"starting {arch} cluster "
+            for key in epoch.clusters:
+                self.progress.current(f"starting {key} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
                 # A metadata epoch is one cell: its first session says what cluster it needs.
-                cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
+                cluster = self.start_cluster(key, epoch.metadata_check, epoch.sessions[0])
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
-                clients[arch] = await self.open_load(cluster)
+                clients[key] = await self.open_load(cluster)
             await self.warm_up(epoch, clients)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
-                arch = session.side.arch
-                await self.run_one(self.clusters[arch], clients[arch], session)
+                key = session.side.cluster
+                await self.run_one(self.clusters[key], clients[key], session)
         finally:
             for c in clients.values():
                 with contextlib.suppress(Exception):
                     await c.close()
             self.stop_clusters()
 
-    async def warm_up(self, epoch: plan.Epoch, clients: dict[str, Load]) -> None:
+    async def warm_up(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Load]) -> None:
         """The workload's ``warmup_sessions`` on each fresh cluster of the epoch, unrecorded:
         copies of the first session the cluster will measure (fault, metadata and
         rate-fraction sessions have no such copy, and the clusters of their epochs start
@@ -399,27 +432,28 @@ class _Run:
         n = self.workload.warmup_sessions
         if n == 0 or self.external is not None:
             return
-        for arch in epoch.arches:
-            first = next((s for s in epoch.sessions if s.side.arch == arch), None)
+        for key in epoch.clusters:
+            first = next((s for s in epoch.sessions if s.side.cluster == key), None)
             if first is None or first.case is not None or first.meta is not None or (
                     first.cell.fraction is not None):
                 continue
             for i in range(1, n + 1):
-                self.progress.current(f"[{arch}] warm-up {i}/{n}: {first.cell.cell_id} "
+                self.progress.current(f"[{key}] warm-up {i}/{n}: {first.cell.cell_id} "
                                       f"{first.scenario}")
                 self.session_no += 1
                 topic = f"{self.name_prefix}-{self.session_no}"
                 try:
-                    await clients[arch].admin.create_topic(topic, self.workload.partitions,
-                                                           self.workload.replication_factor)
-                    await run_session(clients[arch], self.workload, first.cell, first.scenario,
+                    await clients[key].admin.create_topic(topic, self.workload.partitions,
+                                                          self.workload.replication_factor)
+                    await run_session(clients[key], self.workload, first.cell, first.scenario,
                                       first.side.offset_commit, topic, f"{topic}-group")
                 except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
-                    self.could_not_run(f"{arch} warm-up {i}", self.clusters[arch], exc)
+                    self.could_not_run(f"{key} warm-up {i}", self.clusters[key], exc)
                     return
 
     # --- rate searches ---------------------------------------------------------------------
-    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Load]) -> None:
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Load]
+                           ) -> None:
         """Every side's maximum sustainable rate, per base cell and try; the sides' searches
         advance one step at a time, alternating which goes first (A B B A)."""
         wl = self.workload
@@ -436,13 +470,13 @@ class _Run:
                         rate = found[side.index].next_rate()
                         if rate is None:
                             continue
-                        outcome = await self.search_step(clients[side.arch], side, cell,
+                        outcome = await self.search_step(clients[side.cluster], side, cell,
                                                          try_no, step, rate)
                         found[side.index].record(outcome.kept)
                 for side in epoch.searches:
                     result = found[side.index].result()
                     self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
-                    log = self.log_for(side, self.clusters[side.arch])
+                    log = self.log_for(side, self.clusters[side.cluster])
                     log.add_rows("max_rate.csv", [searches.max_rate_row(
                         log.run_id, side, cell, try_no, result)])
                     self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
@@ -452,7 +486,7 @@ class _Run:
                           step_no: int, rate: float) -> searches.Step:
         wl = self.workload
         assert wl.rate_search is not None and wl.duration_s is not None
-        cluster = self.clusters[side.arch]
+        cluster = self.clusters[side.cluster]
         log = self.log_for(side, cluster)
         self.session_no += 1
         self.progress.current(f"[{side.arch}] {cell.base_id} search try {try_no} step "
@@ -483,6 +517,16 @@ class _Run:
         return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
 
     # --- sessions --------------------------------------------------------------------------
+    def metrics_sampler(self, cluster: ProcessCluster | ExternalCluster, topic: str
+                        ) -> MetricsSampler | None:
+        """metrics: true: the sampler of every broker's endpoint for a session on ``topic``."""
+        if not self.workload.metrics or not isinstance(cluster, ProcessCluster):
+            return None
+        zookeeper = cluster.zookeeper.pids if cluster.zookeeper is not None else ()
+        return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
+                              topic, self.workload.metrics_interval_s,
+                              [(-1 - i, pid) for i, pid in enumerate(zookeeper)])
+
     def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
                       exc: BaseException) -> None:
         """A session that raised: one error line, the run marked incomplete; a broker that
@@ -525,20 +569,27 @@ class _Run:
             await self.run_metadata(cluster, s, log, topic)
             self.progress.advance()
             return
+        sampler = self.metrics_sampler(cluster, topic)
         try:
             if s.cell.rtt_ms is not None and isinstance(cluster, ProcessCluster):
                 await asyncio.to_thread(cluster.set_rtt, s.cell.rtt_ms)
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
+            if sampler is not None:
+                await sampler.start()
             # With hosts the run's processes are elsewhere (or, on test hosts, here but not all
             # counted): this machine's background load is not measured.
             mark = self.background.start() if self.fleet is None else None
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
             load = self.background.stop(mark) if mark is not None else (None, None)
+            if sampler is not None:
+                await sampler.stop()
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            if sampler is not None:
+                await sampler.cancel()
             self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
             self.progress.advance()
             return
@@ -552,6 +603,11 @@ class _Run:
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
         log.add_rows("series.csv", rows.series_rows(run_id, arch, s, result))
+        if sampler is not None:
+            log.add_rows("metrics.csv", sampler.rows(rows.session_keys(run_id, arch, s)))
+            if sampler.failures:
+                print(f"twinbench: warning: {s.cell.cell_id} {s.scenario} try {s.try_no}: "
+                      f"{sampler.failures} metrics scrapes got no answer", file=sys.stderr)
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
         ol = result.open_loop
@@ -709,6 +765,12 @@ def _check_hosts(wl: Workload) -> None:
     if wl.network != "loopback":
         raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
                         "this machine; with --hosts every process has its host's address")
+    if wl.security != ("none",):
+        raise UserError(f"workload {wl.name}: security's throwaway certificates are made on "
+                        "this machine for its clusters; not with --hosts (yet)")
+    if wl.metrics:
+        raise UserError(f"workload {wl.name}: metrics: true reads the brokers' and "
+                        "ZooKeeper's processes on this machine; not with --hosts (yet)")
 
 
 def _check_external(wl: Workload) -> None:
@@ -729,6 +791,13 @@ def _check_external(wl: Workload) -> None:
     if wl.rtt_ms:
         raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
                         "twinbench starts in namespaces; not --bootstrap")
+    if wl.security != ("none",):
+        raise UserError(f"workload {wl.name}: security sets the listeners of clusters "
+                        "twinbench starts; an external cluster's is its own (give the load "
+                        "client's settings with --client-config)")
+    if wl.metrics:
+        raise UserError(f"workload {wl.name}: metrics: true samples the twins' own metrics "
+                        "endpoints; not --bootstrap")
 
 
 def broker_settings(wl: Workload) -> tuple[str, ...]:
@@ -782,6 +851,7 @@ def _run(opts: RunOptions, tuned: dict[str, str]) -> RunOutcome:
         # A second Ctrl-C during clean-up must not leave processes behind.
         with _sigint_ignored():
             state.stop_clusters()
+            state.remove_security_files()
             state.finish()
             if state.fleet is not None:
                 state.fleet.close()

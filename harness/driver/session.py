@@ -192,7 +192,7 @@ def _producer_counts(wl: Workload, cell: Cell) -> list[int]:
     """Records each producer sends: its share of ``messages``, or, time-bounded, an upper
     bound (the schedule stops the producer at duration_s; poisson: +6 sigma)."""
     if wl.duration_s is None:
-        return plan.producer_counts(wl.messages, wl.producers)
+        return plan.producer_counts(cell.messages or wl.messages, wl.producers)
     assert cell.rate is not None  # the workload parser's rules
     expect = cell.rate / wl.producers * wl.duration_s
     return [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers

@@ -19,7 +19,8 @@ from harness.workload import (
 )
 
 SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
-           "latency-smoke", "replication", "replication-rf1", "faults-rf3")
+           "latency-smoke", "replication", "replication-rf1", "faults-rf3", "security", "qos",
+           "qos-smoke")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
