@@ -7,8 +7,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
+        bench-hosts test-hosts \
         perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
-        sim-replication test-churn clean
+        sim-replication test-churn bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -35,29 +36,33 @@ test: setup
 # CPU cost and throughput as DSBS/ZK ratios, each within the band its measured A/A noise sets.
 # `make baseline` refreshes it deliberately; `make regress-selftest` proves each layer can fail.
 REGRESS_WORKLOAD ?= regress
+# The machine settings every measuring target sets for its duration and restores afterwards
+# (`twinbench tune`: guest halt polling on a VM, the performance CPU governor; root, otherwise
+# one warning line and the untuned state recorded in the manifest). TUNE= measures untuned.
+TUNE ?= --tune
 
 regress: setup
 	@runs=$$(mktemp -d) && trap 'rm -rf "$$runs"' EXIT && \
 	  $(PY) -m harness.cli run --arch both --workload $(REGRESS_WORKLOAD) --out "$$runs" \
-	    --quiet >/dev/null && \
+	    --quiet $(TUNE) >/dev/null && \
 	  $(PY) -m spark_analysis.regress check --baseline $(BASELINE) "$$runs"
 
 # Planted regressions (tests/support/planted): an extra ZooKeeper read per produce on zk, a
 # 200 us busy loop per request in dsbs, offset_commit every_fetch -> none; each must be caught.
 regress-selftest: setup
-	@$(PY) -m tests.support.planted.selftest --baseline $(BASELINE)
+	@$(PY) -m tests.support.planted.selftest --baseline $(BASELINE) $(TUNE)
 
 # ruff's lint rules only: the code is laid out by hand to 100 columns, not by `ruff format`.
 lint: setup
 	@$(PY) -m ruff check .
 
 perf: setup
-	@$(PY) -m harness.perf
+	@$(PY) -m harness.perf $(TUNE)
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 # The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
 perf-cluster: setup
-	@$(PY) -m harness.perf_cluster $(PERF_ARGS)
+	@$(PY) -m harness.perf_cluster $(TUNE) $(PERF_ARGS)
 
 perf-zk: setup
 	@$(PY) -m harness.perf_zk
@@ -94,15 +99,15 @@ RUNS ?= results/runs
 BENCH_ARGS ?=
 
 bench-zk: setup
-	@$(PY) -m harness.cli run --arch zk --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch zk --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 
 bench-dsbs: setup
-	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 
 # Fault injection on both architectures, interleaved (README, "Faults"; needs root for the
 # network namespaces of the partition case), then the analysis.
 bench-faults: setup
-	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # Faults at replication factor 3 (acks=-1, min.insync.replicas 2) on both architectures:
@@ -114,7 +119,7 @@ bench-faults-rf3: setup
 # Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
 # storms, partition counts, group churn, broker join/leave as cost curves; then the analysis.
 bench-metadata: setup
-	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # The DSBS/ZK ratio against the network's round-trip time (README, "Round-trip time"; root:
@@ -133,12 +138,44 @@ perf-delay: setup
 # alike; then the analysis.
 # Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
 bench-latency: setup
-	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# What TLS and SASL_SSL cost each architecture (workloads/security.yaml: plaintext, TLS and
+# SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
+bench-security: setup
+	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# The Kafka + Prometheus paper's QoS table (workloads/qos.yaml: 100 to 10,000 messages, both
+# twins, plaintext and SASL_SSL, the brokers' metrics sampled into the run log; README, "QoS").
+bench-qos: setup
+	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 bench: setup
-	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
+
+# Several machines (README, "Hosts (several machines)"; docs/hosts.md): the paper's 32 B batch 20
+# cell on both twins, with ZooKeeper and the brokers on three hosts and the load on a fourth:
+# here the 4-host test layout (network namespaces running OpenSSH; root), made for the run and
+# removed after it. HOSTS_WORKLOAD names another workload.
+HOSTS_WORKLOAD ?= hosts-paper
+bench-hosts: setup
+	@layout=$$(mktemp -d) && \
+	  { $(PY) -m tests.support.sshd --hosts-file $$layout/hosts.yaml >$$layout/layout.log 2>&1 & \
+	    pid=$$!; } && trap 'kill $$pid; wait $$pid; rm -rf "$$layout"' EXIT && \
+	  until grep -q '^hosts_file=' $$layout/layout.log; do \
+	    kill -0 $$pid 2>/dev/null || { cat $$layout/layout.log; exit 1; }; sleep 0.2; done && \
+	  $(PY) -m harness.cli run --arch both --workload $(HOSTS_WORKLOAD) \
+	    --hosts $$layout/hosts.yaml --out $(RUNS) $(BENCH_ARGS)
+
+# Every multi-host test, not only `make test`'s sample: Ctrl-C, the watchdog, a ZooKeeper
+# ensemble on three hosts, `cluster --hosts` with faults, an external cluster from client hosts.
+test-hosts: setup
+	@TWINBENCH_HOSTS_FULL=1 $(PY) -m pytest tests/integration/test_hosts.py \
+	  tests/integration/test_hosts_run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis results/runs results/report results/perf
@@ -166,7 +203,7 @@ baseline: setup
 	@rm -rf $(BASELINE_RUNS) && mkdir -p $(BASELINE_RUNS)
 	@for i in $$(seq $(BASELINE_K)); do \
 	  $(PY) -m harness.cli run --arch both --workload $(REGRESS_WORKLOAD) --out $(BASELINE_RUNS) \
-	    --quiet >/dev/null || exit 1; \
+	    --quiet $(TUNE) >/dev/null || exit 1; \
 	done
 	@$(PY) -m spark_analysis.regress write --baseline $(BASELINE) $(BASELINE_RUNS)
 

@@ -1,7 +1,7 @@
 """The harness: everything that starts, drives and records; brokers never import it.
 
 Layout:
-- ``cli.py``          the ``twinbench`` command (broker, cluster, run, analyze)
+- ``cli.py``          the ``twinbench`` command (broker, cluster, fault, run, analyze, hosts, tune)
 - ``processes.py``    child processes: start, wait for a readiness line or probe, stop by
                       PID, the atexit safety net
 - ``kafka_probe.py``  a blocking Kafka-protocol probe for readiness checks and tests
@@ -16,7 +16,15 @@ Layout:
 - ``external.py``     `twinbench run --bootstrap`: a cluster twinbench did not start (probe,
                       client settings, what is not measured)
 - ``hosts.py``        hosts files (YAML) and `twinbench hosts check`: SSH login, version,
-                      clock offset per host (asyncssh)
+                      clock offset per host (asyncssh); the roles check
+- ``machines.py``     where a process runs and its files are: this machine (LocalMachine) or
+                      a host (harness/remote/); ProcessCluster and ZooKeeper place processes
+                      on machines of a Layout
+- ``remote/``         `cluster|run --hosts`: the SSH fleet, keepers and load workers on the
+                      hosts (its __init__ maps the modules)
+- ``conditions.py``   what a measurement depends on besides the code: `twinbench tune` (guest
+                      halt polling, CPU governor), the conditions snapshot of manifests, and
+                      the background CPU other processes took during a session
 - ``netns.py``        one network namespace per broker (``--network netns``), for partitions
 - ``netdelay/``       round-trip time between those namespaces (workload ``rtt_ms``,
                       ``cluster --rtt-ms``): a netfilter-queue delay line; its __init__ maps it
@@ -36,7 +44,8 @@ Layout:
                       gossip simulated for many members; ZooKeeper's watch fan-out from
                       measured counters and per-request costs)
 - ``workload.py``, ``runlog.py``, ``driver/``  `twinbench run` (see driver/__init__.py)
-- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography)
+- ``certs.py``        throwaway CA, server certificate and SASL users for a run (cryptography);
+                     the security levels (none, tls, sasl_ssl) and their cluster settings
 - ``perf_security.py`` benchmark: records/s with PLAINTEXT and SASL_SSL listeners, per twin
 - ``perf_delay.py``   `make perf-delay`: what the delay line adds (latency over bare veth, CPU
                       per packet)

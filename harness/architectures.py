@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brokers.core.errors import UserError
+from harness.machines import LOCAL, Machine
 from twinbench_common.labels import ArchLabels
 
 if TYPE_CHECKING:
@@ -70,12 +71,45 @@ class Launch:
     spec: ClusterSpec
     # Parent of every broker's data directory (and of files the brokers share).
     root: Path
-    # Each broker's host address: its namespace's with network netns, else loopback.
+    # Each broker's host address: its namespace's with network netns, its host's with a hosts
+    # file, else loopback.
     hosts: tuple[str, ...]
     # The brokers run in network namespaces (harness/netns.py).
     netns: bool
     # The provisioned ZooKeeper's connect string with the cluster's chroot (ZOOKEEPER users).
     zookeeper: str | None
+    # Each broker's machine and that machine's directory for the cluster (harness/machines.py);
+    # empty: every broker on this machine, under root.
+    machines: tuple[Machine, ...] = ()
+    roots: tuple[Path, ...] = ()
+
+    def share(self, name: str, text: str) -> list[Path]:
+        """A file every broker reads (mode 0600: keys), on each broker's machine; its path
+        per broker."""
+        if not self.machines:
+            path = self.root / name
+            LOCAL.write_text(path, text, 0o600)
+            return [path] * len(self.hosts)
+        paths = [root / name for root in self.roots]
+        written: set[tuple[str, Path]] = set()
+        for machine, path in zip(self.machines, paths, strict=True):
+            if (machine.name, path) not in written:
+                machine.write_text(path, text, 0o600)
+                written.add((machine.name, path))
+        return paths
+
+    def free_ports(self) -> list[int]:
+        """One free port per broker on its machine (distinct among a machine's brokers)."""
+        machines = self.machines or (LOCAL,) * len(self.hosts)
+        wanted: dict[str, list[int]] = {}
+        for i, m in enumerate(machines):
+            wanted.setdefault(m.name, []).append(i)
+        ports = [0] * len(machines)
+        for indices in wanted.values():
+            for i, port in zip(indices, machines[indices[0]].free_ports(len(indices)),
+                               strict=True):
+                ports[i] = port
+        return ports
 
 
 @dataclass(frozen=True)
@@ -118,26 +152,27 @@ def _zk_broker_args(launch: Launch) -> list[list[str]]:
     assert launch.zookeeper is not None, "the cluster provisions ZooKeeper first"
     timeout = launch.spec.zk_session_timeout_ms
     session = [] if timeout is None else ["--zk-session-timeout-ms", str(timeout)]
+    auth: list[list[str]] = [[] for _ in launch.hosts]
     if launch.spec.protocol.value != "PLAINTEXT":
         # A secured cluster secures its ZooKeeper state too: digest auth and ACLs.
-        from harness.cluster import write_zk_credential
+        from harness.cluster import ZK_CREDENTIAL_FILE, new_zk_credential
 
-        session += ["--zk-auth-file", str(write_zk_credential(launch.root))]
-    return [["--zookeeper", launch.zookeeper, *session] for _ in launch.hosts]
+        auth = [["--zk-auth-file", str(path)]
+                for path in launch.share(ZK_CREDENTIAL_FILE, new_zk_credential())]
+    return [["--zookeeper", launch.zookeeper, *session, *a] for a in auth]
 
 
 def _dsbs_broker_args(launch: Launch) -> list[list[str]]:
-    from harness.cluster import write_gossip_key
-    from harness.zookeeper import free_ports
+    from harness.cluster import GOSSIP_KEY_FILE, new_gossip_key
 
     if launch.netns:
         gossip = [f"{h}:{NETNS_GOSSIP_PORT}" for h in launch.hosts]
     else:
-        gossip = [f"127.0.0.1:{p}" for p in free_ports(len(launch.hosts))]
-    key = write_gossip_key(launch.root)
+        gossip = [f"{h}:{p}" for h, p in zip(launch.hosts, launch.free_ports(), strict=True)]
+    keys = launch.share(GOSSIP_KEY_FILE, new_gossip_key())
     return [["--gossip", g, "--seeds", ",".join(gossip),
              "--gossip-preset", launch.spec.gossip_preset, "--gossip-key-file", str(key)]
-            for g in gossip]
+            for g, key in zip(gossip, keys, strict=True)]
 
 
 def _dsbs_arbiter(topic: str, node_ids: Sequence[int]) -> int:

@@ -3,6 +3,10 @@
 A fresh CA (EC P-256, valid one day) signs one server certificate for 127.0.0.1 and localhost;
 the key never leaves the run's directory (files mode 0600). The users file holds one random
 password per user in the broker's ``user=password`` format.
+
+``SECURITY_LEVELS`` are the names users give a cluster's security (`twinbench cluster
+--security`, a workload's ``security:``), and ``cluster_settings`` what each means for the
+brokers' listeners, with this module's files: one definition for the CLI and the driver.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+# Security level -> the listener protocol of every broker.
+SECURITY_LEVELS: dict[str, str] = {"none": "PLAINTEXT", "tls": "SSL", "sasl_ssl": "SASL_SSL"}
+# Mechanisms a throwaway-secured cluster offers; clients (the harness's, the load client)
+# use the first, as Kafka's own SCRAM setups do.
+THROWAWAY_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,13 @@ def _private(path: Path, data: bytes) -> None:
 
 
 def make_run_security(directory: Path, users: tuple[str, ...] = ("twinbench",)) -> RunSecurity:
+    # Imported here: the level names above are read by workload parsing and the CLI, which
+    # should not pay for loading the X.509 machinery.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -64,3 +77,15 @@ def make_run_security(directory: Path, users: tuple[str, ...] = ("twinbench",)) 
     _private(out.credentials, "".join(
         f"{user}={secrets.token_urlsafe(18)}\n" for user in users).encode())
     return out
+
+
+def cluster_settings(level: str, files: RunSecurity | None) -> dict[str, Any]:
+    """The ``ClusterSpec`` security fields of a security level (``files`` may be None only
+    for ``none``)."""
+    protocol = SECURITY_LEVELS[level]
+    if protocol == "PLAINTEXT":
+        return {}
+    assert files is not None, "a secured cluster needs its certificates and users"
+    return {"security_protocol": protocol, "ssl_certfile": files.server_pem,
+            "ssl_keyfile": files.server_pem, "ssl_ca_location": files.ca_pem,
+            "sasl_mechanisms": THROWAWAY_MECHANISMS, "sasl_credentials_file": files.credentials}

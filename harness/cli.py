@@ -8,10 +8,12 @@ User mistakes (bad arguments, missing files, unreachable services) print one lin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,11 +23,13 @@ from brokers.core.cli import OneLineParser, add_broker_arguments, serve
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures
 from harness.architectures import ZOOKEEPER
+from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
-    from harness.cluster import ClusterSpec
+    from harness.cluster import ClusterSpec, Layout, ProcessCluster
     from harness.external import External
+    from harness.remote.ssh import SshFleet
 
     Subcommands = argparse._SubParsersAction[OneLineParser]
 
@@ -47,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = hosts_sub.add_parser("check", help="one line per host: reachable, same twinbench "
                                  "version, clock offset")
     check.add_argument("file", type=Path, metavar="FILE", help="hosts file (YAML)")
+    tune = sub.add_parser("tune", help="the machine settings measurements depend on: show, "
+                                       "apply the recommended ones (root), reset")
+    tune.add_argument("action", nargs="?", choices=("show", "apply", "reset"), default="show")
     return parser
 
 
@@ -82,13 +89,16 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--network", choices=("loopback", "netns"), default="loopback",
                          help="netns: each broker in its own network namespace (root), so "
                               "`twinbench fault partition` can cut one off")
+    cluster.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                         help="run the brokers on the broker hosts and ZooKeeper on the "
+                              "zookeeper hosts of this hosts file, over SSH")
     cluster.add_argument("--rtt-ms", type=float, default=None, metavar="MS",
                          help="with --network netns: round-trip time added between every two "
                               "hosts (brokers; the client and ZooKeeper in the root "
                               "namespace) by a delay line (harness/netdelay; needs iptables)")
     sec = cluster.add_argument_group(
         "security", "every broker's listener: TLS with PEM files, SASL with a credentials file")
-    sec.add_argument("--security", choices=("none", "tls", "sasl_ssl"), default="none",
+    sec.add_argument("--security", choices=tuple(SECURITY_LEVELS), default="none",
                      help="tls or sasl_ssl: secure the cluster with throwaway certificates and "
                      "users made for it (SCRAM-SHA-512 first); prints client_config=FILE, "
                      "librdkafka properties a client can use as they are")
@@ -152,6 +162,12 @@ def _add_run(sub: Subcommands) -> None:
     run.add_argument("--label", default=None, help="label recorded in the run log")
     run.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
                      help="zk: use this ZooKeeper (default $ZOOKEEPER_CONNECT or start one)")
+    run.add_argument("--hosts", type=Path, default=None, metavar="FILE",
+                     help="run ZooKeeper, the brokers and the load clients on the hosts of "
+                          "this hosts file (by their roles), over SSH")
+    run.add_argument("--tune", action="store_true",
+                     help="set `twinbench tune`'s recommended machine settings for the run and "
+                          "restore them afterwards (root; otherwise a warning)")
     progress = run.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None,
                           help="progress bar and summary even when stdout is not a terminal")
@@ -228,91 +244,126 @@ def _throwaway_security(args: argparse.Namespace) -> Path | None:
     if given or args.security_protocol != "PLAINTEXT":
         raise UserError("--security makes its own certificates and users; drop "
                         "--security-protocol and the --ssl-*/--sasl-* files")
-    from harness.certs import make_run_security
+    from harness.certs import cluster_settings, make_run_security
 
     directory = Path(tempfile.mkdtemp(prefix="twinbench-security-"))
-    files = make_run_security(directory)
-    args.ssl_certfile = args.ssl_keyfile = files.server_pem
-    args.ssl_ca_location = files.ca_pem
-    args.sasl_credentials_file = files.credentials
-    args.security_protocol = "SSL" if args.security == "tls" else "SASL_SSL"
-    args.sasl_mechanisms = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    settings = cluster_settings(args.security, make_run_security(directory))
+    settings["sasl_mechanisms"] = ",".join(settings["sasl_mechanisms"])
+    for name, value in settings.items():
+        setattr(args, name, value)
     return directory
 
 
 def _serve_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
     """The cluster of ``spec`` in the foreground, until SIGINT/SIGTERM."""
-    import contextlib
-    import os
     import signal
-    import threading
 
-    from harness import faults
     from harness.cluster import ProcessCluster
-    from harness.control import ControlServer, default_state, socket_path
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     lock = threading.Lock()  # the watch loop and the control thread share the cluster
-    with ProcessCluster(spec) as cluster:
-        own_state = cluster.root / "cluster.json"
-        shared_state = args.state or default_state()
-        control = socket_path(cluster.root)
-
-        def publish() -> None:
-            for path in (own_state, shared_state):
-                cluster.write_state(path, pid=os.getpid(), control=str(control),
-                                    state_file=str(own_state))
-
-        def on_request(message: dict) -> str:
-            with lock:
-                line = faults.handle(cluster, message)
-                publish()
-            print(line, flush=True)
-            return line
-
-        server = ControlServer(control, on_request).start()
-        prometheus = None
-        try:
-            publish()
-            if cluster.zookeeper_connect:
-                print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
-            print(f"bootstrap={cluster.bootstrap}", flush=True)
-            if spec.protocol.value != "PLAINTEXT":
-                properties = cluster.root / "client.properties"
-                replace_file(properties, "".join(
-                    f"{k}={v}\n" for k, v in
-                    spec.client_security().librdkafka_properties().items()),
-                    sync_file=False, sync_dir=False, mode=0o600)
-                print(f"client_config={properties}", flush=True)
-            if args.metrics:
-                from harness.grafana import write_dashboard
-                from harness.prometheus import start_prometheus
-
-                prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
-                                              cluster.root / "prometheus")
-                print(f"prometheus={prometheus.address}", flush=True)
-                dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
-                                            [args.arch])
-                print(f"dashboard={dashboard}", flush=True)
-            print(f"state={own_state}", flush=True)
-            while not stop.wait(0.2):
-                with lock:
-                    exits = cluster.poll_exits()
-                    if exits:
-                        publish()
-                for node, code in exits:
-                    print(f"exited={node} code={code}", flush=True)
-        finally:
-            server.close()
-            if prometheus is not None:
-                prometheus.stop()
-            # The shared copy points at the newest cluster: remove it only if it is ours.
-            with contextlib.suppress(OSError, ValueError):
-                if json.loads(shared_state.read_text("utf-8")).get("pid") == os.getpid():
-                    shared_state.unlink()
+    with contextlib.ExitStack() as stack:
+        cluster = ProcessCluster(spec, _hosts_layout(args, stack, stop))
+        if args.hosts is not None and args.data_dir is not None:
+            cluster.collect_to = args.data_dir / "hosts"
+        stack.enter_context(cluster)
+        _watch_cluster(args, cluster, stop, lock)
     return 0
+
+
+def _hosts_layout(args: argparse.Namespace, stack: contextlib.ExitStack, stop: threading.Event
+                  ) -> Layout:
+    """``--hosts``: the fleet of SSH connections (closed with ``stack``) and the layout on it;
+    a host that vanishes ends the command (``stop``). Without it: everything here."""
+    from harness.cluster import LOCAL_LAYOUT
+
+    if args.hosts is None:
+        return LOCAL_LAYOUT
+    from harness.hosts import load_hosts
+    from harness.remote.deploy import cluster_layout, open_fleet
+
+    fleet = stack.enter_context(open_fleet(load_hosts(args.hosts), [args.arch], clients=False))
+    fleet.on_lost(lambda _lost: stop.set())
+    stack.callback(_raise_lost, fleet)
+    for machine in fleet.machines.values():
+        m = machine.manifest()
+        print(f"host={m['name']} address={m['address']} clock_offset_ms={m['clock_offset_ms']} "
+              f"rtt_ms={m['rtt_ms']}", flush=True)
+    return cluster_layout(fleet, args.arch)
+
+
+def _raise_lost(fleet: SshFleet) -> None:
+    if fleet.lost is not None:
+        raise fleet.lost
+
+
+def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: threading.Event,
+                   lock: threading.Lock) -> None:
+    """Publish the cluster, serve faults, report exits, until ``stop``."""
+    import os
+
+    from harness import faults
+    from harness.control import ControlServer, default_state, socket_path
+
+    spec = cluster.spec
+    own_state = cluster.root / "cluster.json"
+    shared_state = args.state or default_state()
+    control = socket_path(cluster.root)
+
+    def publish() -> None:
+        for path in (own_state, shared_state):
+            cluster.write_state(path, pid=os.getpid(), control=str(control),
+                                state_file=str(own_state))
+
+    def on_request(message: dict) -> str:
+        with lock:
+            line = faults.handle(cluster, message)
+            publish()
+        print(line, flush=True)
+        return line
+
+    server = ControlServer(control, on_request).start()
+    prometheus = None
+    try:
+        publish()
+        if cluster.zookeeper_connect:
+            print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
+        print(f"bootstrap={cluster.bootstrap}", flush=True)
+        if spec.protocol.value != "PLAINTEXT":
+            properties = cluster.root / "client.properties"
+            replace_file(properties, "".join(
+                f"{k}={v}\n" for k, v in
+                spec.client_security().librdkafka_properties().items()),
+                sync_file=False, sync_dir=False, mode=0o600)
+            print(f"client_config={properties}", flush=True)
+        if args.metrics:
+            from harness.grafana import write_dashboard
+            from harness.prometheus import start_prometheus
+
+            prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
+                                          cluster.root / "prometheus")
+            print(f"prometheus={prometheus.address}", flush=True)
+            dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
+                                        [args.arch])
+            print(f"dashboard={dashboard}", flush=True)
+        print(f"state={own_state}", flush=True)
+        while not stop.wait(0.2):
+            with lock:
+                exits = cluster.poll_exits()
+                if exits:
+                    publish()
+            for node, code in exits:
+                print(f"exited={node} code={code}", flush=True)
+    finally:
+        server.close()
+        if prometheus is not None:
+            prometheus.stop()
+        # The shared copy points at the newest cluster: remove it only if it is ours.
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(shared_state.read_text("utf-8")).get("pid") == os.getpid():
+                shared_state.unlink()
 
 
 def cmd_fault(args: argparse.Namespace) -> int:
@@ -352,12 +403,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
         raise UserError(f"--zookeeper only applies to --arch {names}")
     workload = load_workload(args.workload)  # validated before anything starts
+    hosts = None
+    if args.hosts is not None:
+        from harness.hosts import load_hosts
+
+        if args.zookeeper:
+            raise UserError("--zookeeper: with --hosts, ZooKeeper runs on the zookeeper hosts")
+        hosts = load_hosts(args.hosts)
     outcome = run(RunOptions(
         arch=args.arch or "", workload=workload, out=args.out, tries=args.tries, seed=args.seed,
         label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
-        progress=args.progress, external=external,
+        progress=args.progress, external=external, hosts=hosts, tune=args.tune,
     ))
     return outcome.exit_code
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from harness import conditions
+
+    if args.action == "apply":
+        for path, old in conditions.apply().items():
+            print(f"{path}: {old} -> tuned")
+    elif args.action == "reset":
+        for path, value in conditions.reset().items():
+            print(f"{path}: restored {value}")
+    values = conditions.read_knobs()
+    for line in conditions.describe(values):
+        print(line)
+    print(f"tuned={'yes' if conditions.tuned(values) else 'no'}")
+    return 0
 
 
 def _external(args: argparse.Namespace) -> External | None:
@@ -403,7 +477,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"broker": cmd_broker, "cluster": cmd_cluster, "fault": cmd_fault,
-            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts}
+            "run": cmd_run, "analyze": cmd_analyze, "hosts": cmd_hosts, "tune": cmd_tune}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,14 @@ With ``network="netns"`` every broker runs in its own network namespace (harness
 only way a partition can be made on one machine; the default is loopback. What differs between
 architectures (the broker program and its arguments, the services) comes from their registry
 entries (harness/architectures.py).
+
+Where each process runs is the cluster's ``Layout`` (harness/machines.py): by default every
+broker on this machine and ZooKeeper provisioned here; with a hosts file
+(harness/remote/, ``twinbench cluster|run --hosts``) brokers and ZooKeeper servers on the
+hosts of their roles, reached over SSH. The code is the same either way: every process is a
+``ChildProcess`` of some ``Machine``, every file (config, key, counters, log) is read or written
+through that machine, and a host's files live in a directory of their own there
+(``Machine.cluster_root``), whose logs come back (``collect``) before it is removed.
 """
 
 from __future__ import annotations
@@ -21,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -38,8 +45,9 @@ from harness import architectures
 from harness.architectures import ZOOKEEPER, Architecture, Launch
 from harness.client_security import ClientSecurity, security_from_credentials_file
 from harness.kafka_probe import KafkaProbe
+from harness.machines import LOCAL, Machine
 from harness.netdelay.control import check_rtt
-from harness.processes import ManagedProcess, ProcessError
+from harness.processes import ChildProcess, ProcessError
 
 if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root, ZooKeeper Java
     from harness.netdelay.control import NetworkDelay
@@ -168,16 +176,47 @@ class ClusterSpec:
         if self.protocol.tls:
             args += ["--ssl-certfile", str(self.ssl_certfile),
                      "--ssl-keyfile", str(self.ssl_keyfile)]
+            if self.ssl_ca_location is not None:
+                # What followers trust when they fetch from a leader (replication over TLS).
+                args += ["--ssl-truststore", str(self.ssl_ca_location)]
         if self.protocol.sasl:
             args += ["--sasl-mechanisms", ",".join(self.sasl_mechanisms),
                      "--sasl-credentials-file", str(self.sasl_credentials_file)]
         return args
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Which machine each process of a cluster runs on (harness/machines.py)."""
+
+    # Broker i (standby brokers included) runs on brokers[i % len(brokers)].
+    brokers: tuple[Machine, ...] = (LOCAL,)
+    # One ZooKeeper server per machine (an ensemble when several); empty: ZooKeeper comes from
+    # harness/zookeeper's provision() (an address, local jars, a container).
+    zookeeper: tuple[Machine, ...] = ()
+
+    def broker(self, node_id: int) -> Machine:
+        return self.brokers[node_id % len(self.brokers)]
+
+    @property
+    def local(self) -> bool:
+        return all(m.local for m in (*self.brokers, *self.zookeeper))
+
+    def machines(self) -> list[Machine]:
+        """Every machine of the layout, once each."""
+        seen: dict[str, Machine] = {}
+        for m in (*self.zookeeper, *self.brokers):
+            seen.setdefault(m.name, m)
+        return list(seen.values())
+
+
+LOCAL_LAYOUT = Layout()
+
+
 @dataclass
 class BrokerProcess:
     node_id: int
-    process: ManagedProcess
+    process: ChildProcess
     host: str = ""
     port: int = 0
     data_dir: Path = field(default_factory=Path)
@@ -185,6 +224,8 @@ class BrokerProcess:
     namespace: str | None = None
     # HOST:PORT of its Prometheus endpoint (ClusterSpec.metrics), else "".
     metrics: str = ""
+    # Where it runs.
+    machine: Machine = LOCAL
     # Fault state the cluster put it in (SIGSTOP, link down); an exit shows in process.poll().
     paused: bool = False
     isolated: bool = False
@@ -206,8 +247,15 @@ class ProcessCluster:
     cluster; use as a context manager or call start()/stop(). The load client's view of a
     cluster is ``workloads.cluster.ClusterClient``."""
 
-    def __init__(self, spec: ClusterSpec) -> None:
+    def __init__(self, spec: ClusterSpec, layout: Layout = LOCAL_LAYOUT) -> None:
         self.spec = spec
+        self.layout = layout
+        if not layout.local:
+            _check_remote(spec)
+        # Each machine's directory for this cluster, by machine name (start() makes them).
+        self.roots: dict[str, Path] = {}
+        # Logs of remote machines come back here when the cluster stops (None: they do not).
+        self.collect_to: Path | None = None
         self.brokers: list[BrokerProcess] = []
         self.zookeeper: ZooKeeperHandle | None = None  # when the architecture uses ZooKeeper
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -238,6 +286,10 @@ class ProcessCluster:
             self.root = self.spec.data_dir
             self.root.mkdir(parents=True, exist_ok=True)
         try:
+            for machine in self.layout.machines():
+                root = machine.cluster_root(self.root)
+                machine.makedirs(root)
+                self.roots[machine.name] = root
             if self.spec.network == "netns":
                 from harness.netns import NetnsNetwork
 
@@ -249,9 +301,7 @@ class ProcessCluster:
                     self.delay.start(self.spec.rtt_ms)
             self._argvs = self._broker_argvs()
             for node_id in range(self.spec.brokers):
-                self.brokers.append(BrokerProcess(
-                    node_id, self._launch(node_id), data_dir=self.root / f"broker-{node_id}",
-                    namespace=self.network.hosts[node_id].namespace if self.network else None))
+                self.brokers.append(self._new_broker(node_id))
             deadline = time.monotonic() + self.spec.ready_timeout_s
             for b in self.brokers:
                 self._await_listening(b, deadline, self.spec.metrics)
@@ -268,9 +318,7 @@ class ProcessCluster:
         node_id = len(self.brokers)
         if node_id >= len(self._argvs):
             raise UserError("no standby broker left to join (ClusterSpec.standby)")
-        b = BrokerProcess(node_id, self._launch(node_id), data_dir=self.root / f"broker-{node_id}",
-                          namespace=self.network.hosts[node_id].namespace if self.network
-                          else None)
+        b = self._new_broker(node_id)
         self.brokers.append(b)
         self._await_listening(b, time.monotonic() + timeout_s, self.spec.metrics)
         return b
@@ -284,9 +332,20 @@ class ProcessCluster:
         b.process.stop()
         self.brokers.pop()
 
-    def _launch(self, node_id: int) -> ManagedProcess:
-        return ManagedProcess(self._argvs[node_id], name=f"{self.spec.arch} broker {node_id}",
-                              log_path=self.root / f"broker-{node_id}.log").start()
+    def _new_broker(self, node_id: int) -> BrokerProcess:
+        machine = self.layout.broker(node_id)
+        return BrokerProcess(
+            node_id, self._launch(node_id), data_dir=self._root(machine) / f"broker-{node_id}",
+            namespace=self.network.hosts[node_id].namespace if self.network else None,
+            machine=machine)
+
+    def _root(self, machine: Machine) -> Path:
+        return self.roots.get(machine.name, self.root)
+
+    def _launch(self, node_id: int) -> ChildProcess:
+        machine = self.layout.broker(node_id)
+        return machine.process(self._argvs[node_id], name=f"{self.spec.arch} broker {node_id}",
+                               log_path=self._root(machine) / f"broker-{node_id}.log").start()
 
     @staticmethod
     def _await_listening(b: BrokerProcess, deadline: float, metrics: bool) -> None:
@@ -443,6 +502,7 @@ class ProcessCluster:
 
     def _broker_argvs(self) -> list[list[str]]:
         spec = self.spec
+        layout = self.layout
         common = [*spec.security_args(),
                   "--flush", spec.flush, "--metadata-check", spec.metadata_check,
                   "--num-partitions", str(spec.num_partitions),
@@ -451,30 +511,37 @@ class ProcessCluster:
                   "--log-level", "INFO", *spec.broker_args]
         prefixes: list[list[str]]  # what each broker's command line runs under (ip netns exec)
         planned = spec.brokers + spec.standby
+        machines = [layout.broker(i) for i in range(planned)]
         if self.network is not None:
             hosts = [h.address for h in self.network.hosts]
             ports = [NETNS_KAFKA_PORT] * planned
             prefixes = [h.exec_prefix() for h in self.network.hosts]
         else:
-            hosts = ["127.0.0.1"] * planned
+            hosts = [m.address for m in machines]
             ports = [spec.port + i if spec.port else 0 for i in range(planned)]
             prefixes = [[] for _ in range(planned)]
         entry = spec.architecture
         connect = None
         if entry.uses(ZOOKEEPER):
-            from harness.zookeeper import ZooKeeperConfig, provision
+            from harness.zookeeper import ZooKeeperConfig, provision, provision_on
 
-            cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
-            self.zookeeper = zk = provision(spec.zookeeper, spec.zk_nodes,
-                                            self.root / "zookeeper", cfg)
+            if layout.zookeeper:
+                self.zookeeper = zk = provision_on(
+                    layout.zookeeper, [self._root(m) / "zookeeper" for m in layout.zookeeper])
+            else:
+                cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
+                self.zookeeper = zk = provision(spec.zookeeper, spec.zk_nodes,
+                                                self.root / "zookeeper", cfg)
             connect = f"{zk.connect_string}/twinbench"
-        extra = entry.broker_args(Launch(spec, self.root, tuple(hosts),
-                                         self.network is not None, connect))
-        return [[*prefixes[i], sys.executable, "-m", entry.module,
+        roots = tuple(self._root(m) for m in machines)
+        extra = entry.broker_args(Launch(
+            spec, self.root, tuple(hosts), self.network is not None, connect,
+            () if layout.local else tuple(machines), () if layout.local else roots))
+        return [[*prefixes[i], machines[i].python, "-m", entry.module,
                  "--node-id", str(i), "--listener",
                  str(Listener(spec.protocol, hosts[i], port)),
                  *(["--metrics", f"{hosts[i]}:0"] if spec.metrics else []),
-                 "--data-dir", str(self.root / f"broker-{i}"), *extra[i], *common]
+                 "--data-dir", str(roots[i] / f"broker-{i}"), *extra[i], *common]
                 for i, port in enumerate(ports)]
 
     def _wait_for_membership(self, deadline: float) -> None:
@@ -506,7 +573,8 @@ class ProcessCluster:
             b.process.stop()
         if self.zookeeper is not None:
             self.zookeeper.stop()
-            self.zookeeper = None
+        self._collect_and_clean()
+        self.zookeeper = None
         if self.delay is not None:
             self.delay.stop()
             self.delay = None
@@ -517,6 +585,27 @@ class ProcessCluster:
             with contextlib.suppress(OSError):
                 self._tmp.cleanup()
             self._tmp = None
+
+    def _collect_and_clean(self) -> None:
+        """Bring the logs and last counters of remote machines back (``collect_to``), then
+        remove the cluster's directory on each of them. A host that is gone keeps its files."""
+        for machine in self.layout.machines():
+            root = self.roots.pop(machine.name, None)
+            if machine.local or root is None:
+                continue
+            if self.collect_to is not None:
+                dest = self.collect_to / machine.name
+                for b in self.brokers:
+                    if b.machine.name == machine.name:
+                        with contextlib.suppress(OSError, UserError):
+                            machine.fetch(b.process.log_path, dest / b.process.log_path.name)
+                            machine.fetch(b.data_dir / "counters.json",
+                                          dest / f"broker-{b.node_id}.counters.json")
+                if self.zookeeper is not None:
+                    for log in self.zookeeper.log_paths(machine):
+                        with contextlib.suppress(OSError, UserError):
+                            machine.fetch(log, dest / f"{log.parent.name}.log")
+            machine.remove_tree(root)
 
     # --- observation ------------------------------------------------------------------------
     @property
@@ -545,6 +634,7 @@ class ProcessCluster:
             "brokers": [{
                 "node_id": b.node_id, "pid": b.process.pid, "host": b.host, "port": b.port,
                 "data_dir": str(b.data_dir), "namespace": b.namespace, "state": b.state,
+                "machine": b.machine.name,
                 "metrics": b.metrics or None,
             } for b in self.brokers],
             **extra,
@@ -569,14 +659,13 @@ class ProcessCluster:
         taken for CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
-            out[f"broker-{b.node_id}:{b.process.pid}"] = process_cpu_seconds(b.process.pid)
+            out[f"broker-{b.node_id}:{b.process.pid}"] = b.process.cpu_seconds()
         if self.zookeeper is not None:
-            for i, pid in enumerate(self.zookeeper.pids):
-                out[f"zookeeper-{i}:{pid}"] = process_cpu_seconds(pid)
+            for i, process in enumerate(self.zookeeper.processes):
+                out[f"zookeeper-{i}:{process.pid}"] = process.cpu_seconds()
         if self.delay is not None:
             out[f"netdelay:{self.delay.pid}"] = process_cpu_seconds(self.delay.pid)
         return out
-
 
     def set_rtt(self, rtt_ms: float) -> None:
         """Change the round-trip time the delay line adds (the cluster must have one)."""
@@ -589,37 +678,51 @@ class ProcessCluster:
         """Resident set size of every running broker process, by node id (psutil)."""
         out: dict[int, int] = {}
         for b in self.brokers:
-            try:
-                out[b.node_id] = psutil.Process(b.process.pid).memory_info().rss
-            except psutil.Error:
-                continue  # exited: no reading rather than a wrong one
+            rss = b.process.rss_bytes()
+            if rss is not None:  # exited: no reading rather than a wrong one
+                out[b.node_id] = rss
         return out
 
 
 GOSSIP_KEY_FILE = "gossip.key"
 
 
+def new_gossip_key() -> str:
+    """A fresh random cluster key (256 bits, hex); every dsbs broker of the cluster
+    authenticates its gossip with it."""
+    return secrets.token_hex(32) + "\n"
+
+
 def write_gossip_key(root: Path) -> Path:
-    """A fresh random cluster key (256 bits, hex) in ``root``, mode 0600 from creation on;
-    every dsbs broker of the cluster authenticates its gossip with it."""
+    """A fresh gossip key in ``root``, mode 0600 from creation on."""
     path = root / GOSSIP_KEY_FILE
     # Not durable: the cluster that uses the key does not outlive the machine, and the next
     # `twinbench cluster` writes a fresh one.
-    replace_file(path, secrets.token_hex(32) + "\n", sync_file=False, sync_dir=False,
-                 mode=0o600)
+    replace_file(path, new_gossip_key(), sync_file=False, sync_dir=False, mode=0o600)
     return path
 
 
 ZK_CREDENTIAL_FILE = "zookeeper.credential"
 
 
-def write_zk_credential(root: Path) -> Path:
-    """A fresh ZooKeeper digest identity (``twinbench:<random>``) in ``root``, mode 0600;
-    the zk brokers of a secured cluster authenticate with it and ACL their znodes."""
-    path = root / ZK_CREDENTIAL_FILE
-    replace_file(path, f"twinbench:{secrets.token_urlsafe(24)}\n", sync_file=False,
-                 sync_dir=False, mode=0o600)
-    return path
+def new_zk_credential() -> str:
+    """A fresh ZooKeeper digest identity (``twinbench:<random>``); the zk brokers of a secured
+    cluster authenticate with it and ACL their znodes."""
+    return f"twinbench:{secrets.token_urlsafe(24)}\n"
+
+
+def _check_remote(spec: ClusterSpec) -> None:
+    """What a cluster on hosts (harness/remote/) does not do yet: one line each."""
+    if spec.network != "loopback":
+        raise UserError("--network netns applies to a cluster on this machine; on hosts each "
+                        "broker has its host's own address already")
+    if spec.zookeeper:
+        raise UserError("--zookeeper: with --hosts, ZooKeeper runs on the zookeeper hosts")
+    if spec.protocol.value != "PLAINTEXT" or spec.metrics:
+        raise UserError("--hosts clusters are PLAINTEXT without --metrics for now (TLS/SASL "
+                        "files and Prometheus are not deployed to hosts yet)")
+    if spec.port:
+        raise UserError("--port: with --hosts every broker takes a free port on its host")
 
 
 def process_cpu_seconds(pid: int) -> float:

@@ -18,8 +18,10 @@ clusters (kafka-zk, kafka-kraft) beside each other.
 
 ``--client-config FILE`` (YAML) sets the load client's connection: ``client_id``,
 ``connect_timeout_ms``, ``request_timeout_ms``, ``retries``, ``retry_backoff_ms``,
-``retry_backoff_max_ms``, and ``security_protocol`` (PLAINTEXT only: the load client speaks
-neither TLS nor SASL yet, and says so rather than failing at the first request).
+``retry_backoff_max_ms``, and its security as librdkafka names it: ``security_protocol``
+(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``ssl_ca_location`` (PEM; default: the system's
+CAs), ``sasl_mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; default SCRAM-SHA-512),
+``sasl_username``, ``sasl_password``. The manifest records the settings without the password.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from typing import Any
 import yaml
 
 from brokers.core.errors import KafkaError, UserError
+from brokers.core.security.client import ClientSecurity
+from brokers.core.security.listeners import SecurityProtocol
+from brokers.core.security.scram import HASHES
 from harness import architectures
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionClosed
@@ -53,7 +58,10 @@ NOT_APPLIED = ("brokers", "flush", "metadata_check", "gossip_preset", "zk_nodes"
 CLIENT_KEYS: dict[str, type] = {
     "client_id": str, "connect_timeout_ms": int, "request_timeout_ms": int, "retries": int,
     "retry_backoff_ms": int, "retry_backoff_max_ms": int, "security_protocol": str,
+    "ssl_ca_location": str, "sasl_mechanism": str, "sasl_username": str, "sasl_password": str,
 }
+# Never written to a manifest.
+SECRET_KEYS = frozenset({"sasl_password"})
 # How long the reachability probe at the start of a run may take.
 PROBE_TIMEOUT_S = 15.0
 
@@ -90,11 +98,18 @@ class External:
             conn = dataclasses.replace(conn, request_timeout_s=c["request_timeout_ms"] / 1000)
         retry = {k: c[k] for k in ("retries", "retry_backoff_ms", "retry_backoff_max_ms")
                  if k in c}
+        protocol = SecurityProtocol(c.get("security_protocol", "PLAINTEXT"))
+        if protocol is not SecurityProtocol.PLAINTEXT:
+            ca = c.get("ssl_ca_location")
+            conn = dataclasses.replace(conn, security=ClientSecurity(
+                protocol, Path(ca) if ca else None, c.get("sasl_mechanism", "SCRAM-SHA-512"),
+                c.get("sasl_username", ""), c.get("sasl_password", "")))
         return dataclasses.replace(base, connection=conn, **retry)
 
     def manifest(self) -> dict[str, Any]:
+        client = {k: v for k, v in self.client.items() if k not in SECRET_KEYS}
         return {"bootstrap": self.bootstrap, "client_config": self.client_config_path,
-                "client": dict(self.client), "not_measured": list(NOT_MEASURED),
+                "client": client, "not_measured": list(NOT_MEASURED),
                 "not_applied": list(NOT_APPLIED)}
 
     def labels(self, order: int) -> dict[str, Any]:
@@ -128,11 +143,35 @@ def load_client_config(path: Path) -> dict[str, Any]:
             raise UserError(f"--client-config {path}: {key}: must be "
                             f"{'an integer >= 0' if kind is int else 'a string'}, got {value!r}")
         out[key] = value
-    protocol = out.get("security_protocol", "PLAINTEXT")
-    if protocol.upper() != "PLAINTEXT":
-        raise UserError(f"--client-config {path}: security_protocol {protocol}: the load "
-                        "client speaks PLAINTEXT only")
+    _check_security(path, out)
     return out
+
+
+def _check_security(path: Path, out: dict[str, Any]) -> None:
+    """The security settings make sense together (one line naming the file otherwise)."""
+    where = f"--client-config {path}"
+    name = out.get("security_protocol", "PLAINTEXT").upper()
+    try:
+        protocol = SecurityProtocol(name)
+    except ValueError:
+        raise UserError(f"{where}: security_protocol {name}: one of "
+                        f"{', '.join(p.value for p in SecurityProtocol)}") from None
+    out["security_protocol"] = protocol.value
+    if "ssl_ca_location" in out and not protocol.tls:
+        raise UserError(f"{where}: ssl_ca_location applies to SSL and SASL_SSL only")
+    sasl_keys = [k for k in ("sasl_mechanism", "sasl_username", "sasl_password") if k in out]
+    if not protocol.sasl:
+        if sasl_keys:
+            raise UserError(f"{where}: {sasl_keys[0]} applies to SASL_PLAINTEXT and SASL_SSL "
+                            "only")
+        return
+    mechanism = out.setdefault("sasl_mechanism", "SCRAM-SHA-512").upper()
+    if mechanism != "PLAIN" and mechanism not in HASHES:
+        raise UserError(f"{where}: sasl_mechanism {mechanism}: one of PLAIN, "
+                        f"{', '.join(HASHES)}")
+    out["sasl_mechanism"] = mechanism
+    if not out.get("sasl_username") or "sasl_password" not in out:
+        raise UserError(f"{where}: {protocol.value} needs sasl_username and sasl_password")
 
 
 class ExternalCluster:

@@ -1,9 +1,11 @@
 """A Grafana dashboard for the brokers' Prometheus metrics (brokers/core/metrics.py).
 
 One row per architecture, the same rate panels in each (filtered by the ``arch`` label the
-harness gives each cluster's scrape job): bytes in and out per second, requests per second and
-the 99th percentile time per request type, errors per second, coordination operations per
-second, CPU, resident memory and the log directory's size. Import the JSON into Grafana with
+harness gives each cluster's scrape job): bytes in and out per second by request type and by
+topic (Kafka's BytesInPerSec / BytesOutPerSec), messages in per second by topic, requests per
+second and the 99th percentile time per request type, requests refused and error codes per
+second (Kafka's ErrorsPerSec), coordination operations per second, CPU, resident memory, the
+log directory's size and its filesystem's free space. Import the JSON into Grafana with
 a Prometheus data source named by ``datasource``.
 """
 
@@ -20,15 +22,25 @@ PANELS: tuple[tuple[str, str, str], ...] = (
      "Bps"),
     ("bytes out /s by request",
      'sum by (api) (rate(twinbench_request_bytes_out_total{sel}[30s]))', "Bps"),
+    ("bytes in /s by topic", 'sum by (topic) (rate(twinbench_topic_bytes_in_total{sel}[30s]))',
+     "Bps"),
+    ("bytes out /s by topic",
+     'sum by (topic) (rate(twinbench_topic_bytes_out_total{sel}[30s]))', "Bps"),
+    ("messages in /s by topic",
+     'sum by (topic) (rate(twinbench_topic_messages_in_total{sel}[30s]))', "short"),
     ("requests /s", 'sum by (api) (rate(twinbench_requests_total{sel}[30s]))', "reqps"),
     ("total time p99 by request", 'histogram_quantile(0.99, sum by (api, le) '
      '(rate(twinbench_request_time_seconds_bucket{sel}[30s])))', "s"),
-    ("errors /s", 'sum by (kind) (rate(twinbench_request_errors_total{sel}[30s]))', "short"),
+    ("requests refused /s", 'sum by (kind) (rate(twinbench_request_errors_total{sel}[30s]))',
+     "short"),
+    ("error codes /s", 'sum by (api, error) (rate(twinbench_response_errors_total{sel}[30s]))',
+     "short"),
     ("coordination ops /s", 'sum(rate(twinbench_coordinator_coordination_ops_total{sel}[30s]))',
      "ops"),
     ("CPU (cores)", 'sum by (instance) (rate(process_cpu_seconds_total{sel}[30s]))', "short"),
     ("resident memory", 'sum by (instance) (process_resident_memory_bytes{sel})', "bytes"),
     ("log directory", 'sum by (instance) (twinbench_log_dir_bytes{sel})', "bytes"),
+    ("disk free", 'min by (instance) (twinbench_log_dir_free_bytes{sel})', "bytes"),
 )
 
 

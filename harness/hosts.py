@@ -1,10 +1,15 @@
-"""Hosts files and `twinbench hosts check`: the machines a multi-host run would use.
+"""Hosts files and `twinbench hosts check`: the machines of a multi-host run.
 
 A hosts file (YAML) names each machine, how to reach it over SSH and what it is for::
 
     project: /opt/twinbench      # where twinbench is checked out on every host
                                  # (default: this checkout's own path)
     python: .venv/bin/python     # relative to project (default), or absolute
+    workdir: /tmp/twinbench      # where data directories and logs go on every host
+    keepalive_s: 2               # an SSH keepalive this often; keepalive_count unanswered in
+    keepalive_count: 5           # a row = the host vanished (the run ends with one line)
+    watchdog_s: 30               # what runs on a host stops after this long without a word
+                                 # from the driver (its host or the link vanished)
     known_hosts: ~/.ssh/known_hosts   # host keys to check; null: accept any (test hosts only)
     hosts:
       - name: zk1                # unique; [a-z0-9_-]
@@ -20,17 +25,18 @@ harness; ducktape would bring its own test runner and fabric a thread per connec
 check connects to every host at once and prints one line per host: reachable or not (and why:
 refused, timed out, wrong key, unknown host key), whether the project is there at the same
 version as here (``twinbench --version``: the package version and git commit), and the host's
-clock offset from this one (remote time minus the midpoint of the round trip), which cross-host
-latencies depend on. Exit 0 when every host is ready.
+clock offset from this one (remote time minus the midpoint of the round trip, from the
+shortest of several round trips), which cross-host latencies depend on. Exit 0 when every host
+is ready.
 
-Deploying the twins and the load clients onto these hosts (`twinbench cluster|run --hosts`) is
-the next step of the same issue and builds on :func:`connect` and :class:`HostsFile`.
+`twinbench cluster|run --hosts FILE` (harness/remote/) opens the same logins through
+:func:`login` and :func:`probe`, refuses a host the check would call NOT READY, and refuses a
+layout that cannot run what is asked (:func:`check_roles`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import shlex
 import time
@@ -42,13 +48,16 @@ import yaml
 
 from brokers.core.errors import UserError
 
-__all__ = ["ROLES", "Host", "HostStatus", "HostsFile", "check_hosts", "load_hosts"]
+__all__ = ["ROLES", "Host", "HostStatus", "HostsFile", "check_hosts", "check_roles", "load_hosts",
+           "login", "probe"]
 
 ROLES = ("zookeeper", "broker", "client")
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _HOST_KEYS = frozenset({"name", "address", "user", "key", "port", "roles", "cpus"})
-_FILE_KEYS = frozenset({"project", "python", "known_hosts", "hosts"})
+_FILE_KEYS = frozenset({"project", "python", "workdir", "known_hosts", "keepalive_s",
+                        "keepalive_count", "watchdog_s", "hosts"})
+DEFAULT_WORKDIR = Path("/tmp/twinbench")
 # How long one host may take to answer the whole check.
 CHECK_TIMEOUT_S = 20.0
 
@@ -75,15 +84,42 @@ class HostsFile:
     python: str
     # None: accept any host key (hosts made by the tests; say so in the file).
     known_hosts: Path | None
+    # Where clusters keep their data directories and logs on every host (one directory each,
+    # removed when the cluster stops, after its logs came back).
+    workdir: Path = DEFAULT_WORKDIR
+    # An SSH keepalive every keepalive_s; keepalive_count unanswered in a row = host lost.
+    keepalive_s: float = 2.0
+    keepalive_count: int = 5
+    # A remote program stops (and stops what it started) after this long without a word from
+    # the driver (harness/remote/channel.py). Above the detection time, so that the driver
+    # gives up on a host before the host gives up on it.
+    watchdog_s: float = 30.0
+
+    @property
+    def detection_s(self) -> float:
+        """How long a host may stay silent before it counts as vanished."""
+        return self.keepalive_s * self.keepalive_count
 
     def with_role(self, role: str) -> tuple[Host, ...]:
         return tuple(h for h in self.hosts if role in h.roles)
 
+    @property
+    def remote_python(self) -> str:
+        return self.python if self.python.startswith("/") else str(self.project / self.python)
+
+    def module_command(self, module: str, *args: str) -> str:
+        """``python -m MODULE ARGS`` in the project, as the remote shell runs it."""
+        return (f"cd {shlex.quote(str(self.project))} && exec {shlex.quote(self.remote_python)} "
+                f"-m {module} {' '.join(map(shlex.quote, args))}")
+
     def remote_command(self, *args: str) -> str:
         """A twinbench command line as the remote shell runs it."""
-        python = self.python if self.python.startswith("/") else str(self.project / self.python)
-        return (f"cd {shlex.quote(str(self.project))} && "
-                f"{shlex.quote(python)} -m harness.cli {' '.join(map(shlex.quote, args))}")
+        return self.module_command("harness.cli", *args)
+
+
+class HostLost(UserError):
+    """A host stopped answering during a run (SSH keepalives unanswered, or the connection
+    dropped): harness/remote/ssh.py."""
 
 
 def _fail(path: Path, where: str, problem: str) -> UserError:
@@ -113,8 +149,46 @@ def load_hosts(path: Path) -> HostsFile:
             seen.add(value)
     project = Path(str(data.get("project") or REPO_ROOT)).expanduser()
     known = data.get("known_hosts", None)
-    return HostsFile(path, hosts, project, str(data.get("python") or ".venv/bin/python"),
-                     Path(str(known)).expanduser() if known else None)
+    workdir = data.get("workdir") or DEFAULT_WORKDIR
+    if not str(workdir).startswith("/"):
+        raise _fail(path, "workdir", f"must be an absolute path, got {workdir!r}")
+    timing: dict[str, Any] = {}
+    for key, kind, lo in (("keepalive_s", float, 0.1), ("keepalive_count", int, 1),
+                          ("watchdog_s", float, 1.0)):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < lo or (
+                    kind is int and not isinstance(value, int)):
+                raise _fail(path, key, f"must be {'an integer' if kind is int else 'a number'} "
+                            f">= {lo:g}, got {value!r}")
+            timing[key] = kind(value)
+    made = HostsFile(path, hosts, project, str(data.get("python") or ".venv/bin/python"),
+                     Path(str(known)).expanduser() if known else None, Path(str(workdir)),
+                     **timing)
+    if made.watchdog_s <= made.detection_s:
+        raise _fail(path, "watchdog_s", f"must exceed keepalive_s x keepalive_count "
+                    f"({made.detection_s:g} s), so the driver gives up on a host first")
+    return made
+
+
+def check_roles(hosts: HostsFile, zookeeper: bool, clients: bool = True,
+                brokers: bool = True) -> None:
+    """Refuse, in one line, a layout that cannot form the cluster asked for: brokers need a
+    broker host, a twin coordinated by ZooKeeper an odd number of zookeeper hosts (one server
+    each), load clients a client host."""
+    name = hosts.path.name
+    if brokers and not hosts.with_role("broker"):
+        raise UserError(f"{name}: no host has the broker role; the brokers need at least one")
+    n_zk = len(hosts.with_role("zookeeper"))
+    if zookeeper and n_zk == 0:
+        raise UserError(f"{name}: no host has the zookeeper role, which the zk twin needs (one "
+                        "ZooKeeper server per zookeeper host)")
+    if zookeeper and n_zk % 2 == 0:
+        raise UserError(f"{name}: {n_zk} hosts have the zookeeper role; a ZooKeeper ensemble "
+                        "needs an odd number of servers (1, 3, 5 ...), one per zookeeper host")
+    if clients and not hosts.with_role("client"):
+        raise UserError(f"{name}: no host has the client role; the load clients need at least "
+                        "one")
 
 
 def _host(path: Path, i: int, raw: Any) -> Host:
@@ -166,25 +240,30 @@ class HostStatus:
     ok: bool
     # One line: what was found, or why the host is not ready.
     detail: str
-    # Remote clock minus local (seconds), when measured.
+    # Remote clock minus local (seconds), when measured, and the round trip it was read in.
     clock_offset_s: float | None = None
+    rtt_s: float | None = None
 
     def line(self) -> str:
         h = self.host
-        offset = (f", clock offset {self.clock_offset_s * 1000:+.1f} ms"
-                  if self.clock_offset_s is not None else "")
+        offset = ""
+        if self.clock_offset_s is not None:
+            offset = f", clock offset {self.clock_offset_s * 1000:+.1f} ms"
+            if self.rtt_s is not None:
+                offset += f" (round trip {self.rtt_s * 1000:.2f} ms)"
         return (f"{h.name} {h.user}@{h.address}:{h.port} [{','.join(h.roles)}]: "
                 f"{'ok' if self.ok else 'NOT READY'}: {self.detail}{offset}")
 
 
-async def connect(hosts: HostsFile, host: Host, timeout_s: float = CHECK_TIMEOUT_S) -> Any:
-    """An asyncssh connection to ``host`` (the caller closes it)."""
+async def connect(hosts: HostsFile, host: Host, timeout_s: float = CHECK_TIMEOUT_S,
+                  **options: Any) -> Any:
+    """An asyncssh connection to ``host`` (the caller closes it); ``options`` go to
+    asyncssh.connect (keepalives, a client factory)."""
     import asyncssh
 
-    options: dict[str, Any] = {}
     if host.key is not None:
         # That key only: no agent, no default keys, so a wrong key fails as such.
-        options = {"client_keys": [str(host.key)], "agent_path": None}
+        options |= {"client_keys": [str(host.key)], "agent_path": None}
     return await asyncssh.connect(
         host.address, port=host.port, username=host.user,
         known_hosts=str(hosts.known_hosts) if hosts.known_hosts is not None else None,
@@ -192,19 +271,13 @@ async def connect(hosts: HostsFile, host: Host, timeout_s: float = CHECK_TIMEOUT
     )
 
 
-async def check_host(hosts: HostsFile, host: Host, expected: str) -> HostStatus:
+async def login(hosts: HostsFile, host: Host, **options: Any) -> Any:
+    """A connection, or the HostStatus saying why there is none."""
     import asyncssh
 
     try:
         async with asyncio.timeout(CHECK_TIMEOUT_S):
-            conn = await connect(hosts, host)
-            try:
-                t0 = time.time()
-                clock = await conn.run("date +%s.%N", check=False)
-                t1 = time.time()
-                version = await conn.run(hosts.remote_command("--version"), check=False)
-            finally:
-                conn.close()
+            return await connect(hosts, host, **options)
     except asyncssh.PermissionDenied:
         return HostStatus(host, False, "SSH refused the login (wrong user or key)")
     except asyncssh.HostKeyNotVerifiable:
@@ -213,16 +286,64 @@ async def check_host(hosts: HostsFile, host: Host, expected: str) -> HostStatus:
         return HostStatus(host, False, f"unreachable: no answer within {CHECK_TIMEOUT_S:g} s")
     except (OSError, asyncssh.Error) as exc:
         return HostStatus(host, False, f"unreachable: {exc}")
-    offset = None
-    with contextlib.suppress(ValueError):  # a host without GNU date: no offset, still checked
-        offset = float(str(clock.stdout).strip()) - (t0 + t1) / 2
-    found = str(version.stdout).strip()
-    if version.exit_status != 0:
-        err = (str(version.stderr).strip().splitlines() or ["no output"])[-1]
-        return HostStatus(host, False, f"no twinbench at {hosts.project} ({err})", offset)
-    if found != expected:
-        return HostStatus(host, False, f"version {found!r}, here {expected!r}", offset)
-    return HostStatus(host, True, found, offset)
+
+
+# Round trips the clock offset is estimated from (the shortest one wins).
+CLOCK_SAMPLES = 9
+
+
+async def measure_clock(hosts: HostsFile, conn: Any) -> tuple[float, float]:
+    """(remote clock minus local, round trip) in seconds: the sample with the shortest round
+    trip of CLOCK_SAMPLES through one echo session (harness/remote/probe.py), so what is
+    measured is the network and not a process start."""
+    process = await conn.create_process(hosts.module_command("harness.remote.probe", "clock"))
+    best: tuple[float, float] | None = None
+    try:
+        for _ in range(CLOCK_SAMPLES):
+            t0 = time.time_ns()
+            process.stdin.write("\n")
+            line = await process.stdout.readline()
+            t1 = time.time_ns()
+            if not line:
+                raise OSError("the clock probe ended early")
+            offset = (int(line) - (t0 + t1) / 2) / 1e9
+            rtt = (t1 - t0) / 1e9
+            if best is None or rtt < best[1]:
+                best = (offset, rtt)
+    finally:
+        process.stdin.write_eof()
+        process.close()
+    assert best is not None
+    return best
+
+
+async def probe(hosts: HostsFile, conn: Any, host: Host, expected: str) -> HostStatus:
+    """Over an open connection: the project at the same version, and the clock offset."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            version = await conn.run(hosts.remote_command("--version"), check=False)
+            found = str(version.stdout).strip()
+            if version.exit_status != 0:
+                err = (str(version.stderr).strip().splitlines() or ["no output"])[-1]
+                return HostStatus(host, False, f"no twinbench at {hosts.project} ({err})")
+            if found != expected:
+                return HostStatus(host, False, f"version {found!r}, here {expected!r}")
+            offset, rtt = await measure_clock(hosts, conn)
+    except TimeoutError:
+        return HostStatus(host, False, f"no answer within {CHECK_TIMEOUT_S:g} s")
+    except (OSError, ValueError) as exc:
+        return HostStatus(host, False, f"clock probe failed: {exc}")
+    return HostStatus(host, True, found, offset, rtt)
+
+
+async def check_host(hosts: HostsFile, host: Host, expected: str) -> HostStatus:
+    conn = await login(hosts, host)
+    if isinstance(conn, HostStatus):
+        return conn
+    try:
+        return await probe(hosts, conn, host, expected)
+    finally:
+        conn.close()
 
 
 async def check_hosts(hosts: HostsFile) -> list[HostStatus]:

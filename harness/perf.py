@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
+from harness import conditions
 from harness.processes import ManagedProcess
 from harness.rate_search import RateSearch, SearchConfig, search_max_rate
 from workloads.cluster import ClusterClient, ClusterClientConfig
@@ -159,11 +160,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="pin client and brokers to one core (default), to two, or not")
     parser.add_argument("--open-loop", action="store_true",
                         help="measure the client's open-loop ceiling against the null sink")
+    parser.add_argument("--tune", action="store_true",
+                        help="set `twinbench tune`'s knobs for the measurement (root)")
     args = parser.parse_args(argv)
     if args.messages < 100 or args.repetitions < 1:
         raise UserError("--messages must be >= 100 and --repetitions >= 1")
     config = PerfConfig(messages=args.messages, repetitions=args.repetitions,
                         out_dir=args.out_dir)
+    with conditions.tuning(args.tune) as tuned:
+        return _measure(args, config, {**conditions.snapshot(),
+                                       "tuned": tuned if args.tune else None})
+
+
+def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) -> int:
     client_cpu, broker_cpu = _placement(args.placement)
     if client_cpu is not None:
         os.sched_setaffinity(0, {client_cpu})
@@ -201,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc.stop()
     rows = _table(samples)
     _print_table(rows, config, client_cpu, broker_cpu)
-    path = _write(config, samples, rows, client_cpu, broker_cpu)
+    path = _write(config, samples, rows, client_cpu, broker_cpu, machine_state)
     print(f"results: {path}")
     print(f"efficiency_min={min(r['ratio'] for r in rows):.3f}")
     return 0
@@ -231,7 +240,8 @@ def _print_table(rows: list[dict], config: PerfConfig, client_cpu, broker_cpu) -
               f"{r['broker_rps']:>13,.0f} {r['ratio']:>12.3f}")
 
 
-def _write(config: PerfConfig, samples, rows, client_cpu, broker_cpu) -> Path:
+def _write(config: PerfConfig, samples, rows, client_cpu, broker_cpu, machine_state: dict
+           ) -> Path:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = config.out_dir / f"perf-{stamp}.json"
@@ -243,6 +253,7 @@ def _write(config: PerfConfig, samples, rows, client_cpu, broker_cpu) -> Path:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "machine": platform.machine(),
+        "conditions": machine_state,
         "rows": rows,
         "samples": [asdict(s) for s in samples],
     }

@@ -41,11 +41,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
-from harness import architectures
+from harness import architectures, conditions
 from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
 from harness.driver import placement
+from harness.driver.load import Clients, Load
 from harness.driver.plan import Cell
-from harness.driver.session import Clients, RoleResult, produce_only, run_session
+from harness.driver.session import RoleResult, produce_only, run_session
 from harness.perf import start_single
 from harness.processes import ManagedProcess
 from harness.workload import Workload, load_workload
@@ -67,6 +68,8 @@ class PerfClusterConfig:
     repetitions: int = 4
     # Where the JSON result goes.
     out_dir: Path = Path("results/perf")
+    # Set `twinbench tune`'s knobs for the measurement and restore them afterwards (root).
+    tune: bool = False
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Sample:
     # CPU seconds of every process of the side (brokers, and ZooKeeper for zk) over the whole
     # session, both roles; per 1,000 records produced. On the production row only.
     cpu_ms_per_1k: float | None = None
+    # Share of the machine other processes used during the session (harness/conditions.py).
+    background_cpu: float | None = None
 
 
 @dataclass
@@ -127,41 +132,51 @@ async def _independent(name: str, brokers: list[tuple[ManagedProcess, str]], wl:
                   lambda: sum(process_cpu_seconds(pid) for pid in pids), production_only)
 
 
-async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep: int
-                   ) -> list[Sample]:
+async def _session(target: Target, wl: Workload, cell: Cell, scenario: str, rep: int,
+                   meter: conditions.BackgroundMeter) -> list[Sample]:
     topic = f"pc-{uuid.uuid4().hex[:12]}"
     await target.create(topic, wl.partitions)
     cpu0 = target.cpu()
+    mark = meter.start()
     roles: list[RoleResult]
     if target.production_only:
         if scenario != "split":
             return []
-        roles = [await produce_only(target.clients, wl, cell, topic)]
+        roles = [await produce_only(Load.of(target.clients), wl, cell, topic)]
     else:
-        result = await run_session(target.clients, wl, cell, scenario, wl.offset_commit[0],
+        result = await run_session(Load.of(target.clients), wl, cell, scenario,
+                                   wl.offset_commit[0],
                                    topic, f"{topic}-group")
         if result.failed:
             raise RuntimeError(f"{target.name} {cell.cell_id} {scenario}: data lost or "
                                f"reordered ({result.report})")
         roles = [result.production, result.consumption]
+    background, _ = meter.stop(mark)
     cpu_s = target.cpu() - cpu0
     produced = roles[0].records
     return [Sample(target.name, cell.msg_size, cell.batch, scenario, r.role, rep, r.records,
                    r.wall_s, r.records / r.wall_s if r.wall_s > 0 else 0.0,
-                   cpu_s / produced * 1e6 if r.role == "production" and produced else None)
+                   cpu_s / produced * 1e6 if r.role == "production" and produced else None,
+                   background)
             for r in roles]
 
 
 async def _measure(targets: list[Target], wl: Workload, config: PerfClusterConfig
                    ) -> list[Sample]:
     samples: list[Sample] = []
+
+    def ours() -> dict[str, float]:
+        t = os.times()
+        return {"driver": t.user + t.system, **{x.name: x.cpu() for x in targets}}
+
+    meter = conditions.BackgroundMeter(ours)
     for size, batch in CELLS:
         cell = Cell("perf_cluster", size, batch)
         for scenario in SCENARIOS:
             for rep in range(config.repetitions):
                 order = targets if rep % 2 == 0 else targets[::-1]
                 for target in order:
-                    got = await _session(target, wl, cell, scenario, rep)
+                    got = await _session(target, wl, cell, scenario, rep, meter)
                     samples += got
                     for s in got:
                         print(f"  {s.side:14} {size:5} B x {batch:2} {scenario:9} {s.role:11} "
@@ -222,19 +237,25 @@ def _print(rows: list[dict[str, object]], config: PerfClusterConfig, where: str)
 
 
 def _write(config: PerfClusterConfig, samples: list[Sample], rows: list[dict[str, object]],
-           where: dict[str, object]) -> Path:
+           where: dict[str, object], machine_state: dict[str, object]) -> Path:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     path = config.out_dir / f"perf-cluster-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     path.write_text(json.dumps({
         "format_version": FORMAT_VERSION, "kind": "twinbench.perf-cluster",
         "config": {**asdict(config), "out_dir": str(config.out_dir)}, "placement": where,
         "python": platform.python_version(), "cpu_count": os.cpu_count(),
-        "machine": platform.machine(), "rows": rows, "samples": [asdict(s) for s in samples],
+        "machine": platform.machine(), "conditions": machine_state, "rows": rows,
+        "samples": [asdict(s) for s in samples],
     }, indent=2))
     return path
 
 
 def run(config: PerfClusterConfig) -> int:
+    with conditions.tuning(config.tune) as tuned:
+        return _run(config, {**conditions.snapshot(), "tuned": tuned if config.tune else None})
+
+
+def _run(config: PerfClusterConfig, machine_state: dict[str, object]) -> int:
     wl = dataclasses.replace(load_workload("paper").workload, messages=config.messages)
     where = placement.choose(wl.placement)
     if where is not None:
@@ -273,8 +294,13 @@ def run(config: PerfClusterConfig) -> int:
     rows = table(samples, twins)
     manifest: dict[str, object] = (where.as_manifest() if where is not None
                                    else {"client": None, "brokers": None})
-    _print(rows, config, f"client on CPUs {manifest['client']}, brokers on {manifest['brokers']}")
-    path = _write(config, samples, rows, manifest)
+    bg = [s.background_cpu for s in samples if s.background_cpu is not None]
+    load = (f"other processes used {statistics.mean(bg):.0%} of the machine on average "
+            f"(at most {max(bg):.0%})" if bg else "background load unknown")
+    knobs = machine_state.get("knobs")
+    _print(rows, config, f"client on CPUs {manifest['client']}, brokers on {manifest['brokers']}; "
+           f"{load}; tuned={'yes' if machine_state.get('tuned') else 'no'} ({knobs})")
+    path = _write(config, samples, rows, manifest, machine_state)
     print(f"results: {path}")
     print(f"cluster_efficiency_min={efficiency_min(rows):.3f}")
     return 0
@@ -286,10 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=PerfClusterConfig.messages)
     parser.add_argument("--repetitions", type=int, default=PerfClusterConfig.repetitions)
     parser.add_argument("--out-dir", type=Path, default=PerfClusterConfig.out_dir)
+    parser.add_argument("--tune", action="store_true",
+                        help="set `twinbench tune`'s knobs for the measurement (root)")
     args = parser.parse_args(argv)
     if args.messages < 300 or args.repetitions < 1:
         raise UserError("--messages must be >= 300 and --repetitions >= 1")
-    return run(PerfClusterConfig(args.messages, args.repetitions, args.out_dir))
+    return run(PerfClusterConfig(args.messages, args.repetitions, args.out_dir, args.tune))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
+
+import psutil
 
 from brokers.core.errors import UserError
 
@@ -32,6 +34,45 @@ T = TypeVar("T")
 
 class ProcessError(UserError):
     """A child failed to start or announce itself; the message carries its log tail."""
+
+
+class ChildProcess(Protocol):
+    """What the harness does with a process it started, wherever it runs: here
+    (:class:`ManagedProcess`) or on another host over SSH (``harness.remote.ssh.RemoteProcess``).
+    Everything is by PID and bounded in time."""
+
+    name: str
+    log_path: Path
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    def start(self) -> ChildProcess: ...
+
+    def wait_for_line(self, prefix: str, timeout_s: float) -> str: ...
+
+    def tail(self) -> str: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout_s: float) -> int: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    def stop(self, grace_s: float = 10.0) -> int | None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def cpu_seconds(self) -> float: ...
+
+    def rss_bytes(self) -> int | None: ...
 
 
 class ManagedProcess:
@@ -89,32 +130,43 @@ class ManagedProcess:
 
     def wait_for_line(self, prefix: str, timeout_s: float) -> str:
         """Block until the child prints a stdout line starting with ``prefix``; return it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                text = self.read_line(max(0.0, deadline - time.monotonic()))
+            except EOFError:
+                code = self._proc.wait(timeout=5) if self._proc is not None else None
+                raise ProcessError(
+                    f"{self.name} exited with code {code} before printing "
+                    f"{prefix!r}{self.tail()}"
+                ) from None
+            if text is None:
+                raise ProcessError(
+                    f"{self.name} did not print {prefix!r} within {timeout_s:.0f} s{self.tail()}"
+                )
+            if text.startswith(prefix):
+                return text
+
+    def read_line(self, timeout_s: float) -> str | None:
+        """The child's next stdout line (stripped), None when none came within ``timeout_s``;
+        EOFError once its stdout has ended (it exited)."""
         assert self._proc is not None and self._proc.stdout is not None, "stdout is not read"
         stream = self._proc.stdout
         deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as sel:
             sel.register(stream, selectors.EVENT_READ)
-            while True:
-                while b"\n" in self._pending:
-                    line, self._pending = self._pending.split(b"\n", 1)
-                    text = line.decode(errors="replace").strip()
-                    if text.startswith(prefix):
-                        return text
+            while b"\n" not in self._pending:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ProcessError(
-                        f"{self.name} did not print {prefix!r} within {timeout_s:.0f} s"
-                        f"{self.tail()}"
-                    )
-                if sel.select(min(remaining, 0.5)):
-                    chunk = os.read(stream.fileno(), 65536)
-                    if not chunk:
-                        code = self._proc.wait(timeout=5)
-                        raise ProcessError(
-                            f"{self.name} exited with code {code} before printing "
-                            f"{prefix!r}{self.tail()}"
-                        )
-                    self._pending += chunk
+                if remaining <= 0 or not sel.select(min(remaining, 0.5)):
+                    if time.monotonic() >= deadline:
+                        return None
+                    continue
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    raise EOFError(self.name)
+                self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line.decode(errors="replace").strip()
 
     def tail(self) -> str:
         """The end of the child's log as one line, to append to an error message."""
@@ -158,6 +210,21 @@ class ManagedProcess:
         self._forget(proc)
         return proc.returncode
 
+    def cpu_seconds(self) -> float:
+        """User+system CPU seconds so far (nan when it is not running)."""
+        try:
+            t = psutil.Process(self.pid).cpu_times()
+        except (psutil.Error, AssertionError):
+            return float("nan")
+        return t.user + t.system
+
+    def rss_bytes(self) -> int | None:
+        """Resident set size (None when it is not running)."""
+        try:
+            return int(psutil.Process(self.pid).memory_info().rss)
+        except (psutil.Error, AssertionError):
+            return None
+
     def pause(self) -> None:
         """SIGSTOP: the process stays alive but does nothing (a GC pause, a frozen VM)."""
         self.signal(signal.SIGSTOP)
@@ -195,7 +262,7 @@ def _stop_leftovers() -> None:
 
 
 def wait_ready(
-    probes: Mapping[ManagedProcess, Callable[[], T | None]],
+    probes: Mapping[ChildProcess, Callable[[], T | None]],
     timeout_s: float,
     *,
     what: str,
@@ -213,7 +280,7 @@ def wait_ready(
     """
     deadline = time.monotonic() + timeout_s
     delay = 0.02
-    answers: dict[ManagedProcess, T] = {}
+    answers: dict[ChildProcess, T] = {}
     while True:
         for process, probe in probes.items():
             code = process.poll()

@@ -1,4 +1,4 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 6) says.
+"""The run log writer: one directory per run, exactly as docs/result-format.md (format 8) says.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
@@ -6,7 +6,8 @@ incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jso
 ``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
 header only unless the workload injects faults), the open-loop files (``series.csv``,
 ``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
-``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) as each
+``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) and
+``metrics.csv`` (format 8; header only unless the workload samples the brokers' metrics) as each
 session ends, flushing every time: rows already written stay valid whatever happens next.
 ``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
 The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
@@ -43,6 +44,7 @@ __all__ = [
     "LATENCY_KEYS",
     "MAX_RATE_COLUMNS",
     "METADATA_COLUMNS",
+    "METRICS_COLUMNS",
     "RATE_SEARCH_COLUMNS",
     "RECORD_COLUMNS",
     "SERIES_COLUMNS",
@@ -55,7 +57,7 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 8
 KIND = "twinbench.run"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +78,8 @@ COORDINATION_COLUMNS = (
     "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
     # format 6: the delay line (harness/netdelay).
     "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
+    # format 7: the machine during the session (harness/conditions.py).
+    "background_cpu", "steal",
 )
 # Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
 _SESSION_KEYS = ("run_id", "arch", "label", "cell_id", "case", "try")
@@ -114,6 +118,9 @@ METADATA_COLUMNS = (
     "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
     "status",
 )
+# The brokers' Prometheus metrics sampled during a session (format 8): one row per sample of a
+# series (harness/driver/metrics.py).
+METRICS_COLUMNS = (*_OPEN_KEYS, "t_s", "node_id", "metric", "labels", "value")
 # Every counter's increase over a session, one row per counter (optional in format 2: added
 # later; the CI regression's exact layer reads it, spark_analysis/regress.py).
 COUNTER_COLUMNS = (
@@ -126,6 +133,7 @@ MANIFEST_KEYS = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
     "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
     "architectures", "started_at", "finished_at", "incomplete", "failed_cells", "external",
+    "hosts",
 )
 
 
@@ -196,12 +204,20 @@ def git_state(root: Path = REPO_ROOT) -> dict[str, Any]:
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
 
-def host_info(placement: Mapping[str, Any] | None) -> dict[str, Any]:
+def host_info(placement: Mapping[str, Any] | None,
+              conditions: Mapping[str, Any] | None = None,
+              tuned: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The machine. ``conditions``: harness/conditions.py's snapshot as the run started (after
+    ``--tune``); ``tuned``: {sysfs file: value before} of what ``--tune`` changed for the run."""
     return {
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "placement": dict(placement) if placement is not None else None,
+        "conditions": dict(conditions) if conditions is not None else None,
+        "tuned": dict(tuned) if tuned is not None else None,
+        # Filled in by finish(): how much CPU other processes took during the sessions.
+        "background": None,
     }
 
 
@@ -253,7 +269,8 @@ class RunLog:
                               ("series.csv", SERIES_COLUMNS),
                               ("rate_search.csv", RATE_SEARCH_COLUMNS),
                               ("max_rate.csv", MAX_RATE_COLUMNS),
-                              ("metadata.csv", METADATA_COLUMNS)):
+                              ("metadata.csv", METADATA_COLUMNS),
+                              ("metrics.csv", METRICS_COLUMNS)):
             f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
             w = csv.DictWriter(f, columns, lineterminator="\n")
             w.writeheader()
@@ -321,13 +338,17 @@ class RunLog:
             self.manifest["failed_cells"] = list(self.failed_cells)
             self._write_manifest()
 
-    def finish(self, *, incomplete: bool) -> None:
-        """Close the files and seal the manifest (end time, incomplete flag, failed cells)."""
+    def finish(self, *, incomplete: bool, background: Mapping[str, Any] | None = None
+               ) -> None:
+        """Close the files and seal the manifest (end time, incomplete flag, failed cells, and
+        the machine's background load over the run's sessions)."""
         if self.closed:
             return
         self.closed = True
         for f in self._files():
             f.close()
+        if background is not None:
+            self.manifest["host"] = {**self.manifest["host"], "background": dict(background)}
         self.manifest["finished_at"] = utc_iso()
         self.manifest["incomplete"] = bool(incomplete)
         self.manifest["failed_cells"] = list(self.failed_cells)
@@ -346,10 +367,13 @@ def base_manifest(
     zookeeper_version: str | None,
     placement: Mapping[str, Any] | None,
     seed: int,
+    conditions: Mapping[str, Any] | None = None,
+    tuned: Mapping[str, str] | None = None,
     started_at: datetime,
     run_arches: Sequence[str] | None = None,
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
     external: Mapping[str, Any] | None = None,
+    hosts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -364,7 +388,7 @@ def base_manifest(
         "policies": dict(policies),
         "cluster": dict(cluster),
         "versions": versions(zookeeper_version),
-        "host": host_info(placement),
+        "host": host_info(placement, conditions, tuned),
         "git": git_state(),
         "seed": seed,
         # Every architecture measured by the same `twinbench run`, interleaved session by
@@ -379,6 +403,9 @@ def base_manifest(
         # A cluster twinbench did not start (harness/external.py): its address and what was
         # not measured or not applied; None for the twins.
         "external": dict(external) if external is not None else None,
+        # The hosts of a multi-host run (harness/remote/): each with its clock offset, where
+        # ZooKeeper, the brokers and the load clients ran; None on one machine.
+        "hosts": dict(hosts) if hosts is not None else None,
     }
 
 

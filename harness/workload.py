@@ -52,6 +52,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     rtt_ms: [0, 1, 5]            # netns: round-trip time added between every two hosts, ms
                                  # (a list is swept, one cell each; harness/netdelay)
     zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
+    warmup_sessions: 2           # unrecorded sessions on every freshly started cluster first
     metadata:                    # makes every session a metadata session (scenario "metadata")
       probe_ms: 20               # how often every broker's Metadata is polled while waiting
       timeout_s: 120             # a step that has not converged by then fails the session
@@ -73,10 +74,17 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
           schedule:              # at_s within [0, duration_s), in order
             - {at_s: 5, action: kill, broker: "leader:0"}   # or controller, coordinator, N
             - {at_s: 15, action: restart, broker: "leader:0"}
+    security: none               # none | tls | sasl_ssl, applied to both twins alike (a list
+                                 # is swept: one side each, every cluster up at once,
+                                 # interleaved); throwaway certificates and users per run
+    metrics: false               # true: every broker serves Prometheus metrics, sampled into
+    metrics_interval_s: 1.0      # metrics.csv this often during each session (and at its ends)
     cells:
       - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
         msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"
         batches: [20]            # records per produce request (and per fetch)
+        messages: [100, 1000]    # optional: records per session, swept (cell id -m<count>);
+                                 # default: the workload's messages
 
 A metadata workload needs no ``cells`` and runs every session on fresh clusters (``restart:
 try`` is implied): what one session created would otherwise weigh on the next.
@@ -97,6 +105,7 @@ import yaml
 
 from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
+from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
 from harness.netdelay.control import MAX_RTT_MS
 from harness.rate_search import SearchConfig
@@ -146,6 +155,10 @@ class CellGroup:
     msg_sizes: tuple[int, ...]
     # Records per produce request (and per fetch).
     batches: tuple[int, ...]
+    # Records per session, all producers together, one cell each (cell id suffix -m<count>:
+    # the Kafka + Prometheus paper's cases of 100 to 10,000 messages); empty: the workload's
+    # `messages`, and no suffix.
+    messages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -372,12 +385,27 @@ class Workload:
     # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
     # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
     zk_session_timeout_ms: int | None = None
+    # Sessions run and thrown away on every cluster right after it starts (each a copy of the
+    # first session the cluster will measure), so no measured session pays for a cold start:
+    # ZooKeeper's JVM compiles its hot paths during its first ~10,000 requests (its CPU per
+    # request falls threefold meanwhile), and the brokers fill their caches and pools.
+    warmup_sessions: int = 0
     # Fault injection: every session runs the cases' schedules under paced streaming load
     # (scenario "faults") instead of the paper's split/streaming sessions.
     faults: FaultPlan | None = None
     # Metadata scenarios: every session runs one case at one size on fresh clusters (scenario
     # "metadata") instead of producing and consuming.
     metadata: MetadataPlan | None = None
+    # Listener security of every broker, the same on every architecture (docs/architecture.md,
+    # fairness rule 2): none (PLAINTEXT), tls (SSL), sasl_ssl (SASL_SSL, SCRAM-SHA-512).
+    # Several values are swept: one side each, all their clusters up at once, sessions
+    # interleaved, so the cost of security is measured under the same conditions.
+    security: tuple[str, ...] = ("none",)
+    # Every broker serves Prometheus metrics (--metrics) and the driver samples them into
+    # metrics.csv: before each session, every metrics_interval_s during it, and after it.
+    # Off by default: metering adds a clock read per request on the brokers.
+    metrics: bool = False
+    metrics_interval_s: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (tuples become lists) for the manifest."""
@@ -505,7 +533,7 @@ def parse_size(text: Any) -> int | None:
     return int(m.group(1)) * SIZE_UNITS[m.group(2)]
 
 
-def _cells(ctx: _Ctx, raw: Any) -> tuple[CellGroup, ...]:
+def _cells(ctx: _Ctx, raw: Any, data: Mapping[str, Any]) -> tuple[CellGroup, ...]:
     if not isinstance(raw, list) or not raw:
         raise ctx.fail("cells", "must be a non-empty list of {table, msg_sizes, batches}")
     groups: list[CellGroup] = []
@@ -535,14 +563,34 @@ def _cells(ctx: _Ctx, raw: Any) -> tuple[CellGroup, ...]:
             ctx.integer(f"{where}.batches", b, 1, 10_000)
             for b in ctx.string_list(f"{where}.batches", item["batches"])
         ]
+        counts = _cell_messages(ctx, f"{where}.messages", item, data)
         for size in sizes:
             for batch in batches:
                 cell_id = f"{table}-{size}B-b{batch}"
                 if cell_id in ids:
                     raise ctx.fail(where, f"cell {cell_id} is listed twice")
                 ids.add(cell_id)
-        groups.append(CellGroup(table, tuple(sizes), tuple(batches)))
+        groups.append(CellGroup(table, tuple(sizes), tuple(batches), counts))
     return tuple(groups)
+
+
+def _cell_messages(ctx: _Ctx, where: str, item: Mapping[str, Any], data: Mapping[str, Any]
+                   ) -> tuple[int, ...]:
+    """A cell group's own message counts (each a cell), checked like the workload's."""
+    if "messages" not in item:
+        return ()
+    for key, why in (("duration_s", "time-bounded sessions send for duration_s"),
+                     ("faults", "fault sessions are paced by faults.rate"),
+                     ("rate_search", "rate searches run time-bounded sessions")):
+        if data.get(key) is not None:
+            raise ctx.fail(where, f"a cell group's messages do not apply here: {why}")
+    producers = _given(data, "producers")
+    counts = [ctx.integer(where, n, 1, 100_000_000)
+              for n in ctx.string_list(where, item["messages"])]
+    for n in counts:
+        if isinstance(producers, int) and n < producers:
+            raise ctx.fail(where, f"{n} messages cannot feed {producers} producers")
+    return tuple(counts)
 
 
 def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -770,6 +818,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     kw["labels"] = _labels(ctx, _given(data, "labels"))
     kw |= _cluster(ctx, data)
     kw["rtt_ms"] = _rtt(ctx, data, kw["network"])
+    kw |= _security_and_metrics(ctx, data)
     if data.get("faults") is not None:
         kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
                                partitions=kw["partitions"], zk_nodes=kw["zk_nodes"],
@@ -778,7 +827,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
         kw["metadata"] = _metadata(ctx, data["metadata"])
         if "cells" not in data:
             return Workload(cells=(), **kw)
-    return Workload(cells=_cells(ctx, data["cells"]), **kw)
+    return Workload(cells=_cells(ctx, data["cells"], data), **kw)
 
 
 def _check_document(ctx: _Ctx, data: Any) -> None:
@@ -987,9 +1036,33 @@ def _cluster(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
     session = _given(data, "zk_session_timeout_ms")
     if session is not None:
         session = ctx.integer("zk_session_timeout_ms", session, 1000, 600_000)
+    warmup = ctx.integer("warmup_sessions", _given(data, "warmup_sessions"), 0, 100)
     return {"restart": restart, "placement": placement, "zk_nodes": zk_nodes,
             "gossip_preset": preset, "consumer_timeout_s": timeout,
-            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session}
+            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session,
+            "warmup_sessions": warmup}
+
+
+def _security_and_metrics(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
+    """security (swept like a policy) and the metrics sampling."""
+    levels = tuple(ctx.choice("security", v, tuple(SECURITY_LEVELS))
+                   for v in ctx.string_list("security", _given(data, "security")))
+    if levels != ("none",):
+        for key, sessions in (("faults", "fault"), ("metadata", "metadata")):
+            if data.get(key) is not None:
+                raise ctx.fail("security", f"{sessions} sessions connect in plaintext; "
+                               "security applies to split and streaming sessions only")
+    metrics = _given(data, "metrics")
+    if not isinstance(metrics, bool):
+        raise ctx.fail("metrics", f"must be true or false, got {metrics!r}")
+    if "metrics_interval_s" in data and not metrics:
+        raise ctx.fail("metrics_interval_s", "only applies with metrics: true")
+    interval = ctx.number("metrics_interval_s", _given(data, "metrics_interval_s"))
+    if not 0.05 <= interval <= 60:
+        raise ctx.fail("metrics_interval_s", f"must be between 0.05 and 60 s, got {interval:g}")
+    if metrics and (data.get("faults") is not None or data.get("metadata") is not None):
+        raise ctx.fail("metrics", "sampled during split and streaming sessions only")
+    return {"security": levels, "metrics": metrics, "metrics_interval_s": interval}
 
 
 @dataclass(frozen=True)

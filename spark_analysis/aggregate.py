@@ -65,12 +65,18 @@ RTT_COLUMNS = (
 RTT_COORDINATION_COLUMNS = ("rtt_measured_ms", "delayed_packets", "delay_cpu_s")
 
 
+def _plaintext(df: DataFrame) -> Column:
+    """Rows of plaintext clusters (secured ones go to the security section alone); a frame
+    without the derived column (latency.jsonl) is filtered through its join with records."""
+    return F.col("security") == "none" if "security" in df.columns else F.lit(True)
+
+
 def paper_only(df: DataFrame) -> DataFrame:
-    """The rows of the paper's scenarios (``faults`` sessions, open-loop cells, round-trip-time
-    sweeps and anything newer left out)."""
+    """The rows of the paper's scenarios on plaintext clusters (``faults`` sessions,
+    open-loop cells, round-trip-time sweeps, secured clusters and anything newer left out)."""
     return df.where(F.col("scenario").isin(*PAPER_SCENARIOS)
                     & ~F.col("cell_id").rlike(OPEN_LOOP_CELL)
-                    & ~F.col("cell_id").rlike(RTT_CELL))
+                    & ~F.col("cell_id").rlike(RTT_CELL) & _plaintext(df))
 
 
 def rtt_sessions(records: DataFrame, coordination: DataFrame | None) -> pd.DataFrame:
@@ -89,11 +95,44 @@ def rtt_sessions(records: DataFrame, coordination: DataFrame | None) -> pd.DataF
 
 
 def open_loop(records: DataFrame) -> pd.DataFrame:
-    """Every open-loop row (one per session and role): a handful per rate and try, so the
-    curves are computed in pandas (latency_tables.py)."""
+    """Every open-loop row of a plaintext cluster (one per session and role): a handful per
+    rate and try, so the curves are computed in pandas (latency_tables.py)."""
     return (records.where(F.col("cell_id").rlike(OPEN_LOOP_CELL)
-                          & F.col("target_rate").isNotNull())
+                          & F.col("target_rate").isNotNull() & _plaintext(records))
             .select(*OPEN_LOOP_COLUMNS).toPandas())
+
+
+# What the security section summarises per cell (n, mean, sd over tries): throughput and the
+# per-try latency percentiles.
+SECURITY_METRICS = ("rps", "lat_p50_us", "lat_p99_us", "e2e_p50_us", "e2e_p99_us")
+
+
+def security_stats(records: DataFrame) -> pd.DataFrame:
+    """Per cell x arch x side x security, for the workloads that ran a secured cluster:
+    n/mean/sd of SECURITY_METRICS over the ok tries (closed-loop paper scenarios), long."""
+    secured = [r["workload"] for r in records.where(F.col("security") != "none")
+               .select("workload").distinct().collect()]
+    if not secured:
+        return pd.DataFrame()
+    ok = _ok()
+    rows = records.where(F.col("workload").isin(*secured)
+                         & F.col("scenario").isin(*PAPER_SCENARIOS)
+                         & ~F.col("cell_id").rlike(OPEN_LOOP_CELL))
+    aggs: list[Column] = []
+    for m in SECURITY_METRICS:
+        v = F.when(ok, F.col(m))
+        aggs += [F.count(v).alias(f"{m}__n"), F.avg(v).alias(f"{m}__mean"),
+                 F.stddev_samp(v).alias(f"{m}__sd")]
+    wide: pd.DataFrame = rows.groupBy(*GROUP, "security").agg(*aggs).toPandas()
+    frames = []
+    for m in SECURITY_METRICS:
+        part = wide[[*GROUP, "security"]].copy()
+        part["metric"] = m
+        part["n"] = wide[f"{m}__n"].astype("int64")
+        part["mean"] = wide[f"{m}__mean"].astype("float64")
+        part["sd"] = wide[f"{m}__sd"].astype("float64")
+        frames.append(part[part["n"] > 0])
+    return pd.concat(frames, ignore_index=True)
 
 
 def _ok() -> Column:
@@ -259,3 +298,22 @@ def metadata_stats(metadata: DataFrame) -> pd.DataFrame:
         aggs += [F.count(m).alias(f"{m}__n"), F.avg(m).alias(f"{m}__mean"),
                  F.stddev_samp(m).alias(f"{m}__sd")]
     return metadata.groupBy(*METADATA_GROUP).agg(*aggs).toPandas()
+
+
+# --- sampled metrics (format 6) -----------------------------------------------------------------
+
+METRIC_SPAN_KEY = ["run_id", "workload", "security", "side", "arch", "label", "cell_id",
+                   "scenario", "try", "node_id", "metric", "labels"]
+
+
+def metric_spans(metrics: DataFrame, series: tuple[str, ...]) -> pd.DataFrame:
+    """Per session x broker x series (of ``series`` only): the first and the last sample by
+    time, the largest value, and when the first and last were taken. A handful of rows per
+    session and broker however long the session sampled."""
+    return (metrics.where(F.col("metric").isin(*series))
+            .withColumn("labels", F.coalesce(F.col("labels"), F.lit("")))
+            .groupBy(*METRIC_SPAN_KEY)
+            .agg(F.min("t_s").alias("t_first"), F.max("t_s").alias("t_last"),
+                 F.min_by("value", "t_s").alias("first"), F.max_by("value", "t_s").alias("last"),
+                 F.max("value").alias("max"))
+            .toPandas())

@@ -327,6 +327,7 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
     from spark_analysis.fault_figures import draw_faults
     from spark_analysis.latency_figures import draw_latency
     from spark_analysis.metadata_figures import draw_metadata
+    from spark_analysis.qos_figures import draw_qos
     from spark_analysis.rtt_figures import draw_rtt
 
     f = analysis.faults
@@ -335,7 +336,8 @@ def draw_all(analysis: Analysis, out: Path) -> list[Path]:
             + draw_faults(f.stats, f.sessions, f.timeline, f.events, out, analysis.archs)
             + draw_latency(analysis.latency_curves, out, analysis.archs)
             + draw_metadata(analysis.metadata.stats, out, analysis.archs)
-            + draw_rtt(analysis.rtt.comparison, out, analysis.archs))
+            + draw_rtt(analysis.rtt.comparison, out, analysis.archs)
+            + draw_qos(analysis.qos.stats, analysis.qos.paper, out, analysis.archs))
 
 
 def read_archs(report_dir: Path) -> Archs:

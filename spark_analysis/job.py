@@ -23,7 +23,9 @@ from spark_analysis import (
     latency_tables,
     metadata_tables,
     paper,
+    qos_tables,
     rtt_tables,
+    security_tables,
     tables,
 )
 from spark_analysis.archs import DEFAULT, Archs
@@ -77,6 +79,20 @@ class MetadataTables:
 
 
 @dataclass
+class QosTables:
+    """The sampled-metrics tables (format 8); all empty when no run sampled them."""
+
+    sessions: pd.DataFrame = field(default_factory=_empty)
+    stats: pd.DataFrame = field(default_factory=_empty)
+    table_ii: pd.DataFrame = field(default_factory=_empty)
+    paper: pd.DataFrame = field(default_factory=_empty)
+
+    @property
+    def empty(self) -> bool:
+        return self.sessions.empty
+
+
+@dataclass
 class RttTables:
     """Round-trip-time sweeps (format 6); all empty when the runs had none.
 
@@ -91,6 +107,17 @@ class RttTables:
     @property
     def empty(self) -> bool:
         return self.sessions.empty
+
+
+def compute_qos(logs: RunLogs, archs: Archs = DEFAULT) -> QosTables:
+    """The QoS tables; no Spark job at all when no run sampled the brokers' metrics."""
+    if logs.metrics is None:
+        return QosTables()
+    per_session = qos_tables.sessions(aggregate.metric_spans(logs.metrics, qos_tables.SERIES))
+    long = qos_tables.stats_long(per_session, archs)
+    paper_values = qos_tables.load_paper()
+    return QosTables(sessions=per_session, stats=long, paper=paper_values,
+                     table_ii=qos_tables.table_ii(long, paper_values, archs))
 
 
 @dataclass
@@ -118,6 +145,13 @@ class Analysis:
     # sustainable rates of rate searches; empty without open-loop runs.
     latency_curves: pd.DataFrame = field(default_factory=_empty)
     max_rates: pd.DataFrame = field(default_factory=_empty)
+    # Workloads with secured clusters (security_tables.py): secured over plaintext per
+    # architecture, and the architectures compared at each security level; empty without.
+    security_cost: pd.DataFrame = field(default_factory=_empty)
+    security_between: pd.DataFrame = field(default_factory=_empty)
+    # Sessions that sampled the brokers' metrics (qos_tables.py): every session's QoS
+    # measures, their statistics, and the Kafka + Prometheus paper's Table II layout.
+    qos: QosTables = field(default_factory=lambda: QosTables())
     rtt: RttTables = field(default_factory=RttTables)
 
 
@@ -209,6 +243,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
     # and streaming scenarios only: fault sessions (scenario `faults`) never reach them.
     records = aggregate.paper_only(logs.records).persist(StorageLevel.MEMORY_AND_DISK)
     notes = list(logs.notes)
+    secured = [r for r in logs.runs if r.security != "none"]
+    if secured:
+        levels = ", ".join(sorted({r.security for r in secured}))
+        notes.append(f"{len(secured)} runs measured secured clusters ({levels}); their rows are "
+                     "in the Security section only, beside the plaintext runs of the same "
+                     "workloads")
     try:
         with spark_input_errors():
             t1 = time.perf_counter()
@@ -217,8 +257,10 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             # latency curves.
             open_rows = aggregate.open_loop(logs.records)
             timings["aggregate_cells_s"] = time.perf_counter() - t1
+            secured_only = cell_stats.empty and bool(
+                logs.records.where("security != 'none'").limit(1).count())
             if (cell_stats.empty and logs.faults is None and logs.max_rate is None
-                    and logs.metadata is None and open_rows.empty
+                    and logs.metadata is None and open_rows.empty and not secured_only
                     and logs.records.where(logs.records["rtt_ms"].isNotNull()).isEmpty()):
                 raise UserError("the runs hold no measurements (every records.csv is "
                                 "header-only, no run injected faults and none ran metadata "
@@ -247,6 +289,12 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
             metadata = compute_metadata(logs, notes, archs)
             timings["aggregate_metadata_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
+            security_long = aggregate.security_stats(logs.records)
+            timings["aggregate_security_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            qos = compute_qos(logs, archs)
+            timings["aggregate_qos_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
             rtt = compute_rtt(logs, archs)
             timings["aggregate_rtt_s"] = time.perf_counter() - t1
     finally:
@@ -270,6 +318,8 @@ def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
         input_rows=int(cell_stats.loc[cell_stats["metric"] == "rps", "rows"].sum()),
         timings=timings, faults=faults, archs=archs, latency_curves=curves,
         max_rates=maxima, metadata=metadata, rtt=rtt,
+        security_cost=security_tables.cost(security_long),
+        security_between=security_tables.between(security_long, archs), qos=qos,
     )
     timings["tables_s"] = time.perf_counter() - t1
     return analysis
@@ -322,6 +372,13 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
         m = analysis.metadata
         frames.update({"metadata_stats": m.stats, "metadata_comparison": m.comparison,
                        "metadata_scaling": m.scaling})
+    if not analysis.qos.empty:
+        q = analysis.qos
+        frames.update({"qos_sessions": q.sessions, "qos_stats": q.stats,
+                       "qos_table_ii": q.table_ii})
+    if not analysis.security_cost.empty or not analysis.security_between.empty:
+        frames.update({"security_cost": analysis.security_cost,
+                       "security_between": analysis.security_between})
     if not analysis.rtt.empty:
         r = analysis.rtt
         frames.update({"rtt_sessions": r.sessions, "rtt_stats": r.stats,

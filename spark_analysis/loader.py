@@ -23,20 +23,26 @@ from spark_analysis.schema import (
     AA_LABELS,
     COORDINATION_COLUMNS,
     COORDINATION_COLUMNS_V5,
+    COORDINATION_COLUMNS_V6,
     COORDINATION_SCHEMA,
     COORDINATION_SCHEMA_V5,
+    COORDINATION_SCHEMA_V6,
     FAULT_EVENTS_COLUMNS,
     FAULT_EVENTS_SCHEMA,
     FAULT_FILES_SINCE,
     FAULTS_COLUMNS,
     FAULTS_SCHEMA,
     LATENCY_SCHEMA,
+    MACHINE_COLUMNS_SINCE,
     MANIFEST_KIND,
     MAX_RATE_COLUMNS,
     MAX_RATE_SCHEMA,
     METADATA_COLUMNS,
     METADATA_FILE_SINCE,
     METADATA_SCHEMA,
+    METRICS_COLUMNS,
+    METRICS_FILE_SINCE,
+    METRICS_SCHEMA,
     OPEN_LOOP_COLUMNS_SINCE,
     OPEN_LOOP_FILES_SINCE,
     RATE_SEARCH_COLUMNS,
@@ -64,6 +70,7 @@ FAULTS = "faults.csv"
 FAULT_EVENTS = "fault_events.csv"
 TIMELINE = "timeline.csv"
 METADATA = "metadata.csv"
+METRICS = "metrics.csv"
 # The fault files (format 2) with the columns their header must have.
 FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
@@ -89,13 +96,20 @@ class RunInfo:
     failed_cells: tuple[str, ...] = ()
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def security(self) -> str:
+        """The brokers' listener security (manifest ``policies.security``; runs written before
+        that key were all plaintext)."""
+        return str((self.manifest.get("policies") or {}).get("security") or "none")
+
 
 @dataclass
 class RunLogs:
-    """The loaded logs. ``records`` carries two derived columns: ``workload`` (from the manifest)
-    and ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else); so do
-    ``coordination`` and the three fault frames. A fault frame is None when no run has a row
-    of it (format 1, or header-only files): then the analysis starts no Spark job for it."""
+    """The loaded logs. ``records`` carries three derived columns: ``workload`` and
+    ``security`` (from the manifest) and ``side`` (``"A"``/``"B"`` for A/A calibration runs,
+    ``"*"`` for everything else); so do ``coordination`` and the three fault frames. A fault
+    frame is None when no run has a row of it (format 1, or header-only files): then the
+    analysis starts no Spark job for it."""
 
     runs: list[RunInfo]
     records: DataFrame
@@ -111,6 +125,8 @@ class RunLogs:
     max_rate: DataFrame | None = None
     # metadata.csv rows (format 5); None when no run has a metadata session.
     metadata: DataFrame | None = None
+    # metrics.csv rows (format 8); None when no run sampled the brokers' metrics.
+    metrics: DataFrame | None = None
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -264,12 +280,14 @@ class RunFiles:
     coordination: list[Path] = field(default_factory=list)
     # coordination.csv of formats 1 to 5 (without the delay line's columns).
     coordination_v5: list[Path] = field(default_factory=list)
+    coordination_v6: list[Path] = field(default_factory=list)
     latency: list[Path] = field(default_factory=list)
     faults: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
     open_loop: dict[str, list[Path]] = field(
         default_factory=lambda: {name: [] for name, _ in OPEN_LOOP_FILES})
     metadata: list[Path] = field(default_factory=list)
+    metrics: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -296,8 +314,14 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
             found.records_v2.append(records)
         coord = run.path / COORDINATION
         if coord.is_file():
-            check_header(coord, COORDINATION_COLUMNS if rtt else COORDINATION_COLUMNS_V5)
-            (found.coordination if rtt else found.coordination_v5).append(coord)
+            if run.format_version >= MACHINE_COLUMNS_SINCE:
+                columns, into = COORDINATION_COLUMNS, found.coordination
+            elif rtt:
+                columns, into = COORDINATION_COLUMNS_V6, found.coordination_v6
+            else:
+                columns, into = COORDINATION_COLUMNS_V5, found.coordination_v5
+            check_header(coord, columns)
+            into.append(coord)
         else:
             notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
         latency = run.path / LATENCY
@@ -310,6 +334,9 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
         if run.format_version >= METADATA_FILE_SINCE:
             _optional_files(run, ((METADATA, METADATA_COLUMNS),), {METADATA: found.metadata},
                             "runs no metadata scenarios")
+        if run.format_version >= METRICS_FILE_SINCE:
+            _optional_files(run, ((METRICS, METRICS_COLUMNS),), {METRICS: found.metrics},
+                            "samples no metrics")
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -339,13 +366,14 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     runs = found.runs
 
     runs_df = spark.createDataFrame(
-        [(r.run_id, r.workload) for r in runs], "run_id string, workload string")
+        [(r.run_id, r.workload, r.security) for r in runs],
+        "run_id string, workload string, security string")
 
     def read(files: list[Path], schema: Any, *older: tuple[list[Path], Any]
              ) -> DataFrame | None:
-        """The files with the derived columns ``workload`` and ``side``; None without files.
-        ``older``: files of older formats with fewer columns, each read with its own schema
-        and given the missing ones as nulls."""
+        """The files with the derived columns ``workload``, ``security`` and ``side``; None
+        without files. ``older``: files of older formats with fewer columns, each read with
+        its own schema and given the missing ones as nulls."""
         frames = []
         if files:
             frames.append(_read_csv(spark, files, schema))
@@ -366,6 +394,7 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
             .join(F.broadcast(runs_df), "run_id", "left")
             .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
+            .withColumn("security", F.coalesce(F.col("security"), F.lit("none")))
             .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
                         .otherwise(F.lit("*")))
         )
@@ -380,7 +409,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     faults = found.faults
     return RunLogs(runs=runs, records=records_df,
                    coordination=read(found.coordination, COORDINATION_SCHEMA,
-                                     (found.coordination_v5, COORDINATION_SCHEMA_V5)),
+                                     (found.coordination_v5, COORDINATION_SCHEMA_V5),
+                                     (found.coordination_v6, COORDINATION_SCHEMA_V6)),
                    latency=latency_df, notes=found.notes,
                    faults=read(faults[FAULTS], FAULTS_SCHEMA),
                    fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
@@ -388,7 +418,8 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    series=read(found.open_loop[SERIES], SERIES_SCHEMA),
                    rate_search=read(found.open_loop[RATE_SEARCH], RATE_SEARCH_SCHEMA),
                    max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA),
-                   metadata=read(found.metadata, METADATA_SCHEMA))
+                   metadata=read(found.metadata, METADATA_SCHEMA),
+                   metrics=read(found.metrics, METRICS_SCHEMA))
 
 
 @contextmanager

@@ -176,6 +176,7 @@ def build_baseline(runs: Sequence[RegressionRun]) -> dict[str, Any]:
         "rule": "|per_1000_now - per_1000| <= tol, tol = max(floor_pct% of per_1000, "
                 "headroom x largest calibration deviation, abs_floor events per cell)",
         "floor_pct": L.FLOOR_PCT, "scenario_floor_pct": dict(L.SCENARIO_FLOOR_PCT),
+        "counter_floor_pct": dict(L.COUNTER_FLOOR_PCT),
         "headroom": L.HEADROOM, "abs_floor": L.ABS_FLOOR,
         "excluded": dict(L.EXCLUDED), "statistics": exact_cells}}
     for name, stats in (("cost", [r.cost() for r in runs]),
@@ -184,9 +185,14 @@ def build_baseline(runs: Sequence[RegressionRun]) -> dict[str, Any]:
             band = L.derive_band(stats, L.LAYER_ALPHA[name], L.ALLOWANCE_PCT[name])
         except ValueError as exc:
             raise UserError(f"{name} layer: {exc}") from None
+        foreign = band.with_allowance(L.FOREIGN_ALLOWANCE_PCT[name])
         layers[name] = {
             "half_width_pct": band.half_width_pct, **asdict(band),
             "half_width_log": band.half_width_log,
+            # The band for a run on another kind of machine (regress_layers.same_machine).
+            "foreign_allowance_pct": foreign.allowance_pct,
+            "foreign_half_width_pct": foreign.half_width_pct,
+            "foreign_half_width_log": foreign.half_width_log,
             "rule": "|ln(now) - ln(baseline)| <= k * sigma_log * sqrt(1 + 1/runs) "
                     "+ ln(1 + allowance_pct/100)",
             "statistics": L.baseline_values(stats),
@@ -234,6 +240,8 @@ def load_baseline(directory: Path) -> dict[str, Any]:
 class CheckResult:
     verdicts: list[L.Verdict]
     baseline: dict[str, Any]
+    # Whether the run's machine is of the baseline's kind (the bands' allowance depends on it).
+    same_machine: bool = True
 
     def layer(self, name: str) -> list[L.Verdict]:
         return [v for v in self.verdicts if v.layer == name]
@@ -266,11 +274,14 @@ def check(run: RegressionRun, baseline: dict[str, Any]) -> CheckResult:
             value = 0.0  # a family label never seen in this run: none happened
         verdicts.append(L.exact_verdict(L.exact_name(*key), L.Tolerance(s["per_1000"], s["tol"]),
                                         value))
+    same = L.same_machine(baseline.get("host") or {}, run.host)
     for name, stats in (("cost", run.cost()), ("throughput", run.throughput())):
-        h = layers[name]["half_width_log"]
-        for stat, base in layers[name]["statistics"].items():
+        info = layers[name]
+        h = info["half_width_log"] if same else info.get("foreign_half_width_log",
+                                                          info["half_width_log"])
+        for stat, base in info["statistics"].items():
             verdicts.append(L.ratio_verdict(name, stat, base, stats.get(stat), h))
-    return CheckResult(verdicts, baseline)
+    return CheckResult(verdicts, baseline, same)
 
 
 def _fmt(x: float) -> str:
@@ -291,9 +302,13 @@ def layer_table(result: CheckResult, name: str, limit: int = 6) -> list[str]:
         shown = bad or sorted(verdicts, key=lambda v: -abs(v.now - v.baseline)
                               / max(v.hi - v.baseline, 1e-12))[:limit]
     else:
-        head = (f"{name}: DSBS/ZK ratios, band ±{info['half_width_pct']:.1f}% (A/A sigma "
+        width, allowance, kind = info["half_width_pct"], info["allowance_pct"], "same machine"
+        if not result.same_machine and "foreign_half_width_pct" in info:
+            width, allowance = info["foreign_half_width_pct"], info["foreign_allowance_pct"]
+            kind = "another kind of machine"
+        head = (f"{name}: DSBS/ZK ratios, band ±{width:.1f}% (A/A sigma "
                 f"{info['sigma_log'] * 100:.1f}% over {info['runs']} runs, k={info['k']:.2f}, "
-                f"+{info['allowance_pct']:g}% machine allowance): ")
+                f"+{allowance:g}% allowance for {kind}): ")
         shown = verdicts
     lines = [head + (f"{len(bad)} outside" if bad else "all within")]
     width = max([len(v.statistic) for v in shown] + [9])
@@ -310,7 +325,40 @@ def layer_table(result: CheckResult, name: str, limit: int = 6) -> list[str]:
     return lines
 
 
-def summarize(result: CheckResult) -> str:
+def _machine(host: dict[str, Any]) -> str:
+    """How a run's machine is described in the check: CPU, tuning, other processes' load."""
+    cond = host.get("conditions") or {}
+    bg = host.get("background") or {}
+    flag = cond.get("tuned")
+    tuned = "tuning unknown" if flag is None else "tuned" if flag else "untuned"
+    load = (f", others used {bg['background_cpu_mean']:.0%} of it"
+            if bg.get("background_cpu_mean") is not None else "")
+    return f"{host.get('cpu_model', '?')} x{host.get('cpu_count', '?')}, {tuned}{load}"
+
+
+def machine_lines(result: CheckResult, run: RegressionRun) -> list[str]:
+    """The baseline's machine and this run's; a warning when they differ in what the bands
+    cannot absorb (tuning) or the run shared its machine (background load above 10%)."""
+    lines = [f"machine: baseline {_machine(result.baseline.get('host') or {})}; "
+             f"now {_machine(run.host)}"]
+    base_cond = (result.baseline.get("host") or {}).get("conditions") or {}
+    now_cond = run.host.get("conditions") or {}
+    if not result.same_machine:
+        lines.append("  another kind of machine than the baseline's (CPU model, CPU count or "
+                     "tuning): the cost and throughput bands carry the larger allowance")
+    if base_cond.get("tuned") is not None and now_cond.get("tuned") is not None and (
+            base_cond["tuned"] != now_cond["tuned"]):
+        lines.append("  warning: the baseline was measured "
+                     f"{'tuned' if base_cond['tuned'] else 'untuned'} and this run "
+                     f"{'tuned' if now_cond['tuned'] else 'untuned'} (twinbench tune)")
+    bg = (run.host.get("background") or {}).get("background_cpu_mean")
+    if bg is not None and bg > 0.10:
+        lines.append(f"  warning: other processes used {bg:.0%} of the machine during the "
+                     "sessions; a cost or throughput verdict may be theirs, not the code's")
+    return lines
+
+
+def summarize(result: CheckResult, run: RegressionRun | None = None) -> str:
     b = result.baseline
     failed = [n for n in L.LAYERS if result.failed(n)]
     lines = [f"regression vs baseline ({b['workload']}, {b['created_at']}, "
@@ -318,6 +366,8 @@ def summarize(result: CheckResult) -> str:
              f"false-failure rate <= {b['alpha']:.0%}): "
              + ("all layers within their bands" if not failed
                 else "REGRESSION in " + ", ".join(failed))]
+    if run is not None:
+        lines.extend(machine_lines(result, run))
     for name in L.LAYERS:
         lines.extend(layer_table(result, name))
     return "\n".join(lines)
@@ -339,8 +389,9 @@ def run_check(paths: Sequence[Path], baseline_dir: Path, out: Path | None = None
     baseline = load_baseline(baseline_dir)
     runs = read_runs(paths)
     runs = [r for r in runs if r.workload == baseline["workload"]] or runs
-    result = check(pooled(runs), baseline)
-    text = summarize(result)
+    run = pooled(runs)
+    result = check(run, baseline)
+    text = summarize(result, run)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         verdict_frame(result).to_csv(out / "regression.csv", index=False)
@@ -364,8 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "write":
             path = write_baseline(read_runs(args.runs), args.baseline)
             print(f"wrote {path}")
-            print(summarize(check(pooled(read_runs(args.runs)[-1:]), load_baseline(
-                args.baseline))))
+            last = pooled(read_runs(args.runs)[-1:])
+            print(summarize(check(last, load_baseline(args.baseline)), last))
             return 0
         ok, text = run_check(args.runs, args.baseline, args.out)
         print(text)

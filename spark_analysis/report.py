@@ -446,6 +446,99 @@ def latency_md(analysis: Analysis) -> str:
     return "\n".join(parts)
 
 
+SECURITY_INTRO = """\
+What TLS and SASL cost each architecture: every cell of a workload with `security:` ran on a
+plaintext and a secured cluster of each architecture (throwaway CA and SCRAM-SHA-512 user per
+run), sessions interleaved. Per side: mean [95% CI] over tries; `secured/plain` is the ratio of
+the means (Fieller 95% interval): below 1 for records/s means security costs throughput, above
+1 for a latency that it costs time. The last columns compare the architectures at each level
+(so whether security narrows the gap between them is read off one row).
+"""
+
+
+def _mean_ci(r: pd.Series, prefix: str) -> str:
+    n = int(r[f"{prefix}_n"])
+    if n < 2:
+        return f"{fmt(r[f'{prefix}_mean'])} (n={n})"
+    return f"{fmt(r[f'{prefix}_mean'])} {_interval(r[f'{prefix}_ci_lo'], r[f'{prefix}_ci_hi'])}"
+
+
+def _ratio_ci(r: pd.Series) -> str:
+    if not pd.notna(r["ratio_ci_lo"]):
+        return fmt(r["ratio"])
+    return f"{fmt(r['ratio'])} {_interval(r['ratio_ci_lo'], r['ratio_ci_hi'])}"
+
+
+def security_md(analysis: Analysis) -> str:
+    from spark_analysis.security_tables import METRIC_TITLES
+
+    cost, between = analysis.security_cost, analysis.security_between
+    if cost.empty:
+        return ("_No workload ran secured and plaintext clusters side by side among the inputs "
+                "(`security: [none, sasl_ssl]` in a workload; README, \"Security\")._\n")
+    archs = analysis.archs
+    key = ["workload", "cell_id", "scenario", "role", "offset_commit", "metadata_check"]
+    parts = [SECURITY_INTRO]
+    for metric, title in METRIC_TITLES.items():
+        rows = []
+        sub = cost[cost["metric"] == metric]
+        for (*k, level), grp in sub.groupby([*key, "security"], sort=False):
+            where = dict(zip(key, k, strict=True))
+            row = {"workload": where["workload"], "cell": _cell(grp.iloc[0]),
+                   "scenario": where["scenario"], "role": where["role"], "security": level}
+            for a in archs:
+                mine = grp[grp["arch"] == a.name]
+                if mine.empty:
+                    continue
+                r = mine.iloc[0]
+                row |= {f"{a.short_name} plain": _mean_ci(r, "plain"),
+                        f"{a.short_name} secured": _mean_ci(r, "secured"),
+                        f"{a.short_name} secured/plain": _ratio_ci(r)}
+            for o in archs.others:
+                for lvl in ("none", level):
+                    b = between[(between["other"] == o.name) & (between["metric"] == metric)
+                                & (between["security"] == lvl)] if not between.empty else between
+                    for c, v in where.items():
+                        b = b[b[c] == v] if not b.empty else b
+                    if not b.empty:
+                        name = "plain" if lvl == "none" else "secured"
+                        row[f"{archs.ratio_name(o)} {name}"] = _ratio_ci(b.iloc[0])
+            rows.append(row)
+        if rows:
+            parts += [f"**{title}**\n", md_table(pd.DataFrame(rows))]
+    parts.append("Every column: `security_cost.csv` (secured over plaintext per architecture) "
+                 "and `security_between.csv` (the architectures at each level).\n")
+    return "\n".join(parts)
+
+
+QOS_INTRO = """\
+The Kafka + Prometheus paper's QoS table (its Table II: Apache Kafka on Kubernetes with SASL and
+SSL, JMX metrics through Prometheus, one value per case) beside ours: every broker's Prometheus
+endpoint sampled from just before a session's producers start to just after its consumers
+finish (metrics.csv), for each case's message count, on both twins with security off and on.
+Ours: mean [95% CI] over tries; rates are over that window, CPU is all brokers (ZooKeeper on its
+own row), memory the largest resident set per broker, Total time the mean time to answer a
+Produce (and a Fetch, long-poll included). The paper gives neither message size nor batching;
+ours are the workload's (its cell id). Its units are as it labels them: its memory and total
+time are far below what a JVM broker holds or takes, so read its columns for their trend.
+"""
+
+
+def qos_md(analysis: Analysis) -> str:
+    q = analysis.qos
+    if q.empty:
+        return ("_No sessions sampled the brokers' metrics among the inputs (`metrics: true` "
+                "in a workload; `make bench-qos`)._\n")
+    parts = [QOS_INTRO]
+    for (workload, scenario), t in q.table_ii.groupby(["workload", "scenario"], sort=False):
+        cases = [c for c in t.columns if c not in ("workload", "scenario", "metric", "side")]
+        parts += [f"**Table II, workload `{workload}`, {scenario}**\n",
+                  md_table(t.dropna(axis=1, how="all"), ["metric", "side", *cases])]
+    parts.append("Every session's measures: `qos_sessions.csv`; statistics: `qos_stats.csv`; "
+                 "this table: `qos_table_ii.csv`. Figures: `fig21-qos-*`.\n")
+    return "\n".join(parts)
+
+
 RTT_INTRO = """\
 The paper ran its brokers, ZooKeeper and clients on separate machines, where every request a
 client makes and every request a broker makes to ZooKeeper pays a network round trip; on one
@@ -601,6 +694,8 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
               "servers).\n",
               md_table(analysis.coordination, coord_cols) if not analysis.coordination.empty
               else "_(no coordination.csv among the inputs)_\n"]
+    parts += ["## Security\n", security_md(analysis)]
+    parts += ["## QoS (the Kafka + Prometheus paper's Table II)\n", qos_md(analysis)]
     parts += ["## Latency at a given load\n", latency_md(analysis)]
     parts += ["## Faults\n", faults_md(analysis)]
     parts += ["## Metadata scenarios\n", metadata_md(analysis)]

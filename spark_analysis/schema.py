@@ -1,4 +1,4 @@
-"""The run log format (docs/result-format.md, format_versions 1 to 6) as explicit Spark schemas.
+"""The run log format (docs/result-format.md, format_versions 1 to 8) as explicit Spark schemas.
 
 Spark never infers a schema here: inference costs a full extra scan on large inputs and, worse,
 silently turns a column of numbers with one bad value into strings. The column order below is
@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 # The versions of docs/result-format.md this analysis understands.
-SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6})
+SUPPORTED_FORMAT_VERSIONS: frozenset[int] = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
 # From this version on every run directory holds the three open-loop files (possibly
 # header-only): series.csv, rate_search.csv, max_rate.csv.
 OPEN_LOOP_FILES_SINCE = 4
@@ -30,6 +30,10 @@ FAULT_FILES_SINCE = 2
 METADATA_FILE_SINCE = 5
 # From this version on records.csv and coordination.csv carry the delay line's columns.
 RTT_COLUMNS_SINCE = 6
+# From this version on coordination.csv ends with the machine's columns (background_cpu, steal).
+MACHINE_COLUMNS_SINCE = 7
+# From this version on every run directory holds metrics.csv (possibly header-only).
+METRICS_FILE_SINCE = 8
 MANIFEST_KIND = "twinbench.run"
 
 RECORDS_SCHEMA = StructType([
@@ -105,9 +109,12 @@ COORDINATION_SCHEMA = StructType([
     StructField("rtt_measured_ms", DoubleType(), True),
     StructField("delayed_packets", LongType(), True),
     StructField("delay_cpu_s", DoubleType(), True),
+    StructField("background_cpu", DoubleType(), True),
+    StructField("steal", DoubleType(), True),
 ])
-# coordination.csv of formats 1 to 5: up to `zk_cpu_s`.
+# coordination.csv of formats 1 to 5: up to `zk_cpu_s`; of format 6: up to `delay_cpu_s`.
 COORDINATION_SCHEMA_V5 = _up_to(COORDINATION_SCHEMA, "zk_cpu_s")
+COORDINATION_SCHEMA_V6 = _up_to(COORDINATION_SCHEMA, "delay_cpu_s")
 
 LATENCY_SCHEMA = StructType([
     StructField("run_id", StringType(), False),
@@ -248,11 +255,23 @@ METADATA_SCHEMA = StructType([
           "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s", "status")),
 ])
 
+# metrics.csv (format 6): the brokers' Prometheus samples during sessions, long.
+METRICS_SCHEMA = StructType([
+    *_OPEN_SESSION_FIELDS,
+    StructField("t_s", DoubleType(), False),
+    StructField("node_id", IntegerType(), False),
+    StructField("metric", StringType(), False),
+    StructField("labels", StringType(), True),
+    StructField("value", DoubleType(), True),
+])
+
 RECORDS_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA.fields)
+METRICS_COLUMNS: tuple[str, ...] = tuple(f.name for f in METRICS_SCHEMA.fields)
 RECORDS_COLUMNS_V2: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V2.fields)
 RECORDS_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in RECORDS_SCHEMA_V5.fields)
 COORDINATION_COLUMNS: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA.fields)
 COORDINATION_COLUMNS_V5: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V5.fields)
+COORDINATION_COLUMNS_V6: tuple[str, ...] = tuple(f.name for f in COORDINATION_SCHEMA_V6.fields)
 FAULTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULTS_SCHEMA.fields)
 FAULT_EVENTS_COLUMNS: tuple[str, ...] = tuple(f.name for f in FAULT_EVENTS_SCHEMA.fields)
 TIMELINE_COLUMNS: tuple[str, ...] = tuple(f.name for f in TIMELINE_SCHEMA.fields)

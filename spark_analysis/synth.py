@@ -28,9 +28,11 @@ from spark_analysis.archs import BUILTIN
 from spark_analysis.schema import (
     COORDINATION_COLUMNS,
     COORDINATION_COLUMNS_V5,
+    COORDINATION_COLUMNS_V6,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
+    MACHINE_COLUMNS_SINCE,
     MANIFEST_KIND,
     MAX_RATE_COLUMNS,
     METADATA_COLUMNS,
@@ -210,7 +212,8 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                    else RECORDS_COLUMNS_V5 if format_version >= 3 else RECORDS_COLUMNS_V2)
         rec.write(",".join(columns) + "\n")
         pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
-        coord_columns = (COORDINATION_COLUMNS if format_version >= RTT_COLUMNS_SINCE
+        coord_columns = (COORDINATION_COLUMNS if format_version >= MACHINE_COLUMNS_SINCE
+                         else COORDINATION_COLUMNS_V6 if format_version >= RTT_COLUMNS_SINCE
                          else COORDINATION_COLUMNS_V5)
         coord.write(",".join(coord_columns) + "\n")
         coord_pad = "," * (len(coord_columns) - len(COORDINATION_COLUMNS_V5))
@@ -496,7 +499,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
     work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
     ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
     10 ms. counters.csv has the counters the model reads, every other file its header."""
-    run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=6)
+    run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=7)
     for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS), ("metadata.csv", METADATA_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")

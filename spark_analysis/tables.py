@@ -27,7 +27,7 @@ METRIC_ORDER = {"rps": 0, "kbps": 1}
 PAPER_TABLES = ("size_grid", "batch_sweep")
 
 
-def _sort(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
+def paper_order(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     """Paper order: split before streaming, production before consumption, rps before kbps."""
     if df.empty:
         return df
@@ -170,7 +170,7 @@ def comparison(cell_stats: pd.DataFrame, paper_ratios: pd.DataFrame,
             "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "detectable_change",
             "verdict", "paper_ratio", "paper_p", *PAPER_COLUMNS,
             *(f"{a}_failed_rows" for a in shown)]
-    return _sort(out[cols])
+    return paper_order(out[cols])
 
 
 def aa_calibration(cell_stats: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +192,7 @@ def aa_calibration(cell_stats: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat(frames, ignore_index=True)
     cols = ["arch", *CELL_KEY, "metric", "a_n", "a_mean", "a_sd", "b_n", "b_mean", "b_sd",
             "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "verdict"]
-    return _sort(out[cols], extra=["arch"])
+    return paper_order(out[cols], extra=["arch"])
 
 
 def noise_floor(aa: pd.DataFrame) -> pd.DataFrame:
@@ -218,7 +218,7 @@ def latency(cell_latency: pd.DataFrame) -> pd.DataFrame:
     if cell_latency.empty:
         return cell_latency
     sub = cell_latency[cell_latency["side"] == "*"].drop(columns=["side"])
-    return _sort(sub, extra=["arch"])
+    return paper_order(sub, extra=["arch"])
 
 
 PERCENTILES = (0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0)
@@ -243,14 +243,14 @@ def latency_distribution(hists: pd.DataFrame) -> pd.DataFrame:
                 merged.get_max_value() if p == 100 else merged.get_value_at_percentile(p))
             rows.append({**dict(zip(group_cols, key, strict=True)), "count": total,
                          "percentile": p, "value_us": float(value)})
-    return _sort(pd.DataFrame(rows, columns=cols), extra=["arch", "kind", "percentile"])
+    return paper_order(pd.DataFrame(rows, columns=cols), extra=["arch", "kind", "percentile"])
 
 
 def coordination(cost: pd.DataFrame) -> pd.DataFrame:
     if cost.empty:
         return cost
     sub = cost[cost["side"] == "*"].drop(columns=["side"])
-    return _sort(sub, extra=["arch"])
+    return paper_order(sub, extra=["arch"])
 
 
 def finite(x: float) -> bool:

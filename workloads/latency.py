@@ -14,6 +14,7 @@ latency samples are stored with every run). Values outside the range are clamped
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -101,3 +102,14 @@ class LatencyRecorder:
     def encode(self) -> str:
         """The histogram in HdrHistogram's compressed base64 form (portable across languages)."""
         return self.histogram.encode().decode("ascii")
+
+    def to_json(self) -> dict[str, Any]:
+        """Lossless wire form (a load worker's results travel to the driver this way)."""
+        return {"name": self.name, "hist": self.encode(), "clamped": self.clamped}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> LatencyRecorder:
+        out = cls(str(doc["name"]))
+        out._hist.decode_and_add(str(doc["hist"]))
+        out.clamped = int(doc["clamped"])
+        return out

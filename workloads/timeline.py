@@ -82,6 +82,36 @@ class Timeline:
             buckets.extend([] for _ in range(i + 1 - len(buckets)))
         buckets[i].append((value_us, count))
 
+    def merge(self, other: Timeline) -> None:
+        """Add another timeline's buckets and end-to-end samples to this one's, bucket by
+        bucket: both must count from the same start (the parts of one session: each load
+        worker's timeline starts at the session's start, in its own clock). Gaps are per
+        process and are not merged."""
+        if other.bucket_s != self.bucket_s:
+            raise ValueError("timelines with different buckets cannot be merged")
+        for kind in KINDS:
+            mine, theirs = self._buckets[kind], other._buckets[kind]
+            if len(mine) < len(theirs):
+                mine.extend([0] * (len(theirs) - len(mine)))
+            for i, n in enumerate(theirs):
+                mine[i] += n
+        if len(self._e2e) < len(other._e2e):
+            self._e2e.extend([] for _ in range(len(other._e2e) - len(self._e2e)))
+        for i, pairs in enumerate(other._e2e):
+            self._e2e[i].extend(pairs)
+
+    def to_json(self) -> dict[str, Any]:
+        """The buckets and end-to-end samples (what :meth:`series` and :meth:`merge` use)."""
+        return {"bucket_s": self.bucket_s, "buckets": self._buckets,
+                "e2e": [[v for pair in b for v in pair] for b in self._e2e]}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], t0: float = 0.0) -> Timeline:
+        out = cls(t0, float(doc["bucket_s"]))
+        out._buckets = {k: [int(n) for n in doc["buckets"][k]] for k in KINDS}
+        out._e2e = [list(zip(b[::2], b[1::2], strict=True)) for b in doc["e2e"]]
+        return out
+
     def longest_gap(self, kind: str, until: float | None = None) -> Gap | None:
         """The longest silence of ``kind`` on any one partition between its first event and
         ``until`` (a perf_counter time; a partition silent from its last event until then

@@ -21,10 +21,13 @@ Definitions (per record):
 
 from __future__ import annotations
 
+import base64
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Verifier", "VerifyReport"]
+__all__ = ["Verifier", "VerifyReport", "pack_flags", "unpack_flags"]
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,33 @@ class Verifier:
             self.duplicates += (t & m).bit_count()
             mine[:] = (t | m).to_bytes(len(mine), "little")
 
+    def to_json(self) -> dict[str, Any]:
+        """Lossless wire form: the delivered-sequence maps compressed (a load worker's
+        verifier travels to the driver, which merges them: :meth:`merge`)."""
+        return {
+            "seen": {str(k): pack_flags(v) for k, v in self._seen.items()},
+            "acked": {str(k): pack_flags(v) for k, v in self._acked.items()},
+            "high": [[p, pid, h] for (p, pid), h in self._high.items()],
+            "records": self.records, "duplicates": self.duplicates,
+            "out_of_order": self.out_of_order, "foreign": self.foreign,
+            "corrupt_batches": self.corrupt_batches,
+            "per_partition": {str(k): v for k, v in self.per_partition.items()},
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Verifier:
+        out = cls()
+        out._seen = {int(k): unpack_flags(v) for k, v in doc["seen"].items()}
+        out._acked = {int(k): unpack_flags(v) for k, v in doc["acked"].items()}
+        out._high = {(int(p), int(pid)): int(h) for p, pid, h in doc["high"]}
+        out.records = int(doc["records"])
+        out.duplicates = int(doc["duplicates"])
+        out.out_of_order = int(doc["out_of_order"])
+        out.foreign = int(doc["foreign"])
+        out.corrupt_batches = int(doc["corrupt_batches"])
+        out.per_partition = {int(k): int(v) for k, v in doc["per_partition"].items()}
+        return out
+
     def report(self) -> VerifyReport:
         unique = 0
         lost = 0
@@ -202,6 +232,15 @@ class Verifier:
             corrupt_batches=self.corrupt_batches,
             per_partition=dict(self.per_partition),
         )
+
+
+def pack_flags(flags: bytes | bytearray) -> str:
+    """Flags (one byte each, mostly runs of 0 or 1) as compressed base64 text."""
+    return base64.b64encode(zlib.compress(bytes(flags), 1)).decode("ascii")
+
+
+def unpack_flags(text: str) -> bytearray:
+    return bytearray(zlib.decompress(base64.b64decode(text)))
 
 
 def _bits(flags: bytes | bytearray) -> int:

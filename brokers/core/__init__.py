@@ -27,8 +27,11 @@ Layout (one concept per module):
                            responses out in request order; one listening socket per listener
 - ``request_meter.py``     MeteredDispatcher: per-API requests, bytes and time (only with
                            --metrics)
-- ``metrics.py``           the Prometheus endpoint (prometheus-client): request metrics, the
-                           counters contract, disk, process
+- ``response_meter.py``    ResponseMeter: bytes and messages per topic, error codes per API,
+                           from decoded requests and responses (only with --metrics)
+- ``metrics.py``           the Prometheus endpoint (prometheus-client): request metrics, topic
+                           metrics and errors, the counters contract, disk, process; each
+                           scrape built fresh on the event loop
 - ``security/``            TLS and SASL listeners (PLAIN, SCRAM): listener syntax, TLS
                            contexts, credentials, the per-connection SASL state machine
 - ``broker.py``            wiring, timers, and the process entry point (run_broker)

@@ -113,6 +113,7 @@ class Broker:
             dispatcher = meter
             self.metrics = MetricsExporter(meter, self.counters, coordinator.counters,
                                            lambda: self.server.in_flight(), config.data_dir)
+            self.requests.observer = self.metrics.responses.observe
         self.server = KafkaServer(dispatcher, config.max_frame_bytes, config.listener)
         # Where the metrics endpoint listens, once started.
         self.metrics_address: tuple[str, int] | None = None
@@ -141,6 +142,18 @@ class Broker:
             assert sec.sasl_credentials_file is not None  # config checked
             credentials = load_credentials(sec.sasl_credentials_file, sec.sasl_mechanisms)
             self._sasl = SaslGate(MechanismRegistry(sec.sasl_mechanisms, credentials))
+        first = listeners[0].protocol
+        if first.tls or first.sasl:
+            # Followers fetch from a leader's registered (first) listener: they speak its
+            # protocol, trusting --ssl-truststore and logging in as the credentials file's
+            # first user (Kafka's inter-broker settings, one listener for both).
+            from brokers.core.security.client import ClientSecurity
+
+            user, password = ("", "")
+            if first.sasl:
+                user, password = next(iter(credentials.passwords.items()))
+            self.fetchers.security = ClientSecurity(first, sec.ssl_truststore,
+                                                    sec.sasl_mechanisms[0], user, password)
 
     async def _listen(self, listener: Listener) -> Listener:
         protocol = listener.protocol
@@ -184,15 +197,8 @@ class Broker:
         self._every(storage.retention_check_interval_ms / 1000, self._retention)
         self._every(GROUP_TICK_S, self._group_tick)
         if self.metrics is not None and self.config.metrics is not None:
-            from brokers.core.metrics import REFRESH_S
-
             self.metrics_address = self.metrics.start(*self.config.metrics)
-            self._every(REFRESH_S, self._refresh_metrics)
         return host, port
-
-    async def _refresh_metrics(self) -> None:
-        if self.metrics is not None:
-            self.metrics.refresh()
 
     def _apply_topic_configs(self, view: ClusterView) -> None:
         self.store.configure_topics({name: t.configs for name, t in view.topics.items()})
@@ -205,6 +211,8 @@ class Broker:
         except KafkaStorageError:
             log.exception("deleting the logs of topic %r failed", topic)
         self.context.producers.forget_topic(topic)
+        if self.metrics is not None:
+            self.metrics.responses.forget_topic(topic)
         self.notifier.wake_all()
 
     def _storage_failed(self, reason: str) -> None:

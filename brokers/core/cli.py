@@ -101,6 +101,9 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--ssl-cafile", type=_path, metavar="PEM",
                      help="require client certificates signed by this CA (ssl.client.auth="
                      "required; default: none asked)")
+    sec.add_argument("--ssl-truststore", type=_path, metavar="PEM",
+                     help="CA this broker trusts when it fetches from another broker's TLS "
+                     "listener (replication; ssl.truststore.location; default: the system's)")
     sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=dc.sasl_mechanisms,
                      metavar="M[,M...]", help="mechanisms SASL listeners offer "
                      "(sasl.enabled.mechanisms; default "
@@ -189,7 +192,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         protocol=first.protocol, extra_listeners=tuple(extra), metrics=args.metrics,
         security=SecurityConfig(
             ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
-            ssl_cafile=args.ssl_cafile, sasl_mechanisms=args.sasl_mechanisms,
+            ssl_cafile=args.ssl_cafile, ssl_truststore=args.ssl_truststore,
+            sasl_mechanisms=args.sasl_mechanisms,
             sasl_credentials_file=args.sasl_credentials_file),
         storage=StorageConfig(flush=args.flush, max_open_segments=args.max_open_segments),
         metadata_check=args.metadata_check, advertised_host=args.advertised_host,

@@ -142,10 +142,15 @@ class SecurityConfig:
     # PEM CA a client's certificate must be signed by; None asks for no client certificate
     # (ssl.client.auth=none, Kafka's default). Set: required.
     ssl_cafile: Path | None = None
+    # PEM CA this broker trusts when it connects to another broker's TLS listener (a
+    # follower fetching from its leader; Kafka's ssl.truststore.location); None: the system's.
+    ssl_truststore: Path | None = None
     # Mechanisms SASL listeners offer, in the order SaslHandshake lists them
     # (sasl.enabled.mechanisms).
     sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
     # user=password lines, private to the broker's user (brokers/core/security/credentials.py).
+    # A follower logs in to its leader as the file's first user, with the first mechanism
+    # (Kafka's inter-broker JAAS login and sasl.mechanism.inter.broker.protocol).
     sasl_credentials_file: Path | None = None
 
     def check(self, listeners: tuple[Listener, ...]) -> None:

@@ -10,21 +10,28 @@ for counters):
   ``twinbench_broker_<name>`` and the coordinator's as ``twinbench_coordinator_<name>`` (ZooKeeper
   requests, gossip packets, ...), a ``by_label`` family with its key as label ``label``; a new
   counter in a contract class appears here with no change;
-* the bytes the data directory holds, and the process's CPU seconds, resident memory and
-  open descriptors (prometheus-client's process collector).
+* per topic, Kafka's BrokerTopicMetrics: bytes and messages in, bytes out to consumers and
+  to followers; and Kafka's ErrorsPerSec: error codes in responses by API and error name
+  (brokers/core/response_meter.py);
+* the bytes the data directory holds and the bytes free on its filesystem, and the process's
+  CPU seconds, resident memory and open descriptors (prometheus-client's process collector).
 
-Nothing is read across threads: the event loop rebuilds a snapshot of the families every
-``REFRESH_S`` and the library's HTTP thread serves the latest one (the process collector reads
-/proc by itself). So a scrape sees values at most ``REFRESH_S`` old and costs the loop nothing.
+Nothing is read across threads: a scrape (the library's HTTP thread) asks the event loop to
+build a fresh snapshot of the families and serves it, so what a scrape sees is the broker's
+state at that moment (a harness sampling at a session's end reads the session whole). When
+the loop does not build it within ``SCRAPE_WAIT_S`` (it is busy, or stopping), the previous
+snapshot is served. The process collector reads /proc by itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from threading import Thread
+from threading import Event, Thread
 from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
@@ -39,10 +46,12 @@ from prometheus_client.registry import Collector
 from brokers.core.counters import Counters
 from brokers.core.protocol.api import ApiKey
 from brokers.core.request_meter import BUCKETS, MeteredDispatcher
+from brokers.core.response_meter import ResponseMeter
 
 log = logging.getLogger("twinbench.metrics")
 
-REFRESH_S = 1.0
+# How long a scrape waits for the event loop to build a fresh snapshot.
+SCRAPE_WAIT_S = 1.0
 PREFIX = "twinbench"
 
 
@@ -97,6 +106,29 @@ def request_families(meter: MeteredDispatcher) -> Iterator[Metric]:
     yield from (requests, bytes_in, bytes_out, times, errors)
 
 
+def response_families(meter: ResponseMeter) -> Iterator[Metric]:
+    per_topic = [
+        CounterMetricFamily(f"{PREFIX}_topic_bytes_in", "record-batch bytes appended by "
+                            "Produce, by topic (Kafka's BytesInPerSec)", labels=["topic"]),
+        CounterMetricFamily(f"{PREFIX}_topic_messages_in", "records appended by Produce, by "
+                            "topic (Kafka's MessagesInPerSec)", labels=["topic"]),
+        CounterMetricFamily(f"{PREFIX}_topic_bytes_out", "record-batch bytes fetched by "
+                            "consumers, by topic (Kafka's BytesOutPerSec)", labels=["topic"]),
+        CounterMetricFamily(f"{PREFIX}_topic_replication_bytes_out", "record-batch bytes "
+                            "fetched by followers, by topic (ReplicationBytesOutPerSec)",
+                            labels=["topic"]),
+    ]
+    for topic, values in sorted(meter.topics.items()):
+        for family, value in zip(per_topic, values, strict=True):
+            family.add_metric([topic], value)
+    errors = CounterMetricFamily(f"{PREFIX}_response_errors", "error codes in responses, by "
+                                 "API and Kafka error name (Kafka's ErrorsPerSec)",
+                                 labels=["api", "error"])
+    for (api, name), n in sorted(meter.error_counts().items()):
+        errors.add_metric([api_name(api), name], n)
+    yield from (*per_topic, errors)
+
+
 def directory_bytes(root: Path) -> int:
     """Bytes of every regular file under ``root`` (the log directory's disk use)."""
     total, stack = 0, [root]
@@ -116,11 +148,39 @@ def directory_bytes(root: Path) -> int:
     return total
 
 
+def free_bytes(path: Path) -> int:
+    """Bytes free for the broker on the filesystem holding ``path`` (0 when unreadable)."""
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 0
+
+
 class _Snapshot(Collector):
-    def __init__(self) -> None:
+    """The families served; collect() (HTTP thread) has the loop rebuild them first."""
+
+    def __init__(self, refresh: Callable[[], None]) -> None:
         self.families: list[Metric] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._refresh = refresh
 
     def collect(self) -> Iterable[Metric]:
+        loop = self.loop
+        if loop is not None:
+            built = Event()
+
+            def build() -> None:
+                try:
+                    self._refresh()
+                finally:
+                    built.set()
+
+            try:
+                loop.call_soon_threadsafe(build)
+            except RuntimeError:
+                pass  # the loop is closed: the last snapshot is the final state
+            else:
+                built.wait(SCRAPE_WAIT_S)
         return self.families  # replaced whole by the loop, never mutated
 
 
@@ -129,27 +189,31 @@ class MetricsExporter:
 
     def __init__(self, meter: MeteredDispatcher, broker_counters: Callable[[], Counters],
                  coordinator_counters: Callable[[], Counters], in_flight: Callable[[], int],
-                 data_dir: Path) -> None:
+                 data_dir: Path, responses: ResponseMeter | None = None) -> None:
         self._meter = meter
+        self.responses = responses or ResponseMeter()
         self._broker = broker_counters
         self._coordinator = coordinator_counters
         self._in_flight = in_flight
         self._data_dir = data_dir
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
-        self._snapshot = _Snapshot()
+        self._snapshot = _Snapshot(self.refresh)
         self.registry.register(self._snapshot)
         self._httpd: Any = None
         self._thread: Thread | None = None
 
     def start(self, host: str, port: int) -> tuple[str, int]:
+        """Serve on host:port; called on the event loop that then builds every snapshot."""
         self.refresh()
+        self._snapshot.loop = asyncio.get_running_loop()
         self._httpd, self._thread = start_http_server(port, host, self.registry)
         bound = self._httpd.server_address
         return str(bound[0]), int(bound[1])
 
     def refresh(self) -> None:
-        families: list[Metric] = [*request_families(self._meter)]
+        families: list[Metric] = [*request_families(self._meter),
+                                  *response_families(self.responses)]
         families.append(GaugeMetricFamily(f"{PREFIX}_requests_in_flight",
                                           "requests read and not yet answered",
                                           value=self._in_flight()))
@@ -161,9 +225,13 @@ class MetricsExporter:
         families.append(GaugeMetricFamily(f"{PREFIX}_log_dir_bytes",
                                           "bytes of the files in the data directory",
                                           value=directory_bytes(self._data_dir)))
+        families.append(GaugeMetricFamily(f"{PREFIX}_log_dir_free_bytes",
+                                          "bytes free on the data directory's filesystem",
+                                          value=free_bytes(self._data_dir)))
         self._snapshot.families = families
 
     def stop(self) -> None:
+        self._snapshot.loop = None  # scrapes from now on serve the last snapshot
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
             httpd.shutdown()

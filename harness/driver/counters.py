@@ -1,11 +1,12 @@
 """Coordination cost, read from outside the processes before and after every session.
 
 * Brokers: each broker writes its counters to ``<data_dir>/counters.json`` when sent SIGUSR1
-  (brokers/core/broker.py). We note the wall clock, signal every broker, then poll until each
-  file carries a ``written_unix_ns`` at or after that moment (a readiness probe with a
-  deadline, not a sleep). The file's ``coordinator`` and ``broker`` objects are read back
-  through the counters contract (brokers/core/counters.py): the architecture's counter class
-  (its registry entry's ``counters``, harness/architectures.py) and ``BrokerCounters``.
+  (brokers/core/broker.py). We note each file's ``written_unix_ns``, signal every broker, then
+  poll until each file carries another (a readiness probe with a deadline, not a sleep; files
+  are read through the broker's machine, so brokers on other hosts are read alike). The
+  file's ``coordinator`` and ``broker`` objects are read back through the counters contract
+  (brokers/core/counters.py): the architecture's counter class (its registry entry's
+  ``counters``, harness/architectures.py) and ``BrokerCounters``.
   ``delta`` takes the increase of every total and every family label, summed over brokers,
   whatever the class declares, so a counter added to a class needs no change here.
 * ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble
@@ -33,11 +34,12 @@ import signal
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures import Architecture
-from harness.cluster import ProcessCluster
+from harness.cluster import BrokerProcess, ProcessCluster
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
 
@@ -90,24 +92,32 @@ def _parse(doc: Mapping[str, Any], counters: type[CoordinatorCounters]) -> Broke
         return None  # not the contract this harness reads: the reading is unknown
 
 
+def _written(b: BrokerProcess, path: Path) -> tuple[int | None, dict[str, Any] | None]:
+    """The counters file's ``written_unix_ns`` and content (None, None when unreadable)."""
+    try:
+        doc: dict[str, Any] = json.loads(b.machine.read_text(path))
+    except (OSError, ValueError):
+        return None, None
+    stamp = doc.get("written_unix_ns")
+    return (stamp if isinstance(stamp, int) else None), doc
+
+
 def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None:
     counters = cluster.spec.architecture.counters_class()
-    t0 = time.time_ns()
-    paths = {}
-    for b in cluster.brokers:
-        paths[b.node_id] = cluster.root / f"broker-{b.node_id}" / "counters.json"
+    paths = {b.node_id: (b, b.data_dir / "counters.json") for b in cluster.brokers}
+    # A dump is new when its stamp differs from the one before the signal: no clock is
+    # compared, so a broker on a host whose clock differs from ours is read the same way.
+    before = {node: _written(b, path)[0] for node, (b, path) in paths.items()}
+    for b, _ in paths.values():
         b.process.signal(signal.SIGUSR1)
     out: dict[int, BrokerReading] = {}
     deadline = time.monotonic() + DUMP_TIMEOUT_S
     while len(out) < len(paths):
-        for node, path in paths.items():
+        for node, (b, path) in paths.items():
             if node in out:
                 continue
-            try:
-                doc: dict[str, Any] = json.loads(path.read_text("utf-8"))
-            except (OSError, ValueError):
-                continue
-            if doc.get("written_unix_ns", 0) >= t0:
+            stamp, doc = _written(b, path)
+            if doc is not None and stamp is not None and stamp != before[node]:
                 reading = _parse(doc, counters)
                 if reading is None:
                     return None

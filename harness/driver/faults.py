@@ -45,14 +45,9 @@ from brokers.core.protocol.messages.metadata import (
 from harness import faults
 from harness.cluster import ProcessCluster
 from harness.driver import plan
+from harness.driver.load import Clients, ConsumerOutcome, ProducerOutcome, timed
 from harness.driver.plan import Cell
-from harness.driver.session import (
-    Clients,
-    SessionResult,
-    consumption_role,
-    production_role,
-    timed,
-)
+from harness.driver.session import SessionResult, consumption_role, production_role
 from harness.workload import FaultCase, Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
@@ -336,8 +331,10 @@ async def run_fault_session(cluster: ProcessCluster, clients: Clients, workload:
         await probe.close()
     for r, _ in prod:
         verifier.expect(r.producer_id, r.acked)
-    result = SessionResult(production=production_role(list(prod)),
-                           consumption=consumption_role(list(cons)), report=verifier.report(),
+    result = SessionResult(production=production_role([ProducerOutcome.of(r, t)
+                                                        for r, t in prod]),
+                           consumption=consumption_role([ConsumerOutcome.of(c) for c in cons]),
+                           report=verifier.report(),
                            messages=sum(r.records_sent for r, _ in prod),
                            timed_out=any(c.timed_out for c in cons))
     row = _measure(monitor.samples, events, probe.members, timeline, result, cluster, wl, t0,

@@ -19,8 +19,9 @@
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
-* An **epoch** runs one cluster per architecture among its sides, all up at once (an idle
-  cluster costs a heartbeat or a gossip packet now and then).
+* An **epoch** runs one cluster per architecture and security level among its sides, all up
+  at once (an idle cluster costs a heartbeat or a gossip packet now and then): a ``security``
+  sweep interleaves plaintext and secured clusters session by session like the architectures.
 
 Order inside an epoch: cell, then try, then scenario, then side, so the sides of a comparison
 (zk and dsbs, A and B, or two offset_commit policies) alternate instead of running A then B
@@ -52,6 +53,9 @@ class Cell:
     fraction: float | None = None
     # Metadata sessions: the case's size (topics or partitions); the cell is <case>-n<n>.
     n: int | None = None
+    # Records per session from the cell group's own sweep (cell id suffix -m<count>); None:
+    # the workload's messages.
+    messages: int | None = None
     # Round-trip time (ms) the delay line adds during the cell's sessions (workload rtt_ms;
     # the cell id ends in -rtt<ms>); None: no delay line.
     rtt_ms: float | None = None
@@ -67,8 +71,23 @@ class Cell:
             return f"{self.table}-n{self.n}"
         if self.fraction is not None:
             return f"{self.base_id}-f{self.fraction * 100:g}"
-        cell = self.base_id if self.rate is None else f"{self.base_id}-r{self.rate:g}"
+        # The rate, then the delay line's rtt, last: the analysis tells open-loop and rtt cells
+        # by their id's endings.
+        base = self.base_id if self.messages is None else f"{self.base_id}-m{self.messages}"
+        cell = base if self.rate is None else f"{base}-r{self.rate:g}"
         return cell if self.rtt_ms is None else f"{cell}-rtt{self.rtt_ms:g}"
+
+
+@dataclass(frozen=True)
+class ClusterKey:
+    """Which of an epoch's clusters a side runs on: one per architecture and security level."""
+
+    arch: str
+    # A workload security level (harness/certs.py SECURITY_LEVELS).
+    security: str = "none"
+
+    def __str__(self) -> str:
+        return self.arch if self.security == "none" else f"{self.arch} ({self.security})"
 
 
 @dataclass(frozen=True)
@@ -82,6 +101,12 @@ class Side:
     # The coordination policies in force for every session of this side.
     offset_commit: str
     metadata_check: str
+    # The brokers' listener security (a workload security level); its clusters are its own.
+    security: str = "none"
+
+    @property
+    def cluster(self) -> ClusterKey:
+        return ClusterKey(self.arch, self.security)
 
 
 @dataclass(frozen=True)
@@ -107,10 +132,16 @@ class Epoch:
     searches: tuple[Side, ...] = ()
 
     @property
+    def clusters(self) -> tuple[ClusterKey, ...]:
+        """The clusters this epoch needs (an architecture at a security level), in order of
+        first use."""
+        return tuple(dict.fromkeys([*(s.cluster for s in self.searches),
+                                    *(s.side.cluster for s in self.sessions)]))
+
+    @property
     def arches(self) -> tuple[str, ...]:
-        """The architectures whose clusters this epoch needs, in order of first use."""
-        return tuple(dict.fromkeys([*(s.arch for s in self.searches),
-                                    *(s.side.arch for s in self.sessions)]))
+        """The architectures of those clusters, in order of first use."""
+        return tuple(dict.fromkeys(k.arch for k in self.clusters))
 
 
 def base_cells(workload: Workload) -> list[Cell]:
@@ -121,14 +152,17 @@ def base_cells(workload: Workload) -> list[Cell]:
 
 def cells(workload: Workload) -> list[Cell]:
     """Every (table, size, batch) point, once per target rate of an open-loop workload or per
-    fraction of a searched one (none when a search has no fractions)."""
+    fraction of a searched one (none when a search has no fractions), or once per message
+    count of a group that sweeps them."""
     if workload.rate_search is not None:
         return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
                 for f in workload.rate_fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
     rtts: tuple[float | None, ...] = workload.rtt_ms or (None,)
-    return [Cell(c.table, c.msg_size, c.batch, rate, rtt_ms=rtt) for c in base_cells(workload)
-            for rate in rates for rtt in rtts]
+    return [Cell(group.table, size, batch, rate, messages=count, rtt_ms=rtt)
+            for group in workload.cells for size in group.msg_sizes
+            for batch in group.batches for rate in rates
+            for count in (group.messages or (None,)) for rtt in rtts]
 
 
 def sides(
@@ -149,11 +183,14 @@ def sides(
             for oc, mc2 in combos:
                 if mc2 != mc:
                     continue
-                parts = [lab] if lab else []
-                if len(combos) > 1:
-                    parts.append(f"{oc}+{mc}")
-                for arch in arches:
-                    out.append(Side(len(out), arch, " ".join(parts), oc, mc))
+                for security in workload.security:
+                    parts = [lab] if lab else []
+                    if len(combos) > 1:
+                        parts.append(f"{oc}+{mc}")
+                    if len(workload.security) > 1:
+                        parts.append(f"security={security}")
+                    for arch in arches:
+                        out.append(Side(len(out), arch, " ".join(parts), oc, mc, security))
     return out
 
 

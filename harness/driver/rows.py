@@ -86,12 +86,16 @@ def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[di
 
 
 def coordination_row(run_id: str, arch: str, s: Session, r: SessionResult,
-                     d: Delta) -> dict[str, Any]:
+                     d: Delta, machine: tuple[float | None, float | None] = (None, None)
+                     ) -> dict[str, Any]:
+    """``machine``: (background_cpu, steal) over the session (harness/conditions.py)."""
     return {
         **_common(run_id, arch, s),
         "messages": r.messages,
         **d.columns,
         **d.delay,
+        "background_cpu": machine[0],
+        "steal": machine[1],
     }
 
 
@@ -133,12 +137,17 @@ def latency_entries(run_id: str, s: Session, r: SessionResult) -> list[dict[str,
     return out
 
 
+def session_keys(run_id: str, arch: str, s: Session) -> dict[str, Any]:
+    """What identifies a session in series.csv and metrics.csv."""
+    return {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+            "scenario": s.scenario, "try": s.try_no}
+
+
 def series_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
     """series.csv rows of an open-loop session (none for a closed-loop one)."""
     if r.open_loop is None:
         return []
-    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
-           "scenario": s.scenario, "try": s.try_no}
+    key = session_keys(run_id, arch, s)
     return [{**key, **bucket} for bucket in r.open_loop.series]
 
 

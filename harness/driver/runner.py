@@ -14,8 +14,15 @@ process is stopped by PID, every run log gets ``incomplete: true`` and an end ti
 already written stay, and the exit status is 130. A session that raises (the cluster broke)
 marks its run incomplete; the run goes on while the cluster's processes are alive.
 
+Hosts (``--hosts FILE``, harness/remote/): the clusters run on the hosts of their roles and the
+load on the client hosts, one load worker each (harness/driver/load.py's parts); everything
+else is the same code. The fleet of SSH connections is opened (every needed host checked)
+before anything starts, the manifest records the hosts, their clock offsets and the layout,
+each cluster's logs come back into the run directory (``hosts/``), and a host that vanishes
+ends the run with one line (exit 1, the run marked incomplete).
+
 Exit status: 0 all good; 1 some cell lost, reordered or corrupted data (said loudly on stderr,
-listed in the manifest's ``failed_cells``); 130 interrupted.
+listed in the manifest's ``failed_cells``), or the run could not go on; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -23,32 +30,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, runlog
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness import architectures, conditions, runlog
+from harness.certs import RunSecurity, cluster_settings, make_run_security
+from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
 from harness.driver.faults import run_fault_session
+from harness.driver.load import Load
 from harness.driver.metadata import run_metadata_session
+from harness.driver.metrics import MetricsSampler
 from harness.driver.progress import RunProgress, summary_table
-from harness.driver.session import Clients, run_session
+from harness.driver.session import run_session
 from harness.external import External, ExternalCluster
+from harness.hosts import HostLost, HostsFile
 from harness.rate_search import RateSearch, RateSearcher
 from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload, Workload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
+
+if TYPE_CHECKING:  # asyncssh is imported only when a run uses hosts
+    from harness.remote.ssh import SshFleet
 
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
@@ -76,6 +92,10 @@ class RunOptions:
     # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
     # architecture is the external cluster's name.
     external: External | None = None
+    # Run the clusters and the load clients on these hosts (--hosts; harness/remote/).
+    hosts: HostsFile | None = None
+    # Set harness/conditions.py's knobs for the run and restore them afterwards (root).
+    tune: bool = False
 
 
 @dataclass
@@ -108,20 +128,35 @@ class _Run:
         self.seed = opts.seed if opts.seed is not None else random.SystemRandom().getrandbits(32)
         self.rng = random.Random(self.seed)
         self.started = datetime.now(UTC)
-        self.placement = placement.choose(wl.placement)
         self.external = opts.external
         if self.external is not None:
             _check_external(wl)
             self.arches: tuple[str, ...] = (self.external.name,)
         else:
             self.arches = architectures.expand(opts.arch)
+        # With hosts the load runs elsewhere: nothing here to pin.
+        self.placement = placement.choose(wl.placement) if opts.hosts is None else None
+        self.fleet: SshFleet | None = None
+        if opts.hosts is not None:
+            _check_hosts(wl)
+            from harness.remote.deploy import needed_hosts
+
+            # The roles check, before anything starts.
+            needed_hosts(opts.hosts, () if self.external else self.arches, clients=True,
+                         brokers=self.external is None)
+        # Clusters started so far, per architecture (names their logs' directories).
+        self.cluster_count: dict[str, int] = {}
         self.sides = plan.sides(wl, opts.label, self.arches)
         self.epochs = plan.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
-        self.clusters: dict[str, ProcessCluster | ExternalCluster] = {}
+        self.clusters: dict[plan.ClusterKey, ProcessCluster | ExternalCluster] = {}
+        # Throwaway certificates and users, made for the run's first secured cluster and
+        # removed with the run (harness/certs.py).
+        self._security_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._security_files: RunSecurity | None = None
         self.outcome = RunOutcome()
         self.session_no = 0
         # Seconds spent inside measured phases; the rest of the run is the harness's overhead.
@@ -133,6 +168,9 @@ class _Run:
         if not self.console.is_terminal:  # forced --progress into a pipe: do not wrap at 80
             self.console = Console(width=120)
         self.progress = RunProgress(self.total, show, self.console)
+        # What --tune changed ({sysfs file: value before}); restored by run() on the way out.
+        self.tuned: dict[str, str] = {}
+        self.background = conditions.BackgroundMeter(self.our_cpu)
         # (side index, base cell id) -> each try's search (rate_search workloads).
         self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
         self.warn_above_client_ceiling()
@@ -148,11 +186,12 @@ class _Run:
                   file=sys.stderr)
 
     # --- clusters --------------------------------------------------------------------------
-    def spec(self, arch: str, metadata_check: str, session: plan.Session | None = None
-             ) -> ClusterSpec:
-        """The cluster for ``arch``; a broker-join session's has its size of brokers plus one
-        standby."""
+    def spec(self, key: plan.ClusterKey, metadata_check: str,
+             session: plan.Session | None = None) -> ClusterSpec:
+        """The cluster for ``key`` (an architecture at a security level); a broker-join
+        session's has its size of brokers plus one standby."""
         wl = self.workload
+        arch = key.arch
         uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
         brokers, standby = wl.brokers, 0
         if session is not None and session.meta is not None and (
@@ -172,21 +211,65 @@ class _Run:
             # The line starts with no delay; every session sets its cell's (run_one).
             rtt_ms=0.0 if wl.rtt_ms else None,
             broker_args=self.broker_limits(),
+            metrics=wl.metrics,
+            **cluster_settings(key.security, self.security_files(key.security)),
         )
+
+    def security_files(self, level: str) -> RunSecurity | None:
+        """The run's certificates and users (made once, at the first secured cluster)."""
+        if level == "none":
+            return None
+        if self._security_files is None:
+            self._security_dir = tempfile.TemporaryDirectory(prefix="twinbench-security-")
+            self._security_files = make_run_security(Path(self._security_dir.name))
+        return self._security_files
+
+    def remove_security_files(self) -> None:
+        if self._security_dir is not None:
+            self._security_dir.cleanup()
+            self._security_dir = self._security_files = None
 
     def broker_limits(self) -> tuple[str, ...]:
         return broker_settings(self.workload)
 
-    def start_cluster(self, arch: str, metadata_check: str,
+    def open_fleet(self) -> None:
+        """--hosts: log into every host the run needs (one line for the first that is not
+        ready); a host lost later cancels the run's main task."""
+        if self.opts.hosts is None:
+            return
+        from harness.remote.deploy import open_fleet
+
+        self.fleet = open_fleet(self.opts.hosts, () if self.external else self.arches,
+                                clients=True, brokers=self.external is None)
+
+    def watch_fleet(self) -> None:
+        fleet = self.fleet
+        if fleet is None:
+            return
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        fleet.on_lost(lambda _lost: loop.call_soon_threadsafe(task.cancel))
+
+    def layout(self, arch: str) -> Layout:
+        if self.fleet is None:
+            return LOCAL_LAYOUT
+        from harness.remote.deploy import cluster_layout
+
+        return cluster_layout(self.fleet, arch)
+
+    def start_cluster(self, key: plan.ClusterKey, metadata_check: str,
                       session: plan.Session | None = None
                       ) -> ProcessCluster | ExternalCluster:
         if self.external is not None:
             external = ExternalCluster(self.external)
-            self.clusters[arch] = external
+            self.clusters[key] = external
             return external
+        arch = key.arch
         with placement.children_on(self.placement):
-            cluster = ProcessCluster(self.spec(arch, metadata_check, session))
-            self.clusters[arch] = cluster
+            cluster = ProcessCluster(self.spec(key, metadata_check, session), self.layout(arch))
+            self.clusters[key] = cluster
+            self.cluster_count[arch] = self.cluster_count.get(arch, 0) + 1
             cluster.start()
         if cluster.delay is not None and self.placement is not None:
             # The delay line stands for the network, not for a broker: off the brokers' CPUs
@@ -194,10 +277,51 @@ class _Run:
             placement.pin_process(cluster.delay.pid, self.placement.client)
         return cluster
 
+    async def open_load(self, cluster: ProcessCluster | ExternalCluster) -> Load:
+        if self.fleet is None:
+            # A secured cluster: the load client's connections do its TLS and SASL login.
+            security = (cluster.spec.client_security() if isinstance(cluster, ProcessCluster)
+                        and cluster.spec.protocol.value != "PLAINTEXT" else None)
+            return await Load.open(cluster.bootstrap, self.workload, self.external, security)
+        from harness.remote.part import open_remote_load
+
+        return await open_remote_load(self.fleet, cluster.bootstrap, self.workload,
+                                      self.external)
+
     def stop_clusters(self) -> None:
         while self.clusters:
-            _, cluster = self.clusters.popitem()
+            key, cluster = self.clusters.popitem()
+            arch = key.arch
+            if isinstance(cluster, ProcessCluster) and self.fleet is not None:
+                # The cluster's logs and last counters come back into its run directory.
+                log = next((self.logs[s.index] for s in self.sides
+                            if s.arch == arch and s.index in self.logs), None)
+                if log is not None:
+                    cluster.collect_to = (log.path / "hosts"
+                                          / f"{arch}-cluster{self.cluster_count[arch]}")
             cluster.stop()
+
+    def hosts_manifest(self, arch: str) -> dict[str, Any] | None:
+        """The manifest's ``hosts`` key (docs/result-format.md)."""
+        fleet = self.fleet
+        if fleet is None:
+            return None
+        wl = self.workload
+        clients = fleet.client_machines()
+        from harness.driver.load import share
+
+        out: dict[str, Any] = {
+            "file": str(fleet.hosts.path),
+            "hosts": [m.manifest() for m in fleet.machines.values()],
+            "clients": [{"host": m.name, "producers": list(p), "consumers": list(c)}
+                        for m, p, c in zip(clients, share(wl.producers, len(clients)),
+                                           share(wl.consumers, len(clients)), strict=True)],
+        }
+        if self.external is None:
+            layout = self.layout(arch)
+            out["zookeeper"] = [m.name for m in layout.zookeeper]
+            out["brokers"] = [layout.broker(i).name for i in range(wl.brokers)]
+        return out
 
     # --- run logs --------------------------------------------------------------------------
     def log_for(self, side: plan.Side, cluster: ProcessCluster | ExternalCluster
@@ -221,6 +345,11 @@ class _Run:
         else:
             for option in cluster.spec.architecture.options:
                 cluster_info[option] = getattr(cluster.spec, option)
+            if cluster.layout.zookeeper:
+                cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
+            cluster_info["security_protocol"] = cluster.spec.protocol.value
+            if cluster.spec.protocol.sasl:
+                cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
             if cluster.delay is not None:
                 cluster_info["rtt"] = {
                     "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
@@ -229,6 +358,8 @@ class _Run:
             if cluster.zookeeper is not None:
                 zk_version = cluster.zookeeper.version
             labels = architectures.manifest_labels(self.arches)
+        if self.fleet is not None and isinstance(cluster, ProcessCluster):
+            cluster_info["network"] = "hosts"
         manifest = runlog.base_manifest(
             run_id=run_id,
             arch=arch,
@@ -236,15 +367,19 @@ class _Run:
             workload=wl.as_dict(),
             workload_text=self.opts.workload.text,
             policies={"offset_commit": side.offset_commit,
-                      "metadata_check": side.metadata_check, "flush": wl.flush},
+                      "metadata_check": side.metadata_check, "flush": wl.flush,
+                      "security": side.security},
             cluster=cluster_info,
             zookeeper_version=zk_version,
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
+            conditions=conditions.snapshot(),
+            tuned=self.tuned if self.opts.tune else None,
             started_at=self.started,
             run_arches=self.arches,
             architectures=labels,
             external=self.external.manifest() if self.external is not None else None,
+            hosts=self.hosts_manifest(arch),
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -262,34 +397,63 @@ class _Run:
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         if self.placement is not None:
             placement.pin_this_process(self.placement.client)
+        self.watch_fleet()
         for epoch in self.epochs:
             await self.run_epoch(epoch)
 
     async def run_epoch(self, epoch: plan.Epoch) -> None:
-        clients: dict[str, Clients] = {}
+        clients: dict[plan.ClusterKey, Load] = {}
         try:
-            for arch in epoch.arches:
-                self.progress.current(f"starting {arch} cluster "
+            for key in epoch.clusters:
+                self.progress.current(f"starting {key} cluster "
                                       f"(metadata_check={epoch.metadata_check})")
                 # A metadata epoch is one cell: its first session says what cluster it needs.
-                cluster = self.start_cluster(arch, epoch.metadata_check, epoch.sessions[0])
+                cluster = self.start_cluster(key, epoch.metadata_check, epoch.sessions[0])
                 if isinstance(cluster, ExternalCluster):
                     await cluster.probe()
-                clients[arch] = await Clients.open(cluster.bootstrap, self.workload,
-                                                   self.external)
+                clients[key] = await self.open_load(cluster)
+            await self.warm_up(epoch, clients)
             if epoch.searches:
                 await self.run_searches(epoch, clients)
             for session in epoch.sessions:
-                arch = session.side.arch
-                await self.run_one(self.clusters[arch], clients[arch], session)
+                key = session.side.cluster
+                await self.run_one(self.clusters[key], clients[key], session)
         finally:
             for c in clients.values():
                 with contextlib.suppress(Exception):
                     await c.close()
             self.stop_clusters()
 
+    async def warm_up(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Load]) -> None:
+        """The workload's ``warmup_sessions`` on each fresh cluster of the epoch, unrecorded:
+        copies of the first session the cluster will measure (fault, metadata and
+        rate-fraction sessions have no such copy, and the clusters of their epochs start
+        cold)."""
+        n = self.workload.warmup_sessions
+        if n == 0 or self.external is not None:
+            return
+        for key in epoch.clusters:
+            first = next((s for s in epoch.sessions if s.side.cluster == key), None)
+            if first is None or first.case is not None or first.meta is not None or (
+                    first.cell.fraction is not None):
+                continue
+            for i in range(1, n + 1):
+                self.progress.current(f"[{key}] warm-up {i}/{n}: {first.cell.cell_id} "
+                                      f"{first.scenario}")
+                self.session_no += 1
+                topic = f"{self.name_prefix}-{self.session_no}"
+                try:
+                    await clients[key].admin.create_topic(topic, self.workload.partitions,
+                                                          self.workload.replication_factor)
+                    await run_session(clients[key], self.workload, first.cell, first.scenario,
+                                      first.side.offset_commit, topic, f"{topic}-group")
+                except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+                    self.could_not_run(f"{key} warm-up {i}", self.clusters[key], exc)
+                    return
+
     # --- rate searches ---------------------------------------------------------------------
-    async def run_searches(self, epoch: plan.Epoch, clients: dict[str, Clients]) -> None:
+    async def run_searches(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Load]
+                           ) -> None:
         """Every side's maximum sustainable rate, per base cell and try; the sides' searches
         advance one step at a time, alternating which goes first (A B B A)."""
         wl = self.workload
@@ -306,23 +470,23 @@ class _Run:
                         rate = found[side.index].next_rate()
                         if rate is None:
                             continue
-                        outcome = await self.search_step(clients[side.arch], side, cell,
+                        outcome = await self.search_step(clients[side.cluster], side, cell,
                                                          try_no, step, rate)
                         found[side.index].record(outcome.kept)
                 for side in epoch.searches:
                     result = found[side.index].result()
                     self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
-                    log = self.log_for(side, self.clusters[side.arch])
+                    log = self.log_for(side, self.clusters[side.cluster])
                     log.add_rows("max_rate.csv", [searches.max_rate_row(
                         log.run_id, side, cell, try_no, result)])
                     self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
                                        f"max sustainable rate {result.kept:,.0f} records/s")
 
-    async def search_step(self, clients: Clients, side: plan.Side, cell: plan.Cell, try_no: int,
+    async def search_step(self, clients: Load, side: plan.Side, cell: plan.Cell, try_no: int,
                           step_no: int, rate: float) -> searches.Step:
         wl = self.workload
         assert wl.rate_search is not None and wl.duration_s is not None
-        cluster = self.clusters[side.arch]
+        cluster = self.clusters[side.cluster]
         log = self.log_for(side, cluster)
         self.session_no += 1
         self.progress.current(f"[{side.arch}] {cell.base_id} search try {try_no} step "
@@ -353,10 +517,22 @@ class _Run:
         return dataclasses.replace(s.cell, rate=round(maximum * s.cell.fraction, 3))
 
     # --- sessions --------------------------------------------------------------------------
+    def metrics_sampler(self, cluster: ProcessCluster | ExternalCluster, topic: str
+                        ) -> MetricsSampler | None:
+        """metrics: true: the sampler of every broker's endpoint for a session on ``topic``."""
+        if not self.workload.metrics or not isinstance(cluster, ProcessCluster):
+            return None
+        zookeeper = cluster.zookeeper.pids if cluster.zookeeper is not None else ()
+        return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
+                              topic, self.workload.metrics_interval_s,
+                              [(-1 - i, pid) for i, pid in enumerate(zookeeper)])
+
     def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
                       exc: BaseException) -> None:
         """A session that raised: one error line, the run marked incomplete; a broker that
         exited ends the run (nothing further could be measured on its cluster)."""
+        if self.fleet is not None and self.fleet.lost is not None:
+            raise self.fleet.lost from exc  # the one line about the host says it all
         self.outcome.incomplete = True
         msg = f"{what}: could not run: {type(exc).__name__}: {exc}"
         self.outcome.errors.append(msg)
@@ -365,7 +541,7 @@ class _Run:
         if dead:
             raise ClusterDied(f"{', '.join(dead)} exited; stopping the run") from exc
 
-    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+    async def run_one(self, cluster: ProcessCluster | ExternalCluster, clients: Load,
                       s: plan.Session) -> None:
         if s.cell.fraction is not None:
             cell = self.fraction_rate(s)
@@ -393,16 +569,27 @@ class _Run:
             await self.run_metadata(cluster, s, log, topic)
             self.progress.advance()
             return
+        sampler = self.metrics_sampler(cluster, topic)
         try:
             if s.cell.rtt_ms is not None and isinstance(cluster, ProcessCluster):
                 await asyncio.to_thread(cluster.set_rtt, s.cell.rtt_ms)
             await clients.admin.create_topic(topic, self.workload.partitions,
                                               self.workload.replication_factor)
             before = _read(cluster)
+            if sampler is not None:
+                await sampler.start()
+            # With hosts the run's processes are elsewhere (or, on test hosts, here but not all
+            # counted): this machine's background load is not measured.
+            mark = self.background.start() if self.fleet is None else None
             result = await run_session(clients, self.workload, s.cell, s.scenario,
                                        s.side.offset_commit, topic, f"{topic}-group")
+            load = self.background.stop(mark) if mark is not None else (None, None)
+            if sampler is not None:
+                await sampler.stop()
             after = _read(cluster)
         except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            if sampler is not None:
+                await sampler.cancel()
             self.could_not_run(f"{s.cell.cell_id} {s.scenario} try {s.try_no}", cluster, exc)
             self.progress.advance()
             return
@@ -410,12 +597,17 @@ class _Run:
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
         change = _change(cluster, before, after)
-        coord = rows.coordination_row(run_id, arch, s, result, change)
+        coord = rows.coordination_row(run_id, arch, s, result, change, load)
         log.add_records(rec)
         log.add_coordination(coord)
         log.add_rows("counters.csv", rows.counter_rows(run_id, arch, s, change))
         log.add_latency(rows.latency_entries(run_id, s, result))
         log.add_rows("series.csv", rows.series_rows(run_id, arch, s, result))
+        if sampler is not None:
+            log.add_rows("metrics.csv", sampler.rows(rows.session_keys(run_id, arch, s)))
+            if sampler.failures:
+                print(f"twinbench: warning: {s.cell.cell_id} {s.scenario} try {s.try_no}: "
+                      f"{sampler.failures} metrics scrapes got no answer", file=sys.stderr)
         self.records[s.side.index].extend(rec)
         self.coordination[s.side.index].append(coord)
         ol = result.open_loop
@@ -442,11 +634,14 @@ class _Run:
             print(f"twinbench: FAILED: {msg}", file=sys.stderr)
         self.progress.advance()
 
-    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, clients: Clients,
+    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, load: Load,
                         s: plan.Session,
                         log: runlog.RunLog, topic: str) -> None:
         """A fault session; the cluster is made whole again afterwards, whatever happened."""
         assert s.case is not None and isinstance(cluster, ProcessCluster)
+        # _check_hosts keeps fault workloads on this machine, where the load is local.
+        clients = load.local
+        assert clients is not None
         arch = s.side.arch
         try:
             await clients.admin.create_topic(topic, self.workload.partitions,
@@ -515,10 +710,29 @@ class _Run:
         log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
         log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
 
+    def our_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of every process of the run: this one (the load client) and
+        every broker and ZooKeeper of every cluster it holds (for ``background_cpu``)."""
+        t = os.times()
+        out = {"driver": t.user + t.system}
+        for arch, c in self.clusters.items():
+            if isinstance(c, ProcessCluster):
+                out |= {f"{arch}/{k}": v for k, v in c.cpu_seconds().items()}
+                if c.delay is not None:
+                    out[f"{arch}/delay:{c.delay.pid}"] = process_cpu_seconds(c.delay.pid)
+        return out
+
     # --- the end ---------------------------------------------------------------------------
+    def died(self, exc: BaseException) -> None:
+        """The run cannot go on (a cluster process exited, a host vanished): one line."""
+        self.outcome.incomplete = True
+        self.outcome.errors.append(str(exc))
+        print(f"twinbench: error: {exc}", file=sys.stderr)
+
     def finish(self) -> None:
         for log in self.logs.values():
-            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted)
+            log.finish(incomplete=self.outcome.incomplete or self.outcome.interrupted,
+                       background=self.background.summary())
         if self.progress.enabled:
             for side in self.sides:
                 if self.records[side.index]:
@@ -540,6 +754,25 @@ def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading 
     return counters.delta(cluster.spec.architecture, before, after)
 
 
+def _check_hosts(wl: Workload) -> None:
+    """What a run on hosts does not do (yet): one line each."""
+    if wl.faults is not None:
+        raise UserError(f"workload {wl.name}: fault workloads run on this machine only (they "
+                        "kill, pause and partition local processes); not with --hosts")
+    if wl.metadata is not None:
+        raise UserError(f"workload {wl.name}: metadata workloads run on this machine only; "
+                        "not with --hosts")
+    if wl.network != "loopback":
+        raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
+                        "this machine; with --hosts every process has its host's address")
+    if wl.security != ("none",):
+        raise UserError(f"workload {wl.name}: security's throwaway certificates are made on "
+                        "this machine for its clusters; not with --hosts (yet)")
+    if wl.metrics:
+        raise UserError(f"workload {wl.name}: metrics: true reads the brokers' and "
+                        "ZooKeeper's processes on this machine; not with --hosts (yet)")
+
+
 def _check_external(wl: Workload) -> None:
     """What a cluster twinbench did not start cannot do (harness/external.py)."""
     if wl.faults is not None:
@@ -558,6 +791,13 @@ def _check_external(wl: Workload) -> None:
     if wl.rtt_ms:
         raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
                         "twinbench starts in namespaces; not --bootstrap")
+    if wl.security != ("none",):
+        raise UserError(f"workload {wl.name}: security sets the listeners of clusters "
+                        "twinbench starts; an external cluster's is its own (give the load "
+                        "client's settings with --client-config)")
+    if wl.metrics:
+        raise UserError(f"workload {wl.name}: metrics: true samples the twins' own metrics "
+                        "endpoints; not --bootstrap")
 
 
 def broker_settings(wl: Workload) -> tuple[str, ...]:
@@ -579,21 +819,30 @@ class ClusterDied(RuntimeError):
 
 def run(opts: RunOptions) -> RunOutcome:
     """Run the workload; always stops every process it started. Never raises for Ctrl-C."""
+    with conditions.tuning(opts.tune) as tuned:
+        return _run(opts, tuned)
+
+
+def _run(opts: RunOptions, tuned: dict[str, str]) -> RunOutcome:
     state = _Run(opts)
+    state.tuned = tuned
     t0 = time.monotonic()
     completed = False
     try:
+        state.open_fleet()
         with state.progress:
             run_async(state.main())
         completed = True
     except (KeyboardInterrupt, asyncio.CancelledError):
-        state.outcome.interrupted = True
-        print("twinbench: interrupted; stopping the cluster, partial results kept "
-              "(manifest marked incomplete)", file=sys.stderr)
-    except ClusterDied as exc:
-        state.outcome.incomplete = True
-        state.outcome.errors.append(str(exc))
-        print(f"twinbench: error: {exc}", file=sys.stderr)
+        lost = state.fleet.lost if state.fleet is not None else None
+        if lost is None:
+            state.outcome.interrupted = True
+            print("twinbench: interrupted; stopping the cluster, partial results kept "
+                  "(manifest marked incomplete)", file=sys.stderr)
+        else:
+            state.died(lost)
+    except (ClusterDied, HostLost) as exc:
+        state.died(exc)
     finally:
         if not completed:
             # Whatever ended the run early (including a bug or a UserError on its way to the
@@ -602,7 +851,10 @@ def run(opts: RunOptions) -> RunOutcome:
         # A second Ctrl-C during clean-up must not leave processes behind.
         with _sigint_ignored():
             state.stop_clusters()
+            state.remove_security_files()
             state.finish()
+            if state.fleet is not None:
+                state.fleet.close()
     elapsed = time.monotonic() - t0
     for path in state.outcome.run_dirs:
         print(path)

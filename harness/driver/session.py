@@ -20,8 +20,13 @@ request's intended send time; consumers leave records sent before it out of the 
 histogram and the consumption rate. A session whose producers fell behind their schedule is
 marked ``behind`` (its achieved rate is not the target's).
 
-Verification: one :class:`~workloads.verify.Verifier` per session sees every consumed record:
-count, order within each partition, loss against what was acknowledged, duplicates.
+Verification: every consumed record is checked (count, order within each partition, loss
+against what was acknowledged, duplicates) by the merged verifiers of the consumers.
+
+Where the clients run is the session's :class:`~harness.driver.load.Load`: one part in this
+process, or one load worker per client host (``twinbench run --hosts``); every phase runs on
+all parts at once and their outcomes are merged exactly (load.py). A run on one machine is the
+one-part case of the same code.
 """
 
 from __future__ import annotations
@@ -29,66 +34,26 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import Any
 
 from harness.driver import plan
+from harness.driver.load import (
+    ConsumerOutcome,
+    Job,
+    Load,
+    LoadPart,
+    PartOutcome,
+    ProducerOutcome,
+    Running,
+)
 from harness.driver.plan import Cell
-from harness.external import External
 from harness.workload import Workload
-from workloads.cluster import ClusterClient, ClusterClientConfig
-from workloads.connection import ConnectionConfig
-from workloads.consumer import Consumer, ConsumerResult
 from workloads.latency import LatencyRecorder
 from workloads.payload import now_us
-from workloads.producer import Producer, ProducerConfig, ProducerResult
 from workloads.timeline import Timeline
 from workloads.verify import Verifier, VerifyReport
-
-T = TypeVar("T")
-
-
-def client_config(bootstrap: str, workload: Workload) -> ClusterClientConfig:
-    """The load client's settings. Under faults the client behaves like a patient Kafka
-    client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
-    seconds, so an outage shows as a gap in the timeline rather than ending the session."""
-    if workload.faults is None:
-        return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")))
-    return ClusterClientConfig(
-        bootstrap=tuple(bootstrap.split(",")),
-        connection=ConnectionConfig(connect_timeout_s=1.0, request_timeout_s=2.0),
-        retries=1_000_000, retry_backoff_ms=20, retry_backoff_max_ms=250)
-
-
-@dataclass
-class Clients:
-    """Long-lived client connections for one cluster: reused by every session on it."""
-
-    admin: ClusterClient
-    producers: list[ClusterClient]
-    consumers: list[ClusterClient]
-
-    @classmethod
-    async def open(cls, bootstrap: str, workload: Workload, external: External | None = None
-                   ) -> Clients:
-        config = client_config(bootstrap, workload)
-        if external is not None:
-            config = external.client_config(config)
-        admin = await ClusterClient.open(bootstrap, config)
-        try:
-            producers = [await ClusterClient.open(bootstrap, config)
-                         for _ in range(workload.producers)]
-            consumers = [await ClusterClient.open(bootstrap, config)
-                         for _ in range(workload.consumers)]
-        except BaseException:
-            await admin.close()
-            raise
-        return cls(admin, producers, consumers)
-
-    async def close(self) -> None:
-        for c in [self.admin, *self.producers, *self.consumers]:
-            await c.close()
 
 
 @dataclass
@@ -149,65 +114,57 @@ class SessionResult:
         return r.lost > 0 or r.out_of_order > 0 or r.corrupt_batches > 0
 
 
-async def timed(aw: Awaitable[T]) -> tuple[T, float]:
-    result = await aw
-    return result, time.perf_counter()
-
-
-def _merge(name: str, recorders: list[LatencyRecorder]) -> LatencyRecorder:
+def _merge(name: str, recorders: Sequence[LatencyRecorder]) -> LatencyRecorder:
     out = LatencyRecorder(name)
     for r in recorders:
         out.merge(r)
     return out
 
 
-def production_role(results: list[tuple[ProducerResult, float]]) -> RoleResult:
-    start = min(r.t_start for r, _ in results)
-    end = max(t for _, t in results)
+def production_role(results: Sequence[ProducerOutcome]) -> RoleResult:
     return RoleResult(
         role="production",
         clients=len(results),
-        records=sum(r.records_acked for r, _ in results),
-        wall_s=end - start,
-        latency=_merge("produce", [r.latency for r, _ in results]),
+        records=sum(r.records_acked for r in results),
+        wall_s=max(r.t_end for r in results) - min(r.t_start for r in results),
+        latency=_merge("produce", [r.latency for r in results]),
         e2e=None,
-        errors=sum(sum(r.errors.values()) for r, _ in results),
+        errors=sum(r.errors for r in results),
     )
 
 
-def open_loop_production(results: list[tuple[ProducerResult, float]], target: float,
+def open_loop_production(results: Sequence[ProducerOutcome], target: float,
                          series: list[dict[str, Any]]) -> tuple[RoleResult, OpenLoopResult]:
     """The production row of an open-loop session: records due after the warm-up, over the
     time after it (each producer's schedule from the warm-up's end to its last send), with
     latency from the intended send time."""
-    reports = [r.schedule_report for r, _ in results]
-    schedules = [r.schedule for r, _ in results]
-    assert all(x is not None for x in reports) and all(x is not None for x in schedules)
-    wall = max(x.elapsed_s for x in reports if x is not None)
-    sent = sum(x.sent_measured for x in reports if x is not None)
-    intended = _merge("produce_intended", [x.latency_intended for x in schedules if x])
+    schedules = [r.open_loop for r in results if r.open_loop is not None]
+    assert len(schedules) == len(results)
+    wall = max(x.elapsed_s for x in schedules)
+    sent = sum(x.sent_measured for x in schedules)
+    intended = _merge("produce_intended", [x.intended for x in schedules])
     role = RoleResult(
         role="production",
         clients=len(results),
         # From the schedules, not the reports: those were taken when sending ended, before the
         # last window of requests was answered.
-        records=sum(x.acked_measured for x in schedules if x is not None),
+        records=sum(x.acked_measured for x in schedules),
         wall_s=wall,
         latency=intended,
         e2e=None,
-        errors=sum(sum(r.errors.values()) for r, _ in results),
+        errors=sum(r.errors for r in results),
     )
     return role, OpenLoopResult(
         target_rate=target,
         achieved_rate=sent / wall if wall > 0 else 0.0,
-        behind=any(x.behind for x in reports if x is not None),
-        send_delay=_merge("send_delay", [x.send_delay for x in schedules if x]),
+        behind=any(x.behind for x in schedules),
+        send_delay=_merge("send_delay", [x.send_delay for x in schedules]),
         intended=intended,
         series=series,
     )
 
 
-def consumption_role(results: list[ConsumerResult], measured_from: float | None = None
+def consumption_role(results: Sequence[ConsumerOutcome], measured_from: float | None = None
                      ) -> RoleResult:
     """``measured_from`` (perf_counter; warm-up sessions): count only records sent after it
     (those with an end-to-end sample) over the time after it."""
@@ -227,127 +184,96 @@ def consumption_role(results: list[ConsumerResult], measured_from: float | None 
             "consume", [x for r in results for x in (r.fetch_latency, r.commit_latency)]
         ),
         e2e=_merge("end_to_end", [r.e2e_latency for r in results]),
-        errors=sum(sum(r.errors.values()) for r in results),
+        errors=sum(r.errors for r in results),
     )
-
-
-def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str) -> list[Producer]:
-    rate = None if cell.rate is None else cell.rate / wl.producers
-    mode = cast(Literal["sync", "pipelined"], wl.producer_mode)
-    arrivals = cast(Literal["uniform", "poisson"], wl.arrivals)
-    return [
-        Producer(clients.producers[i], config=ProducerConfig(
-            topic=topic, msg_size=cell.msg_size, batch=cell.batch, mode=mode, window=wl.window,
-            producer_id=i + 1, partitions=plan.producer_partitions(wl, i), rate=rate,
-            arrivals=arrivals, seed=i + 1, warmup_s=wl.warmup_s, acks=wl.acks))
-        for i in range(wl.producers)
-    ]
 
 
 def _producer_counts(wl: Workload, cell: Cell) -> list[int]:
     """Records each producer sends: its share of ``messages``, or, time-bounded, an upper
     bound (the schedule stops the producer at duration_s; poisson: +6 sigma)."""
     if wl.duration_s is None:
-        return plan.producer_counts(wl.messages, wl.producers)
+        return plan.producer_counts(cell.messages or wl.messages, wl.producers)
     assert cell.rate is not None  # the workload parser's rules
     expect = cell.rate / wl.producers * wl.duration_s
     return [math.ceil(expect + 6 * math.sqrt(expect)) + cell.batch] * wl.producers
 
 
-def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: str,
-               offset_commit: str, verifier: Verifier) -> list[Consumer]:
-    # Warm-up: records sent before this are left out of the end-to-end histogram.
-    e2e_from = now_us() + round(wl.warmup_s * 1e6) if wl.warmup_s else 0
-    return [
-        Consumer(
-            clients.consumers[j], topic, plan.consumer_partitions(wl, j), group=group,
-            batch=cell.batch, msg_size=cell.msg_size, commit=plan.commit_policy(offset_commit),
-            max_wait_ms=wl.fetch_max_wait_ms, verifier=verifier, consumer_id=j,
-            e2e_from_us=e2e_from,
-        )
-        for j in range(wl.consumers)
-    ]
-
-
-def _follow_timeline(producers: list[Producer], consumers: list[Consumer]) -> Timeline:
-    """The open-loop time series: 1-second buckets from now (production starts at once)."""
-    timeline = Timeline(time.perf_counter(), bucket_s=1.0)
-    for p in producers:
-        p.on_ack = timeline.produced
-    for c in consumers:
-        c.on_records = timeline.consumed
-        c.on_e2e = timeline.e2e
-    return timeline
-
-
-Produced = list[tuple[ProducerResult, float]]
-
-
-async def _time_bounded(producers: list[Producer], consumers: list[Consumer], counts: list[int],
-                        wl: Workload) -> tuple[Produced, list[ConsumerResult]]:
-    """Nobody knows the count in advance: consumers follow the topic until the producers are
-    done and they have caught up."""
-    following = [asyncio.ensure_future(c.run(deadline_s=wl.consumer_timeout_s, follow=True))
-                 for c in consumers]
+async def _concurrent(parts: Sequence[LoadPart], job: Job,
+                      expected: Mapping[int, int] | None) -> list[PartOutcome]:
+    """Producers and consumers at once on every part. Time-bounded (``expected`` None):
+    consumers follow the topic until every producer everywhere is done and they have caught
+    up."""
+    running: list[Running] = []
     try:
-        prod = await asyncio.gather(*(timed(p.run(n, wl.duration_s))
-                                      for p, n in zip(producers, counts, strict=True)))
-    finally:
-        for c in consumers:
-            c.finish()
-    return list(prod), list(await asyncio.gather(*following))
+        running = list(await asyncio.gather(*(p.start(job, expected) for p in parts)))
+        produced = await asyncio.gather(*(r.produced() for r in running))
+        if expected is None:
+            await asyncio.gather(*(r.finish() for r in running))
+        consumed = await asyncio.gather(*(r.consumed() for r in running))
+    except BaseException:
+        await asyncio.gather(*(r.abort() for r in running), return_exceptions=True)
+        raise
+    return [*produced, *consumed]
 
 
-async def _split(producers: list[Producer], consumers: list[Consumer], counts: list[int],
-                 wl: Workload) -> tuple[Produced, list[ConsumerResult]]:
+async def _split(parts: Sequence[LoadPart], job: Job, wl: Workload) -> list[PartOutcome]:
     """Producers to completion, then consumers read what was acknowledged."""
-    prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
-                                                                    strict=True)))
+    produced = await asyncio.gather(*(p.produce(job) for p in parts))
     acked: dict[int, int] = {}
-    for r, _ in prod:
-        for p, n in r.partition_records.items():
-            acked[p] = acked.get(p, 0) + n
-    cons = await asyncio.gather(*(
-        c.run(expected=sum(acked.get(p, 0) for p in plan.consumer_partitions(wl, j)),
-              deadline_s=wl.consumer_timeout_s)
-        for j, c in enumerate(consumers)
-    ))
-    return list(prod), list(cons)
+    for outcome in produced:
+        for r in outcome.producers:
+            for p, n in r.partition_records.items():
+                acked[p] = acked.get(p, 0) + n
+    expected = {j: sum(acked.get(p, 0) for p in plan.consumer_partitions(wl, j))
+                for j in range(wl.consumers)}
+    consumed = await asyncio.gather(*(p.consume(job, expected) for p in parts))
+    return [*produced, *consumed]
 
 
-async def _streaming(producers: list[Producer], consumers: list[Consumer], counts: list[int],
-                     wl: Workload, batch: int) -> tuple[Produced, list[ConsumerResult]]:
-    """Both at once; each consumer expects what the producers will send to its partitions."""
+def _planned(wl: Workload, counts: list[int], batch: int) -> dict[int, int]:
+    """Streaming: what each consumer will get (the producers' round-robin of full batches)."""
     planned: dict[int, int] = {}
     for i, n in enumerate(counts):
         for p, k in plan.planned_per_partition(n, plan.producer_partitions(wl, i),
                                                batch).items():
             planned[p] = planned.get(p, 0) + k
-    both = await asyncio.gather(
-        *(timed(p.run(n)) for p, n in zip(producers, counts, strict=True)),
-        *(
-            c.run(expected=sum(planned.get(p, 0) for p in plan.consumer_partitions(wl, j)),
-                  deadline_s=wl.consumer_timeout_s)
-            for j, c in enumerate(consumers)
-        ),
-    )
-    return (cast(Produced, list(both[: len(producers)])),
-            cast(list[ConsumerResult], list(both[len(producers):])))
+    return {j: sum(planned.get(p, 0) for p in plan.consumer_partitions(wl, j))
+            for j in range(wl.consumers)}
 
 
-async def produce_only(clients: Clients, workload: Workload, cell: Cell, topic: str
-                       ) -> RoleResult:
+def _verifier(outcomes: Sequence[PartOutcome]) -> Verifier:
+    """Every part's verifier merged, checked against every producer's acknowledgements."""
+    verifiers = [o.verifier for o in outcomes if o.verifier is not None]
+    verifier = verifiers[0] if verifiers else Verifier()
+    for v in verifiers[1:]:
+        verifier.merge(v)
+    for o in outcomes:
+        for r in o.producers:
+            verifier.expect(r.producer_id, r.acked)
+    return verifier
+
+
+def _timeline(outcomes: Sequence[PartOutcome]) -> Timeline | None:
+    timelines = [o.timeline for o in outcomes if o.timeline is not None]
+    if not timelines:
+        return None
+    merged = timelines[0]
+    for t in timelines[1:]:
+        merged.merge(t)
+    return merged
+
+
+async def produce_only(load: Load, workload: Workload, cell: Cell, topic: str) -> RoleResult:
     """The production phase of a split session alone (a sink that stores nothing has nothing
     to consume: harness/perf_cluster.py's null-sink ceiling)."""
-    producers = _producers(clients, workload, cell, topic)
-    counts = _producer_counts(workload, cell)
-    prod = await asyncio.gather(*(timed(p.run(n)) for p, n in zip(producers, counts,
-                                                                    strict=True)))
-    return production_role(list(prod))
+    job = Job.of(workload, cell, topic, f"{topic}-group", "none",
+                 _producer_counts(workload, cell), 0, None)
+    produced = await asyncio.gather(*(p.produce(job) for p in load.parts))
+    return production_role([r for o in produced for r in o.producers])
 
 
 async def run_session(
-    clients: Clients,
+    load: Load,
     workload: Workload,
     cell: Cell,
     scenario: str,
@@ -359,32 +285,34 @@ async def run_session(
     call so topic creation is not charged to the data path) and verify."""
     wl = workload
     counts = _producer_counts(wl, cell)
-    producers = _producers(clients, wl, cell, topic)
-    verifier = Verifier()
     measured_from = time.perf_counter() + wl.warmup_s if wl.warmup_s else None
-    consumers = _consumers(clients, wl, cell, topic, group, offset_commit, verifier)
-    timeline = _follow_timeline(producers, consumers) if cell.rate is not None else None
+    # Warm-up: records sent before this are left out of the end-to-end histogram.
+    e2e_from = now_us() + round(wl.warmup_s * 1e6) if wl.warmup_s else 0
+    job = Job.of(wl, cell, topic, group, offset_commit, counts, e2e_from,
+                 time.perf_counter() if cell.rate is not None else None)
     if wl.duration_s is not None:
-        prod, cons = await _time_bounded(producers, consumers, counts, wl)
+        outcomes = await _concurrent(load.parts, job, None)
     elif scenario == "split":
-        prod, cons = await _split(producers, consumers, counts, wl)
+        outcomes = await _split(load.parts, job, wl)
     elif scenario == "streaming":
-        prod, cons = await _streaming(producers, consumers, counts, wl, cell.batch)
+        outcomes = await _concurrent(load.parts, job, _planned(wl, counts, cell.batch))
     else:
         raise ValueError(f"unknown scenario {scenario!r}")
-    for r, _ in prod:
-        verifier.expect(r.producer_id, r.acked)
+    producers = [r for o in outcomes for r in o.producers]
+    consumers = [c for o in outcomes for c in o.consumers]
+    verifier = _verifier(outcomes)
+    timeline = _timeline(outcomes)
     open_loop = None
     if cell.rate is None or timeline is None:
-        production = production_role(prod)
+        production = production_role(producers)
     else:
-        production, open_loop = open_loop_production(prod, cell.rate,
+        production, open_loop = open_loop_production(producers, cell.rate,
                                                      timeline.series(wl.warmup_s))
     return SessionResult(
         production=production,
-        consumption=consumption_role(cons, measured_from),
+        consumption=consumption_role(consumers, measured_from),
         report=verifier.report(),
-        messages=sum(r.records_sent for r, _ in prod),
-        timed_out=any(c.timed_out for c in cons),
+        messages=sum(r.records_sent for r in producers),
+        timed_out=any(c.timed_out for c in consumers),
         open_loop=open_loop,
     )

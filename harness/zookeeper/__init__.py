@@ -25,17 +25,19 @@ Layout (one concern per module; everything below is importable from ``harness.zo
     four_letter.py  four-letter words: four_letter, mntr/srvr and their parsers, server_mode
     discovery.py    finding Java and the ZooKeeper jars (find_java, find_classpath)
     config.py       ZooKeeperConfig (the knobs), Member, render_config (zoo.cfg text; pure)
-    ensemble.py     local servers as ManagedProcesses: ZooKeeperEnsemble, ZooKeeperServer,
-                    free_ports
-    provision.py    provision()/provisioned() in the order above, ZooKeeperHandle,
+    ensemble.py     servers as ChildProcesses of machines (here, or hosts over SSH):
+                    ZooKeeperEnsemble, ZooKeeperServer
+    provision.py    provision()/provisioned() in the order above, provision_on() (one server
+                    per zookeeper host of a hosts file), ZooKeeperHandle,
                     parse_connect_string, docker_engine_answers, sweep_stale_containers
     build_image.sh  the container image from Debian's zookeeper package, for engines that
                     reach no registry (run by harness/setup_system.sh when it is absent)
 """
 
+from harness.machines import free_ports
 from harness.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
 from harness.zookeeper.discovery import DEBIAN_JAVA_DIR, MAIN_CLASS, find_classpath, find_java
-from harness.zookeeper.ensemble import ZooKeeperEnsemble, ZooKeeperServer, free_ports
+from harness.zookeeper.ensemble import ZooKeeperEnsemble, ZooKeeperServer
 from harness.zookeeper.errors import (
     HOW_TO_GET_ZOOKEEPER,
     ZooKeeperStartError,
@@ -57,6 +59,7 @@ from harness.zookeeper.provision import (
     docker_engine_answers,
     parse_connect_string,
     provision,
+    provision_on,
     provisioned,
     sweep_stale_containers,
 )
@@ -86,6 +89,7 @@ __all__ = [
     "parse_mntr",
     "parse_srvr",
     "provision",
+    "provision_on",
     "provisioned",
     "render_config",
     "server_mode",

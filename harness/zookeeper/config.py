@@ -68,6 +68,9 @@ class Member:
     client_port: int
     peer_port: int
     election_port: int
+    # Its address, on hosts (harness/remote/); None: the config's host (and the ensemble's
+    # quorum ports on loopback).
+    host: str | None = None
 
 
 def render_config(
@@ -81,7 +84,7 @@ def render_config(
         f"syncLimit={cfg.sync_limit}",
         f"dataDir={data_dir}",
         f"clientPort={member.client_port}",
-        f"clientPortAddress={cfg.host}",
+        f"clientPortAddress={member.host or cfg.host}",
         f"maxClientCnxns={cfg.max_client_cnxns}",
         # The admin server is a Jetty HTTP server on port 8080 by default: it would collide
         # between ensemble members and with anything else on the machine.
@@ -95,5 +98,6 @@ def render_config(
     if cfg.max_session_timeout_ms is not None:
         lines.append(f"maxSessionTimeout={cfg.max_session_timeout_ms}")
     if len(members) > 1:
-        lines += [f"server.{m.sid}={LOOPBACK}:{m.peer_port}:{m.election_port}" for m in members]
+        lines += [f"server.{m.sid}={m.host or LOOPBACK}:{m.peer_port}:{m.election_port}"
+                  for m in members]
     return "\n".join(lines) + "\n"

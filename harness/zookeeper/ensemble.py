@@ -1,50 +1,31 @@
-"""Local ZooKeeper servers: one standalone server, or an ensemble of them on loopback.
+"""ZooKeeper servers: one standalone server, or an ensemble, on this machine or on hosts.
 
-Each member is a ``harness.processes.ManagedProcess`` running QuorumPeerMain on its own
-``zoo.cfg`` (own session, stopped by PID, log tail in errors, stopped at exit if forgotten).
-ZooKeeper prints no readiness line, so readiness is its four-letter-word probe: every member
-reports a serving mode, and an ensemble has exactly one leader.
+Each member is a ``harness.processes.ChildProcess`` of a ``harness.machines.Machine`` running
+QuorumPeerMain on its own ``zoo.cfg`` (own session, stopped by PID, log tail in errors,
+stopped at exit if forgotten): a ``ManagedProcess`` here, a process under a keeper on a host of
+a hosts file (harness/remote/). ZooKeeper prints no readiness line, so readiness is its
+four-letter-word probe: every member reports a serving mode, and an ensemble has exactly one
+leader.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 from brokers.core.errors import UserError
-from harness.processes import ManagedProcess, wait_ready
-from harness.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
-from harness.zookeeper.discovery import MAIN_CLASS, find_classpath, find_java
-from harness.zookeeper.errors import (
-    HOW_TO_GET_ZOOKEEPER,
-    ZooKeeperStartError,
-    ZooKeeperUnavailable,
-)
+from harness.machines import LOCAL, Machine, free_ports
+from harness.processes import ChildProcess, wait_ready
+from harness.zookeeper.config import Member, ZooKeeperConfig, render_config
+from harness.zookeeper.discovery import MAIN_CLASS
+from harness.zookeeper.errors import ZooKeeperStartError
 from harness.zookeeper.four_letter import server_mode
 
 # Log lines a start-up error quotes: a JVM's reason to exit is often a dozen lines of trace.
 _TAIL_LINES = 30
-
-
-def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
-    """``n`` distinct free TCP ports, found by binding port 0.
-
-    All sockets stay open until every port is chosen, so the kernel cannot hand the same port
-    out twice; the (tiny) window between closing them and ZooKeeper binding is unavoidable.
-    """
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class _Server:
@@ -53,21 +34,21 @@ class _Server:
     def __init__(
         self,
         cfg: ZooKeeperConfig,
-        java: str,
-        classpath: list[Path],
+        machine: Machine,
         member: Member,
         members: list[Member],
         root: Path,
     ) -> None:
         self.cfg = cfg
         self.member = member
+        self.machine = machine
+        java, classpath = machine.find_zookeeper(cfg.java, cfg.home)
         data_dir = root / "data"
         config_path = root / "zoo.cfg"
-        root.mkdir(parents=True, exist_ok=True)
-        data_dir.mkdir(exist_ok=True)
+        machine.makedirs(data_dir)
         if len(members) > 1:
-            (data_dir / "myid").write_text(f"{member.sid}\n")
-        config_path.write_text(render_config(cfg, member, members, data_dir))
+            machine.write_text(data_dir / "myid", f"{member.sid}\n")
+        machine.write_text(config_path, render_config(cfg, member, members, data_dir))
         argv = [
             java,
             f"-Xmx{cfg.heap_mb}m",
@@ -81,9 +62,13 @@ class _Server:
         ]
         # The log is appended to: a restarted server keeps the earlier log, which is what one
         # wants to read.
-        self.process = ManagedProcess(
+        self.process: ChildProcess = machine.process(
             argv, name=f"ZooKeeper (port {member.client_port})", log_path=root / "zookeeper.log",
             cwd=root, stdout_to_log=True, tail_lines=_TAIL_LINES)
+
+    @property
+    def host(self) -> str:
+        return self.member.host or self.cfg.host
 
     @property
     def port(self) -> int:
@@ -98,7 +83,7 @@ class _Server:
             self.process.start()
 
     def mode(self) -> str | None:
-        return server_mode(self.cfg.host, self.port)
+        return server_mode(self.host, self.port)
 
 
 def _wait_ready(servers: list[_Server], timeout_s: float, what: str) -> None:
@@ -109,43 +94,44 @@ def _wait_ready(servers: list[_Server], timeout_s: float, what: str) -> None:
 
 
 class ZooKeeperEnsemble:
-    """``cfg.nodes`` ZooKeeper processes on loopback (1 = a standalone server).
+    """``cfg.nodes`` ZooKeeper processes (1 = a standalone server): on loopback here, or one per
+    machine of ``machines`` (each in its own directory of ``roots``) at its address.
 
     Ports are chosen once, so ``stop()`` then ``start()`` restarts the same servers on the same
     addresses with their data intact (what a "ZooKeeper went away and came back" test needs).
     """
 
-    def __init__(self, cfg: ZooKeeperConfig | None = None, workdir: Path | None = None) -> None:
+    def __init__(self, cfg: ZooKeeperConfig | None = None, workdir: Path | None = None,
+                 machines: Sequence[Machine] = (), roots: Sequence[Path] = ()) -> None:
         self.cfg = cfg or ZooKeeperConfig()
         root = self.cfg.data_dir or workdir
-        if root is None:
+        if root is None and not machines:
             raise UserError("ZooKeeperEnsemble needs cfg.data_dir or a workdir")
-        self.root = Path(root)
-        java = find_java(self.cfg.java)
-        classpath = find_classpath(self.cfg.home)
-        if java is None or classpath is None:
-            missing = "java" if java is None else "the ZooKeeper jars"
-            raise ZooKeeperUnavailable(
-                f"cannot start a local ZooKeeper ({missing} not found); " + HOW_TO_GET_ZOOKEEPER
-            )
-        self.java = java
-        self.classpath = classpath
-        n = self.cfg.nodes
-        ports = free_ports(n if n == 1 else 3 * n, self.cfg.host)
-        members = [
-            Member(sid, ports[i], *((ports[n + 2 * i], ports[n + 2 * i + 1]) if n > 1 else (0, 0)))
-            for i, sid in enumerate(range(1, n + 1))
-        ]
-        self._servers = [
-            _Server(self.cfg, java, classpath, m, members, self.root / f"zk{m.sid}")
-            for m in members
-        ]
+        self.root = Path(root) if root is not None else Path()
+        if machines:
+            members = []
+            for i, m in enumerate(machines):
+                # client port; and in an ensemble the quorum's peer and election ports
+                ports = m.free_ports(3) if len(machines) > 1 else [*m.free_ports(1), 0, 0]
+                members.append(Member(i + 1, ports[0], ports[1], ports[2], host=m.address))
+            places = list(zip(machines, roots, strict=True))
+        else:
+            n = self.cfg.nodes
+            ports = free_ports(n if n == 1 else 3 * n, self.cfg.host)
+            members = [
+                Member(sid, ports[i],
+                       *((ports[n + 2 * i], ports[n + 2 * i + 1]) if n > 1 else (0, 0)))
+                for i, sid in enumerate(range(1, n + 1))
+            ]
+            places = [(LOCAL, self.root / f"zk{m.sid}") for m in members]
+        self._servers = [_Server(self.cfg, machine, m, members, member_root)
+                         for m, (machine, member_root) in zip(members, places, strict=True)]
         self.startup_seconds: float | None = None  # measured by the last start()
 
     # --- the handle API --------------------------------------------------------------------
     @property
     def endpoints(self) -> tuple[tuple[str, int], ...]:
-        return tuple((self.cfg.host, s.port) for s in self._servers)
+        return tuple((s.host, s.port) for s in self._servers)
 
     @property
     def connect_string(self) -> str:
@@ -157,8 +143,14 @@ class ZooKeeperEnsemble:
         return tuple(pid for s in self._servers if (pid := s.pid) is not None)
 
     @property
-    def log_paths(self) -> tuple[Path, ...]:
-        return tuple(s.process.log_path for s in self._servers)
+    def processes(self) -> tuple[ChildProcess, ...]:
+        """The running member processes (for their CPU time)."""
+        return tuple(s.process for s in self._servers if s.pid is not None)
+
+    def log_paths(self, machine: Machine | None = None) -> tuple[Path, ...]:
+        """The members' logs (those on ``machine`` only, when given)."""
+        return tuple(s.process.log_path for s in self._servers
+                     if machine is None or s.machine.name == machine.name)
 
     def modes(self) -> dict[int, str | None]:
         """Client port -> current mode (None when not serving)."""

@@ -22,14 +22,15 @@ import dataclasses
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from brokers.core.errors import UserError
-from harness.processes import pid_alive
+from harness.machines import Machine
+from harness.processes import ChildProcess, pid_alive
 from harness.zookeeper.config import ZooKeeperConfig
 from harness.zookeeper.discovery import find_classpath, find_java
 from harness.zookeeper.ensemble import ZooKeeperEnsemble
@@ -63,7 +64,8 @@ def parse_connect_string(text: str) -> tuple[tuple[str, int], ...]:
 class ZooKeeperHandle:
     """Whatever provision() found or started: where it is, how to read it, how to stop it."""
 
-    # "external" (given by the user), "local" (jars, started here) or "container".
+    # "external" (given by the user), "local" (jars, started here), "hosts" (started on the
+    # zookeeper hosts of a hosts file) or "container".
     kind: str
     connect_string: str
     endpoints: tuple[tuple[str, int], ...]
@@ -76,6 +78,14 @@ class ZooKeeperHandle:
     @property
     def pids(self) -> tuple[int, ...]:
         return self.ensemble.pids if self.ensemble is not None else ()
+
+    @property
+    def processes(self) -> tuple[ChildProcess, ...]:
+        """The running servers started here (for their CPU time; none for other kinds)."""
+        return self.ensemble.processes if self.ensemble is not None else ()
+
+    def log_paths(self, machine: Machine | None = None) -> tuple[Path, ...]:
+        return self.ensemble.log_paths(machine) if self.ensemble is not None else ()
 
     def stop(self) -> None:
         """Stop what we started; an external ZooKeeper is left alone. Idempotent."""
@@ -290,6 +300,18 @@ def provision(
             )
         return _container(workdir, cfg.startup_timeout_s)
     raise ZooKeeperUnavailable(HOW_TO_GET_ZOOKEEPER)
+
+
+def provision_on(machines: Sequence[Machine], roots: Sequence[Path],
+                 cfg: ZooKeeperConfig | None = None) -> ZooKeeperHandle:
+    """One server on each of ``machines`` (an ensemble when several), each in its directory
+    of ``roots``: the zookeeper hosts of a hosts file. The caller must ``stop()`` the handle."""
+    cfg = dataclasses.replace(cfg or ZooKeeperConfig(), nodes=len(machines))
+    ensemble = ZooKeeperEnsemble(cfg, machines=machines, roots=roots)
+    ensemble.start()
+    return ZooKeeperHandle("hosts", ensemble.connect_string, ensemble.endpoints,
+                           ensemble=ensemble, _stop=ensemble.stop,
+                           version=_version_of(ensemble.endpoints))
 
 
 @contextlib.contextmanager

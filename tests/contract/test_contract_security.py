@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from harness.kafka_probe import KafkaProbe
-from tests.support.clusters import ARCHITECTURES, start_cluster
+from tests.support.clusters import ARCHITECTURES, REPLICATING, start_cluster
 from tests.support.ops import eventually
 from tests.support.security import MECHANISMS, SecurityFiles, make_security_files
 
@@ -37,6 +37,7 @@ def secured(request, tmp_path_factory, security_files):
     cluster = start_cluster(arch, tmp_path_factory.mktemp(f"secured-{arch}-{protocol}"),
                             brokers=2, security=security_files, protocol=protocol)
     cluster.protocol = protocol  # type: ignore[union-attr]
+    cluster.arch = arch  # type: ignore[union-attr]
     yield cluster
     cluster.stop()
 
@@ -94,6 +95,32 @@ def test_kafka_python_produces_and_consumes_with_every_mechanism(secured, securi
                 break
         consumer.close()
         assert got == [f"v{i}".encode() for i in range(15)], mechanism
+
+
+def test_followers_replicate_over_the_secured_listener(secured, security_files):
+    """acks=all with min.insync.replicas=2 on two brokers is acknowledged only once the
+    follower has fetched every batch from the leader: over the cluster's own protocol, with
+    the broker's truststore and its first user's login."""
+    if secured.arch not in REPLICATING:
+        pytest.skip(f"{secured.arch} does not replicate")
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    mechanism = _mechanisms(secured.protocol)[-1]
+    conf = security_files.librdkafka(secured.protocol, mechanism)
+    topic = f"secrepl-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap, **conf})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=2,
+                                  config={"min.insync.replicas": "2"})],
+                        request_timeout=30)[topic].result(30)
+    failed: list[object] = []
+    producer = ck.Producer({"bootstrap.servers": secured.bootstrap, "acks": "all",
+                            "message.timeout.ms": 30_000, **conf})
+    for i in range(30):
+        producer.produce(topic, f"r{i}".encode(),
+                         on_delivery=lambda err, _msg: err is not None and failed.append(err))
+    assert producer.flush(60) == 0
+    assert failed == []
 
 
 def _sasl_failures(cluster) -> int:

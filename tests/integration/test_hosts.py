@@ -4,6 +4,7 @@ and a wrong project path each get their one line."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory):
-    if reason := sshd.unavailable():
-        pytest.skip(reason)
-    made = sshd.SshHosts(tmp_path_factory.mktemp("ssh")).start(2)
-    yield made
-    made.close()
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sshd.SshHosts]:
+    yield from sshd.module_hosts(tmp_path_factory, 2)
 
 
 def _write(path: Path, doc: dict) -> Path:
@@ -80,8 +77,16 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
      "hosts[0].port: must be a TCP port"),
     ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"],
                  "cpus": [-1]}]}, "hosts[0].cpus: must be a list of CPU numbers"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "workdir": "tmp/tb"}, "workdir: must be an absolute path"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "keepalive_count": 1.5}, "keepalive_count: must be an integer >= 1"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
+      "keepalive_s": 2, "keepalive_count": 5, "watchdog_s": 10},
+     "watchdog_s: must exceed keepalive_s x keepalive_count (10 s)"),
 ])
 def test_bad_hosts_files_are_one_line(tmp_path: Path, doc: dict, expected: str) -> None:
     with pytest.raises(UserError) as info:
         load_hosts(_write(tmp_path / "h.yaml", doc))
     assert expected in str(info.value) and "\n" not in str(info.value)
+

@@ -31,16 +31,20 @@ cells:
 
 
 def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
+    """Over SASL_SSL: the cluster's client_config= properties become --client-config's keys."""
     proc = ManagedProcess(
         [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "3",
-         "--data-dir", str(tmp_path / "data")],
+         "--data-dir", str(tmp_path / "data"), "--security", "sasl_ssl"],
         name="twinbench cluster", log_path=tmp_path / "cluster.log").start()
     try:
         bootstrap = proc.wait_for_line("bootstrap=", 120).split("=", 1)[1]
+        properties = Path(proc.wait_for_line("client_config=", 30).split("=", 1)[1])
+        settings = dict(line.split("=", 1) for line in properties.read_text().splitlines())
         workload = tmp_path / "small.yaml"
         workload.write_text(SMALL)
         config = tmp_path / "client.yaml"
-        config.write_text("client_id: ext-test\nrequest_timeout_ms: 30000\n")
+        config.write_text("client_id: ext-test\nrequest_timeout_ms: 30000\n" + "".join(
+            f"{key.replace('.', '_')}: {value}\n" for key, value in settings.items()))
         out = tmp_path / "runs"
         done = twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
                           str(workload), "--client-config", str(config), "--out", str(out),
@@ -52,6 +56,8 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
         assert m["cluster"]["network"] == "external" and m["cluster"]["brokers"] == 3
         ext = m["external"]
         assert ext["bootstrap"] == bootstrap and ext["client"]["client_id"] == "ext-test"
+        assert ext["client"]["security_protocol"] == "SASL_SSL"
+        assert settings["sasl.password"] not in (run / "manifest.json").read_text()
         assert ext["not_applied"] == list(NOT_APPLIED) and ext["not_measured"]
         assert m["architectures"]["ext-dsbs"]["baseline"] is False
         with open(run / "records.csv", newline="") as f:
@@ -95,7 +101,13 @@ def test_what_an_external_run_refuses(args: list[str], expected: str) -> None:
 
 @pytest.mark.filesystem
 @pytest.mark.parametrize(("text", "expected"), [
-    ("security_protocol: SSL\n", "the load client speaks PLAINTEXT only"),
+    ("security_protocol: TLS\n", "security_protocol TLS: one of PLAINTEXT, SSL"),
+    ("security_protocol: SASL_SSL\nsasl_username: u\n",
+     "SASL_SSL needs sasl_username and sasl_password"),
+    ("security_protocol: SSL\nsasl_username: u\n", "sasl_username applies to SASL_"),
+    ("ssl_ca_location: ca.pem\n", "ssl_ca_location applies to SSL and SASL_SSL only"),
+    ("security_protocol: SASL_SSL\nsasl_mechanism: GSSAPI\nsasl_username: u\n"
+     "sasl_password: p\n", "sasl_mechanism GSSAPI: one of PLAIN, SCRAM-SHA-256"),
     ("retries: -1\n", "retries: must be an integer >= 0"),
     ("linger_ms: 5\n", "linger_ms: unknown setting"),
     ("[1, 2]\n", "must be a mapping of settings"),

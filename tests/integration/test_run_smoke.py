@@ -84,7 +84,8 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
     assert m["seed"] == 42 and m["workload"]["tries"] == TRIES
     assert m["workload_text"] == load_workload("smoke").text
     assert m["policies"] == {"offset_commit": "every_fetch", "metadata_check": "per_request",
-                             "flush": "os"}
+                             "flush": "os", "security": "none"}
+    assert m["cluster"]["security_protocol"] == "PLAINTEXT"
     assert (m["versions"]["zookeeper"] is None) == (arch == "dsbs")
     # How the analysis will label it: the registry entry's labels.
     assert m["architectures"] == architectures.manifest_labels([arch])

@@ -54,7 +54,7 @@ def test_standalone_serves_reports_counters_and_stops_by_pid(tmp_path: Path) -> 
         stats = zk.mntr(host, port)
         assert stats["zk_server_state"] == "standalone"
         assert isinstance(stats["zk_packets_received"], int)
-        log = handle.ensemble.log_paths[0]
+        log = handle.ensemble.log_paths()[0]
     assert not any(pid_alive(p) for p in pids), "ZooKeeper survived stop()"
     assert log.is_file() and "binding to port" in log.read_text()
 

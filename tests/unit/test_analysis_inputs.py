@@ -73,20 +73,20 @@ def test_corrupt_manifest(runs: Path) -> None:
 @pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=7)
-    with pytest.raises(UserError, match=r"format_version 7 is not supported.*reads "
-                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6"):
+        set_manifest(run, format_version=9)
+    with pytest.raises(UserError, match=r"format_version 9 is not supported.*reads "
+                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8"):
         read_manifests(discover_runs([runs]))
 
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=7)
+    set_manifest(one_run(runs), format_version=9)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 7:" in message
+    assert "format_version 1:" in message and "format_version 9:" in message
     assert "\n" not in message
 
 

@@ -147,6 +147,25 @@ def test_exact_tolerance_takes_the_largest_of_floor_spread_and_absolute_floor() 
     assert zero.tol == pytest.approx(L.ABS_FLOOR / 8000 * 1000)
 
 
+def test_fsyncs_have_a_floor_of_their_own_for_group_commit() -> None:
+    def stats(value: float) -> pd.DataFrame:
+        return pd.DataFrame([{"arch": "dsbs", "cell_id": "c", "scenario": "split",
+                              "counter": "fsyncs", "per_1000": value, "records": 8000}])
+    tol = L.exact_tolerances([stats(700.0), stats(702.0)])[("dsbs", "c", "split", "fsyncs")]
+    assert tol.tol == pytest.approx(700.5 * L.COUNTER_FLOOR_PCT["fsyncs"] / 100, rel=1e-3)
+    # Below one extra fsync per commit at batch 1 (+1000 per 1,000 records).
+    assert tol.tol < 1000
+
+
+def test_same_machine_is_cpu_model_count_and_tuning() -> None:
+    host = {"cpu_model": "AMD EPYC", "cpu_count": 2, "conditions": {"tuned": True}}
+    assert L.same_machine(host, dict(host))
+    assert L.same_machine(host, {"cpu_model": "AMD EPYC", "cpu_count": 2})  # older manifest
+    assert not L.same_machine(host, {**host, "cpu_model": "Intel Xeon"})
+    assert not L.same_machine(host, {**host, "cpu_count": 4})
+    assert not L.same_machine(host, {**host, "conditions": {"tuned": False}})
+
+
 # --- verdicts -----------------------------------------------------------------------------------
 
 
@@ -189,6 +208,22 @@ def test_check_passes_an_unchanged_run_and_fails_the_layer_a_change_moves() -> N
     assert slow.failed("cost") and slow.failed("throughput") and not slow.failed("exact")
     text = regress.summarize(slow)
     assert "REGRESSION in cost, throughput" in text and "split/production" in text
+
+
+def test_a_run_on_another_kind_of_machine_gets_the_wider_band() -> None:
+    base = regress.build_baseline(calibration())
+    base["host"] = {"cpu_model": "AMD EPYC", "cpu_count": 2}
+    for layer in ("cost", "throughput"):
+        info = base["layers"][layer]
+        assert info["foreign_half_width_pct"] > info["half_width_pct"]
+    # Throughput 20% above the baseline: beyond the same-machine band, within the foreign one.
+    moved = regression_run(rps={"zk": 1000.0, "dsbs": 3600.0})
+    moved.host = {"cpu_model": "AMD EPYC", "cpu_count": 2}
+    assert regress.check(moved, base).failed("throughput")
+    moved.host = {"cpu_model": "Intel Xeon", "cpu_count": 2}
+    foreign = regress.check(moved, base)
+    assert not foreign.same_machine and not foreign.failed("throughput")
+    assert "another kind of machine" in regress.summarize(foreign, moved)
 
 
 def test_a_new_family_label_absent_now_counts_as_zero_not_missing() -> None:

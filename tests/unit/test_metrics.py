@@ -12,11 +12,27 @@ from prometheus_client.registry import Collector
 
 from brokers.core.counters import BrokerCounters
 from brokers.core.errors import ProtocolViolation
-from brokers.core.metrics import api_name, counter_families, request_families
+from brokers.core.metrics import api_name, counter_families, request_families, response_families
+from brokers.core.protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+from brokers.core.protocol.messages.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+    TopicProduceResponse,
+)
 from brokers.core.request_meter import BUCKETS, MeteredDispatcher
+from brokers.core.response_meter import ResponseMeter, error_codes
 from brokers.core.server import Buffers
 from brokers.dsbs_broker.counters import DsbsCounters
 from harness.grafana import PANELS, dashboard
+from tests.support.batches import build_batch
 
 
 class _Inner:
@@ -108,3 +124,56 @@ def test_dashboard_has_a_row_and_every_panel_per_architecture() -> None:
     assert len(graphs) == 2 * len(PANELS)
     assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"])
     assert all('arch="dsbs"' in p["targets"][0]["expr"] for p in graphs[len(PANELS):])
+
+
+def _produce(acks: int, *parts: tuple[str, int, bytes]) -> ProduceRequest:
+    topics: dict[str, list[PartitionProduceData]] = {}
+    for topic, index, records in parts:
+        topics.setdefault(topic, []).append(PartitionProduceData(index=index, records=records))
+    return ProduceRequest(acks=acks, timeout_ms=1000, topic_data=[
+        TopicProduceData(name=t, partition_data=p) for t, p in topics.items()])
+
+
+def _produced(*parts: tuple[str, int, int]) -> ProduceResponse:
+    return ProduceResponse(throttle_time_ms=0, responses=[
+        TopicProduceResponse(name=t, partition_responses=[
+            PartitionProduceResponse(index=i, error_code=code, base_offset=0)])
+        for t, i, code in parts])
+
+
+def test_response_meter_counts_topics_and_error_codes() -> None:
+    meter = ResponseMeter()
+    three = build_batch([b"a", b"b", b"c"])
+    two = build_batch([b"xy", b"z"])
+    # Appended: a's batches; refused (NOT_LEADER_OR_FOLLOWER, 6): b's.
+    meter.observe(0, _produce(1, ("a", 0, three + two), ("b", 0, three)),
+                  _produced(("a", 0, 0), ("b", 0, 6)))
+    # acks=0: no answer, every partition counts.
+    meter.observe(0, _produce(0, ("a", 1, two)), None)
+    assert meter.topics["a"][:2] == [len(three) + 2 * len(two), 3 + 2 + 2]
+    assert "b" not in meter.topics
+    fetch = FetchResponse(throttle_time_ms=0, error_code=0, responses=[
+        FetchableTopicResponse(topic="a", partitions=[
+            PartitionData(partition_index=0, error_code=0, high_watermark=5, records=three),
+            PartitionData(partition_index=1, error_code=1, high_watermark=-1, records=b"")])])
+    meter.observe(1, FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]), fetch)
+    meter.observe(1, FetchRequest(replica_id=2, max_wait_ms=0, min_bytes=1, topics=[]), fetch)
+    assert meter.topics["a"][2:] == [len(three), len(three)]
+    assert meter.error_counts() == {(0, "NOT_LEADER_OR_FOLLOWER"): 1,
+                                    (1, "OFFSET_OUT_OF_RANGE"): 2}
+    text = _text(_Fixed(list(response_families(meter))))
+    assert f'twinbench_topic_bytes_in_total{{topic="a"}} {float(len(three) + 2 * len(two))}' \
+        in text
+    assert 'twinbench_topic_messages_in_total{topic="a"} 7.0' in text
+    assert 'twinbench_response_errors_total{api="Fetch",error="OFFSET_OUT_OF_RANGE"} 2.0' in text
+    meter.forget_topic("a")
+    assert meter.topics == {}
+
+
+def test_error_codes_are_found_at_any_depth() -> None:
+    found: list[int] = []
+    error_codes(FetchResponse(throttle_time_ms=0, error_code=7, responses=[
+        FetchableTopicResponse(topic="t", partitions=[
+            PartitionData(partition_index=0, error_code=3, high_watermark=-1, records=None)])]),
+                found)
+    assert sorted(found) == [3, 7]

@@ -165,6 +165,7 @@ def test_run_directories_are_never_reused(tmp_path: Path):
     ("rate_search.csv", runlog.RATE_SEARCH_COLUMNS),
     ("max_rate.csv", runlog.MAX_RATE_COLUMNS),
     ("metadata.csv", runlog.METADATA_COLUMNS),
+    ("metrics.csv", runlog.METRICS_COLUMNS),
 ])
 def test_fault_file_columns_are_the_documented_ones(title, columns):
     assert list(columns) == table_keys(doc_section(title))

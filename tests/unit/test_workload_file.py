@@ -19,7 +19,8 @@ from harness.workload import (
 )
 
 SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
-           "latency-smoke", "replication", "replication-rf1", "faults-rf3")
+           "latency-smoke", "replication", "replication-rf1", "faults-rf3", "security", "qos",
+           "qos-smoke")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
@@ -129,6 +130,8 @@ def test_partitions_default_to_one_per_broker():
         (with_(flush="sometimes"), "flush: flush policy 'sometimes' is not one of"),
         (with_(restart="always"), "restart: must be one of never, cell, try"),
         (with_(zk_nodes=2), "zk_nodes: must be 1 or 3, got 2"),
+        (with_(warmup_sessions=-1), "warmup_sessions: must be an integer between 0 and 100"),
+        (with_(warmup_sessions=1.5), "warmup_sessions: must be an integer between 0 and 100"),
         (with_(messages=2), "messages: 2 messages cannot feed 3 producers"),
         (with_(name="Paper Grid"), "name: must match"),
         (with_(labels=["A", "A"]), "labels: lists 'A' twice"),
@@ -339,3 +342,4 @@ def test_cli_refuses_a_bad_workload_before_starting_anything(tmp_path: Path, cap
                    "known: " + err.split("known: ", 1)[1])
     assert err.count("\n") == 1
     assert list(tmp_path.iterdir()) == [path]  # no run directory
+

@@ -12,7 +12,9 @@ epoch cache records. Per batch, never per record.
 
 One TCP connection per leader, one request in flight; an error closes it and the loop retries
 after ``replica_fetch_backoff_ms``. The fetcher of a leader that no partition follows any
-more stops.
+more stops. A leader whose registered listener is secured is reached over TLS and/or SASL
+(``Fetchers.security``, set by the broker from its own listener settings), the exchange done
+once per connection before the first fetch.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from brokers.core.errors import (
     error_for_code,
 )
 from brokers.core.logs import LogStore, PartitionLogLike
-from brokers.core.protocol.api import ApiKey
+from brokers.core.protocol.api import RESPONSES, ApiKey
 from brokers.core.protocol.framing import frame
 from brokers.core.protocol.header import RequestHeader, decode_response_header
 from brokers.core.protocol.messages.fetch import (
@@ -51,6 +53,7 @@ from brokers.core.protocol.records import iter_batches
 from brokers.core.protocol.schema import Message
 from brokers.core.replication.manager import ReplicaManager
 from brokers.core.replication.truncation import first_question, next_cut, no_epochs_cut
+from brokers.core.security.client import ClientSecurity, SaslClientExchange
 
 log = logging.getLogger("twinbench.replication.fetcher")
 
@@ -63,17 +66,34 @@ CLIENT_ID = "twinbench-replica-fetcher"
 class LeaderConnection:
     """One request at a time to one broker, framed with the shared codec."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str,
+                 security: ClientSecurity | None = None) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.security = security
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
 
+    async def _open(self, timeout_s: float) -> None:
+        """Connect (TLS when the listener is), then log in (SASL) before any other request."""
+        sec = self.security
+        ctx = sec.ssl_context() if sec is not None else None
+        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
+            self.host, self.port, ssl=ctx, server_hostname=self.host if ctx else None),
+            timeout_s)
+        if sec is not None and sec.protocol.sasl:
+            exchange = SaslClientExchange(sec)
+            step: tuple[int, int, Message] | None = exchange.first()
+            while step is not None:
+                api_key, version, request = step
+                answer = await self.call(api_key, version, request,
+                                         RESPONSES[ApiKey(api_key)], timeout_s)
+                step = exchange.next(answer)
+
     async def call(self, api_key: int, version: int, request: Message,
                    response_type: type[Message], timeout_s: float) -> Message:
         if self._writer is None:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout_s)
+            await self._open(timeout_s)
         reader, writer = self._reader, self._writer
         assert reader is not None and writer is not None
         correlation = next(self._ids)
@@ -99,8 +119,9 @@ class ReplicaFetcher:
     """Copies every partition this broker follows from one leader."""
 
     def __init__(self, leader_id: int, manager: ReplicaManager, coordinator: Coordinator,
-                 store: LogStore) -> None:
+                 store: LogStore, security: ClientSecurity | None = None) -> None:
         self.leader_id = leader_id
+        self.security = security
         self.manager = manager
         self.coordinator = coordinator
         self.store = store
@@ -152,7 +173,7 @@ class ReplicaFetcher:
             if self._conn is not None:
                 self._conn.close()
             self._conn = LeaderConnection(broker.host, broker.port,
-                                          f"{CLIENT_ID}-{self.manager.node_id}")
+                                          f"{CLIENT_ID}-{self.manager.node_id}", self.security)
         return self._conn
 
     async def _round(self, partitions: list[TopicPartition]) -> None:
@@ -309,7 +330,11 @@ class Fetchers:
         self.manager = manager
         self.coordinator = coordinator
         self.store = store
-        self._make = make or (lambda leader: ReplicaFetcher(leader, manager, coordinator, store))
+        # How followers reach a leader's listener (None: PLAINTEXT); set before the first
+        # refresh() by the broker.
+        self.security: ClientSecurity | None = None
+        self._make = make or (lambda leader: ReplicaFetcher(leader, manager, coordinator, store,
+                                                            self.security))
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
