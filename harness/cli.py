@@ -185,6 +185,9 @@ def _add_analyze(sub: Subcommands) -> None:
                          help="report directory (default results/report)")
     analyze.add_argument("--master", default="local[*]", help="Spark master URL")
     analyze.add_argument("--no-figures", action="store_true", help="tables and report only")
+    analyze.add_argument("--reference", default=None, metavar="NAME",
+                         help="the architecture or external label every ratio is relative to "
+                              "(default zk), e.g. kafka-zk to compare kafka-kraft with it")
     analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
                          help="check the inputs (one regression run) against the baseline in "
                          "DIR, layer by layer; fail (exit 1) when one leaves its band")
