@@ -151,6 +151,10 @@ def _add_run(sub: Subcommands) -> None:
                           "(needs --label NAME: the run log's architecture)")
     run.add_argument("--client-config", type=Path, default=None, metavar="FILE",
                      help="with --bootstrap: the load client's connection settings (YAML)")
+    run.add_argument("--metrics-url", default=None, metavar="[http://]HOST:PORT[/PATH][,...]",
+                     help="with --bootstrap: every broker's Prometheus endpoint; sampled into "
+                          "metrics.csv, and the coordination counters of twinbench's twins "
+                          "read from them")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -347,6 +351,8 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
 
             prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
                                           cluster.root / "prometheus")
+            # What `twinbench run --bootstrap ... --metrics-url` takes to read this cluster.
+            print(f"metrics={','.join(b.metrics for b in cluster.brokers)}", flush=True)
             print(f"prometheus={prometheus.address}", flush=True)
             dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
                                         [args.arch])
@@ -447,6 +453,9 @@ def _external(args: argparse.Namespace) -> External | None:
                             "did not start)")
         if args.client_config is not None:
             raise UserError("--client-config only applies with --bootstrap")
+        if args.metrics_url is not None:
+            raise UserError("--metrics-url only applies with --bootstrap (a twin's metrics: the "
+                            "workload's metrics: true)")
         return None
     if args.arch is not None:
         raise UserError("--bootstrap runs against a cluster twinbench did not start; drop "
@@ -457,8 +466,9 @@ def _external(args: argparse.Namespace) -> External | None:
         raise UserError("--bootstrap needs --label NAME: what to call the external cluster "
                         "in the run log and the report (e.g. kafka-kraft)")
     client = load_client_config(args.client_config) if args.client_config else {}
+    metrics = External.metrics_urls(args.metrics_url) if args.metrics_url is not None else ()
     return External(args.label, args.bootstrap, client,
-                    str(args.client_config) if args.client_config else None)
+                    str(args.client_config) if args.client_config else None, metrics)
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
