@@ -1,6 +1,7 @@
 """Secured listeners on every architecture, driven by real clients (confluent-kafka,
 kafka-python): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
-password or an untrusted certificate refused, counted, and the broker still serving.
+password or an untrusted certificate refused, counted, and the broker still serving; a
+secured zk cluster's ZooKeeper state readable, not writable, by other ZooKeeper clients.
 
 One cluster per (architecture, protocol), module-scoped: every broker's only listener speaks
 that protocol, so Metadata sends clients to addresses of the same protocol (the first listener
@@ -121,6 +122,45 @@ def test_followers_replicate_over_the_secured_listener(secured, security_files):
                          on_delivery=lambda err, _msg: err is not None and failed.append(err))
     assert producer.flush(60) == 0
     assert failed == []
+
+
+def test_a_secured_zk_clusters_znodes_are_read_only_to_other_zookeeper_clients(
+        secured, security_files):
+    """The harness gives a secured zk cluster's brokers a fresh ZooKeeper digest identity
+    (--zk-auth-file): every znode they made, the topic's and the group's offsets included,
+    carries that identity's ACL and world READ, so a ZooKeeper client without the identity
+    reads the state and can change none of it."""
+    if secured.arch != "zk":
+        pytest.skip(f"{secured.arch} keeps no state in ZooKeeper")
+    ck = pytest.importorskip("confluent_kafka")
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import Permissions
+
+    conf = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[-1])
+    assert len(_confluent_roundtrip(ck, secured, conf, 3)) == 3  # a topic and a group's offsets
+    outsider = KazooClient(hosts=secured.zookeeper_connect, timeout=4.0)
+    outsider.start(timeout=10)
+    try:
+        paths, pending = [], ["/twinbench"]
+        while pending:
+            path = pending.pop()
+            paths.append(path)
+            pending.extend(f"{path}/{child}" for child in outsider.get_children(path))
+        for kind in ("/brokers/ids/", "/brokers/topics/", "/consumers/", "/offsets/"):
+            assert any(kind in p for p in paths), (kind, paths)
+        for path in paths:
+            acls, _ = outsider.get_acls(path)
+            assert {(a.id.scheme, a.perms) for a in acls} == {
+                ("digest", Permissions.ALL), ("world", Permissions.READ)}, path
+        for path in [p for p in paths if "/brokers/" in p or "/offsets/" in p][:20]:
+            outsider.get(path)
+            with pytest.raises(NoAuthError):
+                outsider.set(path, b"forged")
+    finally:
+        outsider.stop()
+        outsider.close()
+    assert len(_confluent_roundtrip(ck, secured, conf, 3)) == 3
 
 
 def _sasl_failures(cluster) -> int:
