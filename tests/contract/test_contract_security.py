@@ -1,5 +1,5 @@
 """Secured listeners on every architecture, driven by real clients (confluent-kafka,
-kafka-python): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
+kafka-python, kcat): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
 password or an untrusted certificate refused, counted, and the broker still serving; a
 secured zk cluster's ZooKeeper state readable, not writable, by other ZooKeeper clients.
 
@@ -11,7 +11,9 @@ is the one registered in the coordination state, brokers/core/security/listeners
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
 import uuid
 
 import pytest
@@ -96,6 +98,31 @@ def test_kafka_python_produces_and_consumes_with_every_mechanism(secured, securi
                 break
         consumer.close()
         assert got == [f"v{i}".encode() for i in range(15)], mechanism
+
+
+def _kcat(kcat: str, cluster, conf: dict[str, str], *args: str,
+          stdin: str | None = None) -> list[str]:
+    """kcat with ``conf`` as -X properties, run to completion (bounded); its stdout lines."""
+    props = [a for k, v in conf.items() for a in ("-X", f"{k}={v}")]
+    done = subprocess.run([kcat, "-b", cluster.bootstrap, *props, *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (conf.get("sasl.mechanism"), args, done.stderr[-2000:])
+    return done.stdout.split()
+
+
+def test_kcat_produces_and_consumes_with_every_mechanism(secured, security_files):
+    """kcat (Debian's librdkafka 2.0.2, older than confluent-kafka's) with its settings as -X
+    properties: TLS, and each SASL mechanism, against every architecture."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (harness/setup_system.sh installs it)")
+    for mechanism in _mechanisms(secured.protocol):
+        conf = security_files.librdkafka(secured.protocol, mechanism)
+        topic = f"seckc-{uuid.uuid4().hex[:10]}"
+        sent = [f"k{i}" for i in range(10)]
+        _kcat(kcat, secured, conf, "-P", "-t", topic, "-p", "0", stdin="\n".join(sent) + "\n")
+        assert _kcat(kcat, secured, conf, "-C", "-t", topic, "-p", "0", "-o", "beginning",
+                     "-c", str(len(sent)), "-e", "-q") == sent, mechanism
 
 
 def test_followers_replicate_over_the_secured_listener(secured, security_files):
