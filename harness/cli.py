@@ -340,11 +340,18 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
             print(f"client_config={properties}", flush=True)
         if args.metrics:
             from harness.grafana import write_dashboard
-            from harness.prometheus import start_prometheus
+            from harness.prometheus import PrometheusUnavailable, start_prometheus
 
-            prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
-                                          cluster.root / "prometheus")
-            print(f"prometheus={prometheus.address}", flush=True)
+            try:
+                prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
+                                              cluster.root / "prometheus")
+            except PrometheusUnavailable as exc:
+                # The brokers' endpoints serve anyway (metrics= in the state file): one line,
+                # and the cluster stays up without a Prometheus of its own.
+                print(f"twinbench: warning: {exc}; not starting Prometheus", file=sys.stderr,
+                      flush=True)
+            else:
+                print(f"prometheus={prometheus.address}", flush=True)
             dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
                                         [args.arch])
             print(f"dashboard={dashboard}", flush=True)
