@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -12,7 +13,13 @@ from prometheus_client.registry import Collector
 
 from brokers.core.counters import BrokerCounters
 from brokers.core.errors import ProtocolViolation
-from brokers.core.metrics import api_name, counter_families, request_families, response_families
+from brokers.core.metrics import (
+    MetricsExporter,
+    api_name,
+    counter_families,
+    request_families,
+    response_families,
+)
 from brokers.core.protocol.messages.fetch import (
     FetchableTopicResponse,
     FetchRequest,
@@ -109,6 +116,21 @@ def test_every_contract_counter_becomes_a_family_of_its_kind() -> None:
     dsbs = DsbsCounters.of({"gossip_dropped_unauthenticated": 4, "gossip_dropped_replayed": 1})
     text = _text(_Fixed(list(counter_families("twinbench_coordinator", dsbs))))
     assert 'twinbench_coordinator_gossip_dropped_total{label="unauthenticated"} 4.0' in text
+
+
+@pytest.mark.filesystem
+def test_the_exporter_serves_the_servers_queue_and_in_flight_and_the_log_directory(
+        tmp_path: Path) -> None:
+    (tmp_path / "segment.log").write_bytes(b"x" * 1234)
+    exporter = MetricsExporter(
+        MeteredDispatcher(_Inner()), BrokerCounters, lambda: DsbsCounters.of({}),
+        in_flight=lambda: 3, data_dir=tmp_path, queued=lambda: 7)
+    exporter.refresh()  # what a scrape has the event loop do
+    text = generate_latest(exporter.registry).decode()
+    assert "twinbench_requests_in_flight 3.0" in text
+    assert "twinbench_request_queue_size 7.0" in text
+    assert "twinbench_log_dir_bytes 1234.0" in text
+    assert "process_open_fds" in text
 
 
 def test_api_names_are_kafkas() -> None:
