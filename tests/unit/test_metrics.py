@@ -146,6 +146,19 @@ def test_dashboard_has_a_row_and_every_panel_per_architecture() -> None:
     assert len(graphs) == 2 * len(PANELS)
     assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"])
     assert all('arch="dsbs"' in p["targets"][0]["expr"] for p in graphs[len(PANELS):])
+    # Every metric issue 14 lists has a panel.
+    exprs = " ".join(expr for _title, expr, _unit in PANELS)
+    for family in ("twinbench_topic_bytes_in_total", "twinbench_topic_bytes_out_total",
+                   "twinbench_topic_messages_in_total", "twinbench_requests_total",
+                   "twinbench_request_time_seconds_bucket", "twinbench_response_errors_total",
+                   "twinbench_request_queue_size", "twinbench_requests_in_flight",
+                   "twinbench_broker_sasl_authentication_failures_total",
+                   "twinbench_coordinator_zk_requests_total",
+                   "twinbench_coordinator_gossip_packets_out_total",
+                   "twinbench_broker_fsyncs_total", "process_cpu_seconds_total",
+                   "process_resident_memory_bytes", "process_open_fds",
+                   "twinbench_log_dir_bytes"):
+        assert family in exprs, family
 
 
 def _produce(acks: int, *parts: tuple[str, int, bytes]) -> ProduceRequest:
