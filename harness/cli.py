@@ -119,7 +119,11 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--metrics", action="store_true",
                          help="every broker serves Prometheus metrics; also start Prometheus "
                          "(Debian's package) scraping them, print prometheus=HOST:PORT, and "
-                         "write a Grafana dashboard (dashboard=FILE)")
+                         "write a Grafana dashboard into --report-dir (dashboard=FILE)")
+    cluster.add_argument("--report-dir", type=Path, default=Path("results/report"),
+                         metavar="DIR", help="with --metrics: where the Grafana dashboard "
+                         "goes, grafana-dashboard-<arch>.json, kept after the cluster stops "
+                         "(default %(default)s, the analysis's report directory)")
     cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
@@ -352,8 +356,8 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
                       flush=True)
             else:
                 print(f"prometheus={prometheus.address}", flush=True)
-            dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
-                                        [args.arch])
+            dashboard = write_dashboard(
+                args.report_dir / f"grafana-dashboard-{args.arch}.json", [args.arch])
             print(f"dashboard={dashboard}", flush=True)
         print(f"state={own_state}", flush=True)
         while not stop.wait(0.2):

@@ -82,7 +82,7 @@ def test_cluster_metrics_without_prometheus_warns_in_one_line_and_serves_on(tmp_
     proc = ManagedProcess(
         [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "1",
          "--gossip-preset", "local", "--data-dir", str(tmp_path / "data"), "--metrics",
-         "--state", str(tmp_path / "state.json")],
+         "--state", str(tmp_path / "state.json"), "--report-dir", str(tmp_path / "report")],
         name="twinbench cluster", log_path=tmp_path / "cluster.log",
         env={**os.environ, "PATH": str(bare)}).start()
     try:

@@ -46,7 +46,7 @@ def test_secured_monitored_cluster_from_the_command_line(tmp_path: Path, arch: s
     argv = [sys.executable, "-m", "harness.cli", "cluster", "--arch", arch, "--brokers", "2",
             "--gossip-preset", "local", "--data-dir", str(tmp_path / "cluster"),
             "--state", str(tmp_path / "state.json"), "--security", security,
-            *(["--metrics"] if metrics else [])]
+            *(["--metrics", "--report-dir", str(tmp_path / "report")] if metrics else [])]
     proc = ManagedProcess(argv, name="twinbench cluster", log_path=tmp_path / "cli.log").start()
     try:
         bootstrap = proc.wait_for_line("bootstrap=", 120).split("=", 1)[1]
@@ -62,7 +62,8 @@ def test_secured_monitored_cluster_from_the_command_line(tmp_path: Path, arch: s
         if metrics:
             prometheus = proc.wait_for_line("prometheus=", 60).split("=", 1)[1]
             eventually(lambda: _brokers_up(prometheus) == 2, 30, "both brokers scraped")
-            assert Path(proc.wait_for_line("dashboard=", 30).split("=", 1)[1]).exists()
+            dashboard = Path(proc.wait_for_line("dashboard=", 30).split("=", 1)[1])
+            assert dashboard == tmp_path / "report" / f"grafana-dashboard-{arch}.json"
         topic = f"cli-{uuid.uuid4().hex[:8]}"
         producer = ck.Producer({"bootstrap.servers": bootstrap, **props})
         for i in range(10):
@@ -86,3 +87,6 @@ def test_secured_monitored_cluster_from_the_command_line(tmp_path: Path, arch: s
     finally:
         proc.stop()
     assert not security_dir.exists(), "throwaway certificates and users were left behind"
+    if metrics:  # the report directory's dashboard outlives the cluster
+        rows = [p for p in json.loads(dashboard.read_text())["panels"] if p["type"] == "row"]
+        assert [r["title"] for r in rows] == [arch]
