@@ -119,7 +119,11 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--metrics", action="store_true",
                          help="every broker serves Prometheus metrics; also start Prometheus "
                          "(Debian's package) scraping them, print prometheus=HOST:PORT, and "
-                         "write a Grafana dashboard (dashboard=FILE)")
+                         "write a Grafana dashboard into --report-dir (dashboard=FILE)")
+    cluster.add_argument("--report-dir", type=Path, default=Path("results/report"),
+                         metavar="DIR", help="with --metrics: where the Grafana dashboard "
+                         "goes, grafana-dashboard-<arch>.json, kept after the cluster stops "
+                         "(default %(default)s, the analysis's report directory)")
     cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
@@ -347,15 +351,22 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
             print(f"client_config={properties}", flush=True)
         if args.metrics:
             from harness.grafana import write_dashboard
-            from harness.prometheus import start_prometheus
+            from harness.prometheus import PrometheusUnavailable, start_prometheus
 
-            prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
-                                          cluster.root / "prometheus")
             # What `twinbench run --bootstrap ... --metrics-url` takes to read this cluster.
             print(f"metrics={','.join(b.metrics for b in cluster.brokers)}", flush=True)
-            print(f"prometheus={prometheus.address}", flush=True)
-            dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
-                                        [args.arch])
+            try:
+                prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
+                                              cluster.root / "prometheus")
+            except PrometheusUnavailable as exc:
+                # The brokers' endpoints serve anyway (metrics= in the state file): one line,
+                # and the cluster stays up without a Prometheus of its own.
+                print(f"twinbench: warning: {exc}; not starting Prometheus", file=sys.stderr,
+                      flush=True)
+            else:
+                print(f"prometheus={prometheus.address}", flush=True)
+            dashboard = write_dashboard(
+                args.report_dir / f"grafana-dashboard-{args.arch}.json", [args.arch])
             print(f"dashboard={dashboard}", flush=True)
         print(f"state={own_state}", flush=True)
         while not stop.wait(0.2):
