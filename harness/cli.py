@@ -155,6 +155,10 @@ def _add_run(sub: Subcommands) -> None:
                           "(needs --label NAME: the run log's architecture)")
     run.add_argument("--client-config", type=Path, default=None, metavar="FILE",
                      help="with --bootstrap: the load client's connection settings (YAML)")
+    run.add_argument("--metrics-url", default=None, metavar="[http://]HOST:PORT[/PATH][,...]",
+                     help="with --bootstrap: every broker's Prometheus endpoint; sampled into "
+                          "metrics.csv, and the coordination counters of twinbench's twins "
+                          "read from them")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -189,6 +193,9 @@ def _add_analyze(sub: Subcommands) -> None:
                          help="report directory (default results/report)")
     analyze.add_argument("--master", default="local[*]", help="Spark master URL")
     analyze.add_argument("--no-figures", action="store_true", help="tables and report only")
+    analyze.add_argument("--reference", default=None, metavar="NAME",
+                         help="the architecture or external label every ratio is relative to "
+                              "(default zk), e.g. kafka-zk to compare kafka-kraft with it")
     analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
                          help="check the inputs (one regression run) against the baseline in "
                          "DIR, layer by layer; fail (exit 1) when one leaves its band")
@@ -346,6 +353,8 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
             from harness.grafana import write_dashboard
             from harness.prometheus import PrometheusUnavailable, start_prometheus
 
+            # What `twinbench run --bootstrap ... --metrics-url` takes to read this cluster.
+            print(f"metrics={','.join(b.metrics for b in cluster.brokers)}", flush=True)
             try:
                 prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
                                               cluster.root / "prometheus")
@@ -455,6 +464,9 @@ def _external(args: argparse.Namespace) -> External | None:
                             "did not start)")
         if args.client_config is not None:
             raise UserError("--client-config only applies with --bootstrap")
+        if args.metrics_url is not None:
+            raise UserError("--metrics-url only applies with --bootstrap (a twin's metrics: the "
+                            "workload's metrics: true)")
         return None
     if args.arch is not None:
         raise UserError("--bootstrap runs against a cluster twinbench did not start; drop "
@@ -465,8 +477,9 @@ def _external(args: argparse.Namespace) -> External | None:
         raise UserError("--bootstrap needs --label NAME: what to call the external cluster "
                         "in the run log and the report (e.g. kafka-kraft)")
     client = load_client_config(args.client_config) if args.client_config else {}
+    metrics = External.metrics_urls(args.metrics_url) if args.metrics_url is not None else ()
     return External(args.label, args.bootstrap, client,
-                    str(args.client_config) if args.client_config else None)
+                    str(args.client_config) if args.client_config else None, metrics)
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:
