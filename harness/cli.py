@@ -223,6 +223,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from harness.cluster import ClusterSpec
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
+    if args.metrics:
+        try:
+            args.report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--report-dir {args.report_dir}: {exc.strerror or exc}") from None
     throwaway = _throwaway_security(args)
     spec = ClusterSpec(
         arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,

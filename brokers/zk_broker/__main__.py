@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 session_timeout_ms=args.zk_session_timeout_ms,
                 data_path=args.zk_data_path,
                 digest=load_digest(args.zk_auth_file) if args.zk_auth_file else None,
+                security_protocol=config.listeners[0].protocol.value,
             ),
             config.node_id,
         ),

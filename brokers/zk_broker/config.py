@@ -43,6 +43,9 @@ class ZkCoordinatorConfig:
     # Digest identity both sessions authenticate as; set, every znode the broker creates is
     # writable by it alone and readable by anyone (acl.py). None: open znodes, no auth.
     digest: ZkDigest | None = field(default=None, repr=False)
+    # Security protocol of the broker's registered (first) listener, as its /brokers/ids
+    # registration names it: the endpoint "SASL_SSL://host:port" and the listener map.
+    security_protocol: str = "PLAINTEXT"
 
     def __post_init__(self) -> None:
         connect, sep, chroot = self.connect.strip().partition("/")

@@ -176,6 +176,12 @@ def test_a_secured_zk_clusters_znodes_are_read_only_to_other_zookeeper_clients(
             pending.extend(f"{path}/{child}" for child in outsider.get_children(path))
         for kind in ("/brokers/ids/", "/brokers/topics/", "/consumers/", "/offsets/"):
             assert any(kind in p for p in paths), (kind, paths)
+        # Each registration names the listener's protocol, as Kafka's does.
+        for b in secured.brokers:
+            registration = json.loads(outsider.get(f"/twinbench/brokers/ids/{b.node_id}")[0])
+            assert registration["endpoints"] == [f"{secured.protocol}://{b.host}:{b.port}"]
+            assert registration["listener_security_protocol_map"] == {
+                secured.protocol: secured.protocol}
         for path in paths:
             acls, _ = outsider.get_acls(path)
             assert {(a.id.scheme, a.perms) for a in acls} == {

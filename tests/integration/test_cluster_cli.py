@@ -58,15 +58,26 @@ def test_cluster_prints_its_addresses_serves_and_stops_everything(tmp_path, arch
         proc.kill()
 
 
-def test_cluster_rejects_bad_arguments_in_one_line():
+def test_cluster_rejects_bad_arguments_in_one_line(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
     for args in (["--arch", "raft"], ["--arch", "zk", "--brokers", "0"],
                  ["--arch", "dsbs", "--zookeeper", "127.0.0.1:2181"],
-                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"]):
+                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"],
+                 # Security and metrics settings, refused before anything starts.
+                 ["--arch", "dsbs", "--security", "tls", "--security-protocol", "SASL_SSL"],
+                 ["--arch", "dsbs", "--security-protocol", "SSL"],
+                 ["--arch", "dsbs", "--security-protocol", "SASL_PLAINTEXT"],
+                 ["--arch", "dsbs", "--security-protocol", "SASL_PLAINTEXT",
+                  "--sasl-mechanisms", "GSSAPI", "--sasl-credentials-file", str(a_file)],
+                 ["--arch", "dsbs", "--security", "bogus"],
+                 ["--arch", "dsbs", "--metrics", "--report-dir", str(a_file / "report")]):
         done = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", *args],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, args
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("twinbench: error:"), done.stderr
+        assert done.stdout == "", args  # refused before anything started
 
 
 def test_cluster_metrics_without_prometheus_warns_in_one_line_and_serves_on(tmp_path):
