@@ -235,7 +235,8 @@ def test_a_leader_shrinks_and_expands_its_isr_in_the_state_znode(
 ) -> None:
     """IsrWriter against ZooKeeper: the leader's conditional rewrite of the partition state
     (Kafka 0.8's layout, its zkVersion), seen by every broker through its watch; refused when
-    the znode names another leader or epoch, whoever wrote it."""
+    the znode names another leader or epoch, whoever wrote it; and the controller's election
+    from that ISR only."""
 
     async def scenario() -> None:
         async with brokers(config(zk.connect_string, chroot)) as cs:
@@ -276,6 +277,18 @@ def test_a_leader_shrinks_and_expands_its_isr_in_the_state_znode(
             with pytest.raises(UnknownLeaderEpoch):
                 await cs[leader].change_isr("r", 0, 2, keep)
             assert json.loads(kz.get(path)[0])["isr"] == replicas  # nothing written
+            # Unclean election is off: the leader alone in its ISR dies, and the controller
+            # leaves the partition leaderless (the ISR still naming it) rather than electing
+            # a follower that may lack acknowledged records.
+            alone = await cs[leader].change_isr("r", 0, 1, [leader])
+            assert list(alone.isr) == [leader]
+            await cs[leader].close()
+            rest = [c for i, c in cs.items() if i != leader]
+            await async_wait_until(
+                lambda: all(c.cluster().topics["r"].partitions[0].leader == NO_LEADER
+                            for c in rest), SESSION_S + 5, "the partition to lose its leader")
+            final = json.loads(kz.get(path)[0])
+            assert (final["leader"], final["leader_epoch"], final["isr"]) == (-1, 2, [leader])
 
     run(scenario)
 
