@@ -293,6 +293,33 @@ def test_a_leader_shrinks_and_expands_its_isr_in_the_state_znode(
     run(scenario)
 
 
+def test_unclean_leader_election_elects_outside_the_isr_when_asked(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+) -> None:
+    """--unclean-leader-election: the leader alone in its ISR dies and a live replica outside
+    the ISR leads in the next epoch, alone in the new ISR (availability over records only the
+    dead leader had)."""
+
+    async def scenario() -> None:
+        async with brokers(config(zk.connect_string, chroot, unclean_leader_election=True)) as cs:
+            await cs[1].create_topic("u", 1, 3)
+            path = f"{chroot}/brokers/topics/u/partitions/0/state"
+            stored = json.loads(kz.get(path)[0])
+            leader, replicas = stored["leader"], stored["isr"]
+            await cs[leader].change_isr("u", 0, 0, [leader])
+            await cs[leader].close()
+            rest = [c for i, c in cs.items() if i != leader]
+            await async_wait_until(
+                lambda: all(c.cluster().topics["u"].partitions[0].leader not in (NO_LEADER, leader)
+                            for c in rest), SESSION_S + 5, "a leader outside the ISR")
+            final = json.loads(kz.get(path)[0])
+            first_live = next(r for r in replicas if r != leader)
+            assert (final["leader"], final["leader_epoch"], final["isr"]) == (
+                first_live, 1, [first_live])
+
+    run(scenario)
+
+
 @pytest.mark.parametrize("data_path", ["direct", "kazoo"])
 def test_offsets_live_in_the_offset_registry(
     zk: ZooKeeperHandle, chroot: str, kz: KazooClient, data_path: str
