@@ -29,7 +29,7 @@ from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-# Deselected unless TWINBENCH_HOSTS_FULL=1 (tests/integration/conftest.py).
+# Deselected unless TWINBENCH_HOSTS_FULL=1 (tests/conftest.py).
 full_only = pytest.mark.hosts_full
 CLUSTER = [["zookeeper", "broker"], ["broker"], ["broker"]]
 # Quick failure detection for tests: a host is lost after 1 s x 8 unanswered keepalives (not
