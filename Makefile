@@ -9,7 +9,7 @@ STAMP := $(VENV)/.twinbench-installed
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
-        sim-replication test-churn bench-security bench-qos clean
+        sim-replication test-churn test-scale bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -91,6 +91,11 @@ CHURN_ROUNDS ?= 20
 test-churn: setup
 	@TWINBENCH_CHURN_ROUNDS=$(CHURN_ROUNDS) $(PY) -m pytest -s -q \
 	  tests/contract/test_contract_replication_churn.py
+
+# Gossip at scale beyond make test's sizes: 1,000 members bootstrapping through one seed on the
+# simulated network (make test runs 300; ~2 min of CPU).
+test-scale: setup
+	@TWINBENCH_SCALE=1 $(PY) -m pytest -q -m scale tests/unit/test_dsbs_swim.py
 
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.

@@ -15,6 +15,7 @@ import pytest
 # marker -> the environment variable that selects its tests (and the make target setting it).
 OPT_IN = {
     "hosts_full": "TWINBENCH_HOSTS_FULL",  # make test-hosts
+    "scale": "TWINBENCH_SCALE",  # make test-scale
 }
 
 

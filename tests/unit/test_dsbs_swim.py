@@ -314,15 +314,18 @@ def test_retransmit_limit_grows_with_log_n_and_the_queue_drains():
     assert all(nd.queued() == 0 for nd in net.nodes.values())
 
 
+# The bound grows with n: every newcomer's first ack comes from the one seed. 300 members take
+# ~8 periods and ~5 s of CPU; 1,000 take ~100 s of CPU, so they run from `make test-scale`
+# (the suite's 300 s net is too tight for them when the machine is shared).
 @pytest.mark.slow
-# ~100 s of CPU alone; the suite's 300 s net is too tight when the machine is shared.
 @pytest.mark.timeout(900)
-def test_membership_bootstrap_1000_from_one_seed(record_property):
-    """1,000 members joining at once through one seed (~100 s of CPU: marked slow)."""
-    n = 1000
+@pytest.mark.parametrize(("n", "max_periods"),
+                         [(300, 20), pytest.param(1000, 60, marks=pytest.mark.scale)])
+def test_membership_bootstrap_from_one_seed(n, max_periods, record_property):
+    """Hundreds of members joining at once through one seed."""
     net = SimNet(GossipConfig.LAN, seed=1, step_s=0.1)
     for i in range(n):
         net.add(i, seeds=(0,))
     periods, mpp = _measure(net, lambda: _all_alive(net, set(range(n))), timeout_s=200)
     _report(record_property, f"bootstrap_n{n}", periods=periods, msgs_per_member_period=mpp)
-    assert periods <= 60
+    assert periods <= max_periods
