@@ -9,7 +9,7 @@ STAMP := $(VENV)/.twinbench-installed
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
-        sim-replication test-churn test-scale bench-security bench-qos clean
+        sim-replication test-churn test-scale test-security bench-security bench-qos clean
 
 setup: system-deps $(STAMP)
 
@@ -96,6 +96,11 @@ test-churn: setup
 # simulated network (make test runs 300; ~2 min of CPU).
 test-scale: setup
 	@TWINBENCH_SCALE=1 $(PY) -m pytest -q -m scale tests/unit/test_dsbs_swim.py
+
+# Every secured listener with every client: kcat with each SASL mechanism on each architecture
+# and protocol (make test runs kcat with one mechanism per cluster, rotating).
+test-security: setup
+	@TWINBENCH_SECURITY_FULL=1 $(PY) -m pytest -q tests/contract/test_contract_security.py
 
 # The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
 # a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.

@@ -16,6 +16,7 @@ import pytest
 OPT_IN = {
     "hosts_full": "TWINBENCH_HOSTS_FULL",  # make test-hosts
     "scale": "TWINBENCH_SCALE",  # make test-scale
+    "security_full": "TWINBENCH_SECURITY_FULL",  # make test-security
 }
 
 

@@ -5,7 +5,12 @@ secured zk cluster's ZooKeeper state readable, not writable, by other ZooKeeper 
 
 One cluster per (architecture, protocol), module-scoped: every broker's only listener speaks
 that protocol, so Metadata sends clients to addresses of the same protocol (the first listener
-is the one registered in the coordination state, brokers/core/security/listeners.py).
+is the one registered in the coordination state, brokers/core/security/listeners.py). Each test
+is generated only for the clusters it applies to (SASL tests on SASL listeners, and so on).
+
+`make test` runs kcat once per cluster, its mechanism rotating so that every SASL mechanism
+meets every protocol; TWINBENCH_SECURITY_FULL=1 (`make test-security`) runs kcat with every
+mechanism on every cluster.
 """
 
 from __future__ import annotations
@@ -33,8 +38,20 @@ def security_files(tmp_path_factory: pytest.TempPathFactory) -> SecurityFiles:
     return make_security_files(tmp_path_factory.mktemp("security"))
 
 
-@pytest.fixture(scope="module", params=[(a, p) for a in ARCHITECTURES for p in PROTOCOLS],
-                ids=lambda ap: f"{ap[0]}-{ap[1]}")
+def on(archs: tuple[str, ...] | list[str] = ARCHITECTURES,
+       protocols: tuple[str, ...] = PROTOCOLS) -> pytest.MarkDecorator:
+    """The test runs on the secured cluster of each of ``archs`` x ``protocols``, and on no
+    other (a cluster is module-scoped: every test of the same pair shares it)."""
+    return pytest.mark.parametrize(
+        "secured", [(a, p) for a in archs for p in protocols], indirect=True,
+        ids=[f"{a}-{p}" for a in archs for p in protocols])
+
+
+SASL = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS = ("SSL", "SASL_SSL")
+
+
+@pytest.fixture(scope="module")
 def secured(request, tmp_path_factory, security_files):
     arch, protocol = request.param
     cluster = start_cluster(arch, tmp_path_factory.mktemp(f"secured-{arch}-{protocol}"),
@@ -71,6 +88,7 @@ def _confluent_roundtrip(ck, cluster, conf: dict[str, str], n: int = 20) -> list
     return got
 
 
+@on()
 def test_confluent_kafka_produces_and_consumes_with_every_mechanism(secured, security_files):
     ck = pytest.importorskip("confluent_kafka")
     for mechanism in _mechanisms(secured.protocol):
@@ -78,6 +96,7 @@ def test_confluent_kafka_produces_and_consumes_with_every_mechanism(secured, sec
         assert _confluent_roundtrip(ck, secured, conf) == [f"m{i}".encode() for i in range(20)]
 
 
+@on()
 def test_kafka_python_produces_and_consumes_with_every_mechanism(secured, security_files):
     kafka = pytest.importorskip("kafka")
     for mechanism in _mechanisms(secured.protocol):
@@ -110,27 +129,47 @@ def _kcat(kcat: str, cluster, conf: dict[str, str], *args: str,
     return done.stdout.split()
 
 
-def test_kcat_produces_and_consumes_with_every_mechanism(secured, security_files):
+def _kcat_matrix() -> list[object]:
+    """(cluster, (cluster, mechanism)) for every architecture, protocol and mechanism. The
+    sample in `make test`: one mechanism per cluster, shifted by one per architecture and
+    protocol, so that across the architectures each SASL mechanism meets each SASL protocol;
+    the rest is marked security_full. (The mechanism travels with its cluster: a parameter
+    shared by several clusters would make pytest order tests by it and start clusters twice.)"""
+    cases: list[object] = []
+    for i, arch in enumerate(ARCHITECTURES):
+        for j, protocol in enumerate(PROTOCOLS):
+            mechanisms = _mechanisms(protocol)
+            sampled = mechanisms[(i + j) % len(mechanisms)]
+            for mechanism in mechanisms:
+                marks = () if mechanism == sampled else (pytest.mark.security_full,)
+                cases.append(pytest.param((arch, protocol), (arch, protocol, mechanism),
+                                          marks=marks,
+                                          id=f"{arch}-{protocol}-{mechanism or 'TLS'}"))
+    return cases
+
+
+@pytest.mark.parametrize(("secured", "case"), _kcat_matrix(), indirect=["secured"],
+                         scope="module")
+def test_kcat_produces_and_consumes(secured, security_files, case):
     """kcat (Debian's librdkafka 2.0.2, older than confluent-kafka's) with its settings as -X
     properties: TLS, and each SASL mechanism, against every architecture."""
     kcat = shutil.which("kcat")
     if kcat is None:
         pytest.skip("kcat is not installed (harness/setup_system.sh installs it)")
-    for mechanism in _mechanisms(secured.protocol):
-        conf = security_files.librdkafka(secured.protocol, mechanism)
-        topic = f"seckc-{uuid.uuid4().hex[:10]}"
-        sent = [f"k{i}" for i in range(10)]
-        _kcat(kcat, secured, conf, "-P", "-t", topic, "-p", "0", stdin="\n".join(sent) + "\n")
-        assert _kcat(kcat, secured, conf, "-C", "-t", topic, "-p", "0", "-o", "beginning",
-                     "-c", str(len(sent)), "-e", "-q") == sent, mechanism
+    mechanism = case[2]
+    conf = security_files.librdkafka(secured.protocol, mechanism)
+    topic = f"seckc-{uuid.uuid4().hex[:10]}"
+    sent = [f"k{i}" for i in range(10)]
+    _kcat(kcat, secured, conf, "-P", "-t", topic, "-p", "0", stdin="\n".join(sent) + "\n")
+    assert _kcat(kcat, secured, conf, "-C", "-t", topic, "-p", "0", "-o", "beginning",
+                 "-c", str(len(sent)), "-e", "-q") == sent
 
 
+@on(REPLICATING)
 def test_followers_replicate_over_the_secured_listener(secured, security_files):
     """acks=all with min.insync.replicas=2 on two brokers is acknowledged only once the
     follower has fetched every batch from the leader: over the cluster's own protocol, with
     the broker's truststore and its first user's login."""
-    if secured.arch not in REPLICATING:
-        pytest.skip(f"{secured.arch} does not replicate")
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -151,14 +190,13 @@ def test_followers_replicate_over_the_secured_listener(secured, security_files):
     assert failed == []
 
 
+@on(["zk"])
 def test_a_secured_zk_clusters_znodes_are_read_only_to_other_zookeeper_clients(
         secured, security_files):
     """The harness gives a secured zk cluster's brokers a fresh ZooKeeper digest identity
     (--zk-auth-file): every znode they made, the topic's and the group's offsets included,
     carries that identity's ACL and world READ, so a ZooKeeper client without the identity
     reads the state and can change none of it."""
-    if secured.arch != "zk":
-        pytest.skip(f"{secured.arch} keeps no state in ZooKeeper")
     ck = pytest.importorskip("confluent_kafka")
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
@@ -209,10 +247,9 @@ def _sasl_failures(cluster) -> int:
     return total
 
 
+@on(protocols=SASL)
 def test_a_wrong_password_is_refused_counted_and_the_broker_keeps_serving(
         secured, security_files):
-    if not secured.protocol.startswith("SASL"):
-        pytest.skip("no password on an SSL listener")
     ck = pytest.importorskip("confluent_kafka")
     kafka = pytest.importorskip("kafka")
     before = _sasl_failures(secured)
@@ -238,10 +275,9 @@ def test_a_wrong_password_is_refused_counted_and_the_broker_keeps_serving(
     assert len(_confluent_roundtrip(ck, secured, good, 3)) == 3
 
 
+@on(protocols=TLS)
 def test_an_untrusted_certificate_or_a_plaintext_client_is_refused_and_the_broker_serves_on(
         secured, security_files):
-    if "SSL" not in secured.protocol:
-        pytest.skip("no TLS on a SASL_PLAINTEXT listener")
     ck = pytest.importorskip("confluent_kafka")
     errors: list = []
     conf = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[-1])
