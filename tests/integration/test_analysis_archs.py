@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from brokers.core.errors import UserError
 from spark_analysis import figures, job, regress, synth
-from spark_analysis.session import SPARK_PANDAS_WARNINGS, build_session
+from spark_analysis.session import SPARK_PANDAS_WARNINGS
 
 pytestmark = [pytest.mark.integration,
               *(pytest.mark.filterwarnings(f"ignore:{m}") for m in SPARK_PANDAS_WARNINGS)]
@@ -52,13 +51,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
             with_kraft_labels(run)
             with_kraft_labels(fault)
     return root
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[1]", shuffle_partitions=1, app_name="twinbench-tests")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,15 @@
 """The Spark job on the committed fixture runs (tests/fixtures/runs, written by
 spark_analysis.synth.write_fixtures), against tables computed by hand.
 
-One local[1] SparkSession and one analysis of the fixtures serve the whole module: starting Spark
-costs seconds, and every test here reads the same small result.
+One analysis of the fixtures serves the whole module, and one local[1] SparkSession the whole
+run (tests/integration/conftest.py): starting Spark costs seconds, and every test here reads the
+same small result.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -19,20 +19,13 @@ from pyspark.sql import SparkSession
 from brokers.core.errors import UserError
 from harness.cli import main as twinbench
 from spark_analysis import job, loader, regress, synth
-from spark_analysis.session import SPARK_PANDAS_WARNINGS, build_session
+from spark_analysis.session import SPARK_PANDAS_WARNINGS
 
 pytestmark = [pytest.mark.integration,
               *(pytest.mark.filterwarnings(f"ignore:{m}") for m in SPARK_PANDAS_WARNINGS)]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 T975_3 = 3.182446305284263  # t(0.975, 3): four tries
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[1]", shuffle_partitions=1, app_name="twinbench-tests")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
