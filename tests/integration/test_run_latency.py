@@ -54,6 +54,10 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Pa
         assert int(best["steps"]) == len(steps)
         # Far below what either twin sustains on any machine: the first step is kept.
         assert steps[0]["verdict"] == "kept", steps[0]
+        # It ramped until a rate failed, then bisected: some rate is off the ramp.
+        plan = wl.rate_search
+        ramp = {plan.start * plan.factor ** k for k in range(len(steps))}
+        assert any(float(s["rate"]) not in ramp for s in steps), steps
         records = _rows(run / "records.csv")
         series = _rows(run / "series.csv")
         assert list(series[0]) == list(runlog.SERIES_COLUMNS)
