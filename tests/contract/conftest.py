@@ -3,7 +3,11 @@ import pytest
 from tests.support.clusters import ARCHITECTURES, REPLICATING, start_cluster
 
 
-@pytest.fixture(scope="module", params=ARCHITECTURES)
+# One cluster per architecture for the whole run, shared by every contract module that asks for
+# ``cluster`` (pytest orders the tests by architecture, so each starts once): starting a zk
+# cluster costs its ZooKeeper and three brokers. Tests name their own topics and groups, and one
+# that kills or pauses a broker brings it back before it ends.
+@pytest.fixture(scope="session", params=ARCHITECTURES)
 def cluster(request, tmp_path_factory):
     c = start_cluster(request.param, tmp_path_factory.mktemp(f"cluster-{request.param}"))
     yield c
