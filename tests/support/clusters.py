@@ -49,10 +49,12 @@ def start_cluster(
     arch: str, workdir: Path, brokers: int = 3, extra: Sequence[str] = (), flush: str = "os",
     num_partitions: int = 1, auto_create_topics: bool = True,
     security: SecurityFiles | None = None, protocol: str = "PLAINTEXT",
+    zk_session_timeout_ms: int | None = None,
 ) -> SingleBrokerCluster | ProcessCluster:
     """``extra``: more command-line options for every broker (limits, for instance);
     ``num_partitions`` and ``auto_create_topics`` go the way `twinbench cluster` sends them;
-    ``protocol`` is every broker's listener protocol, with ``security``'s files."""
+    ``protocol`` is every broker's listener protocol, with ``security``'s files;
+    ``zk_session_timeout_ms`` is the zk brokers' ZooKeeper session (others ignore it)."""
     if arch == SINGLE:
         extra = [*extra, "--num-partitions", str(num_partitions),
                  "--auto-create-topics" if auto_create_topics else "--no-auto-create-topics"]
@@ -64,7 +66,8 @@ def start_cluster(
     return start_spec(ClusterSpec(arch, brokers=brokers, data_dir=workdir,
                                   broker_args=tuple(extra), flush=flush,
                                   num_partitions=num_partitions,
-                                  auto_create_topics=auto_create_topics, **secured))
+                                  auto_create_topics=auto_create_topics,
+                                  zk_session_timeout_ms=zk_session_timeout_ms, **secured))
 
 
 def start_spec(spec: ClusterSpec) -> ProcessCluster:
