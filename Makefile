@@ -85,7 +85,7 @@ sim-replication: setup
 	@$(PY) -m harness.replication_sim $(SIM_ARGS)
 
 # Brokers killed and restarted under load on every replicating architecture: `make test` runs
-# one leader kill per architecture; this runs CHURN_ROUNDS (tests/contract/
+# three leader kills per architecture; this runs CHURN_ROUNDS (tests/contract/
 # test_contract_replication_churn.py prints records acknowledged and lost, failover times).
 CHURN_ROUNDS ?= 20
 test-churn: setup

@@ -119,7 +119,11 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--metrics", action="store_true",
                          help="every broker serves Prometheus metrics; also start Prometheus "
                          "(Debian's package) scraping them, print prometheus=HOST:PORT, and "
-                         "write a Grafana dashboard (dashboard=FILE)")
+                         "write a Grafana dashboard into --report-dir (dashboard=FILE)")
+    cluster.add_argument("--report-dir", type=Path, default=Path("results/report"),
+                         metavar="DIR", help="with --metrics: where the Grafana dashboard "
+                         "goes, grafana-dashboard-<arch>.json, kept after the cluster stops "
+                         "(default %(default)s, the analysis's report directory)")
     cluster.add_argument("--state", type=Path, default=None, metavar="FILE",
                          help="also write the cluster state file here (default: "
                               "$XDG_RUNTIME_DIR or /tmp, twinbench-<uid>/cluster.json)")
@@ -151,6 +155,10 @@ def _add_run(sub: Subcommands) -> None:
                           "(needs --label NAME: the run log's architecture)")
     run.add_argument("--client-config", type=Path, default=None, metavar="FILE",
                      help="with --bootstrap: the load client's connection settings (YAML)")
+    run.add_argument("--metrics-url", default=None, metavar="[http://]HOST:PORT[/PATH][,...]",
+                     help="with --bootstrap: every broker's Prometheus endpoint; sampled into "
+                          "metrics.csv, and the coordination counters of twinbench's twins "
+                          "read from them")
     run.add_argument("--workload", required=True, metavar="FILE",
                      help="workload file, or the name of a shipped one (paper, smoke, aa...)")
     run.add_argument("--tries", type=int, default=None,
@@ -185,6 +193,9 @@ def _add_analyze(sub: Subcommands) -> None:
                          help="report directory (default results/report)")
     analyze.add_argument("--master", default="local[*]", help="Spark master URL")
     analyze.add_argument("--no-figures", action="store_true", help="tables and report only")
+    analyze.add_argument("--reference", default=None, metavar="NAME",
+                         help="the architecture or external label every ratio is relative to "
+                              "(default zk), e.g. kafka-zk to compare kafka-kraft with it")
     analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
                          help="check the inputs (one regression run) against the baseline in "
                          "DIR, layer by layer; fail (exit 1) when one leaves its band")
@@ -212,6 +223,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from harness.cluster import ClusterSpec
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
+    if args.metrics:
+        try:
+            args.report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--report-dir {args.report_dir}: {exc.strerror or exc}") from None
     throwaway = _throwaway_security(args)
     spec = ClusterSpec(
         arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,
@@ -340,13 +356,22 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
             print(f"client_config={properties}", flush=True)
         if args.metrics:
             from harness.grafana import write_dashboard
-            from harness.prometheus import start_prometheus
+            from harness.prometheus import PrometheusUnavailable, start_prometheus
 
-            prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
-                                          cluster.root / "prometheus")
-            print(f"prometheus={prometheus.address}", flush=True)
-            dashboard = write_dashboard(cluster.root / "grafana-dashboard.json",
-                                        [args.arch])
+            # What `twinbench run --bootstrap ... --metrics-url` takes to read this cluster.
+            print(f"metrics={','.join(b.metrics for b in cluster.brokers)}", flush=True)
+            try:
+                prometheus = start_prometheus([b.metrics for b in cluster.brokers], args.arch,
+                                              cluster.root / "prometheus")
+            except PrometheusUnavailable as exc:
+                # The brokers' endpoints serve anyway (metrics= in the state file): one line,
+                # and the cluster stays up without a Prometheus of its own.
+                print(f"twinbench: warning: {exc}; not starting Prometheus", file=sys.stderr,
+                      flush=True)
+            else:
+                print(f"prometheus={prometheus.address}", flush=True)
+            dashboard = write_dashboard(
+                args.report_dir / f"grafana-dashboard-{args.arch}.json", [args.arch])
             print(f"dashboard={dashboard}", flush=True)
         print(f"state={own_state}", flush=True)
         while not stop.wait(0.2):
@@ -444,6 +469,9 @@ def _external(args: argparse.Namespace) -> External | None:
                             "did not start)")
         if args.client_config is not None:
             raise UserError("--client-config only applies with --bootstrap")
+        if args.metrics_url is not None:
+            raise UserError("--metrics-url only applies with --bootstrap (a twin's metrics: the "
+                            "workload's metrics: true)")
         return None
     if args.arch is not None:
         raise UserError("--bootstrap runs against a cluster twinbench did not start; drop "
@@ -454,8 +482,9 @@ def _external(args: argparse.Namespace) -> External | None:
         raise UserError("--bootstrap needs --label NAME: what to call the external cluster "
                         "in the run log and the report (e.g. kafka-kraft)")
     client = load_client_config(args.client_config) if args.client_config else {}
+    metrics = External.metrics_urls(args.metrics_url) if args.metrics_url is not None else ()
     return External(args.label, args.bootstrap, client,
-                    str(args.client_config) if args.client_config else None)
+                    str(args.client_config) if args.client_config else None, metrics)
 
 
 def cmd_hosts(args: argparse.Namespace) -> int:

@@ -22,6 +22,14 @@ clusters (kafka-zk, kafka-kraft) beside each other.
 (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``ssl_ca_location`` (PEM; default: the system's
 CAs), ``sasl_mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; default SCRAM-SHA-512),
 ``sasl_username``, ``sasl_password``. The manifest records the settings without the password.
+
+``--metrics-url [http://]HOST:PORT[/PATH][,...]`` names the brokers' Prometheus endpoints (a
+twin started with ``twinbench cluster --metrics`` prints them as ``metrics=``). Each session
+then samples them as a ``metrics: true`` workload samples a twin's (metrics.csv), and the
+difference between its first and last scrape fills what the endpoints serve under the twins'
+names (harness/driver/counters.scraped): counters.csv, ``coordination_ops``, the columns a
+twin maps to its counters (``gossip_packets``), ``broker_cpu_s``; ZooKeeper stays unread. An
+endpoint that does not answer when the run starts is one line.
 """
 
 from __future__ import annotations
@@ -62,8 +70,12 @@ CLIENT_KEYS: dict[str, type] = {
 }
 # Never written to a manifest.
 SECRET_KEYS = frozenset({"sasl_password"})
+# What stays unmeasured with --metrics-url (the brokers' endpoints say nothing of ZooKeeper's
+# own requests and CPU).
+NOT_MEASURED_WITH_METRICS = ("ZooKeeper requests (zk_requests)", "ZooKeeper CPU seconds")
 # How long the reachability probe at the start of a run may take.
 PROBE_TIMEOUT_S = 15.0
+METRICS_URL_RE = re.compile(r"(?:http://)?([^/\s]+:\d{1,5})(/[^\s]*)?")
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,8 @@ class External:
     client: Mapping[str, Any] = field(default_factory=dict)
     # Where they came from (the manifest records the path and the settings).
     client_config_path: str | None = None
+    # --metrics-url: each broker's Prometheus endpoint as HOST:PORT/PATH (empty: none).
+    metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not NAME_RE.fullmatch(self.name):
@@ -85,6 +99,21 @@ class External:
             raise UserError(f"--label {self.name!r} names a twin; call the external cluster "
                             "something else (e.g. kafka-zk, ext-dsbs)")
         ClusterClientConfig(bootstrap=tuple(self.bootstrap.split(",")))  # host:port check
+
+    @staticmethod
+    def metrics_urls(text: str) -> tuple[str, ...]:
+        """--metrics-url's value as HOST:PORT/PATH endpoints; one line when one is not."""
+        out = []
+        for url in text.split(","):
+            m = METRICS_URL_RE.fullmatch(url.strip())
+            if m is None or not 0 < int(m.group(1).rpartition(":")[2]) < 65536:
+                raise UserError(f"--metrics-url {url!r}: not [http://]HOST:PORT[/PATH] (a "
+                                "broker's Prometheus endpoint over plain HTTP)")
+            out.append(m.group(1) + (m.group(2) or "/metrics"))
+        if len(set(out)) != len(out):
+            raise UserError(f"--metrics-url {text}: an endpoint is listed twice (each broker's "
+                            "counters would count twice)")
+        return tuple(out)
 
     def client_config(self, base: ClusterClientConfig) -> ClusterClientConfig:
         """The driver's client settings with --client-config's over them."""
@@ -109,14 +138,17 @@ class External:
     def manifest(self) -> dict[str, Any]:
         client = {k: v for k, v in self.client.items() if k not in SECRET_KEYS}
         return {"bootstrap": self.bootstrap, "client_config": self.client_config_path,
-                "client": client, "not_measured": list(NOT_MEASURED),
+                "client": client, "metrics": list(self.metrics),
+                "not_measured": list(NOT_MEASURED_WITH_METRICS if self.metrics
+                                     else NOT_MEASURED),
                 "not_applied": list(NOT_APPLIED)}
 
     def labels(self, order: int) -> dict[str, Any]:
         """The manifest's ``architectures`` entry: shown as its name, never the baseline."""
         return {"display_name": self.name, "short_name": self.name, "color": "#8172B2",
                 "order": order, "baseline": False, "cost_column": "coordination_ops",
-                "cost_label": "not measured (external cluster)"}
+                "cost_label": ("coordination messages (from its metrics)" if self.metrics
+                               else "not measured (external cluster)")}
 
 
 def load_client_config(path: Path) -> dict[str, Any]:
@@ -206,6 +238,24 @@ class ExternalCluster:
         finally:
             await client.close()
         self.start_seconds = time.perf_counter() - t0
+        await self.probe_metrics()
+
+    async def probe_metrics(self) -> None:
+        """One scrape of every --metrics-url endpoint, or a one-line error naming the first
+        that did not answer with Prometheus's text format."""
+        from harness.driver.metrics import parse, scrape
+
+        texts = await asyncio.gather(*(scrape(url) for url in self.external.metrics),
+                                     return_exceptions=True)
+        for url, text in zip(self.external.metrics, texts, strict=True):
+            try:
+                if isinstance(text, BaseException):
+                    raise text
+                parse(text, 0.0, 0, "")
+            except (OSError, TimeoutError, ValueError) as exc:
+                detail = str(exc) or type(exc).__name__
+                raise UserError(f"--metrics-url {url}: no Prometheus metrics there "
+                                f"({detail})") from None
 
     def stop(self) -> None:
         """Nothing to stop: the cluster is not ours."""

@@ -4,9 +4,10 @@ One row per architecture, the same rate panels in each (filtered by the ``arch``
 harness gives each cluster's scrape job): bytes in and out per second by request type and by
 topic (Kafka's BytesInPerSec / BytesOutPerSec), messages in per second by topic, requests per
 second and the 99th percentile time per request type, requests refused and error codes per
-second (Kafka's ErrorsPerSec), coordination operations per second, CPU, resident memory, the
-log directory's size and its filesystem's free space. Import the JSON into Grafana with
-a Prometheus data source named by ``datasource``.
+second (Kafka's ErrorsPerSec), failed SASL logins per second, requests in flight and queued,
+coordination operations, ZooKeeper requests or gossip packets and fsyncs per second, CPU,
+resident memory, open descriptors, the log directory's size and its filesystem's free space.
+Import the JSON into Grafana with a Prometheus data source named by ``datasource``.
 """
 
 from __future__ import annotations
@@ -35,10 +36,20 @@ PANELS: tuple[tuple[str, str, str], ...] = (
      "short"),
     ("error codes /s", 'sum by (api, error) (rate(twinbench_response_errors_total{sel}[30s]))',
      "short"),
+    ("failed logins /s", 'sum by (instance) '
+     '(rate(twinbench_broker_sasl_authentication_failures_total{sel}[30s]))', "short"),
+    ("requests in flight", 'sum by (instance) (twinbench_requests_in_flight{sel})', "short"),
+    ("request queue", 'sum by (instance) (twinbench_request_queue_size{sel})', "short"),
     ("coordination ops /s", 'sum(rate(twinbench_coordinator_coordination_ops_total{sel}[30s]))',
      "ops"),
+    # Each twin has one of the two: the other's series do not exist, so `or` picks its own.
+    ("ZooKeeper requests or gossip packets sent /s", 'sum by (instance) '
+     '(rate(twinbench_coordinator_zk_requests_total{sel}[30s]) '
+     'or rate(twinbench_coordinator_gossip_packets_out_total{sel}[30s]))', "short"),
+    ("fsyncs /s", 'sum by (instance) (rate(twinbench_broker_fsyncs_total{sel}[30s]))', "ops"),
     ("CPU (cores)", 'sum by (instance) (rate(process_cpu_seconds_total{sel}[30s]))', "short"),
     ("resident memory", 'sum by (instance) (process_resident_memory_bytes{sel})', "bytes"),
+    ("open descriptors", 'sum by (instance) (process_open_fds{sel})', "short"),
     ("log directory", 'sum by (instance) (twinbench_log_dir_bytes{sel})', "bytes"),
     ("disk free", 'min by (instance) (twinbench_log_dir_free_bytes{sel})', "bytes"),
 )

@@ -218,9 +218,12 @@ def _host(path: Path, i: int, raw: Any) -> Host:
     if cpus is not None and (not isinstance(cpus, list) or not cpus or any(
             isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cpus)):
         raise _fail(path, f"{where}.cpus", f"must be a list of CPU numbers, got {cpus!r}")
-    key_file = raw.get("key")
-    return Host(name, str(raw["address"]), str(raw["user"]),
-                Path(str(key_file)).expanduser() if key_file else None, port, tuple(roles),
+    key_file = Path(str(raw["key"])).expanduser() if raw.get("key") else None
+    # The driver logs in with it: a path that names no file is this file's mistake, not an
+    # unreachable host.
+    if key_file is not None and not key_file.is_file():
+        raise _fail(path, f"{where}.key", f"no key file at {key_file}")
+    return Host(name, str(raw["address"]), str(raw["user"]), key_file, port, tuple(roles),
                 tuple(cpus) if cpus is not None else None)
 
 

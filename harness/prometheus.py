@@ -37,10 +37,12 @@ class PrometheusHandle:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def query(self, expr: str, timeout_s: float = 5.0) -> list[dict]:
-        """The result vector of an instant query (``[{"metric": {...}, "value": [t, "v"]}]``)."""
-        url = (f"http://{self.address}/api/v1/query?"
-               f"{urllib.parse.urlencode({'query': expr})}")
+    def query(self, expr: str, timeout_s: float = 5.0, at: float | None = None) -> list[dict]:
+        """The result of an instant query, evaluated now or at the Unix time ``at``: a vector
+        (``[{"metric": {...}, "value": [t, "v"]}]``), or for a range selector the samples
+        (``"values": [[t, "v"], ...]``)."""
+        params = {"query": expr, **({} if at is None else {"time": f"{at:.3f}"})}
+        url = f"http://{self.address}/api/v1/query?{urllib.parse.urlencode(params)}"
         with urllib.request.urlopen(url, timeout=timeout_s) as reply:
             doc = json.loads(reply.read())
         if doc.get("status") != "success":

@@ -71,10 +71,13 @@ class Archs:
     labels: tuple[ArchLabel, ...]
 
     @classmethod
-    def from_manifests(cls, manifests: Iterable[Mapping[str, Any]]) -> Archs:
+    def from_manifests(cls, manifests: Iterable[Mapping[str, Any]],
+                       reference: str | None = None) -> Archs:
         """Built-in zk and dsbs, overridden and extended by the manifests' labels (a later
         manifest wins for the same name; run ids sort by time) and by the architectures they
-        name without labels."""
+        name without labels. ``reference`` (``twinbench analyze --reference``) names the
+        baseline, whatever the labels say: two external clusters (kafka-zk, kafka-kraft) are
+        compared with each other that way, not each with a zk twin that did not run."""
         known: dict[str, ArchLabel] = {a.name: a for a in BUILTIN}
         named: list[str] = []
         for m in manifests:
@@ -91,8 +94,14 @@ class Archs:
                     cost_column="coordination_ops", cost_label="coordination messages")
         ordered = sorted(known.values(), key=lambda a: (a.order, a.name))
         bases = [a for a in ordered if a.baseline]
-        # One reference: the first in order that says it is one (zk when nobody says so).
+        # One reference: the one asked for, else the first in order that says it is one (zk
+        # when nobody says so).
         base = bases[0].name if bases else BUILTIN[0].name
+        if reference is not None:
+            if reference not in known:
+                raise UserError(f"--reference {reference}: no run names that architecture "
+                                f"(the runs name {', '.join(a.name for a in ordered)})")
+            base = reference
         return cls(tuple(_with_baseline(a, a.name == base) for a in ordered))
 
     def __iter__(self) -> Iterator[ArchLabel]:

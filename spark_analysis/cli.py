@@ -21,7 +21,8 @@ def analyze_command(args: argparse.Namespace) -> int:
     runs: list[Path] = list(args.runs) or [DEFAULT_RUNS]
     started = time.perf_counter()
     spark = build_session(args.master)
-    analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures)
+    analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures,
+                       reference=args.reference)
     elapsed = time.perf_counter() - started
     sessions = (f", {len(analysis.faults.sessions):,} fault sessions"
                 if not analysis.faults.empty else "")

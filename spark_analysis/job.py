@@ -233,11 +233,13 @@ def compute_rtt(logs: RunLogs, archs: Archs = DEFAULT) -> RttTables:
     return RttTables(with_trips, st, rtt_tables.rtt_comparison(st, archs))
 
 
-def compute(spark: SparkSession, paths: Sequence[Path]) -> Analysis:
-    """Load and validate the runs, aggregate in Spark, and derive every table."""
+def compute(spark: SparkSession, paths: Sequence[Path], reference: str | None = None
+            ) -> Analysis:
+    """Load and validate the runs, aggregate in Spark, and derive every table; every ratio is
+    relative to ``reference`` (an architecture's name; default: the labels' baseline, zk)."""
     t0 = time.perf_counter()
     logs = load_runs(spark, paths)
-    archs = Archs.from_manifests(r.manifest for r in logs.runs)
+    archs = Archs.from_manifests((r.manifest for r in logs.runs), reference)
     timings = {"validate_s": time.perf_counter() - t0}
     # The paper's tables, figures, comparison, calibration and regression are about the split
     # and streaming scenarios only: fault sessions (scenario `faults`) never reach them.
@@ -395,13 +397,14 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
 
 
 def analyze(paths: Sequence[Path], out: Path, *, master: str = "local[*]",
-            spark: SparkSession | None = None, figures: bool = True) -> Analysis:
+            spark: SparkSession | None = None, figures: bool = True,
+            reference: str | None = None) -> Analysis:
     """The whole job. Reuses ``spark`` when given (tests), else starts one on ``master``."""
     from spark_analysis import report
     from spark_analysis.session import build_session
 
     session = spark or build_session(master)
-    analysis = compute(session, paths)
+    analysis = compute(session, paths, reference)
     write_tables(analysis, out)
     drawn: list[Path] = []
     if figures:

@@ -112,7 +112,8 @@ class Broker:
             meter = MeteredDispatcher(dispatcher)
             dispatcher = meter
             self.metrics = MetricsExporter(meter, self.counters, coordinator.counters,
-                                           lambda: self.server.in_flight(), config.data_dir)
+                                           lambda: self.server.in_flight(), config.data_dir,
+                                           queued=lambda: self.server.queued())
             self.requests.observer = self.metrics.responses.observe
         self.server = KafkaServer(dispatcher, config.max_frame_bytes, config.listener)
         # Where the metrics endpoint listens, once started.

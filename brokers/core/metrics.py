@@ -5,7 +5,9 @@ for counters):
 
 * per API (label ``api``, Kafka's request names: Produce, Fetch, ...): requests, request and
   response bytes, and a histogram of the time to answer (brokers/core/request_meter.py);
-  requests refused by kind (``twinbench_request_errors_total``); answers owed now;
+  requests refused by kind (``twinbench_request_errors_total``); answers owed now
+  (``twinbench_requests_in_flight``) and requests read but held back from dispatch
+  (``twinbench_request_queue_size``, Kafka's RequestQueueSize);
 * every counter of the counters contract (brokers/core/counters.py): the broker's own as
   ``twinbench_broker_<name>`` and the coordinator's as ``twinbench_coordinator_<name>`` (ZooKeeper
   requests, gossip packets, ...), a ``by_label`` family with its key as label ``label``; a new
@@ -189,8 +191,10 @@ class MetricsExporter:
 
     def __init__(self, meter: MeteredDispatcher, broker_counters: Callable[[], Counters],
                  coordinator_counters: Callable[[], Counters], in_flight: Callable[[], int],
-                 data_dir: Path, responses: ResponseMeter | None = None) -> None:
+                 data_dir: Path, responses: ResponseMeter | None = None,
+                 queued: Callable[[], int] = lambda: 0) -> None:
         self._meter = meter
+        self._queued = queued
         self.responses = responses or ResponseMeter()
         self._broker = broker_counters
         self._coordinator = coordinator_counters
@@ -217,6 +221,9 @@ class MetricsExporter:
         families.append(GaugeMetricFamily(f"{PREFIX}_requests_in_flight",
                                           "requests read and not yet answered",
                                           value=self._in_flight()))
+        families.append(GaugeMetricFamily(f"{PREFIX}_request_queue_size",
+                                          "requests read and waiting to be dispatched "
+                                          "(Kafka's RequestQueueSize)", value=self._queued()))
         families.extend(counter_families(f"{PREFIX}_broker", self._broker()))
         try:
             families.extend(counter_families(f"{PREFIX}_coordinator", self._coordinator()))

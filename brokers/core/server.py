@@ -307,6 +307,12 @@ class KafkaServer:
         """Requests read and not yet answered, over every connection (for metrics)."""
         return sum(len(conn._slots) for conn in self.connections)
 
+    def queued(self) -> int:
+        """Requests read and waiting to be dispatched, held back by their connection's budget
+        or a client not reading its answers, over every connection (for metrics: Kafka's
+        RequestQueueSize, the requests no handler has taken yet)."""
+        return sum(len(conn._queued) for conn in self.connections)
+
     # --- connection limits ------------------------------------------------------------------
     def admit(self, conn: ServerConnection) -> bool:
         cfg = self.config

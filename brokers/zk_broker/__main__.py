@@ -46,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and create every znode writable by that identity only, readable by anyone "
         "(zookeeper.set.acl)",
     )
+    parser.add_argument(
+        "--unclean-leader-election",
+        action="store_true",
+        help="when no in-sync replica of a partition is alive, elect a live replica outside "
+        "the ISR, which may lack acknowledged records (unclean.leader.election.enable; off)",
+    )
     return run_main(
         PROG,
         parser,
@@ -56,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 session_timeout_ms=args.zk_session_timeout_ms,
                 data_path=args.zk_data_path,
                 digest=load_digest(args.zk_auth_file) if args.zk_auth_file else None,
+                security_protocol=config.listeners[0].protocol.value,
+                unclean_leader_election=args.unclean_leader_election,
             ),
             config.node_id,
         ),

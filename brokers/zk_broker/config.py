@@ -43,6 +43,13 @@ class ZkCoordinatorConfig:
     # Digest identity both sessions authenticate as; set, every znode the broker creates is
     # writable by it alone and readable by anyone (acl.py). None: open znodes, no auth.
     digest: ZkDigest | None = field(default=None, repr=False)
+    # Security protocol of the broker's registered (first) listener, as its /brokers/ids
+    # registration names it: the endpoint "SASL_SSL://host:port" and the listener map.
+    security_protocol: str = "PLAINTEXT"
+    # unclean.leader.election.enable: when no replica of the ISR is alive, the controller may
+    # elect a live replica outside it (availability over the records only the ISR had). Off,
+    # as in Kafka since 0.11: the partition stays leaderless until an ISR member returns.
+    unclean_leader_election: bool = False
 
     def __post_init__(self) -> None:
         connect, sep, chroot = self.connect.strip().partition("/")

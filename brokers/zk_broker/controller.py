@@ -157,8 +157,11 @@ class Controller:
         epoch: int,
         epoch_zk_version: int,
         on_fenced: Callable[[Controller], None],
+        unclean: bool = False,
     ) -> None:
         self.ctx = ctx
+        # unclean.leader.election.enable (next_partition_state).
+        self.unclean = unclean
         self.bridge = bridge
         self.paths = paths
         self.epoch = epoch
@@ -233,7 +236,8 @@ class Controller:
                 tp = TopicPartition(topic, partition)
                 cached = self.ctx.cached_state(tp)
                 target = next_partition_state(
-                    replicas, live, cached.state if cached else None, self.epoch
+                    replicas, live, cached.state if cached else None, self.epoch,
+                    unclean=self.unclean,
                 )
                 if target is not None:
                     writes.append(self._write(tp, cached, target))

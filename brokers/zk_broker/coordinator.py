@@ -79,7 +79,8 @@ class ZkCoordinator:
             on_controller=self._on_controller,
             on_change=self._on_cache_change,
         )
-        self._election = Election(self._session, self.paths, node_id, self._cache)
+        self._election = Election(self._session, self.paths, node_id, self._cache,
+                                  unclean=config.unclean_leader_election)
         self._topics = TopicCreator(
             self._session, self.paths, self._cache, config.create_topic_timeout_ms
         )

@@ -33,9 +33,12 @@ class Election:
     """This broker's part in the controller election; all methods run on the loop."""
 
     def __init__(
-        self, session: ZkSession, paths: ZkPaths, node_id: int, cache: MetadataCache
+        self, session: ZkSession, paths: ZkPaths, node_id: int, cache: MetadataCache,
+        unclean: bool = False,
     ) -> None:
         self._session = session
+        # What the controller this broker may become elects from (unclean.leader.election).
+        self._unclean = unclean
         self._paths = paths
         self._node_id = node_id
         # Whose reads of /controller drive the election, and what the controller reconciles.
@@ -88,7 +91,8 @@ class Election:
             if not session.connected or session.closed:
                 return
             self._controller = Controller(
-                self._cache, session.bridge, self._paths, epoch, version, self._fenced
+                self._cache, session.bridge, self._paths, epoch, version, self._fenced,
+                unclean=self._unclean,
             )
             self.elections_won += 1
             log.info("broker %d is the controller (epoch %d)", self._node_id, epoch)

@@ -158,8 +158,11 @@ def member_id_from_segment(segment: str) -> str:
 
 
 # --- /brokers/ids/<id> --------------------------------------------------------------------------
-def encode_broker(info: BrokerInfo, timestamp_ms: str | None = None) -> bytes:
-    """Kafka's broker registration (version 4): host/port plus the endpoint list and rack."""
+def encode_broker(info: BrokerInfo, timestamp_ms: str | None = None,
+                  protocol: str = "PLAINTEXT") -> bytes:
+    """Kafka's broker registration (version 4): host/port plus the endpoint list and rack.
+    The endpoint is the registered listener's, named by its protocol (Kafka's default
+    listener names are the protocols)."""
     return _dumps(
         {
             "version": BROKER_ZNODE_VERSION,
@@ -167,8 +170,8 @@ def encode_broker(info: BrokerInfo, timestamp_ms: str | None = None) -> bytes:
             "port": info.port,
             "jmx_port": -1,
             "timestamp": timestamp_ms or _now_ms(),
-            "endpoints": [f"PLAINTEXT://{info.host}:{info.port}"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [f"{protocol}://{info.host}:{info.port}"],
+            "listener_security_protocol_map": {protocol: protocol},
             "rack": info.rack,
         }
     )

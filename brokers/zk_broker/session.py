@@ -212,7 +212,7 @@ class ZkSession:
         session = self.id if session is None else session
         b = self.bridge
         path = self.paths.broker(self.node_id)
-        data = fmt.encode_broker(me)
+        data = fmt.encode_broker(me, protocol=self.config.security_protocol)
         # An old session of ours (a crashed process, or this one before LOST) may still hold
         # the node until ZooKeeper expires it: wait that long, like Kafka does, then give up.
         deadline = time.monotonic() + 2 * self.config.session_timeout_ms / 1000

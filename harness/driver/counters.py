@@ -16,6 +16,10 @@
   average a packet from the root namespace (client, ZooKeeper) waited (the round trip added
   there), and its own CPU seconds, which are the network's and never a broker's.
 
+* A cluster twinbench did not start (``--bootstrap``) is read only through the Prometheus
+  endpoints ``--metrics-url`` names (``scraped``: the session's first and last scrape of the
+  same counters, brokers/core/metrics.py), or not at all.
+
 coordination.csv's measured columns (docs/result-format.md) come from these: ``zk_requests``
 and ``zk_cpu_s`` from ZooKeeper, ``coordination_ops`` from the counter every coordinator
 reports, ``broker_cpu_s`` from the brokers' CPU, and the columns an entry maps to its own
@@ -40,6 +44,7 @@ from typing import Any
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures import Architecture
 from harness.cluster import BrokerProcess, ProcessCluster
+from harness.driver.metrics import Sample
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
 
@@ -200,3 +205,71 @@ def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
         delay.update(rtt_measured_ms=line.gateway_held_ms, delayed_packets=line.packets,
                      delay_cpu_s=_cpu_delta(before.cpu, after.cpu, "netdelay:"))
     return Delta(columns, coordinator, broker, delay)
+
+
+# Prometheus names of the counters contract (brokers/core/metrics.py): prefix -> Delta part.
+_SCRAPED = (("twinbench_coordinator_", "coordinator"), ("twinbench_broker_", "broker"))
+
+
+def scraped(samples: Iterable[Sample], columns: Mapping[str, str] | None = None) -> Delta:
+    """The session's Delta from the metrics endpoints of a cluster twinbench did not start
+    (``--metrics-url``): per broker (node id), the last sample minus the first of every
+    counter of the contract, summed over brokers as ``increase`` does (a value that went down:
+    unknown). ``coordination_ops`` and ``broker_cpu_s`` (``process_cpu_seconds_total``) fill
+    their columns, ``columns`` maps further ones to coordinator counters (every twin's
+    ``Architecture.columns``); ZooKeeper is not read. An endpoint that serves none of these
+    names (not a twin) leaves everything unknown, and so does one that missed the session's
+    first or last scrape (its difference would cover part of the session)."""
+    first: dict[tuple[int, str], tuple[float, float]] = {}
+    last: dict[tuple[int, str], tuple[float, float]] = {}
+    samples = list(samples)
+    if not samples:
+        return unmeasured()
+    start, end = min(s.t_s for s in samples), max(s.t_s for s in samples)
+    for s in samples:
+        key = (s.node_id, _contract_name(s.metric, s.labels))
+        if key[1] == "":
+            continue
+        if key not in first or s.t_s < first[key][0]:
+            first[key] = (s.t_s, s.value)
+        if key not in last or s.t_s >= last[key][0]:
+            last[key] = (s.t_s, s.value)
+    parts: dict[str, dict[str, int | float | None]] = {"coordinator": {}, "broker": {},
+                                                       "process": {}}
+    for (node, name), (t_last, value) in sorted(last.items()):
+        part, _, counter = name.partition(":")
+        t_first, value_first = first[(node, name)]
+        step = value - value_first
+        total = parts[part].get(counter, 0)
+        if t_first != start or t_last != end or step < 0 or total is None:
+            parts[part][counter] = None
+        else:
+            # Prometheus carries every number as a float; the contract's counts are integers.
+            whole = part != "process" and step.is_integer()
+            parts[part][counter] = total + (int(step) if whole else step)
+    out: dict[str, int | float | None] = dict.fromkeys(COLUMNS)
+    coordinator, broker = parts["coordinator"], parts["broker"]
+    out["coordination_ops"] = coordinator.get("coordination_ops")
+    out["broker_cpu_s"] = parts["process"].get("cpu_s")
+    for column, counter in (columns or {}).items():
+        if counter in coordinator:
+            out[column] = coordinator[counter]
+    return Delta(out, coordinator, broker)
+
+
+def _contract_name(metric: str, labels: str) -> str:
+    """``part:name`` of a scraped sample (``coordinator:gossip_packets_out``,
+    ``broker:kafka_requests_Produce`` for a family's label, ``process:cpu_s``), or "" for a
+    sample that is none of these (gauges, histograms, per-topic series)."""
+    if metric == "process_cpu_seconds_total" and not labels:
+        return "process:cpu_s"
+    if not metric.endswith("_total"):
+        return ""
+    for prefix, part in _SCRAPED:
+        if metric.startswith(prefix):
+            name = metric[len(prefix):-len("_total")]
+            if not labels:
+                return f"{part}:{name}"
+            key, _, value = labels.partition("=")
+            return f"{part}:{name}_{value}" if key == "label" and "," not in labels else ""
+    return ""

@@ -85,13 +85,16 @@ def parse(text: str, t_s: float, node_id: int, topic: str) -> list[Sample]:
 
 
 async def scrape(address: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> str:
-    """GET http://ADDRESS/metrics; the body as text (OSError / TimeoutError otherwise)."""
+    """GET http://ADDRESS/metrics (ADDRESS: HOST:PORT, or HOST:PORT/PATH for another path);
+    the body as text (OSError / TimeoutError otherwise)."""
+    address, slash, rest = address.partition("/")
+    path = slash + rest if slash else "/metrics"
     host, _, port = address.rpartition(":")
 
     async def get() -> bytes:
         reader, writer = await asyncio.open_connection(host, int(port))
         try:
-            writer.write(f"GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n".encode())
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n".encode())
             await writer.drain()
             chunks, size = [], 0
             while chunk := await reader.read(65536):  # HTTP/1.0: the body ends at EOF

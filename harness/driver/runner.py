@@ -519,8 +519,13 @@ class _Run:
     # --- sessions --------------------------------------------------------------------------
     def metrics_sampler(self, cluster: ProcessCluster | ExternalCluster, topic: str
                         ) -> MetricsSampler | None:
-        """metrics: true: the sampler of every broker's endpoint for a session on ``topic``."""
-        if not self.workload.metrics or not isinstance(cluster, ProcessCluster):
+        """metrics: true: the sampler of every broker's endpoint for a session on ``topic``;
+        --metrics-url: the sampler of the external cluster's endpoints."""
+        if isinstance(cluster, ExternalCluster):
+            urls = cluster.external.metrics
+            return MetricsSampler(list(enumerate(urls)), topic,
+                                  self.workload.metrics_interval_s) if urls else None
+        if not self.workload.metrics:
             return None
         zookeeper = cluster.zookeeper.pids if cluster.zookeeper is not None else ()
         return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
@@ -596,7 +601,7 @@ class _Run:
         self.timed_s += result.timed_s(s.scenario)
         run_id = log.run_id
         rec = rows.record_rows(run_id, arch, s, result)
-        change = _change(cluster, before, after)
+        change = _change(cluster, before, after, sampler)
         coord = rows.coordination_row(run_id, arch, s, result, change, load)
         log.add_records(rec)
         log.add_coordination(coord)
@@ -748,8 +753,16 @@ def _read(cluster: ProcessCluster | ExternalCluster) -> counters.Reading | None:
 
 
 def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading | None,
-            after: counters.Reading | None) -> counters.Delta:
-    if isinstance(cluster, ExternalCluster) or before is None or after is None:
+            after: counters.Reading | None, sampler: MetricsSampler | None = None
+            ) -> counters.Delta:
+    if isinstance(cluster, ExternalCluster):
+        if sampler is None:
+            return counters.unmeasured()
+        # --metrics-url: what its endpoints serve under the twins' names.
+        return counters.scraped(sampler.samples, {
+            column: counter for name in architectures.names()
+            for column, counter in architectures.get(name).columns.items()})
+    if before is None or after is None:
         return counters.unmeasured()
     return counters.delta(cluster.spec.architecture, before, after)
 
@@ -796,8 +809,8 @@ def _check_external(wl: Workload) -> None:
                         "twinbench starts; an external cluster's is its own (give the load "
                         "client's settings with --client-config)")
     if wl.metrics:
-        raise UserError(f"workload {wl.name}: metrics: true samples the twins' own metrics "
-                        "endpoints; not --bootstrap")
+        raise UserError(f"workload {wl.name}: metrics: true samples the metrics endpoints of "
+                        "the twins twinbench starts; with --bootstrap give --metrics-url")
 
 
 def broker_settings(wl: Workload) -> tuple[str, ...]:

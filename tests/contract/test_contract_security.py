@@ -1,6 +1,7 @@
 """Secured listeners on every architecture, driven by real clients (confluent-kafka,
-kafka-python): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
-password or an untrusted certificate refused, counted, and the broker still serving.
+kafka-python, kcat): TLS (SSL), SASL_PLAINTEXT with PLAIN and both SCRAMs, SASL_SSL; a wrong
+password or an untrusted certificate refused, counted, and the broker still serving; a
+secured zk cluster's ZooKeeper state readable, not writable, by other ZooKeeper clients.
 
 One cluster per (architecture, protocol), module-scoped: every broker's only listener speaks
 that protocol, so Metadata sends clients to addresses of the same protocol (the first listener
@@ -10,7 +11,9 @@ is the one registered in the coordination state, brokers/core/security/listeners
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
 import uuid
 
 import pytest
@@ -97,6 +100,31 @@ def test_kafka_python_produces_and_consumes_with_every_mechanism(secured, securi
         assert got == [f"v{i}".encode() for i in range(15)], mechanism
 
 
+def _kcat(kcat: str, cluster, conf: dict[str, str], *args: str,
+          stdin: str | None = None) -> list[str]:
+    """kcat with ``conf`` as -X properties, run to completion (bounded); its stdout lines."""
+    props = [a for k, v in conf.items() for a in ("-X", f"{k}={v}")]
+    done = subprocess.run([kcat, "-b", cluster.bootstrap, *props, *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (conf.get("sasl.mechanism"), args, done.stderr[-2000:])
+    return done.stdout.split()
+
+
+def test_kcat_produces_and_consumes_with_every_mechanism(secured, security_files):
+    """kcat (Debian's librdkafka 2.0.2, older than confluent-kafka's) with its settings as -X
+    properties: TLS, and each SASL mechanism, against every architecture."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed (harness/setup_system.sh installs it)")
+    for mechanism in _mechanisms(secured.protocol):
+        conf = security_files.librdkafka(secured.protocol, mechanism)
+        topic = f"seckc-{uuid.uuid4().hex[:10]}"
+        sent = [f"k{i}" for i in range(10)]
+        _kcat(kcat, secured, conf, "-P", "-t", topic, "-p", "0", stdin="\n".join(sent) + "\n")
+        assert _kcat(kcat, secured, conf, "-C", "-t", topic, "-p", "0", "-o", "beginning",
+                     "-c", str(len(sent)), "-e", "-q") == sent, mechanism
+
+
 def test_followers_replicate_over_the_secured_listener(secured, security_files):
     """acks=all with min.insync.replicas=2 on two brokers is acknowledged only once the
     follower has fetched every batch from the leader: over the cluster's own protocol, with
@@ -121,6 +149,51 @@ def test_followers_replicate_over_the_secured_listener(secured, security_files):
                          on_delivery=lambda err, _msg: err is not None and failed.append(err))
     assert producer.flush(60) == 0
     assert failed == []
+
+
+def test_a_secured_zk_clusters_znodes_are_read_only_to_other_zookeeper_clients(
+        secured, security_files):
+    """The harness gives a secured zk cluster's brokers a fresh ZooKeeper digest identity
+    (--zk-auth-file): every znode they made, the topic's and the group's offsets included,
+    carries that identity's ACL and world READ, so a ZooKeeper client without the identity
+    reads the state and can change none of it."""
+    if secured.arch != "zk":
+        pytest.skip(f"{secured.arch} keeps no state in ZooKeeper")
+    ck = pytest.importorskip("confluent_kafka")
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import Permissions
+
+    conf = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[-1])
+    assert len(_confluent_roundtrip(ck, secured, conf, 3)) == 3  # a topic and a group's offsets
+    outsider = KazooClient(hosts=secured.zookeeper_connect, timeout=4.0)
+    outsider.start(timeout=10)
+    try:
+        paths, pending = [], ["/twinbench"]
+        while pending:
+            path = pending.pop()
+            paths.append(path)
+            pending.extend(f"{path}/{child}" for child in outsider.get_children(path))
+        for kind in ("/brokers/ids/", "/brokers/topics/", "/consumers/", "/offsets/"):
+            assert any(kind in p for p in paths), (kind, paths)
+        # Each registration names the listener's protocol, as Kafka's does.
+        for b in secured.brokers:
+            registration = json.loads(outsider.get(f"/twinbench/brokers/ids/{b.node_id}")[0])
+            assert registration["endpoints"] == [f"{secured.protocol}://{b.host}:{b.port}"]
+            assert registration["listener_security_protocol_map"] == {
+                secured.protocol: secured.protocol}
+        for path in paths:
+            acls, _ = outsider.get_acls(path)
+            assert {(a.id.scheme, a.perms) for a in acls} == {
+                ("digest", Permissions.ALL), ("world", Permissions.READ)}, path
+        for path in [p for p in paths if "/brokers/" in p or "/offsets/" in p][:20]:
+            outsider.get(path)
+            with pytest.raises(NoAuthError):
+                outsider.set(path, b"forged")
+    finally:
+        outsider.stop()
+        outsider.close()
+    assert len(_confluent_roundtrip(ck, secured, conf, 3)) == 3
 
 
 def _sasl_failures(cluster) -> int:

@@ -125,6 +125,21 @@ def test_figures_and_report_show_it(analysis: tuple[job.Analysis, Path]) -> None
     assert figures.read_archs(out) == a.archs
 
 
+def test_a_reference_other_than_zk_is_every_ratio_s_denominator(spark: SparkSession,
+                                                                 runs: Path) -> None:
+    """`twinbench analyze --reference kraft`: the same tables with KRaft as the reference."""
+    a = job.compute(spark, [runs], reference="kraft")
+    assert a.archs.baseline.name == "kraft"
+    cmp = a.comparison
+    split = cmp[(cmp["cell_id"] == "size_grid-8B-b20") & (cmp["scenario"] == "split")
+                & (cmp["role"] == "production") & (cmp["metric"] == "rps")]
+    by_other = {("zk" if pd.notna(r["zk_n"]) else "dsbs"): r["ratio"]
+                for _, r in split.iterrows()}
+    # The fixture: dsbs at 2x ZK, KRaft at 1.5x ZK.
+    assert by_other == pytest.approx({"zk": 1 / 1.5, "dsbs": 2 / 1.5})
+    assert split["kraft_mean"].notna().all() and split["paper_ratio"].isna().all()
+
+
 def test_the_regression_checks_one_pair(runs: Path) -> None:
     with pytest.raises(UserError, match="the regression needs one zk run and one other "
                                         "architecture's"):

@@ -58,12 +58,58 @@ def test_cluster_prints_its_addresses_serves_and_stops_everything(tmp_path, arch
         proc.kill()
 
 
-def test_cluster_rejects_bad_arguments_in_one_line():
+def test_cluster_rejects_bad_arguments_in_one_line(tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
     for args in (["--arch", "raft"], ["--arch", "zk", "--brokers", "0"],
                  ["--arch", "dsbs", "--zookeeper", "127.0.0.1:2181"],
-                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"]):
+                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"],
+                 # Security and metrics settings, refused before anything starts.
+                 ["--arch", "dsbs", "--security", "tls", "--security-protocol", "SASL_SSL"],
+                 ["--arch", "dsbs", "--security-protocol", "SSL"],
+                 ["--arch", "dsbs", "--security-protocol", "SASL_PLAINTEXT"],
+                 ["--arch", "dsbs", "--security-protocol", "SASL_PLAINTEXT",
+                  "--sasl-mechanisms", "GSSAPI", "--sasl-credentials-file", str(a_file)],
+                 ["--arch", "dsbs", "--security", "bogus"],
+                 ["--arch", "dsbs", "--metrics", "--report-dir", str(a_file / "report")]):
         done = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", *args],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, args
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("twinbench: error:"), done.stderr
+        assert done.stdout == "", args  # refused before anything started
+
+
+def test_cluster_metrics_without_prometheus_warns_in_one_line_and_serves_on(tmp_path):
+    """`--metrics` where no prometheus binary is on PATH: one warning line, no prometheus=,
+    and the cluster still up, its brokers' endpoints serving and the dashboard written."""
+    import json
+    import os
+    import urllib.request
+    from pathlib import Path
+
+    bare = tmp_path / "bin"  # a PATH without prometheus (the brokers run sys.executable)
+    bare.mkdir()
+    proc = ManagedProcess(
+        [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "1",
+         "--gossip-preset", "local", "--data-dir", str(tmp_path / "data"), "--metrics",
+         "--state", str(tmp_path / "state.json"), "--report-dir", str(tmp_path / "report")],
+        name="twinbench cluster", log_path=tmp_path / "cluster.log",
+        env={**os.environ, "PATH": str(bare)}).start()
+    try:
+        proc.wait_for_line("bootstrap=", 120)
+        dashboard = Path(proc.wait_for_line("dashboard=", 30).split("=", 1)[1])
+        state = Path(proc.wait_for_line("state=", 30).split("=", 1)[1])
+        assert json.loads(dashboard.read_text())["panels"]
+        (broker,) = json.loads(state.read_text())["brokers"]
+        with urllib.request.urlopen(f"http://{broker['metrics']}/metrics", timeout=10) as r:
+            assert b"twinbench_requests_in_flight" in r.read()
+        assert proc.poll() is None
+        proc.signal(signal.SIGTERM)
+        assert proc.wait(timeout_s=60) == 0
+    finally:
+        proc.kill()
+    log = (tmp_path / "cluster.log").read_text()
+    assert "prometheus=" not in log
+    warnings = [line for line in log.splitlines() if "prometheus" in line.lower()]
+    assert len(warnings) == 1 and warnings[0].startswith("twinbench: warning: no prometheus")

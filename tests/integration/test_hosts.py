@@ -55,6 +55,16 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
                      timeout=120)
     assert done.returncode == 1
     assert f"NOT READY: no twinbench at {tmp_path / 'nowhere'}" in done.stdout
+    # The project there, but another version of it (its interpreter says so).
+    other = tmp_path / "other-python"
+    other.write_text("#!/bin/sh\necho 'twinbench 0.0.1 0000000'\n")
+    other.chmod(0o755)
+    doc.pop("project")
+    doc["python"] = str(other)
+    done = twinbench("hosts", "check", str(_write(tmp_path / "other.yaml", doc)), timeout=120)
+    assert done.returncode == 1
+    assert (f"good root@{a}:22 [broker,zookeeper]: NOT READY: version 'twinbench 0.0.1 "
+            f"0000000', here {local_version()!r}") in done.stdout, done.stdout
 
 
 @pytest.mark.filesystem
@@ -79,6 +89,9 @@ def test_hosts_check_says_per_host_what_is_wrong(hosts: sshd.SshHosts, tmp_path:
                  "cpus": [-1]}]}, "hosts[0].cpus: must be a list of CPU numbers"),
     ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
       "workdir": "tmp/tb"}, "workdir: must be an absolute path"),
+    ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"],
+                 "key": "/nonexistent/id_ed25519"}]},
+     "hosts[0].key: no key file at /nonexistent/id_ed25519"),
     ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],
       "keepalive_count": 1.5}, "keepalive_count: must be an integer >= 1"),
     ({"hosts": [{"name": "a", "address": "x", "user": "u", "roles": ["broker"]}],

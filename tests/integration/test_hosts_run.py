@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -30,8 +29,8 @@ from tests.support.cli import twinbench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-FULL = os.environ.get("TWINBENCH_HOSTS_FULL") == "1"
-full_only = pytest.mark.skipif(not FULL, reason="TWINBENCH_HOSTS_FULL=1 (make test-hosts)")
+# Deselected unless TWINBENCH_HOSTS_FULL=1 (tests/integration/conftest.py).
+full_only = pytest.mark.hosts_full
 CLUSTER = [["zookeeper", "broker"], ["broker"], ["broker"]]
 # Quick failure detection for tests: a host is lost after 1 s x 8 unanswered keepalives (not
 # fewer: this machine is shared, and a starved sshd may miss a few).

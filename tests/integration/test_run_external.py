@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runlog
-from harness.external import NOT_APPLIED
+from harness.external import NOT_APPLIED, NOT_MEASURED_WITH_METRICS
 from harness.processes import ManagedProcess
 from spark_analysis.loader import validate_runs
 from tests.support.cli import twinbench
@@ -31,14 +30,18 @@ cells:
 
 
 def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
-    """Over SASL_SSL: the cluster's client_config= properties become --client-config's keys."""
+    """Over SASL_SSL: the cluster's client_config= properties become --client-config's keys.
+    The cluster serves its metrics (`--metrics`) and the run reads the coordination counters
+    from them (--metrics-url)."""
     proc = ManagedProcess(
         [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "3",
-         "--data-dir", str(tmp_path / "data"), "--security", "sasl_ssl"],
+         "--data-dir", str(tmp_path / "data"), "--security", "sasl_ssl", "--metrics",
+         "--report-dir", str(tmp_path / "report")],
         name="twinbench cluster", log_path=tmp_path / "cluster.log").start()
     try:
         bootstrap = proc.wait_for_line("bootstrap=", 120).split("=", 1)[1]
         properties = Path(proc.wait_for_line("client_config=", 30).split("=", 1)[1])
+        endpoints = proc.wait_for_line("metrics=", 60).split("=", 1)[1]
         settings = dict(line.split("=", 1) for line in properties.read_text().splitlines())
         workload = tmp_path / "small.yaml"
         workload.write_text(SMALL)
@@ -48,7 +51,7 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
         out = tmp_path / "runs"
         done = twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
                           str(workload), "--client-config", str(config), "--out", str(out),
-                          "--quiet")
+                          "--quiet", "--metrics-url", endpoints)
         assert done.returncode == 0, done.stderr
         (run,) = out.iterdir()
         m = json.loads((run / "manifest.json").read_text())
@@ -58,7 +61,9 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
         assert ext["bootstrap"] == bootstrap and ext["client"]["client_id"] == "ext-test"
         assert ext["client"]["security_protocol"] == "SASL_SSL"
         assert settings["sasl.password"] not in (run / "manifest.json").read_text()
-        assert ext["not_applied"] == list(NOT_APPLIED) and ext["not_measured"]
+        assert ext["not_applied"] == list(NOT_APPLIED)
+        assert ext["not_measured"] == list(NOT_MEASURED_WITH_METRICS)
+        assert ext["metrics"] == [f"{e}/metrics" for e in endpoints.split(",")]
         assert m["architectures"]["ext-dsbs"]["baseline"] is False
         with open(run / "records.csv", newline="") as f:
             rows = list(csv.DictReader(f))
@@ -68,13 +73,29 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
         assert {r["lost"] for r in rows if r["role"] == "consumption"} == {"0"}
         with open(run / "coordination.csv", newline="") as f:
             coord = list(csv.DictReader(f))
-        # Nothing twinbench would read from its own processes was measured.
-        assert coord and all(r[c] == "" for r in coord for c in
-                             ("zk_requests", "gossip_packets", "coordination_ops",
-                              "broker_cpu_s", "zk_cpu_s"))
-        assert (run / "counters.csv").read_text().strip() == ",".join(runlog.COUNTER_COLUMNS)
+        assert coord and all(r[c] == "" for r in coord for c in ("zk_requests", "zk_cpu_s"))
+        # Read from the brokers' endpoints, the first and last scrape of each session.
+        assert all(int(r["gossip_packets"]) > 0 and int(r["coordination_ops"]) >= 0
+                   and float(r["broker_cpu_s"]) > 0 for r in coord)
+        with open(run / "counters.csv", newline="") as f:
+            counted = {(r["source"], r["counter"]) for r in csv.DictReader(f)}
+        assert {("coordinator", "gossip_packets_out"), ("broker", "fsyncs")} <= counted
+        with open(run / "metrics.csv", newline="") as f:
+            scraped = {(r["node_id"], r["metric"]) for r in csv.DictReader(f)}
+        assert {("2", "twinbench_requests_total"), ("0", "process_cpu_seconds_total")
+                } <= scraped
         # The analysis reads it like any run log.
         assert [r.arch for r in validate_runs([run]).runs] == ["ext-dsbs"]
+        # An endpoint that is no Prometheus endpoint (a broker's Kafka port): one line, before
+        # any run directory is written.
+        kafka_port = bootstrap.split(",")[0]
+        done = twinbench("run", "--bootstrap", bootstrap, "--label", "ext-dsbs", "--workload",
+                         str(workload), "--client-config", str(config), "--out",
+                         str(tmp_path / "refused"), "--metrics-url", kafka_port)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"twinbench: error: --metrics-url {kafka_port}/metrics: "
+                                      "no Prometheus metrics there (")
+        assert not (tmp_path / "refused").exists()
     finally:
         proc.stop()
 
@@ -91,6 +112,12 @@ def test_a_workload_runs_against_an_external_cluster(tmp_path: Path) -> None:
     (["--workload", "smoke"], "give --arch (a twin, or both) or --bootstrap"),
     (["--arch", "zk", "--client-config", "x.yaml", "--workload", "smoke"],
      "--client-config only applies with --bootstrap"),
+    (["--arch", "zk", "--metrics-url", "127.0.0.1:1", "--workload", "smoke"],
+     "--metrics-url only applies with --bootstrap"),
+    (["--bootstrap", "127.0.0.1:1", "--label", "ext", "--metrics-url", "https://b:9/m",
+      "--workload", "smoke"], "not [http://]HOST:PORT[/PATH]"),
+    (["--bootstrap", "127.0.0.1:1", "--label", "ext", "--metrics-url", "b:1,b:1/metrics",
+      "--workload", "smoke"], "an endpoint is listed twice"),
 ])
 def test_what_an_external_run_refuses(args: list[str], expected: str) -> None:
     done = twinbench("run", *args, "--out", "/nonexistent-twinbench-runs", timeout=60)

@@ -33,9 +33,13 @@ from brokers.core.coordinator import (
 )
 from brokers.core.errors import (
     CoordinatorNotAvailable,
+    FencedLeaderEpoch,
     InvalidReplicationFactor,
+    InvalidRequest,
     InvalidTopic,
+    NotLeaderOrFollower,
     TopicAlreadyExists,
+    UnknownLeaderEpoch,
 )
 from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig, ZooKeeperUnreachable
 from harness.zookeeper import ZooKeeperHandle, free_ports
@@ -222,6 +226,96 @@ def test_partition_state_fresh_reads_zookeeper_cached_does_not(
                 5,
                 "the watch to update broker 2's cache",
             )
+
+    run(scenario)
+
+
+def test_a_leader_shrinks_and_expands_its_isr_in_the_state_znode(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+) -> None:
+    """IsrWriter against ZooKeeper: the leader's conditional rewrite of the partition state
+    (Kafka 0.8's layout, its zkVersion), seen by every broker through its watch; refused when
+    the znode names another leader or epoch, whoever wrote it; and the controller's election
+    from that ISR only."""
+
+    async def scenario() -> None:
+        async with brokers(config(zk.connect_string, chroot)) as cs:
+            await cs[1].create_topic("r", 1, 3)
+            path = f"{chroot}/brokers/topics/r/partitions/0/state"
+            state, stat = kz.get(path)
+            stored = json.loads(state)
+            leader, replicas = stored["leader"], stored["isr"]
+            assert sorted(replicas) == [1, 2, 3] and stored["leader_epoch"] == 0
+            follower = next(r for r in replicas if r != leader)
+            keep = [r for r in replicas if r != follower]
+
+            def isr_everywhere(isr: list[int]) -> bool:
+                return all(list(c.cluster().topics["r"].partitions[0].isr) == isr
+                           for c in cs.values() if "r" in c.cluster().topics)
+
+            shrunk = await cs[leader].change_isr("r", 0, 0, keep)
+            assert list(shrunk.isr) == keep and shrunk.leader_epoch == 0
+            state, after = kz.get(path)
+            assert json.loads(state) | {"isr": replicas} == stored
+            assert json.loads(state)["isr"] == keep and after.version == stat.version + 1
+            await async_wait_until(lambda: isr_everywhere(keep), 5, "every broker's ISR")
+            # Expanding back, asked in any order: stored in replica order.
+            grown = await cs[leader].change_isr("r", 0, 0, list(reversed(replicas)))
+            assert list(grown.isr) == replicas
+            assert json.loads(kz.get(path)[0])["isr"] == replicas
+            await async_wait_until(lambda: isr_everywhere(replicas), 5, "every broker's ISR")
+            # Another broker is not the leader; the leader cannot drop itself.
+            with pytest.raises(NotLeaderOrFollower):
+                await cs[follower].change_isr("r", 0, 0, [follower])
+            with pytest.raises(InvalidRequest):
+                await cs[leader].change_isr("r", 0, 0, [r for r in replicas if r != leader])
+            # A newer epoch written behind the leader's back (a controller that re-elected it):
+            # its request in the old epoch is fenced, one in an epoch not stored yet unknown.
+            kz.set(path, json.dumps(stored | {"leader_epoch": 1}).encode())
+            with pytest.raises(FencedLeaderEpoch):
+                await cs[leader].change_isr("r", 0, 0, keep)
+            with pytest.raises(UnknownLeaderEpoch):
+                await cs[leader].change_isr("r", 0, 2, keep)
+            assert json.loads(kz.get(path)[0])["isr"] == replicas  # nothing written
+            # Unclean election is off: the leader alone in its ISR dies, and the controller
+            # leaves the partition leaderless (the ISR still naming it) rather than electing
+            # a follower that may lack acknowledged records.
+            alone = await cs[leader].change_isr("r", 0, 1, [leader])
+            assert list(alone.isr) == [leader]
+            await cs[leader].close()
+            rest = [c for i, c in cs.items() if i != leader]
+            await async_wait_until(
+                lambda: all(c.cluster().topics["r"].partitions[0].leader == NO_LEADER
+                            for c in rest), SESSION_S + 5, "the partition to lose its leader")
+            final = json.loads(kz.get(path)[0])
+            assert (final["leader"], final["leader_epoch"], final["isr"]) == (-1, 2, [leader])
+
+    run(scenario)
+
+
+def test_unclean_leader_election_elects_outside_the_isr_when_asked(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+) -> None:
+    """--unclean-leader-election: the leader alone in its ISR dies and a live replica outside
+    the ISR leads in the next epoch, alone in the new ISR (availability over records only the
+    dead leader had)."""
+
+    async def scenario() -> None:
+        async with brokers(config(zk.connect_string, chroot, unclean_leader_election=True)) as cs:
+            await cs[1].create_topic("u", 1, 3)
+            path = f"{chroot}/brokers/topics/u/partitions/0/state"
+            stored = json.loads(kz.get(path)[0])
+            leader, replicas = stored["leader"], stored["isr"]
+            await cs[leader].change_isr("u", 0, 0, [leader])
+            await cs[leader].close()
+            rest = [c for i, c in cs.items() if i != leader]
+            await async_wait_until(
+                lambda: all(c.cluster().topics["u"].partitions[0].leader not in (NO_LEADER, leader)
+                            for c in rest), SESSION_S + 5, "a leader outside the ISR")
+            final = json.loads(kz.get(path)[0])
+            first_live = next(r for r in replicas if r != leader)
+            assert (final["leader"], final["leader_epoch"], final["isr"]) == (
+                first_live, 1, [first_live])
 
     run(scenario)
 

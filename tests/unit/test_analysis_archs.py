@@ -57,6 +57,20 @@ def test_one_baseline_even_when_manifests_disagree() -> None:
     assert [a.name for a in archs if a.baseline] == ["zk"]  # first in order
 
 
+def test_a_reference_makes_two_external_clusters_one_pair() -> None:
+    """`twinbench analyze --reference kafka-zk`: kafka-kraft/kafka-zk, not each over a zk twin
+    that did not run; a name no run gives is one line."""
+    manifests = [{"arch": "kafka-zk"}, {"arch": "kafka-kraft"}]
+    assert Archs.from_manifests(manifests).baseline.name == "zk"
+    archs = Archs.from_manifests(manifests, reference="kafka-zk")
+    assert [a.name for a in archs if a.baseline] == ["kafka-zk"]
+    assert archs.ratio_name(archs["kafka-kraft"]) == "kafka-kraft/kafka-zk"
+    assert [a.name for a in archs.others] == ["zk", "dsbs", "kafka-kraft"]
+    with pytest.raises(UserError, match="--reference redpanda: no run names that architecture "
+                                        r"\(the runs name zk, dsbs, kafka-zk, kafka-kraft\)"):
+        Archs.from_manifests(manifests, reference="redpanda")
+
+
 @pytest.mark.parametrize("value,needle", [
     ([], "architectures is not an object"),
     ({"kraft": 1}, "architectures.kraft is not an object"),

@@ -197,3 +197,57 @@ def test_a_counter_added_to_a_class_is_read_without_new_code() -> None:
     assert (got["zk_requests_by_type_get"], got["zk_requests_by_type_set"], got["fsyncs"]) == (
         3, 1, 3)
     assert "leader" not in got
+
+
+def _exposition(coordinator: Counters, broker: Counters, cpu_s: float) -> str:
+    """What a twin's --metrics endpoint serves for these counters (brokers/core/metrics.py)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily
+    from prometheus_client.registry import Collector
+
+    from brokers.core.metrics import counter_families
+
+    class Fixed(Collector):
+        def collect(self):
+            yield from counter_families("twinbench_coordinator", coordinator)
+            yield from counter_families("twinbench_broker", broker)
+            yield CounterMetricFamily("process_cpu_seconds", "CPU", value=cpu_s)
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Fixed())
+    return generate_latest(registry).decode()
+
+
+def test_scraped_endpoints_give_what_the_counters_files_give() -> None:
+    """--metrics-url: the first and last scrape of each broker's endpoint make the same Delta
+    as two counters.json readings of the same counters (plus CPU from the process family)."""
+    from harness.driver.metrics import parse
+
+    before = {0: DsbsCounters(gossip_packets_out=2, coordination_ops=2, gossip_dropped={"x": 1}),
+              1: DsbsCounters(gossip_packets_out=10, coordination_ops=10)}
+    after = {0: DsbsCounters(gossip_packets_out=9, coordination_ops=9, gossip_dropped={"x": 4}),
+             1: DsbsCounters(gossip_packets_out=11, coordination_ops=11)}
+    brokers = ({0: BrokerCounters(fsyncs=1), 1: BrokerCounters(fsyncs=5)},
+               {0: BrokerCounters(fsyncs=4), 1: BrokerCounters(fsyncs=6)})
+    samples = [s for t, counts, broker, cpu in ((0.0, before, brokers[0], 1.0),
+                                                (0.5, before, brokers[0], 1.2),
+                                                (1.0, after, brokers[1], 2.0))
+               for n in (0, 1)
+               for s in parse(_exposition(counts[n], broker[n], cpu + n), t, n, "topic")]
+    got = driver.scraped(samples, {"gossip_packets": "gossip_packets_out"})
+    assert got.columns == {"zk_requests": None, "gossip_packets": 8, "coordination_ops": 8,
+                           "broker_cpu_s": pytest.approx(2.0), "zk_cpu_s": None}
+    assert got.coordinator == driver.increase(before.items(), after.items())
+    assert got.broker == driver.increase(brokers[0].items(), brokers[1].items())
+    # A broker that missed the last scrape, or restarted: unknown, never part of a session.
+    partial = [s for s in samples if not (s.node_id == 1 and s.t_s == 1.0)]
+    assert driver.scraped(partial).columns["coordination_ops"] is None
+    restarted = [s for s in samples if s.node_id == 0] + parse(
+        _exposition(DsbsCounters(coordination_ops=1), BrokerCounters(), 0.1), 1.0, 1, "t") + [
+        s for s in samples if s.node_id == 1 and s.t_s == 0.0]
+    assert driver.scraped(restarted).columns["coordination_ops"] is None
+    # An endpoint of a broker that is not a twin: nothing of the contract, nothing measured.
+    other = parse("kafka_server_messages_in_total 5\n", 0.0, 0, "t") + parse(
+        "kafka_server_messages_in_total 9\n", 1.0, 0, "t")
+    assert driver.scraped(other).columns == dict.fromkeys(driver.COLUMNS)
+    assert driver.scraped([]).columns == dict.fromkeys(driver.COLUMNS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -12,7 +13,13 @@ from prometheus_client.registry import Collector
 
 from brokers.core.counters import BrokerCounters
 from brokers.core.errors import ProtocolViolation
-from brokers.core.metrics import api_name, counter_families, request_families, response_families
+from brokers.core.metrics import (
+    MetricsExporter,
+    api_name,
+    counter_families,
+    request_families,
+    response_families,
+)
 from brokers.core.protocol.messages.fetch import (
     FetchableTopicResponse,
     FetchRequest,
@@ -111,6 +118,21 @@ def test_every_contract_counter_becomes_a_family_of_its_kind() -> None:
     assert 'twinbench_coordinator_gossip_dropped_total{label="unauthenticated"} 4.0' in text
 
 
+@pytest.mark.filesystem
+def test_the_exporter_serves_the_servers_queue_and_in_flight_and_the_log_directory(
+        tmp_path: Path) -> None:
+    (tmp_path / "segment.log").write_bytes(b"x" * 1234)
+    exporter = MetricsExporter(
+        MeteredDispatcher(_Inner()), BrokerCounters, lambda: DsbsCounters.of({}),
+        in_flight=lambda: 3, data_dir=tmp_path, queued=lambda: 7)
+    exporter.refresh()  # what a scrape has the event loop do
+    text = generate_latest(exporter.registry).decode()
+    assert "twinbench_requests_in_flight 3.0" in text
+    assert "twinbench_request_queue_size 7.0" in text
+    assert "twinbench_log_dir_bytes 1234.0" in text
+    assert "process_open_fds" in text
+
+
 def test_api_names_are_kafkas() -> None:
     assert [api_name(k) for k in (0, 3, 18, 17, 36, 4242)] == [
         "Produce", "Metadata", "ApiVersions", "SaslHandshake", "SaslAuthenticate", "4242"]
@@ -124,6 +146,19 @@ def test_dashboard_has_a_row_and_every_panel_per_architecture() -> None:
     assert len(graphs) == 2 * len(PANELS)
     assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"])
     assert all('arch="dsbs"' in p["targets"][0]["expr"] for p in graphs[len(PANELS):])
+    # Every metric issue 14 lists has a panel.
+    exprs = " ".join(expr for _title, expr, _unit in PANELS)
+    for family in ("twinbench_topic_bytes_in_total", "twinbench_topic_bytes_out_total",
+                   "twinbench_topic_messages_in_total", "twinbench_requests_total",
+                   "twinbench_request_time_seconds_bucket", "twinbench_response_errors_total",
+                   "twinbench_request_queue_size", "twinbench_requests_in_flight",
+                   "twinbench_broker_sasl_authentication_failures_total",
+                   "twinbench_coordinator_zk_requests_total",
+                   "twinbench_coordinator_gossip_packets_out_total",
+                   "twinbench_broker_fsyncs_total", "process_cpu_seconds_total",
+                   "process_resident_memory_bytes", "process_open_fds",
+                   "twinbench_log_dir_bytes"):
+        assert family in exprs, family
 
 
 def _produce(acks: int, *parts: tuple[str, int, bytes]) -> ProduceRequest:

@@ -71,18 +71,20 @@ def connection(limit: int = 4 * MiB, **kw) -> tuple[KafkaServer, ServerConnectio
 
 def test_answers_stacked_behind_a_slow_one_stop_dispatching_and_reading():
     async def scenario():
-        _, conn, t, d = connection()
+        server, conn, t, d = connection()
         others = [bytes([65 + i % 26]) for i in range(100)]
         conn.data_received(frames(b"wait", *others))
         # The slow answer holds the head; 1 MiB answers pile up behind it until the budget
         # (4 MiB) is spent, then nothing more is dispatched and the socket is not read.
         assert len(d.seen) == 1 + 4
         assert not t.reading and t.written == []
+        assert (server.in_flight(), server.queued()) == (5, 96)  # what the metrics report
         conn.data_received(frames(b"late"))  # a read already under way is queued, not run
-        assert len(d.seen) == 5
+        assert len(d.seen) == 5 and server.queued() == 97
         d.pending[0].set_result([b"slow"])
         await asyncio.sleep(0)
         assert t.reading and len(d.seen) == 102  # drained: everything ran, reading resumed
+        assert (server.in_flight(), server.queued()) == (0, 0)
         assert [w[:1] for w in t.written] == [b"s", *(o for o in others), b"l"]
 
     asyncio.run(scenario())

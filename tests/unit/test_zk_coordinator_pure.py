@@ -60,6 +60,10 @@ def test_broker_registration_round_trips_and_reads_kafka_endpoints() -> None:
     assert obj["version"] == 4 and obj["jmx_port"] == -1 and obj["timestamp"] == "123"
     assert obj["endpoints"] == ["PLAINTEXT://10.0.0.2:9093"]
     assert fmt.decode_broker(2, fmt.encode_broker(info)) == info
+    secured = json.loads(fmt.encode_broker(info, protocol="SASL_SSL"))
+    assert secured["endpoints"] == ["SASL_SSL://10.0.0.2:9093"]
+    assert secured["listener_security_protocol_map"] == {"SASL_SSL": "SASL_SSL"}
+    assert fmt.decode_broker(2, fmt.encode_broker(info, protocol="SSL")) == info
     kafka = b'{"endpoints":["PLAINTEXT://h:9092"],"host":null,"port":-1,"version":5}'
     assert fmt.decode_broker(7, kafka) == BrokerInfo(7, "h", 9092, None)
 
