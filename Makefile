@@ -123,7 +123,7 @@ bench-faults: setup
 # Faults at replication factor 3 (acks=-1, min.insync.replicas 2) on both architectures:
 # acknowledged loss and failover time per architecture (docs/replication.md); then the analysis.
 bench-faults-rf3: setup
-	@$(PY) -m harness.cli run --arch both --workload faults-rf3 --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload faults-rf3 --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
@@ -135,7 +135,7 @@ bench-metadata: setup
 # The DSBS/ZK ratio against the network's round-trip time (README, "Round-trip time"; root:
 # network namespaces and a delay line), both architectures interleaved; then the analysis.
 bench-rtt: setup
-	@$(PY) -m harness.cli run --arch both --workload rtt --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload rtt --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
@@ -154,13 +154,13 @@ bench-latency: setup
 # What TLS and SASL_SSL cost each architecture (workloads/security.yaml: plaintext, TLS and
 # SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
 bench-security: setup
-	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # The Kafka + Prometheus paper's QoS table (workloads/qos.yaml: 100 to 10,000 messages, both
 # twins, plaintext and SASL_SSL, the brokers' metrics sampled into the run log; README, "QoS").
 bench-qos: setup
-	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(BENCH_ARGS)
+	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 bench: setup
