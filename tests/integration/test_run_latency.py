@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from harness import runlog
+from harness.cli import main as analyze_cli
 from harness.driver.searches import VERDICTS, search_config
 from harness.rate_search import RateSearcher
 from harness.workload import load_workload
@@ -25,7 +27,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Path) -> None:
+def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
+        tmp_path: Path, spark: SparkSession) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
@@ -81,8 +84,9 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(tmp_path: Pa
             assert all(int(b["backlog"]) >= 0 for b in buckets)
             assert [b["warmup"] for b in buckets][:1] == ["True"]
     report = tmp_path / "report"
-    analysed = twinbench("analyze", *map(str, runs), "--out", str(report), timeout=600)
-    assert analysed.returncode == 0, analysed.stderr
+    # In this process, on the run's Spark session (tests/integration/conftest.py): the same
+    # command line without starting another JVM.
+    assert analyze_cli(["analyze", *map(str, runs), "--out", str(report)]) == 0
     maxima = _rows(report / "max_rates.csv")
     assert {m["arch"] for m in maxima} == {"zk", "dsbs"}
     curves = _rows(report / "latency_curves.csv")

@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from harness import runlog
+from harness.cli import main as analyze_cli
 from harness.workload import load_workload
 from spark_analysis.qos_tables import load_paper
 from tests.integration.test_run_smoke import zookeeper_missing
@@ -25,7 +27,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(tmp_path: Path) -> None:
+def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
+        tmp_path: Path, spark: SparkSession) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
@@ -66,8 +69,9 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(tmp_path: Path) ->
     assert sides == {(a, s) for a in ("zk", "dsbs") for s in ("none", "sasl_ssl")}
 
     report = tmp_path / "report"
-    analysed = twinbench("analyze", *map(str, runs), "--out", str(report), timeout=300)
-    assert analysed.returncode == 0, analysed.stderr
+    # In this process, on the run's Spark session (tests/integration/conftest.py): the same
+    # command line without starting another JVM.
+    assert analyze_cli(["analyze", *map(str, runs), "--out", str(report)]) == 0
     table = _rows(report / "qos_table_ii.csv")
     paper = load_paper()
     cpu = [r for r in table if r["metric"] == "CPU usage (m core), brokers"]
