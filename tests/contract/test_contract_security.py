@@ -271,15 +271,19 @@ def test_a_wrong_password_is_refused_counted_and_the_broker_keeps_serving(
     producer.produce("never", b"x")
     _until_refused(producer, errors, ck.KafkaError._AUTHENTICATION)
     # api_version given: the constructor does not probe (which retries for 30 s); the send
-    # then waits for metadata it cannot get past the refused authentication.
+    # then waits for metadata it cannot get past the refused authentication. The producer
+    # keeps asking for that metadata (and failing) until it is closed, after the count.
     refused = kafka.KafkaProducer(
         bootstrap_servers=secured.bootstrap.split(",")[0], api_version=(2, 8, 0),
-        max_block_ms=3000, **security_files.kafka_python(secured.protocol, "PLAIN",
+        max_block_ms=1000, **security_files.kafka_python(secured.protocol, "PLAIN",
                                                          password="guess"))
-    with pytest.raises(kafka.errors.KafkaTimeoutError):
-        refused.send("never", b"x").get(5)
-    refused.close(timeout=1)
-    assert eventually(lambda: _sasl_failures(secured) >= before + 2, 15, "failures counted")
+    try:
+        with pytest.raises(kafka.errors.KafkaTimeoutError):
+            refused.send("never", b"x").get(5)
+        assert eventually(lambda: _sasl_failures(secured) >= before + 2, 15,
+                          "failures counted")
+    finally:
+        refused.close(timeout=1)
     # Still serving the right users.
     good = security_files.librdkafka(secured.protocol, "SCRAM-SHA-512")
     assert len(_confluent_roundtrip(ck, secured, good, 3)) == 3
