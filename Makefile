@@ -6,10 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs bench-faults perf perf-zk \
+.PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs perf perf-zk \
         bench-hosts test-hosts \
-        perf-gossip perf-metadata-scale bench-metadata bench-rtt perf-delay bench-faults-rf3 \
-        sim-replication test-churn test-scale test-security bench-security bench-qos clean
+        perf-gossip perf-metadata-scale perf-delay \
+        sim-replication test-churn test-scale test-security clean
 
 setup: system-deps $(STAMP)
 
@@ -114,58 +114,34 @@ bench-zk: setup
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 
-# Fault injection on both architectures, interleaved (README, "Faults"; needs root for the
-# network namespaces of the partition case), then the analysis.
-bench-faults: setup
-	@$(PY) -m harness.cli run --arch both --workload faults --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
-# Faults at replication factor 3 (acks=-1, min.insync.replicas 2) on both architectures:
-# acknowledged loss and failover time per architecture (docs/replication.md); then the analysis.
-bench-faults-rf3: setup
-	@$(PY) -m harness.cli run --arch both --workload faults-rf3 --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
-# Metadata at scale on both architectures, interleaved (README, "Metadata scenarios"): topic
-# storms, partition counts, group churn, broker join/leave as cost curves; then the analysis.
-bench-metadata: setup
-	@$(PY) -m harness.cli run --arch both --workload metadata --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
-# The DSBS/ZK ratio against the network's round-trip time (README, "Round-trip time"; root:
-# network namespaces and a delay line), both architectures interleaved; then the analysis.
-bench-rtt: setup
-	@$(PY) -m harness.cli run --arch both --workload rtt --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
 perf-delay: setup
 	@$(PY) -m harness.perf_delay $(PERF_ARGS)
 
-# The analysis is its own target (below): REPORT and SPARK_MASTER apply to `make bench` too.
 # Both architectures in one run, interleaved session by session (docs/architecture.md,
 # "Measuring on a small VM": A B B A, not A then B), so drift on a shared machine hits both
-# alike; then the analysis.
-# Maximum sustainable rates and latency-throughput curves (workloads/latency.yaml, ~1 h).
-bench-latency: setup
-	@$(PY) -m harness.cli run --arch both --workload latency --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
-# What TLS and SASL_SSL cost each architecture (workloads/security.yaml: plaintext, TLS and
-# SASL_SSL clusters of both twins, all up at once, sessions interleaved; README, "Security").
-bench-security: setup
-	@$(PY) -m harness.cli run --arch both --workload security --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
-# The Kafka + Prometheus paper's QoS table (workloads/qos.yaml: 100 to 10,000 messages, both
-# twins, plaintext and SASL_SSL, the brokers' metrics sampled into the run log; README, "QoS").
-bench-qos: setup
-	@$(PY) -m harness.cli run --arch both --workload qos --out $(RUNS) $(TUNE) $(BENCH_ARGS)
-	@$(MAKE) --no-print-directory analyze
-
+# alike; then the analysis (its own target, below: REPORT and SPARK_MASTER apply here too).
 bench: setup
 	@$(PY) -m harness.cli run --arch both --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
+
+# `make bench` with a named workload of workloads/ (bench-<name> runs <name>.yaml):
+#   faults      fault injection (README, "Faults"; root: network namespaces for the partition)
+#   faults-rf3  faults at replication factor 3, acks=-1, min.insync.replicas 2: acknowledged
+#               loss and failover time per architecture (docs/replication.md)
+#   metadata    topic storms, partition counts, group churn, broker join/leave as cost curves
+#               (README, "Metadata scenarios")
+#   rtt         the DSBS/ZK ratio against the network's round-trip time (README, "Round-trip
+#               time"; root: network namespaces and a delay line)
+#   latency     maximum sustainable rates and latency-throughput curves (~1 h)
+#   security    what TLS and SASL_SSL cost each architecture: plaintext, TLS and SASL_SSL
+#               clusters of both twins, all up at once (README, "Security")
+#   qos         the Kafka + Prometheus paper's QoS table: 100 to 10,000 messages, plaintext
+#               and SASL_SSL, the brokers' metrics sampled into the run log (README, "QoS")
+NAMED_BENCHES := faults faults-rf3 metadata rtt latency security qos
+.PHONY: $(NAMED_BENCHES:%=bench-%)
+$(NAMED_BENCHES:%=bench-%): bench-%: setup
+	@$(MAKE) --no-print-directory bench WORKLOAD=$*
 
 # Several machines (README, "Hosts (several machines)"; docs/hosts.md): the paper's 32 B batch 20
 # cell on both twins, with ZooKeeper and the brokers on three hosts and the load on a fourth:
