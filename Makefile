@@ -185,11 +185,14 @@ analyze: setup
 # regress workload on both architectures (each as `make regress` runs it); their run-to-run
 # spread sets every layer's band (spark_analysis/regress_layers.py).
 BASELINE_K ?= 6
+# Extra `twinbench run` arguments of the calibration runs, e.g. BASELINE_ARGS='--tries 8' to see
+# whether more tries per run narrow the bands (then `python -m spark_analysis.regress noise`).
+BASELINE_ARGS ?=
 baseline: setup
 	@rm -rf $(BASELINE_RUNS) && mkdir -p $(BASELINE_RUNS)
 	@for i in $$(seq $(BASELINE_K)); do \
 	  $(PY) -m harness.cli run --arch both --workload $(REGRESS_WORKLOAD) --out $(BASELINE_RUNS) \
-	    --quiet $(TUNE) >/dev/null || exit 1; \
+	    --quiet $(TUNE) $(BASELINE_ARGS) >/dev/null || exit 1; \
 	done
 	@$(PY) -m spark_analysis.regress write --baseline $(BASELINE) $(BASELINE_RUNS)
 

@@ -1,10 +1,11 @@
 """`python -m harness.perf_security`: what TLS and SASL cost each twin.
 
 For every architecture, a cluster with PLAINTEXT listeners and one with SASL_SSL listeners
-(SCRAM-SHA-512; throwaway certificates and users from harness/certs.py), each driven by the
-load client's synchronous producer (the paper's), interleaved A B B A per architecture so
-drift on this shared machine hits both sides alike. Prints records/s (median of the
-repetitions) per architecture and protocol and the SASL_SSL/PLAINTEXT ratio. The clusters are
+(SCRAM-SHA-512; throwaway certificates and users from harness/certs.py), or any two listener
+protocols (``--protocols SSL,SASL_SSL``), each driven by the load client's synchronous
+producer (the paper's), interleaved A B B A per architecture so drift on this shared machine
+hits both sides alike. Prints records/s (median of the repetitions) per architecture and
+protocol and the second protocol's over the first's. The clusters are
 the ones `twinbench cluster --security-protocol` starts.
 """
 
@@ -26,6 +27,15 @@ from workloads.connection import ConnectionConfig
 from workloads.connection import run as run_async
 
 PROTOCOLS = ("PLAINTEXT", "SASL_SSL")
+KNOWN_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _protocols(text: str) -> tuple[str, str]:
+    names = tuple(p.strip().upper() for p in text.split(","))
+    if len(names) != 2 or len(set(names)) != 2 or not set(names) <= set(KNOWN_PROTOCOLS):
+        raise argparse.ArgumentTypeError(
+            f"two different protocols of {', '.join(KNOWN_PROTOCOLS)}, e.g. SSL,SASL_SSL")
+    return names[0], names[1]
 MECHANISM = "SCRAM-SHA-512"
 
 
@@ -46,16 +56,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=2, help="A B B A rounds")
     parser.add_argument("--msg-size", type=int, default=32)
     parser.add_argument("--batch", type=int, default=20)
+    parser.add_argument("--protocols", type=_protocols, default=PROTOCOLS,
+                        help="the two listener protocols compared (default %(default)s)")
     args = parser.parse_args(argv)
+    protocols: tuple[str, str] = args.protocols
     arches = architectures.names() if args.arch == "both" else [args.arch]
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-security-") as tmp:
         root = Path(tmp)
         files = make_run_security(root / "security")
         print(f"{'arch':6} {'protocol':10} {'records/s':>12}  samples", flush=True)
         for arch in arches:
-            rps: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
+            rps: dict[str, list[float]] = {p: [] for p in protocols}
             for rnd in range(args.repetitions):
-                order = PROTOCOLS if rnd % 2 == 0 else PROTOCOLS[::-1]
+                order = protocols if rnd % 2 == 0 else protocols[::-1]
                 for protocol in order:
                     spec = ClusterSpec(arch, brokers=args.brokers, gossip_preset="local",
                                        data_dir=root / f"{arch}-{protocol}-{rnd}",
@@ -73,11 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                             args.messages)))
                     print(f"  {arch} {protocol} round {rnd}: {rps[protocol][-1]:,.0f} rec/s",
                           file=sys.stderr, flush=True)
-            for protocol in PROTOCOLS:
+            for protocol in protocols:
                 print(f"{arch:6} {protocol:10} {statistics.median(rps[protocol]):>12,.0f}  "
                       f"{', '.join(f'{x:,.0f}' for x in rps[protocol])}", flush=True)
-            ratio = statistics.median(rps["SASL_SSL"]) / statistics.median(rps["PLAINTEXT"])
-            print(f"{arch:6} SASL_SSL/PLAINTEXT = {ratio:.3f}", flush=True)
+            first, second = protocols
+            ratio = statistics.median(rps[second]) / statistics.median(rps[first])
+            print(f"{arch:6} {second}/{first} = {ratio:.3f}", flush=True)
     return 0
 
 

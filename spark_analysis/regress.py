@@ -14,6 +14,8 @@ Commands::
 
     python -m spark_analysis.regress write [--baseline results/baseline] RUN_DIR...
     python -m spark_analysis.regress check [--baseline results/baseline] RUN_DIR...
+    python -m spark_analysis.regress noise RUN_DIR...   # K runs: where the throughput spread
+                                                        # comes from (pairs vs runs)
 
 Exit 0 = every layer within its band, 1 = a layer failed (or a statistic is missing), 2 =
 unusable input (one ``twinbench: error:`` line).
@@ -402,10 +404,25 @@ def run_check(paths: Sequence[Path], baseline_dir: Path, out: Path | None = None
     return result.ok, text
 
 
+def noise_table(runs: Sequence[RegressionRun]) -> str:
+    """``regress_layers.throughput_noise`` of K runs as a small table (ln units)."""
+    if len(runs) < 2:
+        raise UserError("the noise of the throughput layer needs at least 2 regression runs")
+    first = runs[0]
+    frame = L.throughput_noise([r.records for r in runs], first.base, first.other)
+    lines = [f"throughput noise over {len(runs)} runs, ln(ratio) units: pair_sd = one paired "
+             "session's scatter, implied_sd = what it makes of a run's mean, run_sd = observed",
+             f"  {'statistic':24}{'pairs/run':>10}{'pair_sd':>9}{'implied_sd':>12}{'run_sd':>8}"]
+    for row in frame.itertuples():
+        lines.append(f"  {row.statistic:24}{row.pairs:>10.0f}{row.pair_sd:>9.3f}"
+                     f"{row.implied_sd:>12.3f}{row.run_sd:>8.3f}")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_analysis.regress",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("check", "write"))
+    parser.add_argument("action", choices=("check", "write", "noise"))
     parser.add_argument("runs", nargs="*", type=Path, default=[Path("results/runs")],
                         metavar="RUN_DIR")
     parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
@@ -417,6 +434,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {path}")
             last = pooled(read_runs(args.runs)[-1:])
             print(summarize(check(last, load_baseline(args.baseline)), last))
+            return 0
+        if args.action == "noise":
+            print(noise_table(read_runs(args.runs)))
             return 0
         ok, text = run_check(args.runs, args.baseline, args.out)
         print(text)

@@ -195,6 +195,39 @@ def throughput_stats(records: pd.DataFrame, base: str, other: str) -> dict[str, 
     return out
 
 
+def throughput_noise(runs: Sequence[pd.DataFrame], base: str, other: str) -> pd.DataFrame:
+    """Where the throughput layer's run-to-run spread comes from, per ``scenario/role``, from
+    the records of K >= 2 runs: ``pair_sd``, the scatter of one paired session's ln(ratio)
+    around its run and cell's mean (pooled); ``implied_sd``, what that scatter alone makes of a
+    run's mean over its ``pairs``; ``run_sd``, the observed sd of the runs' means. ``run_sd``
+    well above ``implied_sd`` means something shared by a run's sessions varies between runs
+    (its fresh clusters), which more tries per run cannot average away."""
+    frames = []
+    for i, records in enumerate(runs):
+        pairs = _pairs(records, base, other, [*SESSION, "role"], "rps").dropna()
+        pairs = pairs[(pairs["base"] > 0) & (pairs["other"] > 0)].copy()
+        pairs["run"] = i
+        pairs["lr"] = (pairs["other"] / pairs["base"]).map(math.log)
+        frames.append(pairs)
+    every = pd.concat(frames, ignore_index=True)
+    rows = []
+    for (scenario, role), g in every.groupby(["scenario", "role"]):
+        cells = g.groupby(["run", "cell_id"])["lr"]
+        residual = g["lr"] - cells.transform("mean")
+        dof = len(g) - cells.ngroups
+        means = g.groupby("run")["lr"].mean()
+        if dof < 1 or len(means) < 2:
+            continue
+        pair_sd = math.sqrt(float((residual ** 2).sum()) / dof)
+        per_run = len(g) / len(means)
+        rows.append({"statistic": f"{scenario}/{role}", "runs": len(means),
+                     "pairs": per_run, "pair_sd": pair_sd,
+                     "implied_sd": pair_sd / math.sqrt(per_run),
+                     "run_sd": float(means.std(ddof=1))})
+    return pd.DataFrame(rows, columns=["statistic", "runs", "pairs", "pair_sd", "implied_sd",
+                                       "run_sd"])
+
+
 # --- bands --------------------------------------------------------------------------------------
 
 

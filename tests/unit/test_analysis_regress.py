@@ -111,6 +111,32 @@ def test_a_session_only_one_architecture_ran_is_not_paired() -> None:
 # --- bands --------------------------------------------------------------------------------------
 
 
+def test_throughput_noise_separates_the_pairs_scatter_from_a_shift_between_runs() -> None:
+    jitter = 0.1
+    d = (math.log(1 + jitter) - math.log(1 - jitter)) / 2  # each pair's distance from its mean
+    steady = [frames(jitter=jitter)[0] for _ in range(3)]
+    noise = L.throughput_noise(steady, "zk", "dsbs").set_index("statistic")
+    assert set(noise.index) == {f"{s}/{r}" for s in SCENARIOS for r in ROLES}
+    # 4 tries per cell: 3 degrees of freedom per cell mean.
+    assert noise["pair_sd"].tolist() == pytest.approx([d * math.sqrt(4 / 3)] * len(noise))
+    assert noise["pairs"].tolist() == [4 * len(CELLS)] * len(noise)
+    assert noise["implied_sd"].tolist() == pytest.approx(
+        (noise["pair_sd"] / math.sqrt(4 * len(CELLS))).tolist())
+    assert noise["run_sd"].tolist() == pytest.approx([0.0] * len(noise), abs=1e-12)
+    # The same scatter, and one run 20% faster on dsbs throughout: only run_sd moves.
+    shifted = [frames(jitter=jitter)[0], frames(jitter=jitter,
+                                                rps={"zk": 1000.0, "dsbs": 3600.0})[0]]
+    moved = L.throughput_noise(shifted, "zk", "dsbs").set_index("statistic")
+    assert moved["pair_sd"].tolist() == pytest.approx(noise["pair_sd"].tolist())
+    assert moved["run_sd"].tolist() == pytest.approx([math.log(1.2) / math.sqrt(2)] * len(moved))
+
+
+def test_the_noise_table_needs_two_runs() -> None:
+    with pytest.raises(UserError, match="at least 2"):
+        regress.noise_table([regression_run()])
+    assert "split/production" in regress.noise_table([regression_run(), regression_run()])
+
+
 def test_band_is_a_prediction_interval_from_the_pooled_run_to_run_spread() -> None:
     runs = [{"a": 2.0 * math.exp(d), "b": 3.0 * math.exp(-d)} for d in (0.1, -0.1, 0.0)]
     band = L.derive_band(runs, alpha=0.005, allowance_pct=5.0)
