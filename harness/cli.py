@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
 import threading
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -521,14 +523,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (UserError, OSError) as exc:
         # OSError here is the environment (port in use, permissions, disk full), not a bug.
+        _where(exc)
         print(f"twinbench: error: {exc}", file=sys.stderr)
         return 2
     except (BrokerHalted, KafkaStorageError) as exc:
         # A broker's data directory failed (at start-up or while serving): one line, exit 1.
+        _where(exc)
         print(f"twinbench: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _where(exc: BaseException) -> None:
+    """With TWINBENCH_TRACEBACK=1 in the environment, the traceback behind a one-line error:
+    for reports of an error whose cause the line does not show."""
+    if os.environ.get("TWINBENCH_TRACEBACK") == "1":
+        traceback.print_exception(exc, file=sys.stderr)
 
 
 if __name__ == "__main__":

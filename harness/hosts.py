@@ -37,6 +37,7 @@ layout that cannot run what is asked (:func:`check_roles`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shlex
 import time
@@ -314,10 +315,24 @@ async def measure_clock(hosts: HostsFile, conn: Any) -> tuple[float, float]:
             if best is None or rtt < best[1]:
                 best = (offset, rtt)
     finally:
-        process.stdin.write_eof()
-        process.close()
+        await end_session(process)
     assert best is not None
     return best
+
+
+async def end_session(process: Any, grace_s: float = 5.0) -> None:
+    """End a session whose program exits at end of input: send EOF and let the program's
+    exit close the channel. Closing it from this side first races the server's own EOF, and
+    asyncssh (2.17 to 2.24 at least) then fails an assertion that drops the whole connection
+    with every other session on it; a forced close is left for a program that does not go."""
+    import asyncssh
+
+    with contextlib.suppress(asyncssh.Error, OSError, BrokenPipeError):
+        process.stdin.write_eof()
+    try:
+        await asyncio.wait_for(process.wait_closed(), grace_s)
+    except TimeoutError:
+        process.close()
 
 
 async def probe(hosts: HostsFile, conn: Any, host: Host, expected: str) -> HostStatus:

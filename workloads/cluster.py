@@ -126,7 +126,7 @@ class ClusterClient:
                 return conn
         if self._bootstrap_conn is not None and not self._bootstrap_conn.closed:
             return self._bootstrap_conn
-        last: BaseException | None = None
+        failed: dict[str, str] = {}
         for addr in list(self.config.bootstrap) + [f"{h}:{p}" for h, p in self.brokers.values()]:
             host, _, port = addr.rpartition(":")
             try:
@@ -135,8 +135,9 @@ class ClusterClient:
                 )
                 return self._bootstrap_conn
             except (TimeoutError, OSError, ConnectionClosed) as exc:
-                last = exc
-        raise ConnectionClosed(f"no bootstrap broker reachable ({last})")
+                failed[addr] = str(exc) or type(exc).__name__
+        tried = "; ".join(f"{a}: {why}" for a, why in failed.items())
+        raise ConnectionClosed(f"no bootstrap broker reachable ({tried or 'none given'})")
 
     async def connection(self, node_id: int) -> BrokerConnection:
         conn = self._conns.get(node_id)

@@ -277,7 +277,13 @@ async def open_remote_load(fleet: SshFleet, bootstrap: str, workload: Workload,
     try:
         for part in parts:
             fleet.processes.append(part)
-        await asyncio.gather(*(part.open(bootstrap, config) for part in parts))
+        # Every open settles before one failure is raised: none is left running unawaited,
+        # to print its own traceback when the loop ends.
+        opened = await asyncio.gather(*(part.open(bootstrap, config) for part in parts),
+                                      return_exceptions=True)
+        for outcome in opened:
+            if isinstance(outcome, BaseException):
+                raise outcome
     except BaseException:
         await admin.close()
         for part in parts:

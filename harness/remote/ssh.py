@@ -40,7 +40,16 @@ from typing import Any, Protocol, TypeVar
 import asyncssh
 
 from brokers.core.errors import UserError
-from harness.hosts import Host, HostLost, HostsFile, HostStatus, local_version, login, probe
+from harness.hosts import (
+    Host,
+    HostLost,
+    HostsFile,
+    HostStatus,
+    end_session,
+    local_version,
+    login,
+    probe,
+)
 from harness.processes import ProcessError
 from harness.remote.channel import HEARTBEAT_S, decode, encode
 
@@ -72,6 +81,8 @@ class SshFleet:
         # The first host that vanished (None while all answer).
         self.lost: HostLost | None = None
         self._listeners: list[Callable[[HostLost], object]] = []
+        # Hosts whose connection dropped while open() was still checking them: why.
+        self._dropped: dict[str, str] = {}
         self._closing = False
         # Everything started on the hosts and not stopped yet (close() stops them).
         self.processes: list[Stoppable] = []
@@ -98,15 +109,13 @@ class SshFleet:
             raise
         bad = [r for r in results if isinstance(r, HostStatus)]
         if bad:
-            for r in results:  # the logins that worked are closed too
-                if isinstance(r, RemoteMachine):
-                    self.machines[r.name] = r
-            self.close()
+            self.close()  # the logins that worked are closed too
             raise UserError(f"{self.hosts.path.name}: host {bad[0].line()} (`twinbench hosts "
                             f"check {self.hosts.path}` checks every host)")
-        for machine in results:
-            assert isinstance(machine, RemoteMachine)
-            self.machines[machine.name] = machine
+        if self.lost is not None:  # a host checked early dropped while the others logged in
+            lost = self.lost
+            self.close()
+            raise lost
         return self
 
     async def _open_all(self, hosts: list[Host]) -> list[RemoteMachine | HostStatus]:
@@ -120,12 +129,18 @@ class SshFleet:
         if isinstance(conn, HostStatus):
             return conn
         status = await probe(self.hosts, conn, host, expected)
+        if host.name in self._dropped:
+            return HostStatus(host, False, f"the SSH connection dropped during the check "
+                                           f"({self._dropped[host.name]})")
         if not status.ok:
             conn.close()
             return status
         assert status.clock_offset_s is not None and status.rtt_s is not None
-        return RemoteMachine(self, host, conn, status.detail, status.clock_offset_s,
-                             status.rtt_s)
+        machine = RemoteMachine(self, host, conn, status.detail, status.clock_offset_s,
+                                status.rtt_s)
+        # Known to connection_lost() from here on, in the loop that calls it.
+        self.machines[machine.name] = machine
+        return machine
 
     def close(self) -> None:
         """Stop every process still running on the hosts (by PID, through its keeper), then
@@ -176,11 +191,13 @@ class SshFleet:
 
     def connection_lost(self, host: Host, exc: Exception | None) -> None:
         machine = self.machines.get(host.name)
-        if machine is not None:
-            machine.lost = True
-        if self._closing or self.lost is not None or machine is None:
+        why = (str(exc) or type(exc).__name__) if exc is not None else "the connection closed"
+        if machine is None:
+            self._dropped[host.name] = why
             return
-        why = str(exc) if exc is not None else "the connection closed"
+        machine.lost = True
+        if self._closing or self.lost is not None:
+            return
         self.lost = HostLost(
             f"host {host.name} ({host.address}) vanished: {why} (no SSH answer for "
             f"~{self.hosts.detection_s:g} s); stopping the run, its processes stop "
@@ -429,7 +446,7 @@ class RemoteProcess:
         except TimeoutError:
             said.append(f"no PID within {START_TIMEOUT_S:g} s")
         if self._pid is None:
-            session.close()
+            await end_session(session, 2.0)
             why = "; ".join(said[-3:]) or "the keeper ended"
             raise ProcessError(f"{self.name}: could not start ({why})")
         spawn = self.machine.fleet.spawn

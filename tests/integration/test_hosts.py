@@ -4,14 +4,23 @@ and a wrong project path each get their one line."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from brokers.core.errors import UserError
-from harness.hosts import load_hosts, local_version
+from harness.hosts import (
+    HostStatus,
+    end_session,
+    load_hosts,
+    local_version,
+    login,
+    measure_clock,
+)
 from tests.support import sshd
 from tests.support.cli import twinbench
 
@@ -103,3 +112,36 @@ def test_bad_hosts_files_are_one_line(tmp_path: Path, doc: dict, expected: str) 
         load_hosts(_write(tmp_path / "h.yaml", doc))
     assert expected in str(info.value) and "\n" not in str(info.value)
 
+
+
+def test_ended_sessions_leave_the_connection_up(hosts: sshd.SshHosts, tmp_path: Path) -> None:
+    """A session is ended by its program, not by closing the channel from this side: asyncssh
+    fails an assertion when the server's EOF races a local close and drops the connection with
+    every session on it (a load worker's "SSH connection closed" mid-run). `cat` exits at once
+    at end of input, which makes that race the common case."""
+    path = _write(tmp_path / "hosts.yaml", {"known_hosts": None, "hosts": [
+        {"name": "h", "address": hosts.addresses[0], "user": "root", "key": str(hosts.key),
+         "roles": ["broker"]}]})
+    hosts_file = load_hosts(path)
+
+    async def echo_once(conn: Any) -> bytes:
+        process = await conn.create_process("cat", encoding=None)
+        process.stdin.write(b"ping\n")
+        line = await process.stdout.readline()
+        await end_session(process)
+        return line
+
+    async def sessions() -> tuple[list[bytes], str]:
+        conn = await login(hosts_file, hosts_file.hosts[0])
+        assert not isinstance(conn, HostStatus), conn.line()
+        try:
+            lines = []
+            for _ in range(8):
+                lines += await asyncio.gather(*(echo_once(conn) for _ in range(4)))
+            _, rtt = await measure_clock(hosts_file, conn)
+            assert rtt > 0
+            return lines, str((await conn.run("echo still-up", check=True)).stdout).strip()
+        finally:
+            conn.close()
+
+    assert asyncio.run(sessions()) == ([b"ping\n"] * 32, "still-up")

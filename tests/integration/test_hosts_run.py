@@ -94,9 +94,18 @@ def _check_run(run_dir: Path, manifest: dict, rows: list[dict], arch: str,
         assert "binding to port" in (logs / "h1" / "zookeeper.log").read_text()
     with open(run_dir / "coordination.csv", newline="") as f:
         coordination = list(csv.DictReader(f))
-    # Counters and CPU were read from the brokers on their hosts.
-    column = "zk_requests" if arch == "zk" else "gossip_packets"
-    assert all(int(c[column]) > 0 and float(c["broker_cpu_s"]) > 0 for c in coordination)
+    # Counters and CPU were read from the brokers on their hosts. Every session of the zk twin
+    # talks to ZooKeeper; DSBS gossips on a timer (a 1 s SWIM period on hosts), so a session of
+    # a few hundred milliseconds may send no datagram at all (read as 0, not left empty),
+    # while each broker's last counters show the gossip of its whole life.
+    assert all(float(c["broker_cpu_s"]) > 0 for c in coordination), coordination
+    if arch == "zk":
+        assert all(int(c["zk_requests"]) > 0 for c in coordination), coordination
+    else:
+        assert all(int(c["gossip_packets"]) >= 0 for c in coordination), coordination
+        for i, host in enumerate(("h1", "h2", "h3")):
+            last = json.loads((logs / host / f"broker-{i}.counters.json").read_text())
+            assert last["coordinator"]["gossip_packets_out"] > 0
 
 
 @pytest.mark.zookeeper
