@@ -184,7 +184,7 @@ analyze: setup
 # Deliberately refresh the baseline CI compares against: BASELINE_K calibration runs of the
 # regress workload on both architectures (each as `make regress` runs it); their run-to-run
 # spread sets every layer's band (spark_analysis/regress_layers.py).
-BASELINE_K ?= 6
+BASELINE_K ?= 12
 # Extra `twinbench run` arguments of the calibration runs, e.g. BASELINE_ARGS='--tries 8' to see
 # whether more tries per run narrow the bands (then `python -m spark_analysis.regress noise`).
 BASELINE_ARGS ?=
