@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from brokers.core.security.client import ClientSecurity
+from brokers.core.security.listeners import SecurityProtocol
 from harness import architectures
 from harness.certs import make_run_security
 from harness.cluster import ClusterSpec, ProcessCluster
@@ -27,16 +28,16 @@ from workloads.connection import ConnectionConfig
 from workloads.connection import run as run_async
 
 PROTOCOLS = ("PLAINTEXT", "SASL_SSL")
-KNOWN_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISM = "SCRAM-SHA-512"
 
 
 def _protocols(text: str) -> tuple[str, str]:
+    known = [p.value for p in SecurityProtocol]
     names = tuple(p.strip().upper() for p in text.split(","))
-    if len(names) != 2 or len(set(names)) != 2 or not set(names) <= set(KNOWN_PROTOCOLS):
+    if len(names) != 2 or len(set(names)) != 2 or not set(names) <= set(known):
         raise argparse.ArgumentTypeError(
-            f"two different protocols of {', '.join(KNOWN_PROTOCOLS)}, e.g. SSL,SASL_SSL")
+            f"two different protocols of {', '.join(known)}, e.g. SSL,SASL_SSL")
     return names[0], names[1]
-MECHANISM = "SCRAM-SHA-512"
 
 
 async def _produce(bootstrap: str, security: ClientSecurity | None, msg_size: int, batch: int,

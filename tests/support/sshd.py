@@ -97,11 +97,6 @@ class SshHosts:
                         "-o", "StrictModes=no", "-o", "PasswordAuthentication=no",
                         "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no",
                         "-o", "PermitRootLogin=prohibit-password",
-                        # The fleet opens its sessions to a host at once (deploy, keepers,
-                        # load workers, heartbeats): sshd's defaults (10 pending logins with
-                        # random drops beyond, 10 sessions per connection) closed one now and
-                        # then on a loaded machine.
-                        "-o", "MaxStartups=100", "-o", "MaxSessions=100",
                         # Files come and go by SFTP, as on a stock Debian server.
                         "-o", "Subsystem=sftp internal-sftp",
                         # A driver whose link came back after it gave up is noticed in
