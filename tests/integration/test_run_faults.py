@@ -59,10 +59,12 @@ def test_every_case_ran_on_its_architectures_without_loss(fault_runs):
             assert int(r["consumed"]) >= int(r["acked"]) > 0, (arch, case, r)
             assert float(r["rejoin_s"]) >= 0, (arch, case)
         kill = faults["kill-leader"]
-        # A killed leader's partition is unavailable until it is back: at least the 4 s
+        # A killed leader's partition is unavailable until it is back: at least the 7 s
         # between the kill and the restart, seen as a gap in acknowledgements there.
-        assert float(kill["produce_gap_s"]) > 3.5, kill
-        assert float(kill["detection_s"]) > 0, kill
+        assert float(kill["produce_gap_s"]) > 6.5, kill
+        # Every survivor saw the broker gone before it came back (the schedule leaves room).
+        assert kill["detection_s"] != "", (arch, "no survivor-wide detection", kill)
+        assert 0 < float(kill["detection_s"]) < 7, (arch, kill)
         events = rows(run_dir / "fault_events.csv")
         assert events and all(e["result"] == "ok" for e in events), events
         kinds = {(e["case"], e["action"]) for e in events}
