@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any, TypeVar
 
+from brokers.core.allocator import pin_mmap_threshold
 from brokers.core.errors import FrameTooLarge, ProtocolViolation, UnsupportedVersion
 from brokers.core.protocol.api import decode_response
 from brokers.core.protocol.schema import Message
@@ -47,7 +48,10 @@ _CORR = struct.Struct(">i")
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop when available (fastest on this VM), else asyncio's default."""
+    """uvloop's loop when available (fastest on this VM), else asyncio's default. Pins the
+    allocator's mmap threshold first: a client's TLS reads pay what a broker's would
+    (brokers/core/allocator.py)."""
+    pin_mmap_threshold()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency, but stay usable without it

@@ -35,5 +35,6 @@ Layout (one concept per module):
 - ``security/``            TLS and SASL listeners (PLAIN, SCRAM): listener syntax, TLS
                            contexts, credentials, the per-connection SASL state machine
 - ``broker.py``            wiring, timers, and the process entry point (run_broker)
+- ``allocator.py``         glibc's mmap threshold, pinned so TLS reads stay on the heap
 - ``cli.py``               the command-line options every broker entry point shares
 """

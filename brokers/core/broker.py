@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from brokers.core import fsyncs
+from brokers.core.allocator import pin_mmap_threshold
 from brokers.core.atomic_file import replace_file
 from brokers.core.config import BrokerConfig, FlushMode
 from brokers.core.coordinator import BrokerInfo, ClusterView, Coordinator, TopicPartition
@@ -326,7 +327,8 @@ class Broker:
 
 def install_event_loop_policy() -> str:
     """Use uvloop when it is installed (the fastest server shape measured, docs/architecture.md);
-    name the loop."""
+    name the loop. Pins the allocator's mmap threshold first (allocator.py: TLS reads)."""
+    pin_mmap_threshold()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a pinned dependency

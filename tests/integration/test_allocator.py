@@ -1,0 +1,65 @@
+"""brokers/core/allocator.py: a process that chose its event loop the way a broker or the load
+client does serves a 256 KiB allocation (a TLS read's buffer) from the heap, where a fresh
+glibc process maps it. Each case runs in its own interpreter, since the pin is per process
+and the dynamic threshold depends on the process's history."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+# Prints how many of four 256 KiB allocations glibc served with mmap (mallinfo2's hblks
+# counts blocks mapped now), after running SETUP.
+PROBE = """
+import ctypes
+{setup}
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+before = libc.mallinfo2().hblks
+held = [bytes(256 * 1024) for _ in range(4)]
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+def mapped_after(setup: str) -> int:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+@pytest.fixture(autouse=True)
+def _glibc() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallinfo2  # noqa: B018
+    except (OSError, AttributeError):
+        pytest.skip("not glibc >= 2.33 (mallinfo2): the pin is a no-op there")
+
+
+def test_a_fresh_process_maps_what_a_tls_read_allocates() -> None:
+    # The premise: without the pin, the 256 KiB buffers are mmapped (one syscall pair each).
+    assert mapped_after("") == 4
+
+
+@pytest.mark.parametrize("setup", [
+    "from brokers.core.broker import install_event_loop_policy; install_event_loop_policy()",
+    "from workloads.connection import new_event_loop; new_event_loop().close()",
+], ids=["broker", "load-client"])
+def test_choosing_the_event_loop_pins_the_threshold(setup: str) -> None:
+    assert mapped_after(setup) == 0
+
+
+def test_the_pin_reports_itself_and_is_idempotent() -> None:
+    from brokers.core.allocator import pin_mmap_threshold
+
+    assert pin_mmap_threshold() is True
+    assert pin_mmap_threshold() is True
