@@ -18,7 +18,6 @@ Only glibc has ``mallopt(M_MMAP_THRESHOLD)``; elsewhere this does nothing and sa
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 # glibc's mallopt parameter number for the mmap threshold (malloc.h).
@@ -44,7 +43,9 @@ def _mallopt(param: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # The symbols already loaded into this process (libc's among them): no library search,
+        # which would run `ldconfig -p` in a subprocess at every broker start.
+        libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
         # gnu_get_libc_version exists only in glibc: musl's mallopt is a stub that ignores
         # every parameter, and calling it would claim a pin that did not happen.
