@@ -4,8 +4,9 @@ For every architecture, a cluster with PLAINTEXT listeners and one with SASL_SSL
 (SCRAM-SHA-512; throwaway certificates and users from harness/certs.py), or any two listener
 protocols (``--protocols SSL,SASL_SSL``), each driven by the load client's synchronous
 producer (the paper's), interleaved A B B A per architecture so drift on this shared machine
-hits both sides alike. Prints records/s (median of the repetitions) per architecture and
-protocol and the second protocol's over the first's. The clusters are
+hits both sides alike. Prints records/s and the brokers' CPU per record (process CPU time,
+medians of the repetitions) per architecture and protocol, and the second protocol's over the
+first's. The clusters are
 the ones `twinbench cluster --security-protocol` starts.
 """
 
@@ -47,6 +48,12 @@ async def _produce(bootstrap: str, security: ClientSecurity | None, msg_size: in
     return (await produce_sync(bootstrap, msg_size, batch, count, config)).rps
 
 
+def _broker_cpu_s(cluster: ProcessCluster) -> float:
+    """User+system CPU seconds of every broker so far (ZooKeeper's left out: the listeners'
+    protocol is the brokers' business)."""
+    return sum(v for k, v in cluster.cpu_seconds().items() if k.startswith("broker-"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.perf_security",
                                      description=__doc__.splitlines()[0] if __doc__ else "")
@@ -65,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-security-") as tmp:
         root = Path(tmp)
         files = make_run_security(root / "security")
-        print(f"{'arch':6} {'protocol':10} {'records/s':>12}  samples", flush=True)
+        print(f"{'arch':6} {'protocol':10} {'records/s':>12} {'broker us/rec':>14}  samples",
+              flush=True)
         for arch in arches:
             rps: dict[str, list[float]] = {p: [] for p in protocols}
+            cpu: dict[str, list[float]] = {p: [] for p in protocols}
             for rnd in range(args.repetitions):
                 order = protocols if rnd % 2 == 0 else protocols[::-1]
                 for protocol in order:
@@ -82,17 +91,23 @@ def main(argv: list[str] | None = None) -> int:
                     with ProcessCluster(spec) as cluster:
                         security = (None if protocol == "PLAINTEXT"
                                     else spec.client_security())
+                        before = _broker_cpu_s(cluster)
                         rps[protocol].append(run_async(_produce(
                             cluster.bootstrap, security, args.msg_size, args.batch,
                             args.messages)))
-                    print(f"  {arch} {protocol} round {rnd}: {rps[protocol][-1]:,.0f} rec/s",
-                          file=sys.stderr, flush=True)
+                        cpu[protocol].append(
+                            (_broker_cpu_s(cluster) - before) / args.messages * 1e6)
+                    print(f"  {arch} {protocol} round {rnd}: {rps[protocol][-1]:,.0f} rec/s, "
+                          f"{cpu[protocol][-1]:.2f} broker us/rec", file=sys.stderr, flush=True)
             for protocol in protocols:
-                print(f"{arch:6} {protocol:10} {statistics.median(rps[protocol]):>12,.0f}  "
+                print(f"{arch:6} {protocol:10} {statistics.median(rps[protocol]):>12,.0f} "
+                      f"{statistics.median(cpu[protocol]):>14.2f}  "
                       f"{', '.join(f'{x:,.0f}' for x in rps[protocol])}", flush=True)
             first, second = protocols
             ratio = statistics.median(rps[second]) / statistics.median(rps[first])
-            print(f"{arch:6} {second}/{first} = {ratio:.3f}", flush=True)
+            cost = statistics.median(cpu[second]) / statistics.median(cpu[first])
+            print(f"{arch:6} {second}/{first} = {ratio:.3f} records/s, {cost:.3f} broker CPU "
+                  "per record", flush=True)
     return 0
 
 

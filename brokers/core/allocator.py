@@ -31,11 +31,11 @@ MMAP_THRESHOLD_BYTES = 1024 * 1024
 _pinned: bool | None = None
 
 
-def pin_mmap_threshold(nbytes: int = MMAP_THRESHOLD_BYTES) -> bool:
-    """Fix glibc's mmap threshold at ``nbytes`` (once per process); whether it is pinned."""
+def pin_mmap_threshold() -> bool:
+    """Fix glibc's mmap threshold at MMAP_THRESHOLD_BYTES (once per process); whether it is."""
     global _pinned
     if _pinned is None:
-        _pinned = _mallopt(_M_MMAP_THRESHOLD, nbytes)
+        _pinned = _mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
     return _pinned
 
 
