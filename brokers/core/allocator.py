@@ -7,7 +7,7 @@ only when a large mmapped block is freed) has happened to rise above it. Whether
 depends on the process's history, so one broker process pays ``mmap`` + ``mremap`` +
 ``munmap`` and a page fault on every read while an identical one pays nothing: measured
 with ``strace -c`` on a DSBS leader behind a TLS listener, one of each per request in some
-clusters and none in others, 25-35% more broker CPU per record in the unlucky ones
+clusters and none in others, 15-40% more broker CPU per record in the unlucky ones
 (docs/architecture.md, "Measuring on a small VM"). Setting the threshold explicitly also
 switches the dynamic adjustment off, so every process behaves alike and the 256 KiB buffers
 are reused from the heap. Plaintext reads allocate exactly what arrived and were never affected.
