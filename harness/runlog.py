@@ -1,20 +1,18 @@
-"""The run log writer: one directory per run, exactly as docs/result-format.md (format 8) says.
+"""The run log writer: one directory per run, in the format twinbench_common.runlog defines.
 
 ``RunLog`` creates ``<out>/<run_id>/`` with ``manifest.json`` (written at once with
 ``incomplete: true`` and ``finished_at: null``, so a run killed outright still says it is
-incomplete), and appends to ``records.csv``, ``coordination.csv``, ``latency.jsonl``,
-``counters.csv``, the fault files (``faults.csv``, ``fault_events.csv``, ``timeline.csv``;
-header only unless the workload injects faults), the open-loop files (``series.csv``,
-``rate_search.csv``, ``max_rate.csv``; header only for closed-loop workloads) and
-``metadata.csv`` (format 5; header only unless the workload runs metadata scenarios) and
-``metrics.csv`` (format 8; header only unless the workload samples the brokers' metrics) as each
-session ends, flushing every time: rows already written stay valid whatever happens next.
-``finish()`` rewrites the manifest with the end time, the incomplete flag and the failed cells.
-The manifest is always replaced atomically (``brokers.core.atomic_file``), not durably.
+incomplete) and every table of twinbench_common.runlog with its header, then appends rows to
+them as each session ends, flushing every time: rows already written stay valid whatever
+happens next. A table a workload does not use stays header-only. ``finish()`` rewrites the
+manifest with the end time, the incomplete flag and the failed cells. The manifest is always
+replaced atomically (``brokers.core.atomic_file``), not durably, and records the version of
+every table (``tables``).
 
-The column lists below are the contract; tests/unit/test_runlog.py checks them against the doc.
-This module also gathers the facts the manifest records about the machine and the code
-(versions, CPU, git), because they describe the run, not the measurement.
+The columns are the tables' declarations (twinbench_common/runlog/), which docs/result-format.md
+explains and tests/unit/test_runlog.py holds it to. This module also gathers the facts the
+manifest records about the machine and the code (versions, CPU, git), because they describe the
+run, not the measurement.
 """
 
 from __future__ import annotations
@@ -31,24 +29,14 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from brokers.core.atomic_file import replace_file
+from twinbench_common import runlog as fmt
+from twinbench_common.runlog import manifest as manifest_format
 
 __all__ = [
-    "COORDINATION_COLUMNS",
-    "COUNTER_COLUMNS",
-    "FAULT_COLUMNS",
-    "FAULT_EVENT_COLUMNS",
     "FORMAT_VERSION",
-    "LATENCY_KEYS",
-    "MAX_RATE_COLUMNS",
-    "METADATA_COLUMNS",
-    "METRICS_COLUMNS",
-    "RATE_SEARCH_COLUMNS",
-    "RECORD_COLUMNS",
-    "SERIES_COLUMNS",
-    "TIMELINE_COLUMNS",
     "RunLog",
     "cpu_model",
     "git_state",
@@ -57,84 +45,10 @@ __all__ = [
     "versions",
 ]
 
-FORMAT_VERSION = 8
-KIND = "twinbench.run"
+FORMAT_VERSION = manifest_format.FORMAT_VERSION
+KIND = manifest_format.KIND
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-RECORD_COLUMNS = (
-    "run_id", "arch", "label", "cell_id", "table", "scenario", "role", "msg_size", "batch",
-    "try", "clients", "records", "payload_bytes", "wall_s", "rps", "kbps",
-    "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us",
-    "e2e_p50_us", "e2e_p99_us", "duplicates", "lost", "out_of_order", "errors",
-    "offset_commit", "metadata_check", "status",
-    # format 3: the rest of the end-to-end percentiles, and open-loop sessions.
-    "e2e_p90_us", "e2e_p999_us", "e2e_max_us", "target_rate", "achieved_rate",
-    "send_delay_p99_us", "behind",
-    # format 6: the round-trip time the delay line added (empty without one).
-    "rtt_ms",
-)
-COORDINATION_COLUMNS = (
-    "run_id", "arch", "label", "cell_id", "table", "scenario", "msg_size", "batch", "try",
-    "messages", "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
-    # format 6: the delay line (harness/netdelay).
-    "rtt_ms", "rtt_measured_ms", "delayed_packets", "delay_cpu_s",
-    # format 7: the machine during the session (harness/conditions.py).
-    "background_cpu", "steal",
-)
-# Fault sessions (format 2): one row per session, one per injected event, one per time bucket.
-_SESSION_KEYS = ("run_id", "arch", "label", "cell_id", "case", "try")
-FAULT_COLUMNS = (
-    *_SESSION_KEYS, "target_node", "target_role", "was_controller", "was_coordinator",
-    "fault_at_s", "closer_at_s", "detection_s", "rejoin_s", "produce_gap_s",
-    "produce_gap_partition", "consume_gap_s", "commit_gap_s", "group_recovery_s",
-    "group_unstable_s", "group_rebalances", "rate", "duration_s", "sent", "acked", "consumed",
-    "lost", "duplicates", "unreachable", "produce_errors", "offset_commit", "metadata_check",
-    "status",
-)
-FAULT_EVENT_COLUMNS = (
-    *_SESSION_KEYS, "step", "action", "target", "node_id", "planned_s", "at_s", "took_s",
-    "result",
-)
-TIMELINE_COLUMNS = (*_SESSION_KEYS, "t_s", "bucket_s", "produced", "consumed", "commits")
-# Open-loop sessions (format 4): one row per second of each session; one per step of a maximum
-# sustainable rate search, and one per search (its bracket).
-_OPEN_KEYS = ("run_id", "arch", "label", "cell_id", "scenario", "try")
-SERIES_COLUMNS = (
-    *_OPEN_KEYS, "t_s", "bucket_s", "produced", "consumed", "backlog", "e2e_records",
-    "e2e_p99_us", "warmup",
-)
-RATE_SEARCH_COLUMNS = (
-    "run_id", "arch", "label", "cell_id", "try", "step", "rate", "verdict", "achieved_rate",
-    "consumed_rate", "backlog_end", "e2e_p99_us", "send_delay_p99_us",
-)
-MAX_RATE_COLUMNS = ("run_id", "arch", "label", "cell_id", "try", "kept_rate", "failed_rate",
-                    "steps")
-# Metadata sessions (format 5): one row per session (harness/driver/metadata.py).
-METADATA_COLUMNS = (
-    *_SESSION_KEYS, "kind", "n", "topics", "partitions", "brokers", "create_s",
-    "create_p50_ms", "create_max_ms", "create_timeouts", "converge_s", "leave_s",
-    "metadata_p50_ms", "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops",
-    "zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s",
-    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
-    "status",
-)
-# The brokers' Prometheus metrics sampled during a session (format 8): one row per sample of a
-# series (harness/driver/metrics.py).
-METRICS_COLUMNS = (*_OPEN_KEYS, "t_s", "node_id", "metric", "labels", "value")
-# Every counter's increase over a session, one row per counter (optional in format 2: added
-# later; the CI regression's exact layer reads it, spark_analysis/regress.py).
-COUNTER_COLUMNS = (
-    "run_id", "arch", "label", "cell_id", "scenario", "try", "source", "counter", "increase",
-)
-LATENCY_KEYS = (
-    "run_id", "cell_id", "scenario", "role", "try", "kind", "unit", "count", "histogram",
-)
-MANIFEST_KEYS = (
-    "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
-    "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
-    "architectures", "started_at", "finished_at", "incomplete", "failed_cells", "external",
-    "hosts",
-)
+MANIFEST_KEYS = manifest_format.KEYS
 
 
 def utc_iso(ts: datetime | None = None) -> str:
@@ -251,30 +165,15 @@ class RunLog:
         self.manifest: dict[str, Any] = dict(manifest)
         self.failed_cells: list[str] = list(manifest.get("failed_cells", []))
         self._write_manifest()
-        self._records = open(self.dir / "records.csv", "w", newline="", encoding="utf-8")  # noqa: SIM115
-        self._coordination = open(  # noqa: SIM115
-            self.dir / "coordination.csv", "w", newline="", encoding="utf-8"
-        )
-        self._latency = open(self.dir / "latency.jsonl", "w", encoding="utf-8")  # noqa: SIM115
-        self._rec = csv.DictWriter(self._records, RECORD_COLUMNS, lineterminator="\n")
-        self._coord = csv.DictWriter(self._coordination, COORDINATION_COLUMNS, lineterminator="\n")
-        self._rec.writeheader()
-        self._coord.writeheader()
-        # name -> (file, writer, columns) of the CSV files beyond records and coordination.
-        self._tables: dict[str, tuple[Any, csv.DictWriter, tuple[str, ...]]] = {}
-        for name, columns in (("faults.csv", FAULT_COLUMNS),
-                              ("fault_events.csv", FAULT_EVENT_COLUMNS),
-                              ("timeline.csv", TIMELINE_COLUMNS),
-                              ("counters.csv", COUNTER_COLUMNS),
-                              ("series.csv", SERIES_COLUMNS),
-                              ("rate_search.csv", RATE_SEARCH_COLUMNS),
-                              ("max_rate.csv", MAX_RATE_COLUMNS),
-                              ("metadata.csv", METADATA_COLUMNS),
-                              ("metrics.csv", METRICS_COLUMNS)):
-            f = open(self.dir / name, "w", newline="", encoding="utf-8")  # noqa: SIM115
-            w = csv.DictWriter(f, columns, lineterminator="\n")
-            w.writeheader()
-            self._tables[name] = (f, w, columns)
+        # table name -> (file, CSV writer or None for JSON lines, columns).
+        self._tables: dict[str, tuple[IO[str], csv.DictWriter[str] | None, tuple[str, ...]]] = {}
+        for table in fmt.TABLES:
+            f = open(self.dir / table.file, "w", newline="", encoding="utf-8")  # noqa: SIM115
+            writer = None
+            if table.kind == "csv":
+                writer = csv.DictWriter(f, table.names(), lineterminator="\n")
+                writer.writeheader()
+            self._tables[table.name] = (f, writer, table.names())
         self._flush()
         self.closed = False
 
@@ -290,39 +189,30 @@ class RunLog:
                      json.dumps(self.manifest, indent=2, sort_keys=False) + "\n",
                      sync_file=False, sync_dir=False)
 
-    def _files(self) -> list[Any]:
-        return [self._records, self._coordination, self._latency,
-                *(f for f, _, _ in self._tables.values())]
-
     def _flush(self) -> None:
-        for f in self._files():
+        for f, _, _ in self._tables.values():
             f.flush()
 
     def add_records(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for row in rows:
-            self._check(row, RECORD_COLUMNS)
-            self._rec.writerow({k: _cell(row.get(k)) for k in RECORD_COLUMNS})
-        self._flush()
+        self.add_rows(fmt.RECORDS.name, rows)
 
     def add_coordination(self, row: Mapping[str, Any]) -> None:
-        self._check(row, COORDINATION_COLUMNS)
-        self._coord.writerow({k: _cell(row.get(k)) for k in COORDINATION_COLUMNS})
-        self._flush()
+        self.add_rows(fmt.COORDINATION.name, [row])
 
     def add_latency(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        for entry in entries:
-            self._check(entry, LATENCY_KEYS)
-            obj = {k: entry[k] for k in LATENCY_KEYS}
-            self._latency.write(json.dumps(obj, separators=(",", ":")) + "\n")
-        self._flush()
+        self.add_rows(fmt.LATENCY.name, entries)
 
     def add_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Append rows to one of the files beyond records, coordination and latency (the fault
-        files, the open-loop files, ``counters.csv``, ``metadata.csv``)."""
-        _, writer, columns = self._tables[name]
+        """Append rows to the table ``name`` (twinbench_common.runlog; a file name such as
+        ``faults.csv`` is accepted too). CSV fields: None and NaN are empty, floats keep full
+        precision; a JSON-lines table takes every column as given."""
+        f, writer, columns = self._tables[fmt.by_file(name).name if "." in name else name]
         for row in rows:
             self._check(row, columns)
-            writer.writerow({k: _cell(row.get(k)) for k in columns})
+            if writer is None:
+                f.write(json.dumps({k: row[k] for k in columns}, separators=(",", ":")) + "\n")
+            else:
+                writer.writerow({k: _cell(row.get(k)) for k in columns})
         self._flush()
 
     @staticmethod
@@ -345,7 +235,7 @@ class RunLog:
         if self.closed:
             return
         self.closed = True
-        for f in self._files():
+        for f, _, _ in self._tables.values():
             f.close()
         if background is not None:
             self.manifest["host"] = {**self.manifest["host"], "background": dict(background)}
@@ -406,6 +296,8 @@ def base_manifest(
         # The hosts of a multi-host run (harness/remote/): each with its clock offset, where
         # ZooKeeper, the brokers and the load clients ran; None on one machine.
         "hosts": dict(hosts) if hosts is not None else None,
+        # Each table's version (twinbench_common.runlog): format_version stays 9 from now on.
+        "tables": manifest_format.current_versions(fmt.TABLES),
     }
 
 

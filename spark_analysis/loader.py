@@ -4,6 +4,11 @@ Everything a user can get wrong (an empty directory, a file from a newer twinben
 manifest, a CSV with the wrong columns) becomes one ``UserError`` line naming the file, checked in
 plain Python before Spark starts reading: Spark's own errors for these cases are pages of JVM
 stack trace that do not say which run was at fault.
+
+Nothing here knows a table by heart: every run's manifest says which version of each table it
+wrote (twinbench_common/runlog/manifest.py), each file is checked against that version's header
+and read with that version's schema, and files of older versions are brought to the current
+columns (a column added later is empty; a column that replaced older ones takes their value).
 """
 
 from __future__ import annotations
@@ -15,71 +20,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis import archs
-from spark_analysis.schema import (
-    AA_LABELS,
-    COORDINATION_COLUMNS,
-    COORDINATION_COLUMNS_V5,
-    COORDINATION_COLUMNS_V6,
-    COORDINATION_SCHEMA,
-    COORDINATION_SCHEMA_V5,
-    COORDINATION_SCHEMA_V6,
-    FAULT_EVENTS_COLUMNS,
-    FAULT_EVENTS_SCHEMA,
-    FAULT_FILES_SINCE,
-    FAULTS_COLUMNS,
-    FAULTS_SCHEMA,
-    LATENCY_SCHEMA,
-    MACHINE_COLUMNS_SINCE,
-    MANIFEST_KIND,
-    MAX_RATE_COLUMNS,
-    MAX_RATE_SCHEMA,
-    METADATA_COLUMNS,
-    METADATA_FILE_SINCE,
-    METADATA_SCHEMA,
-    METRICS_COLUMNS,
-    METRICS_FILE_SINCE,
-    METRICS_SCHEMA,
-    OPEN_LOOP_COLUMNS_SINCE,
-    OPEN_LOOP_FILES_SINCE,
-    RATE_SEARCH_COLUMNS,
-    RATE_SEARCH_SCHEMA,
-    RECORDS_COLUMNS,
-    RECORDS_COLUMNS_V2,
-    RECORDS_COLUMNS_V5,
-    RECORDS_SCHEMA,
-    RECORDS_SCHEMA_V2,
-    RECORDS_SCHEMA_V5,
-    RTT_COLUMNS_SINCE,
-    SERIES_COLUMNS,
-    SERIES_SCHEMA,
-    SUPPORTED_FORMAT_VERSIONS,
-    TIMELINE_COLUMNS,
-    TIMELINE_SCHEMA,
-)
+from spark_analysis.schema import AA_LABELS, MANIFEST_KIND, SUPPORTED_FORMAT_VERSIONS, spark_schema
+from twinbench_common import runlog
 from twinbench_common.errors import UserError
+from twinbench_common.runlog import Table
+from twinbench_common.runlog.manifest import table_versions
 
 MANIFEST = "manifest.json"
-RECORDS = "records.csv"
-COORDINATION = "coordination.csv"
-LATENCY = "latency.jsonl"
-FAULTS = "faults.csv"
-FAULT_EVENTS = "fault_events.csv"
-TIMELINE = "timeline.csv"
-METADATA = "metadata.csv"
-METRICS = "metrics.csv"
-# The fault files (format 2) with the columns their header must have.
-FAULT_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (FAULTS, FAULTS_COLUMNS), (FAULT_EVENTS, FAULT_EVENTS_COLUMNS), (TIMELINE, TIMELINE_COLUMNS))
-SERIES = "series.csv"
-RATE_SEARCH = "rate_search.csv"
-MAX_RATE = "max_rate.csv"
-# The open-loop files (format 4) with their columns.
-OPEN_LOOP_FILES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (SERIES, SERIES_COLUMNS), (RATE_SEARCH, RATE_SEARCH_COLUMNS), (MAX_RATE, MAX_RATE_COLUMNS))
+RECORDS = runlog.RECORDS.file
+COORDINATION = runlog.COORDINATION.file
+# The tables Spark reads (counters.csv is read as plain CSV by the regression, regress.py).
+SPARK_TABLES: tuple[Table, ...] = tuple(t for t in runlog.TABLES if t is not runlog.COUNTERS)
+_KNOWN = frozenset(t.name for t in runlog.TABLES)
+# Read even with a header alone: the paper's tables are computed from these whatever the
+# workload, and an empty table keeps its columns. Every other table's header-only files are
+# left out, so a workload that did not use it starts no Spark job for it.
+ALWAYS_READ: tuple[Table, ...] = (runlog.RECORDS, runlog.COORDINATION)
 
 
 @dataclass(frozen=True)
@@ -92,6 +52,8 @@ class RunInfo:
     label: str
     workload: str
     format_version: int
+    # Each table's version in this run; a table its format did not have is absent.
+    tables: dict[str, int] = field(default_factory=dict, compare=False)
     incomplete: bool = False
     failed_cells: tuple[str, ...] = ()
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -105,28 +67,63 @@ class RunInfo:
 
 @dataclass
 class RunLogs:
-    """The loaded logs. ``records`` carries three derived columns: ``workload`` and
-    ``security`` (from the manifest) and ``side`` (``"A"``/``"B"`` for A/A calibration runs,
-    ``"*"`` for everything else); so do ``coordination`` and the three fault frames. A fault
-    frame is None when no run has a row of it (format 1, or header-only files): then the
-    analysis starts no Spark job for it."""
+    """The loaded logs, one DataFrame per table (None: no run has a row of it, and the
+    analysis starts no Spark job for it). Every frame of a table with an ``arch`` column
+    carries three derived columns: ``workload`` and ``security`` (from the manifest) and
+    ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else)."""
 
     runs: list[RunInfo]
-    records: DataFrame
-    coordination: DataFrame | None
-    latency: DataFrame | None
+    frames: dict[str, DataFrame | None]
     notes: list[str] = field(default_factory=list)
-    faults: DataFrame | None = None
-    fault_events: DataFrame | None = None
-    timeline: DataFrame | None = None
-    # The open-loop files (format 4); None without rows, like the fault frames.
-    series: DataFrame | None = None
-    rate_search: DataFrame | None = None
-    max_rate: DataFrame | None = None
-    # metadata.csv rows (format 5); None when no run has a metadata session.
-    metadata: DataFrame | None = None
-    # metrics.csv rows (format 8); None when no run sampled the brokers' metrics.
-    metrics: DataFrame | None = None
+
+    def table(self, name: str) -> DataFrame | None:
+        return self.frames.get(name)
+
+    @property
+    def records(self) -> DataFrame:
+        df = self.frames[runlog.RECORDS.name]
+        assert df is not None  # every run has a records.csv (validate_runs checked)
+        return df
+
+    @property
+    def coordination(self) -> DataFrame | None:
+        return self.frames.get(runlog.COORDINATION.name)
+
+    @property
+    def latency(self) -> DataFrame | None:
+        return self.frames.get(runlog.LATENCY.name)
+
+    @property
+    def faults(self) -> DataFrame | None:
+        return self.frames.get(runlog.FAULTS.name)
+
+    @property
+    def fault_events(self) -> DataFrame | None:
+        return self.frames.get(runlog.FAULT_EVENTS.name)
+
+    @property
+    def timeline(self) -> DataFrame | None:
+        return self.frames.get(runlog.TIMELINE.name)
+
+    @property
+    def series(self) -> DataFrame | None:
+        return self.frames.get(runlog.SERIES.name)
+
+    @property
+    def rate_search(self) -> DataFrame | None:
+        return self.frames.get(runlog.RATE_SEARCH.name)
+
+    @property
+    def max_rate(self) -> DataFrame | None:
+        return self.frames.get(runlog.MAX_RATE.name)
+
+    @property
+    def metadata(self) -> DataFrame | None:
+        return self.frames.get(runlog.METADATA.name)
+
+    @property
+    def metrics(self) -> DataFrame | None:
+        return self.frames.get(runlog.METRICS.name)
 
 
 def discover_runs(paths: Sequence[Path]) -> list[Path]:
@@ -173,10 +170,19 @@ def read_manifest(run_dir: Path) -> RunInfo:
         raise UserError(f"{path}: manifest lacks {', '.join(missing)}")
     if "architectures" in data:  # optional: absent in runs written before it existed
         archs.validate(data["architectures"], str(path))
+    try:
+        tables = table_versions(data, runlog.TABLES)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    unknown = sorted(f"{n} v{v}" for n, v in tables.items()
+                     if n not in _KNOWN or not 1 <= v <= runlog.by_name(n).version)
+    if unknown:
+        raise UserError(f"{path}: this analysis does not read {', '.join(unknown)} - use the "
+                        "twinbench that wrote the run")
     failed = data.get("failed_cells") or []
     return RunInfo(
         path=run_dir, run_id=data["run_id"], arch=data["arch"], label=str(data.get("label") or ""),
-        workload=data["workload_name"], format_version=version,
+        workload=data["workload_name"], format_version=version, tables=tables,
         incomplete=bool(data.get("incomplete")), failed_cells=tuple(str(c) for c in failed),
         manifest=data,
     )
@@ -217,7 +223,8 @@ def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
     return infos
 
 
-def check_header(path: Path, expected: Sequence[str]) -> bool:
+def check_header(path: Path, expected: Sequence[str], what: str = "the run-log format"
+                 ) -> bool:
     """True when ``path`` has a header and data may follow; raises on a wrong header."""
     try:
         with path.open("r", encoding="utf-8", newline="") as fh:
@@ -237,8 +244,7 @@ def check_header(path: Path, expected: Sequence[str]) -> bool:
             detail.append(f"unexpected {', '.join(extra)}")
         if not detail:
             detail.append("columns out of order")
-        raise UserError(f"{path}: header does not match format_version {_versions()}"
-                        f" ({'; '.join(detail)})")
+        raise UserError(f"{path}: header does not match {what} ({'; '.join(detail)})")
     return True
 
 
@@ -255,88 +261,36 @@ def has_rows(path: Path) -> bool:
         raise UserError(f"{path}: unreadable ({exc})") from None
 
 
-def _read_csv(spark: SparkSession, files: list[Path], schema: Any) -> DataFrame:
-    return (
-        spark.read.option("header", "true")
-        # FAILFAST: a row that does not fit the schema is an error, never a silent null.
-        .option("mode", "FAILFAST")
-        .option("enforceSchema", "true")
-        .schema(schema)
-        .csv([str(f) for f in files])
-    )
-
-
 @dataclass
 class RunFiles:
-    """What validate_runs found: the files Spark will read (header-only fault files left out)
-    and notes on the inputs."""
+    """What validate_runs found: per table and version, the files Spark will read (files with
+    a header and no row left out), and notes on the inputs."""
 
     runs: list[RunInfo]
-    records: list[Path] = field(default_factory=list)
-    # records.csv of formats 1 and 2 (without the format-3 columns), of 3 to 5 (without the
-    # format-6 ones).
-    records_v2: list[Path] = field(default_factory=list)
-    records_v5: list[Path] = field(default_factory=list)
-    coordination: list[Path] = field(default_factory=list)
-    # coordination.csv of formats 1 to 5 (without the delay line's columns).
-    coordination_v5: list[Path] = field(default_factory=list)
-    coordination_v6: list[Path] = field(default_factory=list)
-    latency: list[Path] = field(default_factory=list)
-    faults: dict[str, list[Path]] = field(
-        default_factory=lambda: {name: [] for name, _ in FAULT_FILES})
-    open_loop: dict[str, list[Path]] = field(
-        default_factory=lambda: {name: [] for name, _ in OPEN_LOOP_FILES})
-    metadata: list[Path] = field(default_factory=list)
-    metrics: list[Path] = field(default_factory=list)
+    # table name -> version -> files of that version, in run order.
+    files: dict[str, dict[int, list[Path]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def paths(self, table: str, version: int | None = None) -> list[Path]:
+        """The files of ``table``: of one ``version``, or of every version."""
+        by_version = self.files.get(table, {})
+        if version is not None:
+            return list(by_version.get(version, []))
+        return [p for v in sorted(by_version) for p in by_version[v]]
 
 
 def validate_runs(paths: Sequence[Path]) -> RunFiles:
     """Find and check every run named by ``paths`` in plain Python: manifests, the files each
-    format version must have, and every header. Raises a one-line UserError on the first
-    problem; reads no data row beyond the first of each fault file."""
+    run's table versions say it has, and every header. Raises a one-line UserError on the first
+    problem; reads no data row beyond the first of each file."""
     run_dirs = discover_runs(paths)
     found = RunFiles(runs=read_manifests(run_dirs))
     notes = found.notes
     for run in found.runs:
-        records = run.path / RECORDS
-        if not records.is_file():
-            raise UserError(f"{records}: missing (every run directory has one)")
-        rtt = run.format_version >= RTT_COLUMNS_SINCE
-        if rtt:
-            check_header(records, RECORDS_COLUMNS)
-            found.records.append(records)
-        elif run.format_version >= OPEN_LOOP_COLUMNS_SINCE:
-            check_header(records, RECORDS_COLUMNS_V5)
-            found.records_v5.append(records)
-        else:
-            check_header(records, RECORDS_COLUMNS_V2)
-            found.records_v2.append(records)
-        coord = run.path / COORDINATION
-        if coord.is_file():
-            if run.format_version >= MACHINE_COLUMNS_SINCE:
-                columns, into = COORDINATION_COLUMNS, found.coordination
-            elif rtt:
-                columns, into = COORDINATION_COLUMNS_V6, found.coordination_v6
-            else:
-                columns, into = COORDINATION_COLUMNS_V5, found.coordination_v5
-            check_header(coord, columns)
-            into.append(coord)
-        else:
-            notes.append(f"run {run.run_id} has no {COORDINATION}; its coordination cost is absent")
-        latency = run.path / LATENCY
-        if latency.is_file() and latency.stat().st_size > 0:
-            found.latency.append(latency)
-        if run.format_version >= FAULT_FILES_SINCE:
-            _optional_files(run, FAULT_FILES, found.faults, "injects no faults")
-        if run.format_version >= OPEN_LOOP_FILES_SINCE:
-            _optional_files(run, OPEN_LOOP_FILES, found.open_loop, "is closed-loop")
-        if run.format_version >= METADATA_FILE_SINCE:
-            _optional_files(run, ((METADATA, METADATA_COLUMNS),), {METADATA: found.metadata},
-                            "runs no metadata scenarios")
-        if run.format_version >= METRICS_FILE_SINCE:
-            _optional_files(run, ((METRICS, METRICS_COLUMNS),), {METRICS: found.metrics},
-                            "samples no metrics")
+        for table in SPARK_TABLES:
+            version = run.tables.get(table.name)
+            if version is not None and (path := _table_file(run, table, version, notes)):
+                found.files.setdefault(table.name, {}).setdefault(version, []).append(path)
         if run.incomplete:
             notes.append(f"run {run.run_id} is marked incomplete (interrupted or a cell could not"
                          " run); its finished rows are used")
@@ -346,49 +300,43 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
     return found
 
 
-def _optional_files(run: RunInfo, files: tuple[tuple[str, tuple[str, ...]], ...],
-                    into: dict[str, list[Path]], when_empty: str) -> None:
-    """Files every run of its version has, header-only when its workload did not use them:
-    check each header, keep the ones with rows."""
-    for name, columns in files:
-        path = run.path / name
-        if not path.is_file():
-            raise UserError(f"{path}: missing (every format_version {run.format_version} run "
-                            f"directory has one, header-only when the workload {when_empty})")
-        check_header(path, columns)
-        if has_rows(path):
-            into[name].append(path)
+def _table_file(run: RunInfo, table: Table, version: int, notes: list[str]) -> Path | None:
+    """The run's file of ``table``, its header checked; None when it has no row to read (an
+    optional file the run lacks, a file with a header alone)."""
+    path = run.path / table.file
+    if not path.is_file():
+        if table is runlog.RECORDS:
+            raise UserError(f"{path}: missing (every run directory has one)")
+        if table is runlog.COORDINATION:
+            notes.append(f"run {run.run_id} has no {table.file}; its coordination cost is absent")
+        if table.optional:
+            return None
+        raise UserError(f"{path}: missing (every format_version {run.format_version} run "
+                        "directory has one, header-only when the workload does not use it)")
+    if table.kind == "jsonl":
+        return path if path.stat().st_size > 0 else None
+    check_header(path, table.names(version), f"{table.file} version {version}")
+    return path if table in ALWAYS_READ or has_rows(path) else None
 
 
 def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
     """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
     found = validate_runs(paths)
     runs = found.runs
-
     runs_df = spark.createDataFrame(
         [(r.run_id, r.workload, r.security) for r in runs],
         "run_id string, workload string, security string")
 
-    def read(files: list[Path], schema: Any, *older: tuple[list[Path], Any]
-             ) -> DataFrame | None:
-        """The files with the derived columns ``workload``, ``security`` and ``side``; None
-        without files. ``older``: files of older formats with fewer columns, each read with
-        its own schema and given the missing ones as nulls."""
-        frames = []
-        if files:
-            frames.append(_read_csv(spark, files, schema))
-        for old_files, old_schema in older:
-            if not old_files:
-                continue
-            df = _read_csv(spark, old_files, old_schema)
-            for f in schema.fields[len(old_schema.fields):]:
-                df = df.withColumn(f.name, F.lit(None).cast(f.dataType))
-            frames.append(df)
+    def read(table: Table) -> DataFrame | None:
+        frames = [_current(_read_files(spark, table, version, files), table, version)
+                  for version, files in sorted(found.files.get(table.name, {}).items())]
         if not frames:
             return None
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
+        if "arch" not in df.columns:
+            return df
         return (
             df
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
@@ -399,27 +347,41 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                         .otherwise(F.lit("*")))
         )
 
-    records_df = read(found.records, RECORDS_SCHEMA, (found.records_v2, RECORDS_SCHEMA_V2),
-                      (found.records_v5, RECORDS_SCHEMA_V5))
-    assert records_df is not None  # every run has a records.csv (validate_runs checked)
-    latency_df = None
-    if found.latency:
-        latency_df = (spark.read.option("mode", "FAILFAST").schema(LATENCY_SCHEMA)
-                      .json([str(f) for f in found.latency]))
-    faults = found.faults
-    return RunLogs(runs=runs, records=records_df,
-                   coordination=read(found.coordination, COORDINATION_SCHEMA,
-                                     (found.coordination_v5, COORDINATION_SCHEMA_V5),
-                                     (found.coordination_v6, COORDINATION_SCHEMA_V6)),
-                   latency=latency_df, notes=found.notes,
-                   faults=read(faults[FAULTS], FAULTS_SCHEMA),
-                   fault_events=read(faults[FAULT_EVENTS], FAULT_EVENTS_SCHEMA),
-                   timeline=read(faults[TIMELINE], TIMELINE_SCHEMA),
-                   series=read(found.open_loop[SERIES], SERIES_SCHEMA),
-                   rate_search=read(found.open_loop[RATE_SEARCH], RATE_SEARCH_SCHEMA),
-                   max_rate=read(found.open_loop[MAX_RATE], MAX_RATE_SCHEMA),
-                   metadata=read(found.metadata, METADATA_SCHEMA),
-                   metrics=read(found.metrics, METRICS_SCHEMA))
+    return RunLogs(runs=runs, frames={t.name: read(t) for t in SPARK_TABLES},
+                   notes=found.notes)
+
+
+def _read_files(spark: SparkSession, table: Table, version: int, files: list[Path]
+                ) -> DataFrame:
+    schema = spark_schema(table, version)
+    if table.kind == "jsonl":
+        return spark.read.option("mode", "FAILFAST").schema(schema).json([str(f) for f in files])
+    return (
+        spark.read.option("header", "true")
+        # FAILFAST: a row that does not fit the schema is an error, never a silent null.
+        .option("mode", "FAILFAST")
+        .option("enforceSchema", "true")
+        .schema(schema)
+        .csv([str(f) for f in files])
+    )
+
+
+def _current(df: DataFrame, table: Table, version: int) -> DataFrame:
+    """A frame of ``version`` with the current version's columns, in their order: a column
+    added later is empty, one that replaced older columns takes the first non-empty of them,
+    and a column dropped since is left out."""
+    if version == table.version:
+        return df
+    out: list[Column] = []
+    for c in table.columns_at():
+        if c.at(version):
+            out.append(F.col(c.name))
+        elif c.was:
+            out.append(F.coalesce(*(F.col(w) for w in c.was)).cast(
+                spark_schema(table)[c.name].dataType).alias(c.name))
+        else:
+            out.append(F.lit(None).cast(spark_schema(table)[c.name].dataType).alias(c.name))
+    return df.select(*out)
 
 
 @contextmanager

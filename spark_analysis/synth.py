@@ -25,25 +25,31 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from spark_analysis.archs import BUILTIN
-from spark_analysis.schema import (
-    COORDINATION_COLUMNS,
-    COORDINATION_COLUMNS_V5,
-    COORDINATION_COLUMNS_V6,
-    COUNTER_COLUMNS,
-    FAULT_EVENTS_COLUMNS,
-    FAULTS_COLUMNS,
-    MACHINE_COLUMNS_SINCE,
-    MANIFEST_KIND,
-    MAX_RATE_COLUMNS,
-    METADATA_COLUMNS,
-    RATE_SEARCH_COLUMNS,
-    RECORDS_COLUMNS,
-    RECORDS_COLUMNS_V2,
-    RECORDS_COLUMNS_V5,
-    RTT_COLUMNS_SINCE,
-    SERIES_COLUMNS,
-    TIMELINE_COLUMNS,
-)
+from spark_analysis.schema import MANIFEST_KIND
+from twinbench_common import runlog as fmt
+from twinbench_common.runlog import Table
+from twinbench_common.runlog.manifest import FORMAT_VERSION, current_versions
+
+
+def names(table: Table, format_version: int) -> tuple[str, ...]:
+    """The header of ``table`` in a run of ``format_version`` (from 9 on: the current one)."""
+    return table.names(table.by_format.get(format_version, table.version)
+                       if format_version < FORMAT_VERSION else None)
+
+
+# The current headers, and the oldest ones (format 1) some writers below produce.
+RECORDS_COLUMNS = fmt.RECORDS.names()
+RECORDS_COLUMNS_V1 = fmt.RECORDS.names(1)
+COORDINATION_COLUMNS = fmt.COORDINATION.names()
+COORDINATION_COLUMNS_V1 = fmt.COORDINATION.names(1)
+COUNTER_COLUMNS = fmt.COUNTERS.names()
+FAULTS_COLUMNS = fmt.FAULTS.names()
+FAULT_EVENTS_COLUMNS = fmt.FAULT_EVENTS.names()
+TIMELINE_COLUMNS = fmt.TIMELINE.names()
+SERIES_COLUMNS = fmt.SERIES.names()
+RATE_SEARCH_COLUMNS = fmt.RATE_SEARCH.names()
+MAX_RATE_COLUMNS = fmt.MAX_RATE.names()
+METADATA_COLUMNS = fmt.METADATA.names()
 
 # The two twins the synthetic runs stand for (the paper's pair; the harness's registry has
 # them): ZK, the baseline, with its ZooKeeper; DSBS, gossip only.
@@ -110,6 +116,8 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
         "seed": seed, "started_at": "2026-11-21T09:00:00Z", "finished_at": "2026-11-21T09:10:00Z",
         "incomplete": incomplete, "failed_cells": list(failed_cells),
     }
+    if format_version >= FORMAT_VERSION:
+        data["tables"] = current_versions(fmt.TABLES)
     if format_version >= 2:
         cluster = data["cluster"]
         assert isinstance(cluster, dict)
@@ -208,15 +216,12 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
         # Formats 1 and 2 end at `status`; the later formats' extra columns stay empty here.
-        columns = (RECORDS_COLUMNS if format_version >= RTT_COLUMNS_SINCE
-                   else RECORDS_COLUMNS_V5 if format_version >= 3 else RECORDS_COLUMNS_V2)
+        columns = names(fmt.RECORDS, format_version)
         rec.write(",".join(columns) + "\n")
-        pad = "," * (len(columns) - len(RECORDS_COLUMNS_V2))
-        coord_columns = (COORDINATION_COLUMNS if format_version >= MACHINE_COLUMNS_SINCE
-                         else COORDINATION_COLUMNS_V6 if format_version >= RTT_COLUMNS_SINCE
-                         else COORDINATION_COLUMNS_V5)
+        pad = "," * (len(columns) - len(RECORDS_COLUMNS_V1))
+        coord_columns = names(fmt.COORDINATION, format_version)
         coord.write(",".join(coord_columns) + "\n")
-        coord_pad = "," * (len(coord_columns) - len(COORDINATION_COLUMNS_V5))
+        coord_pad = "," * (len(coord_columns) - len(COORDINATION_COLUMNS_V1))
         lines: list[str] = []
         clines: list[str] = []
         tlines: list[str] = []
@@ -429,9 +434,9 @@ def write_fault_run(root: Path, *, arch: str, workload: str = "faults", index: i
             coord.append(coordination_line(run_id, arch, label, cell, "faults", try_,
                                            messages=acked))
     (run_dir / "records.csv").write_text(
-        "\n".join([",".join(RECORDS_COLUMNS_V2), *records]) + "\n", encoding="utf-8")
+        "\n".join([",".join(RECORDS_COLUMNS_V1), *records]) + "\n", encoding="utf-8")
     (run_dir / "coordination.csv").write_text(
-        "\n".join([",".join(COORDINATION_COLUMNS_V5), *coord]) + "\n", encoding="utf-8")
+        "\n".join([",".join(COORDINATION_COLUMNS_V1), *coord]) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("".join(f"{x}\n" for x in latency), encoding="utf-8")
     _write_fault_files(run_dir, files)
     return run_dir
@@ -458,8 +463,8 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     Convergence grows linearly with the size on zk and as its square root on dsbs; the
     coordination messages 50 (zk) and 8 (dsbs) per topic; tries scatter by 10%."""
     run_id, run_dir = _new_run(root, arch, workload, index, hour, format_version=5)
-    for name, columns in (("records.csv", RECORDS_COLUMNS_V5),
-                          ("coordination.csv", COORDINATION_COLUMNS_V5),
+    for name, columns in (("records.csv", names(fmt.RECORDS, 5)),
+                          ("coordination.csv", names(fmt.COORDINATION, 5)),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")

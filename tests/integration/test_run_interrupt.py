@@ -15,7 +15,7 @@ import psutil
 import pytest
 import yaml
 
-from harness import runlog
+import twinbench_common.runlog as fmt
 from harness.processes import pid_alive
 
 pytestmark = pytest.mark.integration
@@ -78,6 +78,6 @@ def test_sigint_stops_everything_and_marks_the_run_incomplete(tmp_path, arch):
     assert m["incomplete"] is True and m["finished_at"] is not None
     with open(run_dir / "records.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) >= 4 and list(rows[0]) == list(runlog.RECORD_COLUMNS)
+    assert len(rows) >= 4 and list(rows[0]) == list(fmt.RECORDS.names())
     assert all(r["status"] == "ok" for r in rows)
     assert len(rows) < 2 * 2 * WORKLOAD["tries"]

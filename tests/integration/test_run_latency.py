@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from harness import runlog
+import twinbench_common.runlog as fmt
 from harness.cli import main as analyze_cli
 from harness.driver.searches import VERDICTS, search_config
 from harness.rate_search import RateSearcher
@@ -42,7 +42,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         "zk", "dsbs"}
     for run in runs:
         steps = _rows(run / "rate_search.csv")
-        assert list(steps[0]) == list(runlog.RATE_SEARCH_COLUMNS)
+        assert list(steps[0]) == list(fmt.RATE_SEARCH.names())
         assert {s["verdict"] for s in steps} <= set(VERDICTS)
         # Replaying the verdicts through the search gives back exactly the rates tried: the
         # driver followed the search, step by step.
@@ -63,7 +63,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         assert any(float(s["rate"]) not in ramp for s in steps), steps
         records = _rows(run / "records.csv")
         series = _rows(run / "series.csv")
-        assert list(series[0]) == list(runlog.SERIES_COLUMNS)
+        assert list(series[0]) == list(fmt.SERIES.names())
         for fraction in wl.rate_fractions:
             cell = f"latency-32B-b20-f{fraction * 100:g}"
             mine = [r for r in records if r["cell_id"] == cell]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from harness import runlog
+import twinbench_common.runlog as fmt
 from harness.driver import plan
 from harness.workload import load_workload
 from tests.integration.test_run_smoke import zookeeper_missing
@@ -37,7 +37,7 @@ def test_open_loop_smoke_keeps_its_rates_on_both_twins(tmp_path: Path) -> None:
     for run in runs:
         with open(run / "records.csv", newline="") as f:
             rows = list(csv.DictReader(f))
-        assert list(rows[0]) == list(runlog.RECORD_COLUMNS)
+        assert list(rows[0]) == list(fmt.RECORDS.names())
         assert len(rows) == 2 * len(cells)
         measured_s = wl.duration_s - wl.warmup_s
         for row in rows:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+import twinbench_common.runlog as fmt
 from harness import runlog
 from harness.cli import main as analyze_cli
 from harness.workload import load_workload
@@ -51,7 +52,7 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
         assert {r["cell_id"] for r in records} == {f"qos-100B-b1-m{n}" for n in counts}
         assert all(r["status"] == "ok" for r in records)
         samples = _rows(run / "metrics.csv")
-        assert list(samples[0]) == list(runlog.METRICS_COLUMNS)
+        assert list(samples[0]) == list(fmt.METRICS.names())
         for n in counts:
             mine = [s for s in samples if s["cell_id"] == f"qos-100B-b1-m{n}"]
             assert min(float(s["t_s"]) for s in mine) < 0.01

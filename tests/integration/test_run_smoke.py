@@ -15,6 +15,7 @@ import psutil
 import pytest
 from hdrh.histogram import HdrHistogram
 
+import twinbench_common.runlog as fmt
 from harness import architectures, runlog
 from harness.driver import plan
 from harness.processes import pid_alive
@@ -97,7 +98,7 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
     sessions = len(cells) * TRIES * len(wl.scenarios)
     with open(run_dir / "records.csv", newline="") as f:
         records = list(csv.DictReader(f))
-    assert list(records[0]) == list(runlog.RECORD_COLUMNS)
+    assert list(records[0]) == list(fmt.RECORDS.names())
     assert len(records) == 2 * sessions
     for row in records:
         assert row["status"] == "ok"

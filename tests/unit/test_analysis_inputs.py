@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import twinbench_common.runlog as fmt
 from brokers.core.errors import UserError
 from harness import runlog
 from spark_analysis import schema, synth
@@ -73,20 +74,21 @@ def test_corrupt_manifest(runs: Path) -> None:
 @pytest.mark.filesystem
 def test_unknown_format_version_names_it(runs: Path) -> None:
     for run in runs.iterdir():
-        set_manifest(run, format_version=9)
-    with pytest.raises(UserError, match=r"format_version 9 is not supported.*reads "
-                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8"):
+        set_manifest(run, format_version=10)
+    with pytest.raises(UserError, match=r"format_version 10 is not supported.*reads "
+                                        r"format_version 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8 "
+                                        r"or 9"):
         read_manifests(discover_runs([runs]))
 
 
 @pytest.mark.filesystem
 def test_mixed_format_versions(runs: Path) -> None:
-    set_manifest(one_run(runs), format_version=9)
+    set_manifest(one_run(runs), format_version=10)
     with pytest.raises(UserError) as exc:
         read_manifests(discover_runs([runs]))
     message = str(exc.value)
     assert "mixed run log format versions" in message
-    assert "format_version 1:" in message and "format_version 9:" in message
+    assert "format_version 1:" in message and "format_version 10:" in message
     assert "\n" not in message
 
 
@@ -96,7 +98,7 @@ def test_format_5_metadata_runs_mix_with_older_ones(runs: Path) -> None:
     meta = synth.write_metadata_run(runs, arch="zk", index=9, tries=2)
     found = validate_runs([runs])
     assert sorted({r.format_version for r in found.runs}) == [1, 5]
-    assert found.metadata == [meta / "metadata.csv"]
+    assert found.paths("metadata") == [meta / "metadata.csv"]
     (meta / "metadata.csv").unlink()
     with pytest.raises(UserError, match=r"metadata.csv: missing \(every format_version 5 run "
                                         r"directory has one"):
@@ -109,9 +111,9 @@ def test_format_1_and_2_runs_mix(runs: Path) -> None:
     synth.write_fault_run(runs, arch="zk", index=7, tries=1)
     found = validate_runs([runs])
     assert sorted({r.format_version for r in found.runs}) == [1, 2]
-    assert len(found.records_v2) == 7 and found.records == []
-    assert {name: len(files) for name, files in found.faults.items()} == {
-        "faults.csv": 1, "fault_events.csv": 1, "timeline.csv": 1}
+    assert len(found.paths("records", 1)) == 7 and found.paths("records", 3) == []
+    assert {name: len(found.paths(name)) for name in ("faults", "fault_events", "timeline")
+            } == {"faults": 1, "fault_events": 1, "timeline": 1}
 
 
 @pytest.mark.filesystem
@@ -124,12 +126,12 @@ def test_format_3_records_have_the_open_loop_columns_and_mix_with_format_2(
                         cells=synth.FIXTURE_CELLS[:1], tries=1, value=synth.fixture_value,
                         format_version=version)
     found = validate_runs([tmp_path])
-    assert len(found.records_v5) == 1 and len(found.records_v2) == 1
-    header = found.records_v5[0].read_text().splitlines()[0].split(",")
+    v2, v1 = found.paths("records", 2), found.paths("records", 1)
+    assert len(v2) == 1 and len(v1) == 1
+    header = v2[0].read_text().splitlines()[0].split(",")
     assert header[-4:] == ["target_rate", "achieved_rate", "send_delay_p99_us", "behind"]
     # A format-3 run whose records.csv still has the format-2 header is refused.
-    v3 = found.records_v5[0]
-    v3.write_text(found.records_v2[0].read_text())
+    v2[0].write_text(v1[0].read_text())
     with pytest.raises(UserError, match="missing e2e_p90_us"):
         validate_runs([tmp_path])
 
@@ -145,7 +147,7 @@ def test_header_only_fault_files_are_not_read(tmp_path: Path) -> None:
         assert len((run / name).read_text().splitlines()) == 1
     found = validate_runs([tmp_path])
     assert found.runs[0].format_version == 2
-    assert all(files == [] for files in found.faults.values())
+    assert all(found.paths(name) == [] for name in ("faults", "fault_events", "timeline"))
 
 
 @pytest.mark.filesystem
@@ -182,12 +184,12 @@ def test_has_rows(tmp_path: Path) -> None:
 def test_analysis_schemas_are_the_writers_columns() -> None:
     """spark_analysis never imports the harness; this ties its schemas to the run log writer
     (whose columns tests/unit/test_runlog.py ties to docs/result-format.md)."""
-    assert schema.RECORDS_COLUMNS == runlog.RECORD_COLUMNS
-    assert schema.COORDINATION_COLUMNS == runlog.COORDINATION_COLUMNS
-    assert schema.FAULTS_COLUMNS == runlog.FAULT_COLUMNS
-    assert schema.FAULT_EVENTS_COLUMNS == runlog.FAULT_EVENT_COLUMNS
-    assert schema.TIMELINE_COLUMNS == runlog.TIMELINE_COLUMNS
-    assert schema.COUNTER_COLUMNS == runlog.COUNTER_COLUMNS
+    assert fmt.RECORDS.names() == schema.RECORDS_COLUMNS
+    assert fmt.COORDINATION.names() == schema.COORDINATION_COLUMNS
+    assert fmt.FAULTS.names() == schema.FAULTS_COLUMNS
+    assert fmt.FAULT_EVENTS.names() == schema.FAULT_EVENTS_COLUMNS
+    assert fmt.TIMELINE.names() == schema.TIMELINE_COLUMNS
+    assert fmt.COUNTERS.names() == schema.COUNTER_COLUMNS
     assert runlog.FORMAT_VERSION in schema.SUPPORTED_FORMAT_VERSIONS
 
 

@@ -15,13 +15,12 @@ from brokers.core.errors import UserError
 from spark_analysis import regress, synth
 from spark_analysis import regress_layers as L
 from spark_analysis.schema import (
-    COORDINATION_COLUMNS_V5,
     COUNTER_COLUMNS,
     FAULT_EVENTS_COLUMNS,
     FAULTS_COLUMNS,
-    RECORDS_COLUMNS_V2,
     TIMELINE_COLUMNS,
 )
+from spark_analysis.synth import COORDINATION_COLUMNS_V1, RECORDS_COLUMNS_V1
 
 CELLS = ("batch_sweep-32B-b1", "batch_sweep-32B-b5")
 SCENARIOS = ("split", "streaming")
@@ -280,9 +279,9 @@ def write_regression_run(root: Path, index: int, run: regress.RegressionRun) -> 
                               ("fault_events.csv", FAULT_EVENTS_COLUMNS),
                               ("timeline.csv", TIMELINE_COLUMNS)):
             (d / name).write_text(",".join(columns) + "\n", encoding="utf-8")
-        for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS_V2),
+        for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS_V1),
                                      ("coordination.csv", run.coordination,
-                                      COORDINATION_COLUMNS_V5),
+                                      COORDINATION_COLUMNS_V1),
                                      ("counters.csv", run.counters, COUNTER_COLUMNS)):
             rows = frame[frame["arch"] == arch].assign(run_id=run_id)
             rows.reindex(columns=list(columns)).to_csv(d / name, index=False)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+import twinbench_common.runlog as fmt
 from brokers.core.counters import CoordinatorCounters
 from brokers.core.errors import UserError
-from harness import architectures, cli, runlog
+from harness import architectures, cli
 from harness.architectures import ZOOKEEPER, Architecture, Labels, Launch
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import counters as driver_counters
@@ -33,7 +34,7 @@ def test_every_entry_is_complete_and_consistent() -> None:
         declared = {s.name for s in counters.specs()}
         assert set(a.columns.values()) <= declared, a.name
         assert set(a.columns) <= set(driver_counters.COLUMNS), a.name
-        assert a.labels.cost_column in runlog.COORDINATION_COLUMNS, a.name
+        assert a.labels.cost_column in fmt.COORDINATION.names(), a.name
         assert set(a.options) <= spec_fields, a.name
         assert a.services <= {ZOOKEEPER}, a.name  # services the cluster knows how to start
     assert sum(a.labels.baseline for a in entries()) == 1

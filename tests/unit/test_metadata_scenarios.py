@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+import twinbench_common.runlog as fmt
 from brokers.core.protocol.messages.metadata import (
     MetadataResponse,
     MetadataResponsePartition,
@@ -164,11 +165,10 @@ def test_cli_refuses_a_storm_beyond_the_limits_before_starting_anything(tmp_path
 
 
 def test_every_kind_fills_the_documented_columns():
-    from harness import runlog
     from harness.driver.metadata import ROW_COLUMNS
 
     keys = ("run_id", "arch", "label", "cell_id", "case", "try")
-    assert (*keys, *ROW_COLUMNS) == runlog.METADATA_COLUMNS
+    assert (*keys, *ROW_COLUMNS) == fmt.METADATA.names()
 
 
 def test_group_settles_when_every_member_holds_its_share_at_one_generation():

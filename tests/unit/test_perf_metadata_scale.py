@@ -11,7 +11,9 @@ import pytest
 
 from brokers.core.errors import UserError
 from harness import perf_metadata_scale as scale
-from harness.runlog import COUNTER_COLUMNS, METADATA_COLUMNS
+from twinbench_common.runlog import COUNTERS, METADATA
+
+COUNTER_COLUMNS, METADATA_COLUMNS = COUNTERS.names(), METADATA.names()
 
 
 def test_a_size_whose_tables_do_not_fit_is_refused_in_one_line():

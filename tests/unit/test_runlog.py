@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import twinbench_common.runlog as fmt
 from harness import runlog
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "result-format.md"
@@ -48,17 +49,15 @@ def test_records_columns_are_the_documented_ones():
             expected += re.findall(r"lat_[a-z0-9]+_us", lat.group(1))
         elif k != "lat_max_us":
             expected.append(k)
-    assert list(runlog.RECORD_COLUMNS) == expected
+    assert list(fmt.RECORDS.names()) == expected
 
 
 @pytest.mark.filesystem
-def test_coordination_columns_are_the_documented_ones():
-    assert list(runlog.COORDINATION_COLUMNS) == table_keys(doc_section("coordination.csv"))
-
-
-@pytest.mark.filesystem
-def test_counter_columns_are_the_documented_ones():
-    assert list(runlog.COUNTER_COLUMNS) == table_keys(doc_section("counters.csv"))
+@pytest.mark.parametrize("table", [t for t in fmt.TABLES
+                                   if t.kind == "csv" and t is not fmt.RECORDS],
+                         ids=lambda t: t.name)
+def test_every_tables_columns_are_the_documented_ones(table: fmt.Table):
+    assert list(table.names()) == table_keys(doc_section(table.file))
 
 
 @pytest.mark.filesystem
@@ -69,7 +68,7 @@ def test_manifest_keys_are_the_documented_ones():
 @pytest.mark.filesystem
 def test_latency_keys_are_the_documented_ones():
     section = doc_section("latency.jsonl")
-    for key in runlog.LATENCY_KEYS:
+    for key in fmt.LATENCY.names():
         assert f"`{key}`" in section
 
 
@@ -108,7 +107,7 @@ def test_manifest_is_incomplete_until_finished(tmp_path: Path):
 @pytest.mark.filesystem
 def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
     log = runlog.RunLog(tmp_path, manifest(tmp_path))
-    row = {k: None for k in runlog.RECORD_COLUMNS} | {"run_id": log.run_id, "rps": 1234.5,
+    row = {k: None for k in fmt.RECORDS.names()} | {"run_id": log.run_id, "rps": 1234.5,
                                                         "records": 10, "status": "ok"}
     log.add_records([row])
     # Readable before finish(): a killed run keeps its rows.
@@ -124,10 +123,10 @@ def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
     log.finish(incomplete=True)
     with open(log.path / "coordination.csv", newline="") as f:
         coord = list(csv.DictReader(f))
-    assert list(coord[0]) == list(runlog.COORDINATION_COLUMNS)
+    assert list(coord[0]) == list(fmt.COORDINATION.names())
     assert coord[0]["zk_requests"] == "5" and coord[0]["gossip_packets"] == ""
     entry = json.loads((log.path / "latency.jsonl").read_text().splitlines()[0])
-    assert list(entry) == list(runlog.LATENCY_KEYS)
+    assert list(entry) == list(fmt.LATENCY.names())
     assert json.loads((log.path / "manifest.json").read_text())["incomplete"] is True
 
 
@@ -158,14 +157,14 @@ def test_run_directories_are_never_reused(tmp_path: Path):
 
 @pytest.mark.filesystem
 @pytest.mark.parametrize("title,columns", [
-    ("faults.csv", runlog.FAULT_COLUMNS),
-    ("fault_events.csv", runlog.FAULT_EVENT_COLUMNS),
-    ("timeline.csv", runlog.TIMELINE_COLUMNS),
-    ("series.csv", runlog.SERIES_COLUMNS),
-    ("rate_search.csv", runlog.RATE_SEARCH_COLUMNS),
-    ("max_rate.csv", runlog.MAX_RATE_COLUMNS),
-    ("metadata.csv", runlog.METADATA_COLUMNS),
-    ("metrics.csv", runlog.METRICS_COLUMNS),
+    ("faults.csv", fmt.FAULTS.names()),
+    ("fault_events.csv", fmt.FAULT_EVENTS.names()),
+    ("timeline.csv", fmt.TIMELINE.names()),
+    ("series.csv", fmt.SERIES.names()),
+    ("rate_search.csv", fmt.RATE_SEARCH.names()),
+    ("max_rate.csv", fmt.MAX_RATE.names()),
+    ("metadata.csv", fmt.METADATA.names()),
+    ("metrics.csv", fmt.METRICS.names()),
 ])
 def test_fault_file_columns_are_the_documented_ones(title, columns):
     assert list(columns) == table_keys(doc_section(title))

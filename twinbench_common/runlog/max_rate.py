@@ -1,0 +1,16 @@
+"""max_rate.csv: maximum-rate searches, one row per side x cell x try (the search's result)."""
+
+from __future__ import annotations
+
+from twinbench_common.runlog.sessions import RUN
+from twinbench_common.runlog.table import Column, Table, key
+
+MAX_RATE = Table(
+    name="max_rate", file="max_rate.csv", kind="csv", version=1,
+    by_format=dict.fromkeys(range(4, 9), 1),
+    row="one search (side x cell x try)",
+    columns=(
+        *RUN, key("cell_id"), key("try", "int"), key("kept_rate", "double"),
+        Column("failed_rate", "double"), Column("steps", "int"),
+    ),
+)
