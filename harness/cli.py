@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from brokers.core.atomic_file import replace_file
-from brokers.core.cli import OneLineParser, add_broker_arguments, serve
+from brokers.core.cli import OneLineParser, add_broker_arguments, serve, single_node
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
-from harness import architectures
-from harness.architectures import ZOOKEEPER
+from harness import architectures, services
+from harness.architectures.options import Options, split_assignments
 from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
 
@@ -59,9 +59,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def options_classes() -> dict[str, type[Options]]:
+    """Every architecture's and service's Options class, by name."""
+    out: dict[str, type[Options]] = {a.name: a.options for a in architectures.entries()}
+    return out | {n: services.get(n).options for n in services.names()}
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """``--option NAME.KEY=VALUE``: any architecture's or service's own knob, listed from the
+    registries' Options classes."""
+    knobs = [f"{name}.{f.name}" for name, options in options_classes().items()
+             for f in options.knobs()]
+    parser.add_argument("--option", "-o", action="append", default=[], metavar="NAME.KEY=VALUE",
+                        help="an option of an architecture or a service, over the workload's "
+                        f"(repeatable; known: {', '.join(knobs)})")
+
+
 def _add_cluster(sub: Subcommands) -> None:
     """``twinbench cluster``: one architecture's brokers in the foreground."""
-    arches = architectures.ARCHITECTURES.values()
+    arches = architectures.entries()
     cluster = sub.add_parser("cluster", help="start a cluster of one architecture in the "
                                              "foreground")
     cluster.add_argument("--arch", choices=architectures.names(), required=True,
@@ -71,10 +87,7 @@ def _add_cluster(sub: Subcommands) -> None:
                          help="broker i listens on PORT+i (default: free ports)")
     cluster.add_argument("--data-dir", type=Path, default=None,
                          help="keep broker data here (default: a temporary directory)")
-    cluster.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
-                         help="use this ZooKeeper (zk; default $ZOOKEEPER_CONNECT or start one)")
-    cluster.add_argument("--zk-nodes", type=int, choices=(1, 3), default=1,
-                         help="servers in the ZooKeeper ensemble started for the cluster")
+    _add_options(cluster)
     cluster.add_argument("--flush", default="os", metavar="every_batch|interval_ms:N|os")
     cluster.add_argument("--metadata-check", choices=("cached", "per_request"), default="cached")
     cluster.add_argument("--num-partitions", type=int, default=1, metavar="N",
@@ -82,12 +95,6 @@ def _add_cluster(sub: Subcommands) -> None:
     cluster.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction,
                          default=True, help="brokers create a topic a client names in "
                          "Metadata (auto.create.topics.enable; default on)")
-    cluster.add_argument("--gossip-preset", choices=("lan", "local"), default="lan",
-                         help="dsbs: gossip timing (lan: 1 s period, detection in seconds; "
-                              "local: fast timers for one host)")
-    cluster.add_argument("--zk-session-timeout-ms", type=int, default=None, metavar="MS",
-                         help="zk: the brokers' ZooKeeper session timeout, i.e. how long a "
-                              "dead broker stays registered (default 18000)")
     cluster.add_argument("--network", choices=("loopback", "netns"), default="loopback",
                          help="netns: each broker in its own network namespace (root), so "
                               "`twinbench fault partition` can cut one off")
@@ -170,8 +177,7 @@ def _add_run(sub: Subcommands) -> None:
     run.add_argument("--seed", type=int, default=None,
                      help="seed for topic names (default: random, recorded in the manifest)")
     run.add_argument("--label", default=None, help="label recorded in the run log")
-    run.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
-                     help="zk: use this ZooKeeper (default $ZOOKEEPER_CONNECT or start one)")
+    _add_options(run)
     run.add_argument("--hosts", type=Path, default=None, metavar="FILE",
                      help="run ZooKeeper, the brokers and the load clients on the hosts of "
                           "this hosts file (by their roles), over SSH")
@@ -206,20 +212,13 @@ def _add_analyze(sub: Subcommands) -> None:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from brokers.core.config import FlushMode
-    from brokers.core.local_coordinator import LocalCoordinator
-
-    # Offset commits are as durable as the log: fsynced before the ack under every_batch.
-    return serve(args, lambda _args, config, datadir: LocalCoordinator(
-        config.node_id, config.data_dir / "coordinator", datadir=datadir,
-        fsync_offsets=config.storage.flush.mode is FlushMode.EVERY_BATCH))
+    return serve(args, single_node)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a cluster, print where it is, then watch it until SIGINT/SIGTERM: a broker that
     exits is reported as ``exited=<id> code=<status>`` and the others keep serving; faults
     arrive from ``twinbench fault`` over the control socket (harness/control.py)."""
-    import os
 
     from brokers.core.config import FlushPolicy
     from harness.cluster import ClusterSpec
@@ -233,10 +232,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     throwaway = _throwaway_security(args)
     spec = ClusterSpec(
         arch=args.arch, brokers=args.brokers, port=args.port, data_dir=args.data_dir,
-        zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
-        zk_nodes=args.zk_nodes, flush=args.flush, metadata_check=args.metadata_check,
-        gossip_preset=args.gossip_preset, zk_session_timeout_ms=args.zk_session_timeout_ms,
-        network=args.network, rtt_ms=args.rtt_ms, num_partitions=args.num_partitions,
+        options=split_assignments(args.option), flush=args.flush,
+        metadata_check=args.metadata_check, network=args.network, rtt_ms=args.rtt_ms,
+        num_partitions=args.num_partitions,
         auto_create_topics=args.auto_create_topics,
         security_protocol=args.security_protocol, ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile, ssl_ca_location=args.ssl_ca_location,
@@ -346,8 +344,8 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
     prometheus = None
     try:
         publish()
-        if cluster.zookeeper_connect:
-            print(f"zookeeper={cluster.zookeeper_connect}", flush=True)
+        for name, running in cluster.services.items():
+            print(f"{name}={running.endpoint}", flush=True)
         print(f"bootstrap={cluster.bootstrap}", flush=True)
         if spec.protocol.value != "PLAINTEXT":
             properties = cluster.root / "client.properties"
@@ -417,7 +415,6 @@ def cmd_fault(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import os
 
     from harness.driver import RunOptions, run
     from harness.workload import load_workload
@@ -425,21 +422,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.tries is not None and args.tries < 1:
         raise UserError("--tries must be at least 1")
     external = _external(args)
-    if external is None and args.zookeeper and not any(
-            architectures.get(a).uses(ZOOKEEPER) for a in architectures.expand(args.arch)):
-        names = architectures.choice([*architectures.using(ZOOKEEPER), architectures.BOTH])
-        raise UserError(f"--zookeeper only applies to --arch {names}")
+    options = split_assignments(args.option)
+    if external is None:
+        arches = architectures.expand(args.arch)
+        wanted = {*arches, *(s for a in arches for s in architectures.get(a).services)}
+        for name in options:
+            if name not in wanted:
+                raise UserError(f"--option {name}.*: the run measures no {name} (it measures "
+                                f"{', '.join(sorted(wanted))})")
+        classes = options_classes()
+        for name, block in options.items():
+            classes[name].parse(block, name)  # a bad value is one line, before anything runs
     workload = load_workload(args.workload)  # validated before anything starts
     hosts = None
     if args.hosts is not None:
         from harness.hosts import load_hosts
 
-        if args.zookeeper:
-            raise UserError("--zookeeper: with --hosts, ZooKeeper runs on the zookeeper hosts")
         hosts = load_hosts(args.hosts)
     outcome = run(RunOptions(
         arch=args.arch or "", workload=workload, out=args.out, tries=args.tries, seed=args.seed,
-        label=args.label, zookeeper=args.zookeeper or os.environ.get("ZOOKEEPER_CONNECT") or None,
+        label=args.label, options=options,
         progress=args.progress, external=external, hosts=hosts, tune=args.tune,
     ))
     return outcome.exit_code
@@ -478,8 +480,8 @@ def _external(args: argparse.Namespace) -> External | None:
     if args.arch is not None:
         raise UserError("--bootstrap runs against a cluster twinbench did not start; drop "
                         "--arch")
-    if args.zookeeper:
-        raise UserError("--zookeeper only applies to a twin twinbench starts, not --bootstrap")
+    if args.option:
+        raise UserError("--option sets architectures twinbench starts, not --bootstrap")
     if not args.label:
         raise UserError("--bootstrap needs --label NAME: what to call the external cluster "
                         "in the run log and the report (e.g. kafka-kraft)")

@@ -2,18 +2,20 @@
 
 `twinbench cluster` and `twinbench run` both come through here, so a benchmark runs against
 exactly the cluster a user can start by hand. Readiness is observed, never assumed: every
-broker prints ``listening=HOST:PORT``, then every broker must answer Metadata listing all N
+broker is seen listening (as its architecture's entry says: a ``listening=HOST:PORT`` line,
+or its port accepting connections), then every broker must answer Metadata listing all N
 brokers before the cluster counts as up. Everything started is stopped by PID, brokers first.
 
 A cluster outlives its members: a broker that exits is reported (``poll_exits``) and the rest
-keep serving. The fault operations (kill, pause, resume, restart, partition, heal; where the
-architecture has ZooKeeper, stop and start it or one server of an ensemble) are methods here,
-so ``twinbench fault``, the fault workloads and the tests act on a cluster the same way;
-``repair()`` undoes them all.
+keep serving. The fault operations (kill, pause, resume, restart, partition, heal; and the
+actions of the architecture's services: stop and start ZooKeeper or one server of an ensemble)
+are methods here, so ``twinbench fault``, the fault workloads and the tests act on a cluster
+the same way; ``repair()`` undoes them all.
 With ``network="netns"`` every broker runs in its own network namespace (harness/netns.py), the
 only way a partition can be made on one machine; the default is loopback. What differs between
-architectures (the broker program and its arguments, the services) comes from their registry
-entries (harness/architectures.py).
+architectures (the broker program and its arguments, its options, the services) comes from
+their registry entries (harness/architectures/), and each service is a plugin of its own
+(harness/services/).
 
 Where each process runs is the cluster's ``Layout`` (harness/machines.py): by default every
 broker on this machine and ZooKeeper provisioned here; with a hosts file
@@ -27,10 +29,12 @@ through that machine, and a host's files live in a directory of their own there
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
-import secrets
+import socket
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,20 +45,29 @@ from brokers.core.atomic_file import replace_file
 from brokers.core.config import SASL_MECHANISMS, SecurityConfig
 from brokers.core.errors import UserError
 from brokers.core.security.listeners import Listener, SecurityProtocol
-from harness import architectures
-from harness.architectures import ZOOKEEPER, Architecture, Launch
+from harness import architectures, services
+from harness.architectures.entry import (
+    Architecture,
+    BrokerSettings,
+    Launch,
+    Node,
+    ProcessSpec,
+)
+from harness.architectures.options import Options
 from harness.client_security import ClientSecurity, security_from_credentials_file
 from harness.kafka_probe import KafkaProbe
 from harness.machines import LOCAL, Machine
 from harness.netdelay.control import check_rtt
 from harness.processes import ChildProcess, ProcessError
+from harness.services.api import RunningService, ServicePlace
 
-if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root, ZooKeeper Java
+if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root
     from harness.netdelay.control import NetworkDelay
     from harness.netns import NetnsNetwork
-    from harness.zookeeper import ZooKeeperHandle
 
 NETWORKS = ("loopback", "netns")
+# cpu_seconds()'s key prefix of a service's processes.
+SERVICE_CPU = "service-"
 # In a namespace every broker has an address of its own, so all can use the usual port.
 NETNS_KAFKA_PORT = 9092
 STATE_KIND = "twinbench.cluster"
@@ -70,20 +83,14 @@ class ClusterSpec:
     port: int = 0
     # Parent of every broker's data directory; None = a temporary directory removed on stop.
     data_dir: Path | None = None
-    # zk only: use this ZooKeeper ("host:port[,...]") instead of starting one.
-    zookeeper: str | None = None
-    # zk only: servers in the ZooKeeper ensemble started for the cluster (1 or 3).
-    zk_nodes: int = 1
+    # Options of architectures and services, by name: {"zk": {"session_timeout_ms": 6000},
+    # "zookeeper": {"nodes": 3}}. Only this architecture's and its services' are read (each
+    # entry's Options class validates its own); the run manifest records them parsed.
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Storage flush policy of every broker (every_batch | interval_ms:N | os).
     flush: str = "os"
     # per_request | cached, applied to every broker (docs/architecture.md, fairness rule 2).
     metadata_check: str = "cached"
-    # dsbs only: gossip timing preset: lan (1 s protocol period, realistic) or local (fast
-    # failure detection for tests on one host).
-    gossip_preset: str = "lan"
-    # zk only: the brokers' ZooKeeper session timeout (zookeeper.session.timeout.ms), which is
-    # how long a dead broker stays registered; None = the broker's default (18000, Kafka's).
-    zk_session_timeout_ms: int | None = None
     # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace on
     # a private bridge (needs root), so one can be partitioned away (harness/netns.py).
     network: str = "loopback"
@@ -116,37 +123,62 @@ class ClusterSpec:
     # it on the running cluster. None: no delay line at all.
     rtt_ms: float | None = None
 
-    @property
-    def architecture(self) -> Architecture:
-        return architectures.get(self.arch)
-
     def __post_init__(self) -> None:
         entry = self.architecture  # UserError for an unknown name
         if not 1 <= self.brokers <= 64 or not 0 <= self.standby <= 64 - self.brokers:
             raise UserError("--brokers must be between 1 and 64 (standby brokers included)")
+        if self.brokers + self.standby > entry.max_brokers:
+            raise UserError(f"--arch {self.arch} runs at most {entry.max_brokers} broker"
+                            f"{'s' if entry.max_brokers > 1 else ''} (got {self.brokers})")
         if self.port and not 1024 <= self.port <= 65535 - self.brokers:
             raise UserError(f"--port {self.port} leaves no room for {self.brokers} brokers")
         if not 1 <= self.num_partitions <= 1000:
             raise UserError("--num-partitions must be between 1 and 1000")
-        if self.zk_nodes not in (1, 3):
-            raise UserError("--zk-nodes must be 1 or 3")
-        if self.zookeeper and not entry.uses(ZOOKEEPER):
-            names = architectures.choice(architectures.using(ZOOKEEPER))
-            raise UserError(f"--zookeeper only applies to --arch {names}")
+        for name in self.options:
+            if name not in architectures.names() and name not in services.names():
+                raise UserError(f"options for {name!r}: no architecture or service of that "
+                                f"name (architectures: {', '.join(architectures.names())}; "
+                                f"services: {', '.join(services.names())})")
         if self.network not in NETWORKS:
             raise UserError(f"unknown network {self.network!r}; choose loopback or netns")
-        if self.network == "netns" and self.zookeeper:
-            raise UserError("--network netns starts its own ZooKeeper on the namespaces' bridge; "
-                            "drop --zookeeper")
         if self.rtt_ms is not None:
             if self.network != "netns":
                 raise UserError("a round-trip time needs --network netns (the delay is put "
                                 "between network namespaces)")
             check_rtt(self.rtt_ms)
-        if self.zk_session_timeout_ms is not None and not (
-                1000 <= self.zk_session_timeout_ms <= 600_000):
-            raise UserError("--zk-session-timeout-ms must be between 1000 and 600000")
+        self.arch_options()  # UserError for a bad one, before anything starts
+        for name in entry.services:
+            services.get(name).check(self.service_options(name), self.network, False)
         self.security().check((Listener(self.protocol, "127.0.0.1", 0),))
+
+    @property
+    def architecture(self) -> Architecture:
+        return architectures.get(self.arch)
+
+    def arch_options(self) -> Options:
+        """This architecture's options, parsed by its entry."""
+        return self.architecture.options.parse(self.options.get(self.arch), self.arch)
+
+    def service_options(self, name: str) -> Options:
+        return services.get(name).options.parse(self.options.get(name), name)
+
+    def options_manifest(self) -> dict[str, dict[str, Any]]:
+        """The run manifest's ``cluster.options``: this architecture's options and its
+        services', parsed (defaults filled in)."""
+        out = {self.arch: self.arch_options().as_manifest()}
+        for name in self.architecture.services:
+            out[name] = self.service_options(name).as_manifest()
+        return out
+
+    def settings(self) -> BrokerSettings:
+        """What every architecture's brokers apply alike (harness/architectures/entry.py)."""
+        return BrokerSettings(
+            flush=self.flush, metadata_check=self.metadata_check,
+            num_partitions=self.num_partitions, auto_create_topics=self.auto_create_topics,
+            protocol=self.protocol, ssl_certfile=self.ssl_certfile,
+            ssl_keyfile=self.ssl_keyfile, ssl_ca_location=self.ssl_ca_location,
+            sasl_mechanisms=self.sasl_mechanisms,
+            sasl_credentials_file=self.sasl_credentials_file, extra_args=self.broker_args)
 
     @property
     def protocol(self) -> SecurityProtocol:
@@ -170,20 +202,6 @@ class ClusterSpec:
             self.protocol, self.ssl_ca_location, self.sasl_credentials_file,
             self.sasl_mechanisms[0])
 
-    def security_args(self) -> list[str]:
-        """The brokers' command-line options for it (none for PLAINTEXT)."""
-        args: list[str] = []
-        if self.protocol.tls:
-            args += ["--ssl-certfile", str(self.ssl_certfile),
-                     "--ssl-keyfile", str(self.ssl_keyfile)]
-            if self.ssl_ca_location is not None:
-                # What followers trust when they fetch from a leader (replication over TLS).
-                args += ["--ssl-truststore", str(self.ssl_ca_location)]
-        if self.protocol.sasl:
-            args += ["--sasl-mechanisms", ",".join(self.sasl_mechanisms),
-                     "--sasl-credentials-file", str(self.sasl_credentials_file)]
-        return args
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -191,21 +209,25 @@ class Layout:
 
     # Broker i (standby brokers included) runs on brokers[i % len(brokers)].
     brokers: tuple[Machine, ...] = (LOCAL,)
-    # One ZooKeeper server per machine (an ensemble when several); empty: ZooKeeper comes from
-    # harness/zookeeper's provision() (an address, local jars, a container).
-    zookeeper: tuple[Machine, ...] = ()
+    # Per service, one server per machine (the hosts of the service's role; an ensemble when
+    # several); a service absent here is started by its plugin here (ZooKeeper: an address,
+    # local jars, a container).
+    services: Mapping[str, tuple[Machine, ...]] = field(default_factory=dict)
 
     def broker(self, node_id: int) -> Machine:
         return self.brokers[node_id % len(self.brokers)]
 
     @property
     def local(self) -> bool:
-        return all(m.local for m in (*self.brokers, *self.zookeeper))
+        return all(m.local for m in (*self.brokers, *self._service_machines()))
+
+    def _service_machines(self) -> list[Machine]:
+        return [m for machines in self.services.values() for m in machines]
 
     def machines(self) -> list[Machine]:
         """Every machine of the layout, once each."""
         seen: dict[str, Machine] = {}
-        for m in (*self.zookeeper, *self.brokers):
+        for m in (*self._service_machines(), *self.brokers):
             seen.setdefault(m.name, m)
         return list(seen.values())
 
@@ -226,6 +248,8 @@ class BrokerProcess:
     metrics: str = ""
     # Where it runs.
     machine: Machine = LOCAL
+    # How it was started and is handled (its architecture's entry says).
+    spec: ProcessSpec | None = None
     # Fault state the cluster put it in (SIGSTOP, link down); an exit shows in process.poll().
     paused: bool = False
     isolated: bool = False
@@ -257,12 +281,15 @@ class ProcessCluster:
         # Logs of remote machines come back here when the cluster stops (None: they do not).
         self.collect_to: Path | None = None
         self.brokers: list[BrokerProcess] = []
-        self.zookeeper: ZooKeeperHandle | None = None  # when the architecture uses ZooKeeper
+        # The services the architecture needs, started before the brokers, by name.
+        self.services: dict[str, RunningService] = {}
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.root: Path = Path()
         self.started_at = 0.0
         self.start_seconds = 0.0
-        self._argvs: list[list[str]] = []
+        # Every planned broker (standby ones included), and its architecture's command for one.
+        self._nodes: list[Node] = []
+        self._command: Callable[[Node], ProcessSpec] | None = None
         self.network: NetnsNetwork | None = None  # when spec.network == "netns"
         self.delay: NetworkDelay | None = None  # when spec.rtt_ms is set
         # Exits already reported by poll_exits(), per broker incarnation (pid).
@@ -299,12 +326,12 @@ class ProcessCluster:
 
                     self.delay = NetworkDelay(self.network, self.root / "netdelay")
                     self.delay.start(self.spec.rtt_ms)
-            self._argvs = self._broker_argvs()
+            self._plan_brokers()
             for node_id in range(self.spec.brokers):
                 self.brokers.append(self._new_broker(node_id))
             deadline = time.monotonic() + self.spec.ready_timeout_s
             for b in self.brokers:
-                self._await_listening(b, deadline, self.spec.metrics)
+                self._await_listening(b, deadline)
             self._wait_for_membership(deadline)
         except BaseException:
             self.stop()
@@ -316,11 +343,11 @@ class ProcessCluster:
         """Start the next standby broker (ClusterSpec.standby); returns once it listens. That
         its peers know it is the caller's to observe."""
         node_id = len(self.brokers)
-        if node_id >= len(self._argvs):
+        if node_id >= len(self._nodes):
             raise UserError("no standby broker left to join (ClusterSpec.standby)")
         b = self._new_broker(node_id)
         self.brokers.append(b)
-        self._await_listening(b, time.monotonic() + timeout_s, self.spec.metrics)
+        self._await_listening(b, time.monotonic() + timeout_s)
         return b
 
     def retire_broker(self, node_id: int) -> None:
@@ -329,27 +356,40 @@ class ProcessCluster:
         b = self.broker(node_id)
         if b is not self.brokers[-1]:
             raise UserError(f"broker {node_id} is not the last one; only the last can retire")
-        b.process.stop()
+        b.process.stop(b.spec.stop_grace_s if b.spec else 10.0)
         self.brokers.pop()
 
     def _new_broker(self, node_id: int) -> BrokerProcess:
         machine = self.layout.broker(node_id)
-        return BrokerProcess(
-            node_id, self._launch(node_id), data_dir=self._root(machine) / f"broker-{node_id}",
+        node = self._nodes[node_id]
+        spec, process = self._start_process(machine, node)
+        b = BrokerProcess(
+            node_id, process, data_dir=node.data_dir,
             namespace=self.network.hosts[node_id].namespace if self.network else None,
-            machine=machine)
+            machine=machine, spec=spec)
+        _known_address(b, node)
+        return b
 
     def _root(self, machine: Machine) -> Path:
         return self.roots.get(machine.name, self.root)
 
-    def _launch(self, node_id: int) -> ChildProcess:
-        machine = self.layout.broker(node_id)
-        return machine.process(self._argvs[node_id], name=f"{self.spec.arch} broker {node_id}",
-                               log_path=self._root(machine) / f"broker-{node_id}.log").start()
+    def _start_process(self, machine: Machine, node: Node) -> tuple[ProcessSpec, ChildProcess]:
+        """Start a broker as its architecture's command for ``node`` says."""
+        assert self._command is not None
+        spec = self._command(node)
+        env = [f"{k}={v}" for k, v in spec.env.items()]
+        prefix = self.network.hosts[node.node_id].exec_prefix() if self.network else []
+        argv = [*prefix, *(["env", *env] if env else []), *spec.argv]
+        process = machine.process(argv, name=f"{self.spec.arch} broker {node.node_id}",
+                                  log_path=self._root(machine) / f"broker-{node.node_id}.log")
+        return spec, process.start()
 
-    @staticmethod
-    def _await_listening(b: BrokerProcess, deadline: float, metrics: bool) -> None:
-        if metrics:  # printed before listening=
+    def _await_listening(self, b: BrokerProcess, deadline: float) -> None:
+        assert b.spec is not None
+        if b.spec.ready == "port-open":
+            _await_port(b, deadline)
+            return
+        if self.spec.metrics:  # printed before listening=
             line = b.process.wait_for_line("metrics=", max(1.0, deadline - time.monotonic()))
             b.metrics = line.split("=", 1)[1]
         line = b.process.wait_for_line("listening=", max(1.0, deadline - time.monotonic()))
@@ -386,19 +426,18 @@ class ProcessCluster:
         b.paused = False
 
     def restart_broker(self, node_id: int, timeout_s: float = 60.0) -> BrokerProcess:
-        """Start a broker again with its original command line (same id, data directory and
+        """Start a broker again with its original settings (same id, data directory and
         address); a running broker is stopped first (SIGTERM), a killed one just started."""
         b = self.broker(node_id)
-        b.process.stop()
+        b.process.stop(b.spec.stop_grace_s if b.spec else 10.0)
         b.paused = False
+        node = self._nodes[node_id]
         if not self.spec.port and self.network is None:
             # Keep the address clients and peers already know, as a restarted host would.
-            argv = self._argvs[node_id]
-            argv[argv.index("--listener") + 1] = f"{self.spec.protocol.value}://{b.address}"
-            if b.metrics:
-                argv[argv.index("--metrics") + 1] = b.metrics
-        b.process = self._launch(node_id)
-        self._await_listening(b, time.monotonic() + timeout_s, self.spec.metrics)
+            node = dataclasses.replace(node, port=b.port, metrics=b.metrics or node.metrics)
+        b.spec, b.process = self._start_process(b.machine, node)
+        _known_address(b, node)
+        self._await_listening(b, time.monotonic() + timeout_s)
         return b
 
     def isolate_broker(self, node_id: int) -> None:
@@ -424,58 +463,26 @@ class ProcessCluster:
                             f"(exited with code {b.process.poll()})")
         return b
 
-    def _ensemble(self, what: str):  # -> harness.zookeeper.ZooKeeperEnsemble
-        if not self.spec.architecture.uses(ZOOKEEPER):
-            names = architectures.choice(architectures.using(ZOOKEEPER))
-            raise UserError(
-                f"{what} applies to {names} clusters only; this one is {self.spec.arch}")
-        zk = self.zookeeper
-        if zk is None or zk.ensemble is None:
-            raise UserError(f"{what}: this cluster uses a ZooKeeper it did not start")
-        return zk.ensemble
+    def service(self, name: str, what: str) -> RunningService:
+        """The running service ``name``; a UserError when this architecture has none."""
+        running = self.services.get(name)
+        if running is None:
+            names = architectures.choice(architectures.using(name) or ("none",))
+            raise UserError(f"{what} applies to {names} clusters only; this one is "
+                            f"{self.spec.arch}")
+        return running
 
-    def zookeeper_servers(self) -> int:
-        zk = self.zookeeper
-        return 0 if zk is None or zk.ensemble is None else len(zk.ensemble.endpoints)
-
-    def _server(self, index: int, what: str):
-        ensemble = self._ensemble(what)
-        n = len(ensemble.endpoints)
-        if not 0 <= index < n:
-            raise UserError(f"no ZooKeeper server {index} (servers: 0..{n - 1})")
-        return ensemble
-
-    def stop_zookeeper(self) -> None:
-        """Stop every ZooKeeper server (SIGTERM); the brokers lose their sessions' server."""
-        self._ensemble("stop-zookeeper").stop()
-
-    def start_zookeeper(self) -> None:
-        """Start every stopped ZooKeeper server again (same ports, data intact). All at once:
-        one member of an ensemble cannot serve until a quorum is back."""
-        self._ensemble("start-zookeeper").start()
-
-    def kill_zookeeper_server(self, index: int) -> None:
-        """SIGKILL one server of the ensemble (a crashed ZooKeeper host)."""
-        self._server(index, "kill-zookeeper").kill_member(index)
-
-    def start_zookeeper_server(self, index: int) -> None:
-        ensemble = self._server(index, "start-zookeeper")
-        if not ensemble.member_running(index):
-            ensemble.start_member(index)
-
-    def zookeeper_running(self) -> list[bool]:
-        zk = self.zookeeper
-        if zk is None or zk.ensemble is None:
-            return []
-        return [zk.ensemble.member_running(i) for i in range(len(zk.ensemble.endpoints))]
+    def act_on_service(self, service: str, action: str, server: int | None = None) -> str:
+        """Apply one of a service's fault actions (stop-zookeeper ...); the answer's value."""
+        return self.service(service, action).act(action, server)
 
     def repair(self, timeout_s: float = 90.0) -> list[str]:
         """Undo every fault: ZooKeeper up, links up, paused brokers resumed, exited brokers
         restarted; then wait until every broker sees all of them. Returns what it did."""
         done = []
-        if not all(self.zookeeper_running()):
-            self.start_zookeeper()
-            done.append("started zookeeper")
+        for name, running in self.services.items():
+            if running.repair():
+                done.append(f"started {name}")
         for b in self.brokers:
             if b.isolated:
                 self.heal_broker(b.node_id)
@@ -500,49 +507,35 @@ class ProcessCluster:
                 out.append((b.node_id, code))
         return out
 
-    def _broker_argvs(self) -> list[list[str]]:
+    def _plan_brokers(self) -> None:
+        """Start the architecture's services, then plan every broker: its place (``Node``) and
+        the architecture's command for it."""
         spec = self.spec
         layout = self.layout
-        common = [*spec.security_args(),
-                  "--flush", spec.flush, "--metadata-check", spec.metadata_check,
-                  "--num-partitions", str(spec.num_partitions),
-                  "--auto-create-topics" if spec.auto_create_topics
-                  else "--no-auto-create-topics",
-                  "--log-level", "INFO", *spec.broker_args]
-        prefixes: list[list[str]]  # what each broker's command line runs under (ip netns exec)
         planned = spec.brokers + spec.standby
         machines = [layout.broker(i) for i in range(planned)]
         if self.network is not None:
             hosts = [h.address for h in self.network.hosts]
             ports = [NETNS_KAFKA_PORT] * planned
-            prefixes = [h.exec_prefix() for h in self.network.hosts]
         else:
             hosts = [m.address for m in machines]
             ports = [spec.port + i if spec.port else 0 for i in range(planned)]
-            prefixes = [[] for _ in range(planned)]
         entry = spec.architecture
-        connect = None
-        if entry.uses(ZOOKEEPER):
-            from harness.zookeeper import ZooKeeperConfig, provision, provision_on
-
-            if layout.zookeeper:
-                self.zookeeper = zk = provision_on(
-                    layout.zookeeper, [self._root(m) / "zookeeper" for m in layout.zookeeper])
-            else:
-                cfg = ZooKeeperConfig(host=self.network.gateway) if self.network else None
-                self.zookeeper = zk = provision(spec.zookeeper, spec.zk_nodes,
-                                                self.root / "zookeeper", cfg)
-            connect = f"{zk.connect_string}/twinbench"
+        for name in entry.services:
+            service = services.get(name)
+            on = tuple(layout.services.get(name, ()))
+            self.services[name] = service.start(spec.service_options(name), ServicePlace(
+                self.root / name, host=self.network.gateway if self.network else None,
+                machines=on, roots=tuple(self._root(m) / name for m in on)))
         roots = tuple(self._root(m) for m in machines)
-        extra = entry.broker_args(Launch(
-            spec, self.root, tuple(hosts), self.network is not None, connect,
+        self._nodes = [
+            Node(i, hosts[i], ports[i], roots[i] / f"broker-{i}", machines[i].python,
+                 f"{hosts[i]}:0" if spec.metrics else None)
+            for i in range(planned)]
+        self._command = entry.command(Launch(
+            spec.settings(), spec.arch_options(), self.root, tuple(hosts),
+            self.network is not None, {n: s.endpoint for n, s in self.services.items()},
             () if layout.local else tuple(machines), () if layout.local else roots))
-        return [[*prefixes[i], machines[i].python, "-m", entry.module,
-                 "--node-id", str(i), "--listener",
-                 str(Listener(spec.protocol, hosts[i], port)),
-                 *(["--metrics", f"{hosts[i]}:0"] if spec.metrics else []),
-                 "--data-dir", str(roots[i] / f"broker-{i}"), *extra[i], *common]
-                for i, port in enumerate(ports)]
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""
@@ -570,11 +563,11 @@ class ProcessCluster:
 
     def stop(self) -> None:
         for b in self.brokers:
-            b.process.stop()
-        if self.zookeeper is not None:
-            self.zookeeper.stop()
+            b.process.stop(b.spec.stop_grace_s if b.spec else 10.0)
+        for running in self.services.values():
+            running.stop()
         self._collect_and_clean()
-        self.zookeeper = None
+        self.services = {}
         if self.delay is not None:
             self.delay.stop()
             self.delay = None
@@ -601,8 +594,8 @@ class ProcessCluster:
                             machine.fetch(b.process.log_path, dest / b.process.log_path.name)
                             machine.fetch(b.data_dir / "counters.json",
                                           dest / f"broker-{b.node_id}.counters.json")
-                if self.zookeeper is not None:
-                    for log in self.zookeeper.log_paths(machine):
+                for running in self.services.values():
+                    for log in running.log_paths(machine):
                         with contextlib.suppress(OSError, UserError):
                             machine.fetch(log, dest / f"{log.parent.name}.log")
             machine.remove_tree(root)
@@ -612,25 +605,23 @@ class ProcessCluster:
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers)
 
-    @property
-    def zookeeper_connect(self) -> str | None:
-        return None if self.zookeeper is None else self.zookeeper.connect_string
+    def endpoint(self, service: str) -> str | None:
+        """Where a service of this cluster is (ZooKeeper: its connect string), or None."""
+        running = self.services.get(service)
+        return None if running is None else running.endpoint
 
     def state(self, **extra: Any) -> dict[str, Any]:
         """What ``twinbench fault`` and a user need to find and act on this cluster."""
-        zk = self.zookeeper
         return {
             "kind": STATE_KIND,
-            "version": 1,
+            "version": 2,
             "arch": self.spec.arch,
             "network": self.spec.network,
             "rtt_ms": None if self.delay is None else self.delay.rtt_ms,
             "root": str(self.root),
             "bootstrap": self.bootstrap,
             "security_protocol": self.spec.protocol.value,
-            "zookeeper": None if zk is None else {
-                "connect": zk.connect_string, "kind": zk.kind, "pids": list(zk.pids),
-                "running": self.zookeeper_running()},
+            "services": {name: running.state() for name, running in self.services.items()},
             "brokers": [{
                 "node_id": b.node_id, "pid": b.process.pid, "host": b.host, "port": b.port,
                 "data_dir": str(b.data_dir), "namespace": b.namespace, "state": b.state,
@@ -649,20 +640,21 @@ class ProcessCluster:
 
     def pids(self) -> list[int]:
         pids = [b.process.pid for b in self.brokers]
-        if self.zookeeper is not None:
-            pids.extend(self.zookeeper.pids)
+        for running in self.services.values():
+            pids.extend(p.pid for p in running.processes())
         return pids
 
     def cpu_seconds(self) -> dict[str, float]:
-        """User+system CPU seconds so far of every broker (and ZooKeeper server), keyed by name
-        and PID: a restarted process is a new key, so a difference across a restart is never
-        taken for CPU spent (the reading is then missing, not wrong)."""
+        """User+system CPU seconds so far of every broker and service process, keyed by role,
+        name and PID (``broker-0:123``, ``service-zookeeper-0:456``, ``netdelay:789``): a
+        restarted process is a new key, so a difference across a restart is never taken for
+        CPU spent (the reading is then missing, not wrong)."""
         out: dict[str, float] = {}
         for b in self.brokers:
             out[f"broker-{b.node_id}:{b.process.pid}"] = b.process.cpu_seconds()
-        if self.zookeeper is not None:
-            for i, process in enumerate(self.zookeeper.processes):
-                out[f"zookeeper-{i}:{process.pid}"] = process.cpu_seconds()
+        for name, running in self.services.items():
+            for i, process in enumerate(running.processes()):
+                out[f"{SERVICE_CPU}{name}-{i}:{process.pid}"] = process.cpu_seconds()
         if self.delay is not None:
             out[f"netdelay:{self.delay.pid}"] = process_cpu_seconds(self.delay.pid)
         return out
@@ -684,40 +676,13 @@ class ProcessCluster:
         return out
 
 
-GOSSIP_KEY_FILE = "gossip.key"
-
-
-def new_gossip_key() -> str:
-    """A fresh random cluster key (256 bits, hex); every dsbs broker of the cluster
-    authenticates its gossip with it."""
-    return secrets.token_hex(32) + "\n"
-
-
-def write_gossip_key(root: Path) -> Path:
-    """A fresh gossip key in ``root``, mode 0600 from creation on."""
-    path = root / GOSSIP_KEY_FILE
-    # Not durable: the cluster that uses the key does not outlive the machine, and the next
-    # `twinbench cluster` writes a fresh one.
-    replace_file(path, new_gossip_key(), sync_file=False, sync_dir=False, mode=0o600)
-    return path
-
-
-ZK_CREDENTIAL_FILE = "zookeeper.credential"
-
-
-def new_zk_credential() -> str:
-    """A fresh ZooKeeper digest identity (``twinbench:<random>``); the zk brokers of a secured
-    cluster authenticate with it and ACL their znodes."""
-    return f"twinbench:{secrets.token_urlsafe(24)}\n"
-
-
 def _check_remote(spec: ClusterSpec) -> None:
     """What a cluster on hosts (harness/remote/) does not do yet: one line each."""
     if spec.network != "loopback":
         raise UserError("--network netns applies to a cluster on this machine; on hosts each "
                         "broker has its host's own address already")
-    if spec.zookeeper:
-        raise UserError("--zookeeper: with --hosts, ZooKeeper runs on the zookeeper hosts")
+    for name in spec.architecture.services:
+        services.get(name).check(spec.service_options(name), spec.network, True)
     if spec.protocol.value != "PLAINTEXT" or spec.metrics:
         raise UserError("--hosts clusters are PLAINTEXT without --metrics for now (TLS/SASL "
                         "files and Prometheus are not deployed to hosts yet)")
@@ -732,3 +697,25 @@ def process_cpu_seconds(pid: int) -> float:
     except psutil.Error:
         return float("nan")
     return t.user + t.system
+
+
+def _known_address(b: BrokerProcess, node: Node) -> None:
+    """A broker whose readiness is its port (not a line it prints) is where it was told."""
+    if b.spec is not None and b.spec.ready == "port-open":
+        b.host, b.port, b.metrics = node.host, node.port, node.metrics or ""
+
+
+def _await_port(b: BrokerProcess, deadline: float) -> None:
+    """Readiness "port-open": the broker's port accepts a TCP connection."""
+    last = ""
+    while True:
+        if b.process.poll() is not None:
+            raise ProcessError(f"{b.process.name} exited with code {b.process.poll()}")
+        try:
+            with socket.create_connection((b.host, b.port), timeout=1.0):
+                return
+        except OSError as exc:
+            last = str(exc)
+        if time.monotonic() > deadline:
+            raise ProcessError(f"{b.process.name} did not listen on {b.address}: {last}")
+        time.sleep(0.05)  # polling interval of a readiness probe, not a wait for start-up

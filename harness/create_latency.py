@@ -30,6 +30,7 @@ from brokers.core.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 from harness import architectures
+from harness.architectures.options import split_assignments
 from harness.cluster import ClusterSpec, ProcessCluster
 from workloads.cluster import CREATE_TOPICS, raise_for_code
 from workloads.connection import BrokerConnection
@@ -126,20 +127,21 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.create_latency",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", choices=architectures.names(),
-                        default=architectures.DSBS.name)
-    parser.add_argument("--preset", choices=("local", "lan"), default="lan")
+    parser.add_argument("--arch", choices=architectures.names(), default="dsbs")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",
+                        help="an option of the architecture or a service (e.g. "
+                        "dsbs.gossip_preset=local)")
     parser.add_argument("--topics", type=int, default=300)
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=3)
     args = parser.parse_args(argv)
     if args.topics < 1:
         raise UserError("--topics must be at least 1")
-    spec = ClusterSpec(args.arch, brokers=args.brokers, gossip_preset=args.preset)
+    spec = ClusterSpec(args.arch, brokers=args.brokers,
+                       options=split_assignments(args.option))
     got = measure(spec, args.topics, args.partitions)
-    head = f"arch={args.arch} brokers={args.brokers}"
-    if "gossip_preset" in spec.architecture.options:
-        head += f" preset={args.preset}"
+    head = " ".join([f"arch={args.arch} brokers={args.brokers}",
+                     *(f"{k}={v}" for k, v in spec.arch_options().as_manifest().items())])
     print(f"{head} all: {_percentiles(got['all'])}")
     if spec.architecture.arbiter is not None:
         print(f"{head} at the arbiter: {_percentiles(got['arbiter'])}")

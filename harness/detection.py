@@ -13,13 +13,12 @@ import sys
 import time
 
 from brokers.core.errors import UserError
-from harness import architectures
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.kafka_probe import KafkaProbe
 
 
 def detection_time(preset: str, brokers: int) -> float:
-    spec = ClusterSpec(architectures.DSBS.name, brokers=brokers, gossip_preset=preset)
+    spec = ClusterSpec("dsbs", brokers=brokers, options={"dsbs": {"gossip_preset": preset}})
     with ProcessCluster(spec) as cluster:
         victim = cluster.brokers[-1]
         survivors = cluster.brokers[:-1]

@@ -27,8 +27,9 @@ CAs), ``sasl_mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; default SCRAM-SHA
 twin started with ``twinbench cluster --metrics`` prints them as ``metrics=``). Each session
 then samples them as a ``metrics: true`` workload samples a twin's (metrics.csv), and the
 difference between its first and last scrape fills what the endpoints serve under the twins'
-names (harness/driver/counters.scraped): counters.csv, ``coordination_ops``, the columns a
-twin maps to its counters (``gossip_packets``), ``broker_cpu_s``; ZooKeeper stays unread. An
+names (harness/driver/counters.scraped): counters.csv, ``coordination_ops``, the generic
+columns an architecture maps to its brokers' counters (``coord_messages``, ``coord_bytes``:
+dsbs's gossip counters), ``broker_cpu_s``; services (ZooKeeper) stay unread. An
 endpoint that does not answer when the run starts is one line.
 """
 
@@ -57,11 +58,11 @@ __all__ = ["NOT_APPLIED", "NOT_MEASURED", "External", "ExternalCluster", "load_c
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 # What a run against an external cluster cannot measure (the manifest lists it).
-NOT_MEASURED = ("coordination counters (zk_requests, gossip_packets, coordination_ops, "
-                "counters.csv)", "broker CPU seconds", "ZooKeeper CPU seconds")
+NOT_MEASURED = ("coordination counters (coord_messages, coord_bytes, coordination_ops, "
+                "counters.csv)", "broker CPU seconds", "service CPU seconds")
 # Workload settings that are broker settings of the twins: recorded, not applied.
-NOT_APPLIED = ("brokers", "flush", "metadata_check", "gossip_preset", "zk_nodes",
-               "zk_session_timeout_ms", "network", "min_insync_replicas")
+NOT_APPLIED = ("brokers", "flush", "metadata_check", "options", "network",
+               "min_insync_replicas")
 # --client-config keys and their types.
 CLIENT_KEYS: dict[str, type] = {
     "client_id": str, "connect_timeout_ms": int, "request_timeout_ms": int, "retries": int,
@@ -72,7 +73,7 @@ CLIENT_KEYS: dict[str, type] = {
 SECRET_KEYS = frozenset({"sasl_password"})
 # What stays unmeasured with --metrics-url (the brokers' endpoints say nothing of ZooKeeper's
 # own requests and CPU).
-NOT_MEASURED_WITH_METRICS = ("ZooKeeper requests (zk_requests)", "ZooKeeper CPU seconds")
+NOT_MEASURED_WITH_METRICS = ("service counters (ZooKeeper's requests)", "service CPU seconds")
 # How long the reachability probe at the start of a run may take.
 PROBE_TIMEOUT_S = 15.0
 METRICS_URL_RE = re.compile(r"(?:http://)?([^/\s]+:\d{1,5})(/[^\s]*)?")

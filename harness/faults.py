@@ -12,13 +12,11 @@ resume              broker     SIGCONT a paused broker
 restart             broker     start it again on the same id, address and data directory
 partition           broker     take its network link down (needs network netns)
 heal                broker     bring the link back up
-stop-zookeeper      -          stop every ZooKeeper server
-start-zookeeper     [server]   start ZooKeeper (every stopped server, or one)
-kill-zookeeper      server     SIGKILL one server of the ensemble
 ==================  =========  ==========================================================
 
-The ZooKeeper actions act on a service (``Action.service``): they apply to the architectures
-whose registry entry has it (harness/architectures.py), zk's.
+and every service's own actions (harness/services: ZooKeeper's stop-zookeeper,
+start-zookeeper [server], kill-zookeeper server), which apply to the architectures whose
+registry entry has that service.
 
 Each action has an opener/closer relation (kill/restart, pause/resume, partition/heal,
 stop/start-zookeeper, kill/start-zookeeper) that workload validation and ``repair`` rely on.
@@ -31,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brokers.core.errors import UserError
-from harness.architectures import ZOOKEEPER
+from harness import services
 
 if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts nothing
     from harness.cluster import ProcessCluster
@@ -40,17 +38,24 @@ if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts
 @dataclass(frozen=True)
 class Action:
     name: str
-    # broker | server | zookeeper: what the action is applied to.
+    # broker | service: what the action is applied to.
     target: str
     # The action that undoes this one (None for the undoing actions themselves).
     undo: str | None
-    # The external service it acts on (ZOOKEEPER), or None for a broker fault: it applies to
-    # an architecture whose registry entry has that service.
+    # The service it acts on (a name in harness/services), or None for a broker fault: it
+    # applies to an architecture whose registry entry has that service.
     service: str | None
     # Needs brokers in network namespaces.
     needs_netns: bool
     # What the answer line says, e.g. "killed" -> "killed=1".
     verb: str
+    # A service action's server index: "no", "optional" or "required".
+    server: str = "no"
+
+
+def _service_actions() -> tuple[Action, ...]:
+    return tuple(Action(a.name, "service", a.undo, svc.name, False, a.verb, a.server)
+                 for svc in (services.get(n) for n in services.names()) for a in svc.actions)
 
 
 ACTIONS: dict[str, Action] = {a.name: a for a in (
@@ -60,10 +65,7 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("restart", "broker", None, None, False, "restarted"),
     Action("partition", "broker", "heal", None, True, "partitioned"),
     Action("heal", "broker", None, None, True, "healed"),
-    Action("stop-zookeeper", "zookeeper", "start-zookeeper", ZOOKEEPER, False,
-           "stopped_zookeeper"),
-    Action("start-zookeeper", "zookeeper", None, ZOOKEEPER, False, "started_zookeeper"),
-    Action("kill-zookeeper", "server", "start-zookeeper", ZOOKEEPER, False, "killed_zookeeper"),
+    *_service_actions(),
 )}
 # Actions that end an outage another action began.
 CLOSERS = {a.undo for a in ACTIONS.values() if a.undo}
@@ -91,20 +93,14 @@ def apply(cluster: ProcessCluster, name: str, broker: int | None = None,
             "partition": cluster.isolate_broker, "heal": cluster.heal_broker}
         operations[name](node)
         return f"{a.verb}={node}"
-    if name == "stop-zookeeper":
-        cluster.stop_zookeeper()
-        return f"{a.verb}=all"
-    if name == "kill-zookeeper":
-        if server is None:
-            raise UserError("kill-zookeeper needs --server I (a server of the ensemble)")
-        cluster.kill_zookeeper_server(server)
-        return f"{a.verb}={server}"
-    # start-zookeeper: one server, or every stopped one.
-    if server is None:
-        cluster.start_zookeeper()
-        return f"{a.verb}=all"
-    cluster.start_zookeeper_server(server)
-    return f"{a.verb}={server}"
+    assert a.service is not None
+    if broker is not None:
+        raise UserError(f"{name} acts on {a.service}, not on a broker")
+    if a.server == "required" and server is None:
+        raise UserError(f"{name} needs --server I (a server of the {a.service} ensemble)")
+    if a.server == "no" and server is not None:
+        raise UserError(f"{name} acts on every {a.service} server; drop --server")
+    return f"{a.verb}={cluster.act_on_service(a.service, name, server)}"
 
 
 def handle(cluster: ProcessCluster, message: dict[str, Any]) -> str:

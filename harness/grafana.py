@@ -42,10 +42,10 @@ PANELS: tuple[tuple[str, str, str], ...] = (
     ("request queue", 'sum by (instance) (twinbench_request_queue_size{sel})', "short"),
     ("coordination ops /s", 'sum(rate(twinbench_coordinator_coordination_ops_total{sel}[30s]))',
      "ops"),
-    # Each twin has one of the two: the other's series do not exist, so `or` picks its own.
-    ("ZooKeeper requests or gossip packets sent /s", 'sum by (instance) '
-     '(rate(twinbench_coordinator_zk_requests_total{sel}[30s]) '
-     'or rate(twinbench_coordinator_gossip_packets_out_total{sel}[30s]))', "short"),
+    # Every coordinator's count of the messages it sent for coordination (ZooKeeper requests,
+    # gossip datagrams, ...), the brokers' side of coord_messages.
+    ("coordination messages sent /s", 'sum by (instance) '
+     '(rate(twinbench_coordinator_coordination_ops_total{sel}[30s]))', "short"),
     ("fsyncs /s", 'sum by (instance) (rate(twinbench_broker_fsyncs_total{sel}[30s]))', "ops"),
     ("CPU (cores)", 'sum by (instance) (rate(process_cpu_seconds_total{sel}[30s]))', "short"),
     ("resident memory", 'sum by (instance) (process_resident_memory_bytes{sel})', "bytes"),

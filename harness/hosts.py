@@ -41,6 +41,7 @@ import contextlib
 import re
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from brokers.core.errors import UserError
 __all__ = ["ROLES", "Host", "HostStatus", "HostsFile", "check_hosts", "check_roles", "load_hosts",
            "login", "probe"]
 
+# broker and client, and one role per service (harness/services: one server per host of it).
 ROLES = ("zookeeper", "broker", "client")
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -172,21 +174,22 @@ def load_hosts(path: Path) -> HostsFile:
     return made
 
 
-def check_roles(hosts: HostsFile, zookeeper: bool, clients: bool = True,
+def check_roles(hosts: HostsFile, services: Mapping[str, bool], clients: bool = True,
                 brokers: bool = True) -> None:
     """Refuse, in one line, a layout that cannot form the cluster asked for: brokers need a
-    broker host, a twin coordinated by ZooKeeper an odd number of zookeeper hosts (one server
-    each), load clients a client host."""
+    broker host, each service the clusters need a host of its role (one server each; a
+    quorum, ``services[name]`` True, an odd number of them), load clients a client host."""
     name = hosts.path.name
     if brokers and not hosts.with_role("broker"):
         raise UserError(f"{name}: no host has the broker role; the brokers need at least one")
-    n_zk = len(hosts.with_role("zookeeper"))
-    if zookeeper and n_zk == 0:
-        raise UserError(f"{name}: no host has the zookeeper role, which the zk twin needs (one "
-                        "ZooKeeper server per zookeeper host)")
-    if zookeeper and n_zk % 2 == 0:
-        raise UserError(f"{name}: {n_zk} hosts have the zookeeper role; a ZooKeeper ensemble "
-                        "needs an odd number of servers (1, 3, 5 ...), one per zookeeper host")
+    for service, quorum in services.items():
+        n = len(hosts.with_role(service))
+        if n == 0:
+            raise UserError(f"{name}: no host has the {service} role, which the architecture "
+                            f"needs (one {service} server per {service} host)")
+        if quorum and n % 2 == 0:
+            raise UserError(f"{name}: {n} hosts have the {service} role; a {service} ensemble "
+                            f"needs an odd number of servers (1, 3, 5 ...), one per host")
     if clients and not hosts.with_role("client"):
         raise UserError(f"{name}: no host has the client role; the load clients need at least "
                         "one")
@@ -235,7 +238,7 @@ def local_version() -> str:
     git = git_state(REPO_ROOT)
     commit = str(git.get("commit") or "no-git")
     dirty = "+dirty" if git.get("dirty") else ""
-    return f"twinbench {versions(None).get('twinbench')} {commit}{dirty}"
+    return f"twinbench {versions().get('twinbench')} {commit}{dirty}"
 
 
 @dataclass(frozen=True)

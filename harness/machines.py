@@ -124,8 +124,8 @@ class LocalMachine:
         return local_root
 
     def find_zookeeper(self, java: str | None, home: Path | None) -> tuple[str, list[Path]]:
-        from harness.zookeeper.discovery import find_classpath, find_java
-        from harness.zookeeper.errors import HOW_TO_GET_ZOOKEEPER, ZooKeeperUnavailable
+        from harness.services.zookeeper.discovery import find_classpath, find_java
+        from harness.services.zookeeper.errors import HOW_TO_GET_ZOOKEEPER, ZooKeeperUnavailable
 
         found, classpath = find_java(java), find_classpath(home)
         if found is None or classpath is None:

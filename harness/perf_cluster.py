@@ -270,8 +270,7 @@ def _run(config: PerfClusterConfig, machine_state: dict[str, object]) -> int:
         with placement.children_on(where):
             for arch in twins:
                 spec = ClusterSpec(arch=arch, brokers=wl.brokers, flush=wl.flush,
-                                   metadata_check=wl.metadata_check[0],
-                                   gossip_preset=wl.gossip_preset)
+                                   metadata_check=wl.metadata_check[0], options=wl.options)
                 cluster = ProcessCluster(spec)
                 stack.callback(cluster.stop)
                 clusters.append(cluster.start())

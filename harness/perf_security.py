@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             for rnd in range(args.repetitions):
                 order = protocols if rnd % 2 == 0 else protocols[::-1]
                 for protocol in order:
-                    spec = ClusterSpec(arch, brokers=args.brokers, gossip_preset="local",
+                    spec = ClusterSpec(arch, brokers=args.brokers,
+                                       options={"dsbs": {"gossip_preset": "local"}},
                                        data_dir=root / f"{arch}-{protocol}-{rnd}",
                                        security_protocol=protocol,
                                        ssl_certfile=files.server_pem,

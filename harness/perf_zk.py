@@ -33,7 +33,7 @@ from brokers.core.cli import OneLineParser
 from brokers.core.errors import UserError
 from brokers.zk_broker.bridge import KazooBridge
 from brokers.zk_broker.direct import DirectSession
-from harness.zookeeper import ZooKeeperHandle, provisioned
+from harness.services.zookeeper import ZooKeeperHandle, provisioned
 
 PROG = "python -m harness.perf_zk"
 FORMAT_VERSION = 1

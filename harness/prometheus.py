@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.processes import ManagedProcess, ProcessError, wait_ready
-from harness.zookeeper import free_ports
+from harness.services.zookeeper import free_ports
 
 SCRAPE_INTERVAL_S = 1
 

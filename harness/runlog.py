@@ -87,14 +87,15 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def versions(zookeeper: str | None) -> dict[str, str | None]:
-    """What produced the numbers (`pyspark` is the analysis's business and stays absent)."""
+def versions(services: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
+    """What produced the numbers (`pyspark` is the analysis's business and stays absent);
+    ``services``: each service's version as it reports it, by name (None: none, or unknown)."""
     return {
         "twinbench": _dist_version("twinbench"),
         "python": platform.python_version(),
         "uvloop": _dist_version("uvloop"),
         "kazoo": _dist_version("kazoo"),
-        "zookeeper": zookeeper,
+        **(services or {}),
     }
 
 
@@ -254,7 +255,7 @@ def base_manifest(
     workload_text: str,
     policies: Mapping[str, str],
     cluster: Mapping[str, Any],
-    zookeeper_version: str | None,
+    service_versions: Mapping[str, str | None],
     placement: Mapping[str, Any] | None,
     seed: int,
     conditions: Mapping[str, Any] | None = None,
@@ -277,7 +278,7 @@ def base_manifest(
         "workload_text": workload_text,
         "policies": dict(policies),
         "cluster": dict(cluster),
-        "versions": versions(zookeeper_version),
+        "versions": versions(service_versions),
         "host": host_info(placement, conditions, tuned),
         "git": git_state(),
         "seed": seed,
@@ -302,5 +303,5 @@ def base_manifest(
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look at what a manifest would say
-    json.dump({"versions": versions(None), "host": host_info(None), "git": git_state()},
+    json.dump({"versions": versions(), "host": host_info(None), "git": git_state()},
               sys.stdout, indent=2)

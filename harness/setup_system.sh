@@ -7,7 +7,7 @@
 # Prometheus (the metrics tests scrape brokers with the real server), and Debian's Docker engine
 # with debootstrap: provisioning's testcontainers branch (a machine with Docker and no Java)
 # runs in the tests too, on a ZooKeeper image built here from Debian's package when absent
-# (harness/zookeeper/build_image.sh), since no image registry need be reachable.
+# (harness/services/zookeeper/build_image.sh), since no image registry need be reachable.
 # As root it uses apt-get; otherwise it says what to install and continues (tests that need a
 # missing tool skip with that reason locally; CI runs as root, so nothing is skipped there).
 set -euo pipefail

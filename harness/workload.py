@@ -43,15 +43,16 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
     labels: [A, B]               # >1 label: the same arch run as several sides (A/A runs)
     restart: never               # never | cell | try: fresh cluster (and data) that often
     placement: auto              # auto: pin client and brokers to different CPUs | none
-    zk_nodes: 1                  # zk: ZooKeeper servers (1 or 3)
-    gossip_preset: lan           # dsbs: gossip timing preset (lan | local)
+    options:                     # each architecture's and service's own knobs, by its name,
+      zk: {session_timeout_ms: 6000}    # validated by its registry entry (harness/
+      dsbs: {gossip_preset: lan}        # architectures/, harness/services/); names a run
+      zookeeper: {nodes: 1}             # does not measure are checked and ignored
     consumer_timeout_s: 600      # safety net: a consumer still short of records this long after
                                  # it started stops, and what it never saw counts as lost
     fetch_max_wait_ms: 100       # Fetch long-poll
     network: loopback            # loopback | netns (each broker in a network namespace; root)
     rtt_ms: [0, 1, 5]            # netns: round-trip time added between every two hosts, ms
                                  # (a list is swept, one cell each; harness/netdelay)
-    zk_session_timeout_ms: 6000  # zk: brokers' ZooKeeper session timeout (default: 18000)
     warmup_sessions: 2           # unrecorded sessions on every freshly started cluster first
     metadata:                    # makes every session a metadata session (scenario "metadata")
       probe_ms: 20               # how often every broker's Metadata is polled while waiting
@@ -105,6 +106,8 @@ import yaml
 
 from brokers.core.config import FlushPolicy
 from brokers.core.errors import UserError
+from harness import architectures, services
+from harness.architectures.options import Options
 from harness.certs import SECURITY_LEVELS
 from harness.faults import ACTIONS
 from harness.netdelay.control import MAX_RTT_MS
@@ -165,22 +168,24 @@ class CellGroup:
 class FaultStep:
     # Seconds after the production phase starts.
     at_s: float
-    # A harness.faults action name (kill, pause, resume, restart, partition, heal,
-    # stop-zookeeper, start-zookeeper, kill-zookeeper).
+    # A harness.faults action name: a broker's (kill, pause, resume, restart, partition, heal)
+    # or a service's (stop-zookeeper, start-zookeeper, kill-zookeeper).
     action: str
     # Broker actions: "leader:P" (P's leader when the step runs), "controller",
     # "coordinator" (of the session's probe group, harness/driver/faults.py) or a node id;
     # resolved once per session
     # and remembered, so a later step naming the same target means the same broker.
     broker: str | None = None
-    # kill-zookeeper / start-zookeeper: the server's index in the ensemble.
+    # A service action's server: its index in the service's ensemble (kill-zookeeper ...).
     server: int | None = None
 
     @property
     def target(self) -> str:
+        """The broker as written, or the service (``zookeeper``, ``zookeeper:1``)."""
         if self.broker is not None:
             return self.broker
-        return "zookeeper" if self.server is None else f"zookeeper:{self.server}"
+        service = ACTIONS[self.action].service
+        return f"{service}" if self.server is None else f"{service}:{self.server}"
 
 
 @dataclass(frozen=True)
@@ -191,8 +196,8 @@ class FaultCase:
 
     @property
     def services(self) -> frozenset[str]:
-        """The external services the case acts on (ZooKeeper): it runs only on architectures
-        that have them, and has no counterpart on the others."""
+        """The services the case acts on (ZooKeeper): it runs only on architectures that have
+        them, and has no counterpart on the others."""
         return frozenset(service for s in self.steps if (service := ACTIONS[s.action].service))
 
 
@@ -364,10 +369,10 @@ class Workload:
     # are two or more (docs/architecture.md, "Measuring on a small VM"); none: leave it to the
     # scheduler.
     placement: str = "auto"
-    # zk: ZooKeeper servers started for the cluster (1 standalone, 3 ensemble).
-    zk_nodes: int = 1
-    # dsbs: gossip timing preset passed to every broker (lan: one SWIM period per second).
-    gossip_preset: str = "lan"
+    # Each architecture's and service's own options, by its name, as the file gives them
+    # (validated by the entry's Options class when the file is loaded; the cluster parses them
+    # again for the architecture it starts). Opaque to everything but the entries.
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Safety net, not a measurement knob: a consumer still short of its records this long after
     # it started stops, and what it never saw counts as lost. Generous because a batch-1 session
     # under the paper's policies takes minutes on a small VM (a commit per record).
@@ -382,9 +387,6 @@ class Workload:
     # the root namespace's load client and ZooKeeper, as separate machines would. Empty: no
     # delay line.
     rtt_ms: tuple[float, ...] = ()
-    # zk: the brokers' ZooKeeper session timeout, i.e. how long a dead broker stays registered
-    # (None: the broker's default, 18000 ms); the counterpart of dsbs's gossip_preset.
-    zk_session_timeout_ms: int | None = None
     # Sessions run and thrown away on every cluster right after it starts (each a copy of the
     # first session the cluster will measure), so no measured session pays for a cold start:
     # ZooKeeper's JVM compiles its hot paths during its first ~10,000 requests (its CPU per
@@ -615,7 +617,7 @@ def _policies(ctx: _Ctx, raw: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _fault_step(ctx: _Ctx, where: str, raw: Any, duration_s: float, brokers: int,
-                partitions: int, zk_nodes: int, network: str) -> FaultStep:
+                partitions: int, servers: Mapping[str, int], network: str) -> FaultStep:
     if not isinstance(raw, dict):
         raise ctx.fail(where, f"must be a mapping with at_s and action, got {raw!r}")
     ctx.check_keys(raw, _STEP_KEYS, where)
@@ -652,12 +654,15 @@ def _fault_step(ctx: _Ctx, where: str, raw: Any, duration_s: float, brokers: int
             raise ctx.fail(f"{where}.action", f"{action} needs network: netns (brokers in "
                            "network namespaces)")
         return FaultStep(float(at), action, broker=text)
+    assert a.service is not None
     if broker is not None:
-        raise ctx.fail(f"{where}.broker", f"{action} acts on ZooKeeper, not on a broker")
-    if action == "kill-zookeeper" and server is None:
-        raise ctx.fail(f"{where}.server", "kill-zookeeper needs the server index")
+        raise ctx.fail(f"{where}.broker", f"{action} acts on {a.service}, not on a broker")
+    if a.server == "required" and server is None:
+        raise ctx.fail(f"{where}.server", f"{action} needs the server index")
+    if a.server == "no" and server is not None:
+        raise ctx.fail(f"{where}.server", f"{action} acts on every {a.service} server")
     if server is not None:
-        ctx.integer(f"{where}.server", server, 0, zk_nodes - 1)
+        ctx.integer(f"{where}.server", server, 0, servers[a.service] - 1)
     return FaultStep(float(at), action, server=server)
 
 
@@ -679,7 +684,7 @@ def _fault_case(ctx: _Ctx, where: str, raw: Any, **limits: Any) -> FaultCase:
     open_faults: dict[str, str] = {}
     for i, s in enumerate(steps):
         a = ACTIONS[s.action]
-        key = "zookeeper" if a.target != "broker" else s.target
+        key = a.service if a.service is not None else s.target
         if a.undo is not None:
             open_faults[key] = s.action
         elif s.action != "restart" or key in open_faults:
@@ -688,8 +693,8 @@ def _fault_case(ctx: _Ctx, where: str, raw: Any, **limits: Any) -> FaultCase:
                 raise ctx.fail(f"{where}.schedule[{i}]", f"{s.action} of {s.target} without "
                                "the fault it undoes before it")
     if not any(ACTIONS[s.action].undo or s.action == "restart" for s in steps):
-        raise ctx.fail(f"{where}.schedule", "injects no fault (kill, pause, partition, "
-                       "restart, stop-zookeeper or kill-zookeeper)")
+        openers = [a.name for a in ACTIONS.values() if a.undo] + ["restart"]
+        raise ctx.fail(f"{where}.schedule", f"injects no fault ({', '.join(openers)})")
     return FaultCase(name, tuple(steps))
 
 
@@ -817,11 +822,15 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     kw["flush"] = _flush(ctx, _given(data, "flush"))
     kw["labels"] = _labels(ctx, _given(data, "labels"))
     kw |= _cluster(ctx, data)
+    kw["options"] = _options(ctx, data.get("options"))
     kw["rtt_ms"] = _rtt(ctx, data, kw["network"])
     kw |= _security_and_metrics(ctx, data)
     if data.get("faults") is not None:
+        servers = {name: services.get(name).size(
+            services.get(name).options.parse(kw["options"].get(name), name))
+            for name in services.names()}
         kw["faults"] = _faults(ctx, data["faults"], brokers=kw["brokers"],
-                               partitions=kw["partitions"], zk_nodes=kw["zk_nodes"],
+                               partitions=kw["partitions"], servers=servers,
                                network=kw["network"])
     if data.get("metadata") is not None:
         kw["metadata"] = _metadata(ctx, data["metadata"])
@@ -833,6 +842,11 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
 def _check_document(ctx: _Ctx, data: Any) -> None:
     if not isinstance(data, dict):
         raise ctx.fail("", "must be a YAML mapping of keys (name, cells, ...)")
+    for key in data:
+        moved = _legacy_option(key)
+        if moved is not None:
+            raise ctx.fail(key, f"is now an option of {moved[0]}: write options: "
+                           f"{{{moved[0]}: {{{moved[1]}: {data[key]!r}}}}}")
     ctx.check_keys(data, _TOP_KEYS, "")
     for key in _required(Workload):
         # A metadata workload has no grid of message sizes.
@@ -1024,23 +1038,50 @@ def _cluster(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:
                            "created would weigh on the next): restart: try, or leave it out")
         restart = "try"
     placement = ctx.choice("placement", _given(data, "placement"), ("auto", "none"))
-    zk_nodes = _given(data, "zk_nodes")
-    if zk_nodes not in (1, 3) or isinstance(zk_nodes, bool):
-        raise ctx.fail("zk_nodes", f"must be 1 or 3, got {zk_nodes!r}")
-    preset = _given(data, "gossip_preset")
-    if not isinstance(preset, str) or not NAME_RE.fullmatch(preset):
-        raise ctx.fail("gossip_preset", f"must be a preset name (lan, local), got {preset!r}")
     timeout = ctx.number("consumer_timeout_s", _given(data, "consumer_timeout_s"))
     max_wait = ctx.integer("fetch_max_wait_ms", _given(data, "fetch_max_wait_ms"), 0, 30_000)
     network = ctx.choice("network", _given(data, "network"), ("loopback", "netns"))
-    session = _given(data, "zk_session_timeout_ms")
-    if session is not None:
-        session = ctx.integer("zk_session_timeout_ms", session, 1000, 600_000)
     warmup = ctx.integer("warmup_sessions", _given(data, "warmup_sessions"), 0, 100)
-    return {"restart": restart, "placement": placement, "zk_nodes": zk_nodes,
-            "gossip_preset": preset, "consumer_timeout_s": timeout,
-            "fetch_max_wait_ms": max_wait, "network": network, "zk_session_timeout_ms": session,
-            "warmup_sessions": warmup}
+    return {"restart": restart, "placement": placement, "consumer_timeout_s": timeout,
+            "fetch_max_wait_ms": max_wait, "network": network, "warmup_sessions": warmup}
+
+
+def _options(ctx: _Ctx, raw: Any) -> dict[str, dict[str, Any]]:
+    """The ``options`` block: every name an architecture or a service, every block valid for
+    its entry (checked now, whichever architectures a run will measure)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ctx.fail("options", "must be a mapping of architecture or service names to "
+                       "their options")
+    out: dict[str, dict[str, Any]] = {}
+    for name, block in raw.items():
+        if block is not None and not isinstance(block, dict):
+            raise ctx.fail(f"options.{name}", "must be a mapping of option names to values")
+        if name in architectures.names():
+            options: type[Options] = architectures.get(name).options
+        elif name in services.names():
+            options = services.get(name).options
+        else:
+            raise ctx.fail(f"options.{name}", "names no architecture or service (choose "
+                           f"{', '.join((*architectures.names(), *services.names()))})")
+        try:
+            options.parse(block, f"options.{name}")
+        except UserError as exc:
+            raise ctx.fail("", str(exc)) from None
+        out[str(name)] = dict(block or {})
+    return out
+
+
+def _legacy_option(key: str) -> tuple[str, str] | None:
+    """A top-level key that an architecture or a service now has as an option: (its name,
+    the option), else None."""
+    legacy = [(a.name, a.legacy_keys) for a in architectures.entries()]
+    legacy += [(n, services.get(n).legacy_keys) for n in services.names()]
+    for name, keys in legacy:
+        if key in keys:
+            return name, keys[key]
+    return None
 
 
 def _security_and_metrics(ctx: _Ctx, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -206,7 +206,7 @@ def coordination_cost(coordination: DataFrame, records: DataFrame) -> pd.DataFra
             F.sum("messages").alias("messages"),
             *((F.sum(c) * per_k / F.sum("messages")).alias(per) for c, per in PER_1K.items()),
             F.avg("broker_cpu_s").alias("broker_cpu_s"),
-            F.avg("zk_cpu_s").alias("zk_cpu_s"),
+            F.avg("service_cpu_s").alias("service_cpu_s"),
             (F.sum("broker_cpu_s") * per_k / F.sum("messages")).alias("broker_cpu_ms_per_1k"),
         )
         .toPandas()

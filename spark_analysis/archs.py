@@ -23,6 +23,7 @@ from typing import Any
 
 from twinbench_common.errors import UserError
 from twinbench_common.labels import LABEL_KEYS, ArchLabels
+from twinbench_common.runlog import COORDINATION
 
 # Colours for architectures whose manifests give none (after the built-in pair's).
 _PALETTE = ("#55A868", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
@@ -39,10 +40,12 @@ class ArchLabel(ArchLabels):
 # dsbs entries at the time the key was introduced).
 BUILTIN: tuple[ArchLabel, ...] = (
     ArchLabel(name="zk", display_name="ZooKeeper", short_name="ZK", color="#4C72B0", order=0,
-              baseline=True, cost_column="zk_requests", cost_label="ZooKeeper requests"),
+              baseline=True, cost_column="coord_messages", cost_label="ZooKeeper requests"),
     ArchLabel(name="dsbs", display_name="DSBS", short_name="DSBS", color="#DD8452", order=1,
-              baseline=False, cost_column="gossip_packets", cost_label="gossip packets"),
+              baseline=False, cost_column="coord_messages", cost_label="gossip packets"),
 )
+# coordination.csv's columns of earlier versions -> the current column that replaced them.
+_CURRENT_COLUMN: dict[str, str] = {old: c.name for c in COORDINATION.columns for old in c.was}
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "display_name": str, "short_name": str, "color": str, "order": int, "baseline": bool,
     "cost_column": str, "cost_label": str}
@@ -83,6 +86,9 @@ class Archs:
         for m in manifests:
             for name, labels in (m.get("architectures") or {}).items():
                 known[name] = ArchLabel(name=name, **{k: labels[k] for k in LABEL_KEYS})
+                # A manifest from before coordination.csv's generic columns names its own.
+                column = _CURRENT_COLUMN.get(known[name].cost_column, known[name].cost_column)
+                known[name] = dataclasses.replace(known[name], cost_column=column)
             named += [str(m.get("arch")), *(str(a) for a in m.get("run_arches") or ())]
         for name in dict.fromkeys(named):
             if name not in known and name != "None":

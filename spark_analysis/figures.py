@@ -274,8 +274,8 @@ def latency_distributions(dist: pd.DataFrame, out: Path, archs: Archs = DEFAULT
 
 def coordination_cost(cost: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
     """fig15: coordination traffic per 1,000 messages by message size (size grid): each
-    architecture's own measure of it (its labels' cost_column: ZooKeeper requests, gossip
-    packets)."""
+    architecture's own measure of it (its labels' cost_column, coord_messages: ZooKeeper
+    requests, gossip packets ...; its cost_label says which)."""
     if cost.empty:
         return []
     group = primary_group(cost.assign(side="*"), "size_grid")

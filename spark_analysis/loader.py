@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -382,6 +383,30 @@ def _current(df: DataFrame, table: Table, version: int) -> DataFrame:
         else:
             out.append(F.lit(None).cast(spark_schema(table)[c.name].dataType).alias(c.name))
     return df.select(*out)
+
+
+def read_pandas(run: RunInfo, table: Table) -> pd.DataFrame:
+    """One run's file of ``table`` as pandas, with the current version's columns (as
+    ``load_runs`` gives Spark's): for readers that need no Spark (the regression)."""
+    version = run.tables.get(table.name)
+    path = run.path / table.file
+    if version is None or not path.is_file():
+        raise UserError(f"{path}: missing (the regression reads it; runs written before it "
+                        "existed cannot be checked)")
+    check_header(path, table.names(version), f"{table.file} version {version}")
+    try:
+        df = pd.read_csv(path, keep_default_na=True)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable ({exc})") from None
+    out = pd.DataFrame(index=df.index)
+    for c in table.columns_at():
+        if c.at(version):
+            out[c.name] = df[c.name]
+        elif c.was:
+            out[c.name] = df[list(c.was)].bfill(axis=1).iloc[:, 0]
+        else:
+            out[c.name] = pd.Series(pd.NA, index=df.index, dtype="object")
+    return out
 
 
 @contextmanager

@@ -10,7 +10,8 @@ session (one try of one case on one side):
 * the window: from the session's first scrape (just before its producers start) to its last
   (just after its consumers finish), on the harness's clock;
 * ``cpu_mcores``: the brokers' CPU seconds over the window, all brokers, in millicores (the
-  paper's "m core"); ``zk_cpu_mcores`` the same for the ZooKeeper servers (zk only);
+  paper's "m core"); ``service_cpu_mcores`` the same for the services' servers (ZooKeeper's;
+  zk only);
 * ``memory_mb``: the largest resident set of a broker during the session, mean over brokers;
 * ``disk_free_gb``: free space on the data directories' filesystem at the end; ``disk_used_mb``:
   the brokers' data directories at the end, all brokers;
@@ -51,7 +52,7 @@ SERIES = (
 # measure -> (row title, the paper's metric it stands beside, or None)
 MEASURES: dict[str, tuple[str, str | None]] = {
     "cpu_mcores": ("CPU usage (m core), brokers", "cpu_mcores"),
-    "zk_cpu_mcores": ("CPU usage (m core), ZooKeeper", None),
+    "service_cpu_mcores": ("CPU usage (m core), services (ZooKeeper)", None),
     "memory_mb": ("Memory usage (MB), per broker", "memory_mb"),
     "disk_free_gb": ("Disk available (GB)", "disk_free_gb"),
     "disk_used_mb": ("Disk used by the logs (MB)", None),
@@ -118,11 +119,11 @@ def sessions(spans: pd.DataFrame) -> pd.DataFrame:
     grouped = spans.groupby(SESSION)
     out = pd.DataFrame({"window_s": grouped["t_last"].max() - grouped["t_first"].min()})
     window = out["window_s"].where(out["window_s"] > 0)
-    zookeeper = spans[spans["node_id"] < 0]
+    service = spans[spans["node_id"] < 0]
     spans = spans[spans["node_id"] >= 0]
     out["cpu_mcores"] = _per_session(spans, "process_cpu_seconds_total", "delta") / window * 1e3
-    zk_cpu = _per_session(zookeeper, "process_cpu_seconds_total", "delta")
-    out["zk_cpu_mcores"] = zk_cpu.reindex(out.index) / window * 1e3
+    service_cpu = _per_session(service, "process_cpu_seconds_total", "delta")
+    out["service_cpu_mcores"] = service_cpu.reindex(out.index) / window * 1e3
     out["memory_mb"] = _per_session(spans, "process_resident_memory_bytes", "max_mean") / 1e6
     out["disk_free_gb"] = _per_session(spans, "twinbench_log_dir_free_bytes", "last_min") / 1e9
     out["disk_used_mb"] = _per_session(spans, "twinbench_log_dir_bytes", "last_sum") / 1e6

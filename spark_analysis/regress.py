@@ -37,13 +37,13 @@ import pandas as pd
 
 from spark_analysis import regress_layers as L
 from spark_analysis.archs import Archs
+from twinbench_common import runlog
 from twinbench_common.errors import UserError
 
 BASELINE_FILE = "baseline.json"
 DEFAULT_BASELINE = Path("results/baseline")
 BASELINE_KIND = "twinbench.ratio-baseline"
 BASELINE_VERSION = 2
-COUNTERS = "counters.csv"
 
 
 # --- reading regression runs -------------------------------------------------------------------
@@ -72,18 +72,10 @@ class RegressionRun:
         return L.throughput_stats(self.records, self.base, self.other)
 
 
-def _read(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, keep_default_na=True)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: unreadable ({exc})") from None
-
-
 def read_runs(paths: Sequence[Path]) -> list[RegressionRun]:
     """The regression runs under ``paths``, one per ``twinbench run`` invocation (its run logs
     share a start time and a seed), oldest first."""
-    from spark_analysis.loader import check_header, validate_runs
-    from spark_analysis.schema import COUNTER_COLUMNS
+    from spark_analysis.loader import read_pandas, validate_runs
 
     found = validate_runs(paths)
     groups: dict[tuple[str, str], list[Any]] = {}
@@ -110,15 +102,8 @@ def read_runs(paths: Sequence[Path]) -> list[RegressionRun]:
         frames: dict[str, list[pd.DataFrame]] = {"records": [], "coordination": [],
                                                  "counters": []}
         for r in runs:
-            for name, file in (("records", "records.csv"), ("coordination", "coordination.csv"),
-                               ("counters", COUNTERS)):
-                path = r.path / file
-                if not path.is_file():
-                    raise UserError(f"{path}: missing (the regression reads it; runs written "
-                                    "before it existed cannot be checked)")
-                if file == COUNTERS:
-                    check_header(path, COUNTER_COLUMNS)
-                frames[name].append(_read(path))
+            for table in (runlog.RECORDS, runlog.COORDINATION, runlog.COUNTERS):
+                frames[table.name].append(read_pandas(r, table))
         records = pd.concat(frames["records"], ignore_index=True)
         # Fault sessions and failed cells measure something else.
         records = records[(records["scenario"] != "faults") & (records["status"] == "ok")]

@@ -154,10 +154,10 @@ def _pairs(frame: pd.DataFrame, base: str, other: str, keys: list[str], value: s
 
 
 def cost_stats(coordination: pd.DataFrame, base: str, other: str) -> dict[str, float]:
-    """Per scenario: other/base ratio of CPU seconds (brokers + ZooKeeper) per 1,000 records,
+    """Per scenario: other/base ratio of CPU seconds (brokers + services) per 1,000 records,
     over the sessions both architectures ran."""
     frame = coordination.copy()
-    frame["cpu_s"] = frame["broker_cpu_s"].fillna(0) + frame["zk_cpu_s"].fillna(0)
+    frame["cpu_s"] = frame["broker_cpu_s"].fillna(0) + frame["service_cpu_s"].fillna(0)
     frame.loc[frame["broker_cpu_s"].isna(), "cpu_s"] = math.nan
     cpu = _pairs(frame, base, other, SESSION, "cpu_s").dropna()
     msgs = _pairs(frame, base, other, SESSION, "messages").dropna()
@@ -172,10 +172,10 @@ def cost_stats(coordination: pd.DataFrame, base: str, other: str) -> dict[str, f
 
 
 def cpu_per_1000(coordination: pd.DataFrame) -> dict[str, float]:
-    """Per ``arch/scenario``: CPU seconds (brokers + ZooKeeper) per 1,000 records (shown, not
+    """Per ``arch/scenario``: CPU seconds (brokers + services) per 1,000 records (shown, not
     judged: it depends on the machine's speed)."""
     frame = coordination.dropna(subset=["broker_cpu_s"]).copy()
-    frame["cpu_s"] = frame["broker_cpu_s"] + frame["zk_cpu_s"].fillna(0)
+    frame["cpu_s"] = frame["broker_cpu_s"] + frame["service_cpu_s"].fillna(0)
     out = {}
     for (arch, scenario), g in frame.groupby(["arch", "scenario"]):
         if g["messages"].sum() > 0:

@@ -687,8 +687,8 @@ def write_report(analysis: Analysis, out: Path, figures: Sequence[Path]) -> Path
               md_table(analysis.latency, lat_cols) if not analysis.latency.empty
               else "_(no data)_\n"]
     coord_cols = ["workload", "cell_id", "scenario", "offset_commit", "metadata_check", "arch",
-                  "tries", "zk_requests_per_1k", "gossip_packets_per_1k", "coord_ops_per_1k",
-                  "broker_cpu_s", "zk_cpu_s"]
+                  "tries", "coord_messages_per_1k", "coord_ops_per_1k",
+                  "broker_cpu_s", "service_cpu_s"]
     parts += ["## Coordination cost per cell\n",
               "Per 1,000 produced messages; CPU seconds per try (all brokers / all ZooKeeper "
               "servers).\n",

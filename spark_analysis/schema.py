@@ -65,8 +65,7 @@ COUNTER_COLUMNS: tuple[str, ...] = fmt.COUNTERS.names()
 
 # coordination.csv's traffic columns -> their per-1,000-messages columns in the coordination
 # cost table (aggregate.coordination_cost); an architecture's labels name one as its cost.
-PER_1K: dict[str, str] = {"zk_requests": "zk_requests_per_1k",
-                          "gossip_packets": "gossip_packets_per_1k",
+PER_1K: dict[str, str] = {"coord_messages": "coord_messages_per_1k",
                           "coordination_ops": "coord_ops_per_1k"}
 
 # What identifies a measured cell across runs. The workload name comes from the manifest (two
@@ -113,6 +112,6 @@ METADATA_KEY: tuple[str, ...] = ("workload", "case", "kind", "n")
 # The measures the metadata tables summarise (mean, sd, n, 95% CI over tries).
 METADATA_METRICS: tuple[str, ...] = (
     "create_s", "create_p50_ms", "converge_s", "leave_s", "metadata_p50_ms", "commit_p50_ms",
-    "commit_ops", "coordination_ops", "zk_requests", "gossip_packets", "broker_cpu_s",
-    "zk_cpu_s", "rss_max_bytes", "idle_ops_per_s", "idle_zk_requests_per_s",
+    "commit_ops", "coordination_ops", "coord_messages", "broker_cpu_s",
+    "service_cpu_s", "rss_max_bytes", "idle_ops_per_s", "idle_coord_messages_per_s",
 )

@@ -469,13 +469,14 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
                           ("max_rate.csv", MAX_RATE_COLUMNS)):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
-    lines = [",".join(METADATA_COLUMNS)]
+    columns = names(fmt.METADATA, 5)
+    lines = [",".join(columns)]
     for n in sizes:
         for try_ in range(1, tries + 1):
             k = 1 + 0.1 * (try_ - (tries + 1) / 2)
             converge = (0.2 * n if arch == ZK else 0.02 * n ** 0.5) * k
             ops = (50 if arch == ZK else 8) * n
-            row: dict[str, object] = dict.fromkeys(METADATA_COLUMNS)
+            row: dict[str, object] = dict.fromkeys(columns)
             row.update(run_id=run_id, arch=arch, label="", cell_id=f"topic-storm-n{n}",
                        case="topic-storm", kind="topic-storm", n=n, topics=n, partitions=3,
                        brokers=3, create_s=converge * 0.9, converge_s=converge,
@@ -484,7 +485,7 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
                        idle_ops_per_s=0.0 if arch == ZK else 3.0, status="ok",
                        **{"try": try_},
                        **({"zk_requests": ops + 1} if arch == ZK else {"gossip_packets": ops}))
-            lines.append(",".join(_field(row[c]) for c in METADATA_COLUMNS))
+            lines.append(",".join(_field(row[c]) for c in columns))
     (run_dir / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return run_dir
 
@@ -505,8 +506,10 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
     ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
     10 ms. counters.csv has the counters the model reads, every other file its header."""
     run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=7)
+    coordination_columns = names(fmt.COORDINATION, 7)
     for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
-                          ("max_rate.csv", MAX_RATE_COLUMNS), ("metadata.csv", METADATA_COLUMNS)):
+                          ("max_rate.csv", MAX_RATE_COLUMNS),
+                          ("metadata.csv", names(fmt.METADATA, 7))):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
     requests = records // batch
@@ -526,12 +529,12 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                            offset_commit="every_fetch", metadata_check="per_request",
                            status="ok", rtt_ms=float(rtt), **{"try": try_})
                 rec.append(",".join(_field(row[c]) for c in RECORDS_COLUMNS))
-            c: dict[str, object] = dict.fromkeys(COORDINATION_COLUMNS, "")
+            c: dict[str, object] = dict.fromkeys(coordination_columns, "")
             c.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt", scenario="split",
                      msg_size=32, batch=batch, messages=records, rtt_ms=float(rtt),
                      rtt_measured_ms=held, delayed_packets=4 * requests, delay_cpu_s=0.1,
                      **{"try": try_})
-            coord.append(",".join(_field(c[k]) for k in COORDINATION_COLUMNS))
+            coord.append(",".join(_field(c[k]) for k in coordination_columns))
             key = f"{run_id},{arch},,{cell_id},split,{try_}"
             counts = {"kafka_requests_produce": requests, "kafka_requests_fetch": requests,
                       "kafka_requests_offset_commit": requests}
@@ -541,7 +544,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                              f"{key},coordinator,zk_direct_requests,{3 * requests}",
                              f"{key},coordinator,zk_writes,{requests}"]
     for name, columns, lines in (("records.csv", RECORDS_COLUMNS, rec),
-                                 ("coordination.csv", COORDINATION_COLUMNS, coord),
+                                 ("coordination.csv", coordination_columns, coord),
                                  ("counters.csv", COUNTER_COLUMNS, counters)):
         (run_dir / name).write_text("\n".join([",".join(columns), *lines]) + "\n",
                                     encoding="utf-8")

@@ -9,9 +9,9 @@
   ``counters``, harness/architectures.py) and ``BrokerCounters``.
   ``delta`` takes the increase of every total and every family label, summed over brokers,
   whatever the class declares, so a counter added to a class needs no change here.
-* ZooKeeper, where the cluster has one: ``mntr`` packets received, summed over the ensemble
-  (``ZooKeeperHandle.request_counters``): the requests ZooKeeper served.
-* CPU seconds of every broker and ZooKeeper process (psutil, via ``ProcessCluster.cpu_seconds``).
+* Every service of the cluster (harness/services): its own counters (ZooKeeper: ``mntr``,
+  summed over the ensemble: ``packets_received`` is the requests it served).
+* CPU seconds of every broker and service process (psutil, via ``ProcessCluster.cpu_seconds``).
 * The delay line, where the cluster has one (harness/netdelay): packets it held, how long on
   average a packet from the root namespace (client, ZooKeeper) waited (the round trip added
   there), and its own CPU seconds, which are the network's and never a broker's.
@@ -20,10 +20,12 @@
   endpoints ``--metrics-url`` names (``scraped``: the session's first and last scrape of the
   same counters, brokers/core/metrics.py), or not at all.
 
-coordination.csv's measured columns (docs/result-format.md) come from these: ``zk_requests``
-and ``zk_cpu_s`` from ZooKeeper, ``coordination_ops`` from the counter every coordinator
-reports, ``broker_cpu_s`` from the brokers' CPU, and the columns an entry maps to its own
-counters (``Architecture.columns``: dsbs's ``gossip_packets`` is ``gossip_packets_out``).
+coordination.csv's measured columns (docs/result-format.md) are generic: ``coord_messages``
+and ``coord_bytes`` are the counters the architecture's entry names for them
+(``Architecture.coordination``: zk's is ZooKeeper's ``packets_received``, dsbs's its brokers'
+``gossip_packets_out``), ``coordination_ops`` the counter every coordinator reports,
+``broker_cpu_s`` the brokers' CPU and ``service_cpu_s`` the services' processes'. Every
+counter, the services' included, is also a counters.csv row.
 
 A reading that cannot be taken (a broker that does not answer in time, a counters file that
 lacks a counter of the contract, a process restarted between the readings) leaves the field
@@ -36,14 +38,14 @@ import json
 import math
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
-from harness.architectures import Architecture
-from harness.cluster import BrokerProcess, ProcessCluster
+from harness.architectures.entry import Architecture
+from harness.cluster import SERVICE_CPU, BrokerProcess, ProcessCluster
 from harness.driver.metrics import Sample
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
@@ -51,8 +53,8 @@ from harness.netdelay.control import change as delay_change
 # How long a broker may take to answer SIGUSR1 (it is one JSON dump on its event loop; a busy
 # broker finishes the request in hand first).
 DUMP_TIMEOUT_S = 5.0
-# coordination.csv's measured columns, in the file's order (harness/runlog.py has the file).
-COLUMNS = ("zk_requests", "gossip_packets", "coordination_ops", "broker_cpu_s", "zk_cpu_s")
+# coordination.csv's measured columns, in the file's order (twinbench_common/runlog).
+COLUMNS = ("coord_messages", "coord_bytes", "coordination_ops", "broker_cpu_s", "service_cpu_s")
 # coordination.csv's delay-line columns (format 6; empty without a delay line).
 DELAY_COLUMNS = ("rtt_measured_ms", "delayed_packets", "delay_cpu_s")
 
@@ -65,10 +67,10 @@ class BrokerReading:
 
 @dataclass(frozen=True)
 class Reading:
-    # Process name and PID (broker-0:123, zookeeper-0:456, ...) -> CPU seconds so far.
+    # Process name and PID (broker-0:123, service-zookeeper-0:456, ...) -> CPU seconds so far.
     cpu: dict[str, float]
-    # ZooKeeper's ensemble-wide mntr totals (None when the cluster has no ZooKeeper).
-    zookeeper: dict[str, int] | None
+    # Each service's own counters (ZooKeeper's ensemble-wide mntr totals); None: it has none.
+    services: dict[str, dict[str, int] | None]
     # node id -> that broker's counters (None when a broker did not answer).
     brokers: dict[int, BrokerReading] | None
     # The delay line's counters (None: the cluster has none).
@@ -84,6 +86,8 @@ class Delta:
     coordinator: dict[str, int | float | None]
     # The same for the brokers' own counters (BrokerCounters).
     broker: dict[str, int | float | None]
+    # Per service, the increase of each of its counters (None: unknown, a server restarted).
+    services: dict[str, dict[str, int | float | None]] = field(default_factory=dict)
     # The delay line's columns (DELAY_COLUMNS); None = no delay line, or not read.
     delay: dict[str, int | float | None] = field(
         default_factory=lambda: dict.fromkeys(DELAY_COLUMNS))
@@ -108,6 +112,10 @@ def _written(b: BrokerProcess, path: Path) -> tuple[int | None, dict[str, Any] |
 
 
 def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None:
+    """Every broker's counters, as its architecture reports them (``ProcessSpec.counters``:
+    today "signal-dump"); None when a broker does not answer, or reports none."""
+    if any(b.spec is None or b.spec.counters != "signal-dump" for b in cluster.brokers):
+        return None
     counters = cluster.spec.architecture.counters_class()
     paths = {b.node_id: (b, b.data_dir / "counters.json") for b in cluster.brokers}
     # A dump is new when its stamp differs from the one before the signal: no clock is
@@ -135,9 +143,9 @@ def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None
 
 
 def read(cluster: ProcessCluster) -> Reading:
-    zk = cluster.zookeeper.request_counters() if cluster.zookeeper is not None else None
+    services = {name: running.counters() for name, running in cluster.services.items()}
     delay = cluster.delay.stats() if cluster.delay is not None else None
-    return Reading(cluster.cpu_seconds(), zk, _broker_counters(cluster), delay)
+    return Reading(cluster.cpu_seconds(), services, _broker_counters(cluster), delay)
 
 
 def increase(before: Iterable[tuple[int, Counters]], after: Iterable[tuple[int, Counters]]
@@ -176,13 +184,28 @@ def unmeasured() -> Delta:
     return Delta(dict.fromkeys(COLUMNS), {}, {})
 
 
+def _service_increase(before: dict[str, int] | None, after: dict[str, int] | None
+                      ) -> dict[str, int | float | None]:
+    """Each counter's increase; None where it went down (a server restarted, as in a fault
+    session: its counters began again)."""
+    if before is None or after is None:
+        return {}
+    return {k: (v - before[k] if k in before and v >= before[k] else None)
+            for k, v in after.items()}
+
+
+def pick(name: str | None, parts: dict[str, dict[str, int | float | None]]
+         ) -> int | float | None:
+    """The value of ``source:counter`` (Architecture.coordination's spelling) in ``parts``."""
+    if name is None:
+        return None
+    source, _, counter = name.partition(":")
+    return parts.get(source, {}).get(counter)
+
+
 def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
-    zk_requests = None
-    if before.zookeeper is not None and after.zookeeper is not None:
-        zk_requests = (after.zookeeper["zk_packets_received"]
-                       - before.zookeeper["zk_packets_received"])
-        if zk_requests < 0:
-            zk_requests = None  # a server restarted (a fault session): its counters began again
+    svc = {name: _service_increase(before.services.get(name), value)
+           for name, value in after.services.items()}
     coordinator: dict[str, int | float | None] = {}
     broker: dict[str, int | float | None] = {}
     if before.brokers is not None and after.brokers is not None:
@@ -190,34 +213,38 @@ def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
                                ((n, r.coordinator) for n, r in after.brokers.items()))
         broker = increase(((n, r.broker) for n, r in before.brokers.items()),
                           ((n, r.broker) for n, r in after.brokers.items()))
+    parts = {"coordinator": coordinator, **svc}
     columns: dict[str, int | float | None] = dict.fromkeys(COLUMNS)
     columns.update(
-        zk_requests=zk_requests,
+        coord_messages=pick(arch.coordination.messages, parts),
+        coord_bytes=pick(arch.coordination.bytes, parts),
         coordination_ops=coordinator.get("coordination_ops"),
         broker_cpu_s=_cpu_delta(before.cpu, after.cpu, "broker-"),
-        zk_cpu_s=_cpu_delta(before.cpu, after.cpu, "zookeeper-"),
+        service_cpu_s=(_cpu_delta(before.cpu, after.cpu, SERVICE_CPU)
+                       if arch.services else None),
     )
-    for column, counter in arch.columns.items():
-        columns[column] = coordinator.get(counter)
     delay: dict[str, int | float | None] = dict.fromkeys(DELAY_COLUMNS)
     if before.delay is not None and after.delay is not None:
         line = delay_change(before.delay, after.delay)
         delay.update(rtt_measured_ms=line.gateway_held_ms, delayed_packets=line.packets,
                      delay_cpu_s=_cpu_delta(before.cpu, after.cpu, "netdelay:"))
-    return Delta(columns, coordinator, broker, delay)
+    return Delta(columns, coordinator, broker, svc, delay)
 
 
 # Prometheus names of the counters contract (brokers/core/metrics.py): prefix -> Delta part.
 _SCRAPED = (("twinbench_coordinator_", "coordinator"), ("twinbench_broker_", "broker"))
 
 
-def scraped(samples: Iterable[Sample], columns: Mapping[str, str] | None = None) -> Delta:
+def scraped(samples: Iterable[Sample], columns: Mapping[str, Sequence[str]] | None = None
+            ) -> Delta:
     """The session's Delta from the metrics endpoints of a cluster twinbench did not start
     (``--metrics-url``): per broker (node id), the last sample minus the first of every
     counter of the contract, summed over brokers as ``increase`` does (a value that went down:
     unknown). ``coordination_ops`` and ``broker_cpu_s`` (``process_cpu_seconds_total``) fill
-    their columns, ``columns`` maps further ones to coordinator counters (every twin's
-    ``Architecture.columns``); ZooKeeper is not read. An endpoint that serves none of these
+    their columns, ``columns`` maps further ones to ``coordinator:<counter>`` candidates (what
+    the architectures' entries name their coordination messages and bytes by, where their
+    brokers count them; the first served wins); services are not read. An endpoint that
+    serves none of these
     names (not a twin) leaves everything unknown, and so does one that missed the session's
     first or last scrape (its difference would cover part of the session)."""
     first: dict[tuple[int, str], tuple[float, float]] = {}
@@ -251,9 +278,11 @@ def scraped(samples: Iterable[Sample], columns: Mapping[str, str] | None = None)
     coordinator, broker = parts["coordinator"], parts["broker"]
     out["coordination_ops"] = coordinator.get("coordination_ops")
     out["broker_cpu_s"] = parts["process"].get("cpu_s")
-    for column, counter in (columns or {}).items():
-        if counter in coordinator:
-            out[column] = coordinator[counter]
+    for column, candidates in (columns or {}).items():
+        found = next((v for c in candidates
+                      if (v := pick(c, {"coordinator": coordinator})) is not None), None)
+        if found is not None:
+            out[column] = found
     return Delta(out, coordinator, broker)
 
 

@@ -66,13 +66,13 @@ COMMIT_SAMPLES = 20
 # 3 s; shorter, so the rebalance and not the heartbeat period is what is timed, and long
 # enough that 200 members do not saturate the load client).
 MEMBER_HEARTBEAT_MS = 200
-# metadata.csv's columns beyond the session's identity (harness/runlog.py has the file).
+# metadata.csv's columns beyond the session's identity (twinbench_common/runlog/metadata.py).
 ROW_COLUMNS = (
     "kind", "n", "topics", "partitions", "brokers", "create_s", "create_p50_ms",
     "create_max_ms", "create_timeouts", "converge_s", "leave_s", "metadata_p50_ms",
     "metadata_max_ms", "commit_p50_ms", "commit_max_ms", "commit_ops", *counters.COLUMNS,
-    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s", "idle_zk_requests_per_s",
-    "status",
+    "rss_max_bytes", "rss_total_bytes", "idle_s", "idle_ops_per_s",
+    "idle_coord_messages_per_s", "status",
 )
 
 
@@ -190,7 +190,7 @@ async def _open(cluster: ProcessCluster, timeout_s: float) -> list[BrokerConnect
 async def idle_traffic(cluster: ProcessCluster, seconds: float) -> dict[str, float | None]:
     """Coordination traffic per second over ``seconds`` with nothing asked of the cluster."""
     if seconds <= 0:
-        return {"idle_s": None, "idle_ops_per_s": None, "idle_zk_requests_per_s": None}
+        return {"idle_s": None, "idle_ops_per_s": None, "idle_coord_messages_per_s": None}
     arch = cluster.spec.architecture
     before = await asyncio.to_thread(counters.read, cluster)
     t0 = time.perf_counter()
@@ -201,7 +201,7 @@ async def idle_traffic(cluster: ProcessCluster, seconds: float) -> dict[str, flo
     d = counters.delta(arch, before, after).columns
     return {"idle_s": round(took, 6),
             "idle_ops_per_s": per_second(d["coordination_ops"], took),
-            "idle_zk_requests_per_s": per_second(d["zk_requests"], took)}
+            "idle_coord_messages_per_s": per_second(d["coord_messages"], took)}
 
 
 async def run_metadata_session(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCase,

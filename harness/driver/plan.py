@@ -195,7 +195,7 @@ def sides(
 
 
 def _services(arch: str) -> frozenset[str]:
-    return architectures.get(arch).services
+    return frozenset(architectures.get(arch).services)
 
 
 def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:

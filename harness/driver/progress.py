@@ -78,13 +78,14 @@ def summary_table(title: str, records: list[dict[str, Any]],
         groups[(row["cell_id"], row["scenario"], row["role"])].append(row)
     coord: dict[tuple[str, str], list[float]] = defaultdict(list)
     for row in coordination:
-        ops = row["zk_requests"] if row["zk_requests"] is not None else row["gossip_packets"]
+        ops = row["coord_messages"]
         if ops is not None and row["messages"]:
             coord[(row["cell_id"], row["scenario"])].append(ops * 1000 / row["messages"])
     table = Table(title=title, title_justify="left",
                   caption="rps mean ± sd over tries; kbps = rps x size / 1000 (payload KB/s); "
-                          "p99 = median over tries of the per-request p99; coord/1k = ZooKeeper "
-                          "requests (zk) or gossip packets (dsbs) per 1,000 messages",
+                          "p99 = median over tries of the per-request p99; coord/1k = coordination "
+                          "messages per 1,000 messages (each architecture's own: ZooKeeper "
+                          "requests, gossip packets, ...)",
                   caption_justify="left")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("cell", "left"), ("scenario", "left"), ("role", "left"), ("n", "right"),

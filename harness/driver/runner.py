@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, conditions, runlog
+from harness import architectures, conditions, runlog, services
 from harness.certs import RunSecurity, cluster_settings, make_run_security
 from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
 from harness.driver import counters, placement, plan, rows, searches
@@ -85,8 +85,9 @@ class RunOptions:
     seed: int | None = None
     # The manifest label (an A/A workload's labels are prefixed with it).
     label: str | None = None
-    # Architectures with ZooKeeper: use this one instead of starting one.
-    zookeeper: str | None = None
+    # Options of architectures and services from the command line (--option NAME.KEY=VALUE),
+    # over the workload's ``options``.
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Progress bar and summary table; None = only when stdout is a terminal.
     progress: bool | None = None
     # A cluster twinbench did not start (--bootstrap): then `arch` is ignored and the run log's
@@ -192,7 +193,6 @@ class _Run:
         session's has its size of brokers plus one standby."""
         wl = self.workload
         arch = key.arch
-        uses_zookeeper = architectures.get(arch).uses(architectures.ZOOKEEPER)
         brokers, standby = wl.brokers, 0
         if session is not None and session.meta is not None and (
                 session.meta.kind == "broker-join") and session.cell.n is not None:
@@ -201,12 +201,9 @@ class _Run:
             arch=arch,
             brokers=brokers,
             standby=standby,
-            zookeeper=self.opts.zookeeper if uses_zookeeper else None,
-            zk_nodes=wl.zk_nodes,
+            options=merge_options(wl.options, self.opts.options),
             flush=wl.flush,
             metadata_check=metadata_check,
-            gossip_preset=wl.gossip_preset,
-            zk_session_timeout_ms=wl.zk_session_timeout_ms,
             network=wl.network,
             # The line starts with no delay; every session sets its cell's (run_one).
             rtt_ms=0.0 if wl.rtt_ms else None,
@@ -319,7 +316,8 @@ class _Run:
         }
         if self.external is None:
             layout = self.layout(arch)
-            out["zookeeper"] = [m.name for m in layout.zookeeper]
+            for name in services.names():  # each service's hosts ([] when it has none)
+                out[name] = [m.name for m in layout.services.get(name, ())]
             out["brokers"] = [layout.broker(i).name for i in range(wl.brokers)]
         return out
 
@@ -338,15 +336,16 @@ class _Run:
             "start_seconds": round(cluster.start_seconds, 3),
             "network": wl.network,
         }
-        zk_version = None
+        # Every service's version, None where this architecture has none.
+        versions: dict[str, str | None] = dict.fromkeys(services.names())
         if isinstance(cluster, ExternalCluster):
             cluster_info |= {"brokers": cluster.broker_count, "network": "external"}
             labels = {arch: cluster.external.labels(order=100)}
         else:
-            for option in cluster.spec.architecture.options:
-                cluster_info[option] = getattr(cluster.spec, option)
-            if cluster.layout.zookeeper:
-                cluster_info["zk_nodes"] = len(cluster.layout.zookeeper)
+            cluster_info["options"] = cluster.spec.options_manifest()
+            for name, machines in cluster.layout.services.items():
+                # On hosts a service has one server per host of its role.
+                cluster_info["options"].get(name, {})["nodes"] = len(machines)
             cluster_info["security_protocol"] = cluster.spec.protocol.value
             if cluster.spec.protocol.sasl:
                 cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
@@ -355,8 +354,7 @@ class _Run:
                     "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
                     "one_way": "peers rtt/2 each way; root namespace -> broker rtt",
                     "cpus": list(self.placement.client) if self.placement else None}
-            if cluster.zookeeper is not None:
-                zk_version = cluster.zookeeper.version
+            versions |= {name: running.version for name, running in cluster.services.items()}
             labels = architectures.manifest_labels(self.arches)
         if self.fleet is not None and isinstance(cluster, ProcessCluster):
             cluster_info["network"] = "hosts"
@@ -370,7 +368,7 @@ class _Run:
                       "metadata_check": side.metadata_check, "flush": wl.flush,
                       "security": side.security},
             cluster=cluster_info,
-            zookeeper_version=zk_version,
+            service_versions=versions,
             placement=self.placement.as_manifest() if self.placement else None,
             seed=self.seed,
             conditions=conditions.snapshot(),
@@ -527,10 +525,11 @@ class _Run:
                                   self.workload.metrics_interval_s) if urls else None
         if not self.workload.metrics:
             return None
-        zookeeper = cluster.zookeeper.pids if cluster.zookeeper is not None else ()
+        # Service processes (ZooKeeper's servers) have no endpoint: node ids -1, -2, ...
+        pids = [p.pid for running in cluster.services.values() for p in running.processes()]
         return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
                               topic, self.workload.metrics_interval_s,
-                              [(-1 - i, pid) for i, pid in enumerate(zookeeper)])
+                              [(-1 - i, pid) for i, pid in enumerate(pids)])
 
     def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
                       exc: BaseException) -> None:
@@ -758,13 +757,33 @@ def _change(cluster: ProcessCluster | ExternalCluster, before: counters.Reading 
     if isinstance(cluster, ExternalCluster):
         if sampler is None:
             return counters.unmeasured()
-        # --metrics-url: what its endpoints serve under the twins' names.
-        return counters.scraped(sampler.samples, {
-            column: counter for name in architectures.names()
-            for column, counter in architectures.get(name).columns.items()})
+        # --metrics-url: what its endpoints serve under the architectures' names.
+        return counters.scraped(sampler.samples, scrapeable_columns())
     if before is None or after is None:
         return counters.unmeasured()
     return counters.delta(cluster.spec.architecture, before, after)
+
+
+def merge_options(*layers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Options blocks by name, a later layer's keys over an earlier's (the command line's over
+    the workload's)."""
+    out: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for name, block in layer.items():
+            out[name] = {**out.get(name, {}), **block}
+    return out
+
+
+def scrapeable_columns() -> dict[str, tuple[str, ...]]:
+    """coordination.csv's generic columns -> the coordinator counters every architecture
+    names for them (what a --metrics-url endpoint may serve)."""
+    out: dict[str, tuple[str, ...]] = {"coord_messages": (), "coord_bytes": ()}
+    for a in architectures.entries():
+        for column, name in (("coord_messages", a.coordination.messages),
+                             ("coord_bytes", a.coordination.bytes)):
+            if name is not None and name.startswith("coordinator:"):
+                out[column] += (name,)
+    return out
 
 
 def _check_hosts(wl: Workload) -> None:

@@ -1,14 +1,13 @@
 """From a hosts file to running processes: which hosts a command needs, the SSH fleet over
-them, and each cluster's layout (broker i on broker host i mod n, one ZooKeeper server per
-zookeeper host)."""
+them, and each cluster's layout (broker i on broker host i mod n, one server of each service
+per host of the service's role: one ZooKeeper server per zookeeper host)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from brokers.core.errors import UserError
-from harness import architectures
-from harness.architectures import ZOOKEEPER
+from harness import architectures, services
 from harness.cluster import Layout
 from harness.hosts import Host, HostsFile, check_roles
 from harness.machines import Machine
@@ -19,9 +18,10 @@ def needed_hosts(hosts: HostsFile, arches: Sequence[str], clients: bool,
                  brokers: bool = True) -> list[Host]:
     """The hosts whose roles the command uses, after the roles check (one line). ``brokers``
     False: a cluster twinbench does not start (--bootstrap), driven from the client hosts."""
-    zookeeper = any(architectures.get(a).uses(ZOOKEEPER) for a in arches)
-    check_roles(hosts, zookeeper=zookeeper, clients=clients, brokers=brokers)
-    roles = (({"broker"} if brokers else set()) | ({"zookeeper"} if zookeeper else set())
+    needed = {name: services.get(name).quorum for a in arches if brokers
+              for name in architectures.get(a).services}
+    check_roles(hosts, services=needed, clients=clients, brokers=brokers)
+    roles = (({"broker"} if brokers else set()) | set(needed)
              | ({"client"} if clients else set()))
     return [h for h in hosts.hosts if roles & set(h.roles)]
 
@@ -37,8 +37,8 @@ def cluster_layout(fleet: SshFleet, arch: str) -> Layout:
     def machines(role: str) -> tuple[Machine, ...]:
         return tuple(fleet.machines[h.name] for h in fleet.hosts.with_role(role))
 
-    zookeeper = machines("zookeeper") if architectures.get(arch).uses(ZOOKEEPER) else ()
     brokers = machines("broker")
     if not brokers:
         raise UserError(f"{fleet.hosts.path.name}: no host has the broker role")
-    return Layout(brokers=brokers, zookeeper=zookeeper)
+    return Layout(brokers=brokers, services={
+        name: machines(name) for name in architectures.get(arch).services})

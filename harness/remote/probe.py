@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
         return 0
     if what == "zookeeper":
-        from harness.zookeeper.discovery import find_classpath, find_java
+        from harness.services.zookeeper.discovery import find_classpath, find_java
 
         java, classpath = find_java(None), find_classpath(None)
         if java is None:

@@ -367,7 +367,7 @@ class RemoteMachine:
                        ) -> tuple[str, list[Path]]:
         """The java and ZooKeeper jars on this host (harness/remote/probe.py); explicit
         choices of this machine's configuration do not apply there."""
-        from harness.zookeeper.errors import ZooKeeperUnavailable
+        from harness.services.zookeeper.errors import ZooKeeperUnavailable
 
         code, out, err = self.run(self.command("harness.remote.probe", "zookeeper"))
         answer = json.loads(out) if code == 0 and out.strip() else {"error": err.strip()}

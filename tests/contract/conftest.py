@@ -1,6 +1,6 @@
 import pytest
 
-from tests.support.clusters import ARCHITECTURES, REPLICATING, start_cluster
+from tests.support.clusters import ARCHITECTURES, REPLICATING, single_node, start_cluster
 
 # A killed zk broker is noticed when its ZooKeeper session expires: 6 s (Kafka's default before
 # 2.5) rather than the brokers' 18 s, so the tests that kill one wait a third as long.
@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         arch = getattr(item, "callspec", None) and item.callspec.params.get("cluster")
-        single = arch == "single"
+        single = arch and single_node(arch)
         unreplicated = arch and arch not in REPLICATING
         drop_it = (single and item.get_closest_marker("multi_broker")) or (
             unreplicated and item.get_closest_marker("replicated"))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.zookeeper import ZooKeeperHandle
+from harness.services.zookeeper import ZooKeeperHandle
 from tests.support import zk_fixtures
 
 

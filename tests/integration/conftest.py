@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.zookeeper import ZooKeeperHandle
+from harness.services.zookeeper import ZooKeeperHandle
 from tests.support import zk_fixtures
 
 if TYPE_CHECKING:

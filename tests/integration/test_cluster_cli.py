@@ -11,11 +11,11 @@ import pytest
 
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess, pid_alive
-from tests.support.clusters import ARCHITECTURES
+from tests.support.clusters import ARCHITECTURES, single_node
 
 pytestmark = pytest.mark.integration
 
-CLUSTER_ARCHS = [a for a in ARCHITECTURES if a != "single"]
+CLUSTER_ARCHS = [a for a in ARCHITECTURES if not single_node(a)]
 
 
 def descendants(pid: int) -> list[int]:
@@ -29,7 +29,7 @@ def descendants(pid: int) -> list[int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_cluster_prints_its_addresses_serves_and_stops_everything(tmp_path, arch, sig):
     if arch == "zk":
-        from harness.zookeeper import find_classpath, find_java
+        from harness.services.zookeeper import find_classpath, find_java
 
         if find_java() is None or find_classpath() is None:
             pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")

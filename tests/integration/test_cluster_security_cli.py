@@ -38,7 +38,7 @@ def test_secured_monitored_cluster_from_the_command_line(tmp_path: Path, arch: s
                                                          security: str) -> None:
     ck = pytest.importorskip("confluent_kafka")
     if arch == "zk":
-        from harness.zookeeper import find_classpath, find_java
+        from harness.services.zookeeper import find_classpath, find_java
 
         if find_java() is None or find_classpath() is None:
             pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")

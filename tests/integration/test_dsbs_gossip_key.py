@@ -22,7 +22,7 @@ import pytest
 from harness.cluster import ClusterSpec, ProcessCluster, write_gossip_key
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess
-from harness.zookeeper import free_ports
+from harness.services.zookeeper import free_ports
 from tests.support.ops import eventually
 
 pytestmark = [pytest.mark.integration]

@@ -66,7 +66,7 @@ class RunningCluster:
 
 
 def needs_zookeeper() -> None:
-    from harness.zookeeper import find_classpath, find_java
+    from harness.services.zookeeper import find_classpath, find_java
 
     if find_java() is None or find_classpath() is None:
         pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")

@@ -38,7 +38,7 @@ TIMING = {"keepalive_s": 1, "keepalive_count": 8, "watchdog_s": 15}
 
 
 def zookeeper_missing() -> str | None:
-    from harness.zookeeper import HOW_TO_GET_ZOOKEEPER, find_classpath, find_java
+    from harness.services.zookeeper import HOW_TO_GET_ZOOKEEPER, find_classpath, find_java
 
     if find_java() is None or find_classpath() is None:
         return "no java or ZooKeeper jars: " + HOW_TO_GET_ZOOKEEPER

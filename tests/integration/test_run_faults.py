@@ -28,7 +28,7 @@ def fault_runs(tmp_path_factory) -> dict[str, Path]:
     reason = netns.available()
     if reason is not None:
         pytest.skip(f"faults-smoke partitions a broker: {reason}")
-    from harness.zookeeper import find_classpath, find_java
+    from harness.services.zookeeper import find_classpath, find_java
 
     if find_java() is None or find_classpath() is None:
         pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")
@@ -122,7 +122,7 @@ def test_a_partitioned_leader_at_replication_factor_3_loses_no_acknowledged_reco
     acknowledged at acks=-1 is consumed (the stale leader's unacknowledged tail truncated)."""
     if (reason := netns.available()) is not None:
         pytest.skip(f"the case partitions a broker: {reason}")
-    from harness.zookeeper import find_classpath, find_java
+    from harness.services.zookeeper import find_classpath, find_java
 
     if find_java() is None or find_classpath() is None:
         pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")

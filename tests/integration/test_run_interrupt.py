@@ -42,7 +42,7 @@ def lines(path: Path) -> int:
 @pytest.mark.parametrize("arch", ["zk", "dsbs"])
 def test_sigint_stops_everything_and_marks_the_run_incomplete(tmp_path, arch):
     if arch == "zk":
-        from harness.zookeeper import find_classpath, find_java
+        from harness.services.zookeeper import find_classpath, find_java
 
         if find_java() is None or find_classpath() is None:
             pytest.skip("no java or ZooKeeper jars (make setup installs them)")

@@ -27,7 +27,7 @@ TRIES = 1  # the smoke workload's every cell and scenario, once: the machine is 
 
 
 def zookeeper_missing() -> str | None:
-    from harness.zookeeper import HOW_TO_GET_ZOOKEEPER, find_classpath, find_java
+    from harness.services.zookeeper import HOW_TO_GET_ZOOKEEPER, find_classpath, find_java
 
     if find_java() is None or find_classpath() is None:
         return "no java or ZooKeeper jars: " + HOW_TO_GET_ZOOKEEPER

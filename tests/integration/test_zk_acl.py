@@ -17,7 +17,7 @@ from brokers.core.coordinator import BrokerInfo, OffsetAndMetadata, TopicPartiti
 from brokers.core.errors import UserError
 from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig
 from brokers.zk_broker.acl import ZkDigest, load_digest
-from harness.zookeeper import ZooKeeperHandle
+from harness.services.zookeeper import ZooKeeperHandle
 from tests.support.zk_fixtures import TEST_SESSION_TIMEOUT_MS, async_wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]

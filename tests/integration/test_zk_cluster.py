@@ -37,7 +37,7 @@ CHROOT = "/twinbench"
 
 @pytest.fixture
 def cluster(tmp_path):
-    from harness.zookeeper import ZooKeeperUnavailable
+    from harness.services.zookeeper import ZooKeeperUnavailable
 
     spec = ClusterSpec("zk", brokers=3, data_dir=tmp_path,
                        broker_args=("--zk-session-timeout-ms", str(SESSION_MS)))

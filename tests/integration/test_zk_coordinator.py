@@ -42,7 +42,7 @@ from brokers.core.errors import (
     UnknownLeaderEpoch,
 )
 from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig, ZooKeeperUnreachable
-from harness.zookeeper import ZooKeeperHandle, free_ports
+from harness.services.zookeeper import ZooKeeperHandle, free_ports
 from tests.support import zk_fixtures
 from tests.support.zk_fixtures import TEST_SESSION_TIMEOUT_MS, async_wait_until
 

@@ -1,4 +1,5 @@
-"""harness/zookeeper against real ZooKeeper processes: start, read counters, stop by PID."""
+"""harness/services/zookeeper against real ZooKeeper processes: start, read counters, stop
+by PID."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from harness import zookeeper as zk
+from harness.services import zookeeper as zk
 from tests.support import zk_fixtures
 from tests.support.zk_fixtures import pid_alive
 
@@ -183,7 +184,7 @@ def _docker_or_skip():  # -> docker.DockerClient
     except docker.errors.ImageNotFound:
         client.close()
         pytest.skip(f"no {zk.CONTAINER_IMAGE} image on the engine "
-                    "(harness/zookeeper/build_image.sh builds one)")
+                    "(harness/services/zookeeper/build_image.sh builds one)")
     return client
 
 
@@ -195,7 +196,7 @@ def _containers_of(client, pid: int) -> list[str]:
 _KILLED_HARNESS = """
 import sys, time
 from pathlib import Path
-from harness import zookeeper as zk
+from harness.services import zookeeper as zk
 handle = zk.provision(None, 1, Path(sys.argv[1]), zk.ZooKeeperConfig(home=Path(sys.argv[1])))
 print(handle.kind, flush=True)
 time.sleep(600)

@@ -3,7 +3,7 @@
 ``module_zookeeper`` is the body of the module-scoped fixtures the tiers' conftests define
 (``zk`` in tests/integration, ``zookeeper`` in tests/hostile): one server per test module.
 ``local_zookeeper`` starts one (or an ensemble) for a single test. The server is a local one
-started from the jars by ``harness.zookeeper`` on free loopback ports with a short tick, so
+started from the jars by ``harness.services.zookeeper`` on free loopback ports with a short tick, so
 expired sessions are noticed in about a second; when Java or the jars are missing the tests
 skip with the reason and how to fix it.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper import (
+from harness.services.zookeeper import (
     HOW_TO_GET_ZOOKEEPER,
     ZooKeeperConfig,
     ZooKeeperHandle,

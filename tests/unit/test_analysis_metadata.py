@@ -32,9 +32,9 @@ def wide_row(n: int, arch: str, values: dict[str, list[float]], *, side: str = "
 
 
 WIDE = pd.DataFrame([
-    wide_row(10, "zk", {"converge_s": [1.0, 2.0, 3.0], "zk_requests": [100, 110, 120],
+    wide_row(10, "zk", {"converge_s": [1.0, 2.0, 3.0], "service_cpu_s": [1.0, 1.1, 1.2],
                         "coordination_ops": [90, 100, 110]}),
-    wide_row(10, "dsbs", {"converge_s": [0.1, 0.2, 0.3], "gossip_packets": [10, 10, 10],
+    wide_row(10, "dsbs", {"converge_s": [0.1, 0.2, 0.3], "coord_messages": [10, 10, 10],
                           "coordination_ops": [10, 10, 10]}),
     wide_row(100, "zk", {"converge_s": [10.0, 20.0, 30.0], "coordination_ops": [900, 1000,
                                                                                 1100]}),
@@ -51,9 +51,9 @@ def test_stats_have_the_t_interval_and_drop_what_a_side_did_not_measure():
     assert r["mean"] == 2.0 and r["tries"] == 3 and r["sd"] == 1.0
     assert r["ci_lo"] == pytest.approx(2.0 - T975_2 / math.sqrt(3))
     assert r["ci_hi"] == pytest.approx(2.0 + T975_2 / math.sqrt(3))
-    # No ZooKeeper measure on dsbs, no gossip measure on zk, and A/A rows left out.
-    assert long[(long["arch"] == "dsbs") & (long["metric"] == "zk_requests")].empty
-    assert long[(long["arch"] == "zk") & (long["metric"] == "gossip_packets")].empty
+    # No service on dsbs, a measure zk did not take, and A/A rows left out.
+    assert long[(long["arch"] == "dsbs") & (long["metric"] == "service_cpu_s")].empty
+    assert long[(long["arch"] == "zk") & (long["metric"] == "coord_messages")].empty
     assert 99.0 not in set(long["mean"])
     # Sizes ascend within a measure; zk before dsbs at each size.
     conv = long[long["metric"] == "converge_s"]
@@ -67,7 +67,7 @@ def test_comparison_puts_zk_beside_dsbs_with_the_ratio():
     (r,) = cmp[(cmp["n"] == 10) & (cmp["metric"] == "converge_s")].to_dict("records")
     assert r["ratio"] == pytest.approx(0.1)
     assert r["ratio_ci_lo"] < 0.1 < r["ratio_ci_hi"]
-    (z,) = cmp[(cmp["n"] == 10) & (cmp["metric"] == "zk_requests")].to_dict("records")
+    (z,) = cmp[(cmp["n"] == 10) & (cmp["metric"] == "service_cpu_s")].to_dict("records")
     assert z["dsbs_sessions"] == 0 and z["dsbs_tries"] == 0 and math.isnan(z["ratio"])
 
 

@@ -50,7 +50,7 @@ def test_a_sessions_measures() -> None:
     (s,) = out.to_dict("records")
     assert s["window_s"] == 2.0 and s["messages"] == 1000
     assert s["cpu_mcores"] == pytest.approx((0.5 + 0.1) / 2 * 1000)
-    assert s["zk_cpu_mcores"] == pytest.approx(0.2 / 2 * 1000)
+    assert s["service_cpu_mcores"] == pytest.approx(0.2 / 2 * 1000)
     assert s["memory_mb"] == pytest.approx(30.0)  # the mean over brokers of each one's peak
     assert (s["disk_free_gb"], s["disk_used_mb"]) == pytest.approx((59.0, 0.15))
     assert s["bytes_in_per_s"] == pytest.approx(150e3 / 2)
@@ -65,7 +65,7 @@ def test_no_error_series_is_no_error_and_dsbs_has_no_zookeeper() -> None:
     rows = [r for r in _session(arch="dsbs")
             if r["metric"] != "twinbench_response_errors_total" and r["node_id"] != -1]
     (s,) = qos_tables.sessions(pd.DataFrame(rows)).to_dict("records")
-    assert s["errors_per_s"] == 0.0 and math.isnan(s["zk_cpu_mcores"])
+    assert s["errors_per_s"] == 0.0 and math.isnan(s["service_cpu_mcores"])
 
 
 def test_stats_and_table_ii_put_the_paper_first() -> None:

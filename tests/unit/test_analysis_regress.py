@@ -50,7 +50,8 @@ def frames(*, tries: int = 4, rps: dict[str, float] | None = None,
                     coordination.append({**key, "messages": messages,
                                          "broker_cpu_s": cpu[arch] * (0.6 if arch == "zk"
                                                                       else 1.0),
-                                         "zk_cpu_s": cpu[arch] * 0.4 if arch == "zk" else None})
+                                         "service_cpu_s": (cpu[arch] * 0.4 if arch == "zk"
+                                                           else None)})
                     for counter, value in (("zk_reads", reads[arch]),
                                            ("gossip_packets_out", 7.0 * t),
                                            ("zk_multi", 0.0)):

@@ -156,30 +156,35 @@ def test_a_counter_that_went_down_is_unknown() -> None:
 def _reading(cpu: dict[str, float], zk: int | None,
              brokers: dict[int, CoordinatorCounters]) -> driver.Reading:
     return driver.Reading(
-        cpu, None if zk is None else {"zk_packets_received": zk},
+        cpu, {} if zk is None else {"zookeeper": {"packets_received": zk}},
         {n: driver.BrokerReading(c, BrokerCounters()) for n, c in brokers.items()})
 
 
 def test_coordination_columns_of_each_architecture() -> None:
-    zk = driver.delta(architectures.ZK,
-                      _reading({"broker-0:1": 1.0, "zookeeper-0:2": 2.0}, 50,
+    zk = driver.delta(architectures.get("zk"),
+                      _reading({"broker-0:1": 1.0, "service-zookeeper-0:2": 2.0}, 50,
                                {0: ZkCounters(zk_requests=4, coordination_ops=4)}),
-                      _reading({"broker-0:1": 1.5, "zookeeper-0:2": 2.25}, 80,
+                      _reading({"broker-0:1": 1.5, "service-zookeeper-0:2": 2.25}, 80,
                                {0: ZkCounters(zk_requests=10, coordination_ops=10)}))
-    assert zk.columns == {"zk_requests": 30, "gossip_packets": None, "coordination_ops": 6,
-                          "broker_cpu_s": 0.5, "zk_cpu_s": 0.25}
+    assert zk.columns == {"coord_messages": 30, "coord_bytes": None, "coordination_ops": 6,
+                          "broker_cpu_s": 0.5, "service_cpu_s": 0.25}
     assert zk.coordinator["zk_requests"] == 6
-    dsbs = driver.delta(architectures.DSBS,
+    assert zk.services == {"zookeeper": {"packets_received": 30}}
+    # A ZooKeeper server restarted between the readings: its count is unknown, not negative.
+    restarted = driver.delta(architectures.get("zk"), _reading({}, 50, {}), _reading({}, 7, {}))
+    assert restarted.columns["coord_messages"] is None
+    dsbs = driver.delta(architectures.get("dsbs"),
                         _reading({"broker-0:1": 1.0}, None,
                                  {0: DsbsCounters(gossip_packets_out=2, coordination_ops=2)}),
                         _reading({"broker-0:1": 2.0}, None,
-                                 {0: DsbsCounters(gossip_packets_out=9, coordination_ops=9)}))
-    assert dsbs.columns == {"zk_requests": None, "gossip_packets": 7, "coordination_ops": 7,
-                            "broker_cpu_s": 1.0, "zk_cpu_s": None}
+                                 {0: DsbsCounters(gossip_packets_out=9, coordination_ops=9,
+                                                  gossip_bytes_out=700)}))
+    assert dsbs.columns == {"coord_messages": 7, "coord_bytes": 700, "coordination_ops": 7,
+                            "broker_cpu_s": 1.0, "service_cpu_s": None}
     # No broker reading: every broker-counted column is empty, never a guess.
-    missing = driver.delta(architectures.DSBS, driver.Reading({}, None, None),
-                           driver.Reading({}, None, None))
-    assert missing.columns["gossip_packets"] is None
+    missing = driver.delta(architectures.get("dsbs"), driver.Reading({}, {}, None),
+                           driver.Reading({}, {}, None))
+    assert missing.columns["coord_messages"] is None
     assert missing.columns["coordination_ops"] is None
 
 
@@ -234,9 +239,10 @@ def test_scraped_endpoints_give_what_the_counters_files_give() -> None:
                                                 (1.0, after, brokers[1], 2.0))
                for n in (0, 1)
                for s in parse(_exposition(counts[n], broker[n], cpu + n), t, n, "topic")]
-    got = driver.scraped(samples, {"gossip_packets": "gossip_packets_out"})
-    assert got.columns == {"zk_requests": None, "gossip_packets": 8, "coordination_ops": 8,
-                           "broker_cpu_s": pytest.approx(2.0), "zk_cpu_s": None}
+    got = driver.scraped(samples, {"coord_messages": ("coordinator:zk_requests",
+                                                      "coordinator:gossip_packets_out")})
+    assert got.columns == {"coord_messages": 8, "coord_bytes": None, "coordination_ops": 8,
+                           "broker_cpu_s": pytest.approx(2.0), "service_cpu_s": None}
     assert got.coordinator == driver.increase(before.items(), after.items())
     assert got.broker == driver.increase(brokers[0].items(), brokers[1].items())
     # A broker that missed the last scrape, or restarted: unknown, never part of a session.

@@ -8,7 +8,6 @@ import pytest
 
 from brokers.core.errors import UserError
 from harness import faults
-from harness.architectures import ZOOKEEPER
 from harness.driver import plan
 from harness.driver.faults import (
     Sample,
@@ -46,7 +45,7 @@ def test_a_fault_workload_parses_into_steps_with_targets():
     kill_case, zk_case = wl.faults.cases
     assert [s.action for s in kill_case.steps] == ["kill", "restart"]
     assert kill_case.steps[0].target == "leader:0" and not kill_case.services
-    assert zk_case.services == {ZOOKEEPER} and zk_case.steps[0].target == "zookeeper"
+    assert zk_case.services == {"zookeeper"} and zk_case.steps[0].target == "zookeeper"
 
 
 @pytest.mark.parametrize("cases,top,needle", [
@@ -98,7 +97,11 @@ class FakeCluster:
         self.calls: list[tuple[str, tuple]] = []
 
     def __getattr__(self, name):
-        return lambda *args: self.calls.append((name, args))
+        def call(*args):
+            self.calls.append((name, args))
+            # act_on_service answers with the servers it acted on.
+            return "all" if args[-1:] == (None,) else str(args[-1]) if args else None
+        return call
 
 
 @pytest.mark.parametrize("action,kw,call,line", [
@@ -108,11 +111,14 @@ class FakeCluster:
     ("restart", {"broker": 0}, ("restart_broker", (0,)), "restarted=0"),
     ("partition", {"broker": 1}, ("isolate_broker", (1,)), "partitioned=1"),
     ("heal", {"broker": 1}, ("heal_broker", (1,)), "healed=1"),
-    ("stop-zookeeper", {}, ("stop_zookeeper", ()), "stopped_zookeeper=all"),
-    ("start-zookeeper", {}, ("start_zookeeper", ()), "started_zookeeper=all"),
-    ("start-zookeeper", {"server": 2}, ("start_zookeeper_server", (2,)),
+    ("stop-zookeeper", {}, ("act_on_service", ("zookeeper", "stop-zookeeper", None)),
+     "stopped_zookeeper=all"),
+    ("start-zookeeper", {}, ("act_on_service", ("zookeeper", "start-zookeeper", None)),
+     "started_zookeeper=all"),
+    ("start-zookeeper", {"server": 2}, ("act_on_service", ("zookeeper", "start-zookeeper", 2)),
      "started_zookeeper=2"),
-    ("kill-zookeeper", {"server": 1}, ("kill_zookeeper_server", (1,)), "killed_zookeeper=1"),
+    ("kill-zookeeper", {"server": 1}, ("act_on_service", ("zookeeper", "kill-zookeeper", 1)),
+     "killed_zookeeper=1"),
 ])
 def test_each_fault_reaches_its_cluster_operation(action, kw, call, line):
     c = FakeCluster()

@@ -17,22 +17,29 @@ def _layout(*roles: list[str]) -> HostsFile:
         Path("/p"), ".venv/bin/python", None)
 
 
-@pytest.mark.parametrize(("roles", "zookeeper", "expected"), [
-    ([["client"]], False, "no host has the broker role"),
-    ([["broker"], ["client"]], True, "no host has the zookeeper role, which the zk twin needs"),
-    ([["broker", "zookeeper"], ["zookeeper"], ["client"]], True,
-     "2 hosts have the zookeeper role; a ZooKeeper ensemble needs an odd number"),
-    ([["broker", "zookeeper"]], True, "no host has the client role"),
+ZK = {"zookeeper": True}  # the zk twin's service, a quorum
+
+
+@pytest.mark.parametrize(("roles", "services", "expected"), [
+    ([["client"]], {}, "no host has the broker role"),
+    ([["broker"], ["client"]], ZK, "no host has the zookeeper role, which the architecture "
+                                   "needs"),
+    ([["broker", "zookeeper"], ["zookeeper"], ["client"]], ZK,
+     "2 hosts have the zookeeper role; a zookeeper ensemble needs an odd number"),
+    ([["broker", "zookeeper"]], ZK, "no host has the client role"),
 ])
-def test_roles_that_cannot_form_a_cluster_are_one_line(roles: list[list[str]], zookeeper: bool,
+def test_roles_that_cannot_form_a_cluster_are_one_line(roles: list[list[str]],
+                                                       services: dict[str, bool],
                                                        expected: str) -> None:
     with pytest.raises(UserError) as info:
-        check_roles(_layout(*roles), zookeeper=zookeeper)
+        check_roles(_layout(*roles), services=services)
     assert str(info.value).startswith("hosts.yaml: ") and expected in str(info.value)
 
 
 def test_roles_that_form_a_cluster_pass() -> None:
-    check_roles(_layout(["broker", "zookeeper"], ["broker"], ["client"]), zookeeper=True)
+    check_roles(_layout(["broker", "zookeeper"], ["broker"], ["client"]), services=ZK)
     # dsbs needs no zookeeper host; an external cluster (--bootstrap) no broker host.
-    check_roles(_layout(["broker"], ["client"]), zookeeper=False)
-    check_roles(_layout(["client"]), zookeeper=False, brokers=False)
+    check_roles(_layout(["broker"], ["client"]), services={})
+    check_roles(_layout(["client"]), services={}, brokers=False)
+    # A service that is no quorum takes any number of hosts.
+    check_roles(_layout(["broker", "s"], ["s"], ["client"]), services={"s": False})

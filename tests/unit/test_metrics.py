@@ -153,8 +153,7 @@ def test_dashboard_has_a_row_and_every_panel_per_architecture() -> None:
                    "twinbench_request_time_seconds_bucket", "twinbench_response_errors_total",
                    "twinbench_request_queue_size", "twinbench_requests_in_flight",
                    "twinbench_broker_sasl_authentication_failures_total",
-                   "twinbench_coordinator_zk_requests_total",
-                   "twinbench_coordinator_gossip_packets_out_total",
+                   "twinbench_coordinator_coordination_ops_total",
                    "twinbench_broker_fsyncs_total", "process_cpu_seconds_total",
                    "process_resident_memory_bytes", "process_open_fds",
                    "twinbench_log_dir_bytes"):

@@ -83,8 +83,9 @@ def manifest(tmp_path: Path, run_id: str = "20261121T090000Z-zk-t-abcdef") -> di
         run_id=run_id, arch="zk", label="A", workload={"name": "t"}, workload_text="name: t\n",
         policies={"offset_commit": "every_fetch", "metadata_check": "per_request",
                   "flush": "os"},
-        cluster={"brokers": 3, "partitions": 3, "zk_nodes": 1, "start_seconds": 1.0},
-        zookeeper_version="3.8.0", placement=None, seed=7,
+        cluster={"brokers": 3, "partitions": 3, "start_seconds": 1.0,
+                 "options": {"zk": {}, "zookeeper": {"nodes": 1}}},
+        service_versions={"zookeeper": "3.8.0"}, placement=None, seed=7,
         started_at=datetime(2026, 11, 21, 9, 0, 0, tzinfo=UTC),
     )
 
@@ -115,8 +116,8 @@ def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
         rows = list(csv.DictReader(f))
     assert rows[0]["rps"] == "1234.5" and rows[0]["records"] == "10"
     assert rows[0]["lost"] == ""  # None -> empty = not applicable
-    log.add_coordination({"run_id": log.run_id, "messages": 30000, "zk_requests": 5,
-                          "gossip_packets": None})
+    log.add_coordination({"run_id": log.run_id, "messages": 30000, "coord_messages": 5,
+                          "coord_bytes": None})
     log.add_latency([{"run_id": log.run_id, "cell_id": "c", "scenario": "split",
                       "role": "production", "try": 1, "kind": "request", "unit": "us",
                       "count": 1, "histogram": "HISTF"}])
@@ -124,7 +125,7 @@ def test_rows_are_written_and_flushed_as_they_come(tmp_path: Path):
     with open(log.path / "coordination.csv", newline="") as f:
         coord = list(csv.DictReader(f))
     assert list(coord[0]) == list(fmt.COORDINATION.names())
-    assert coord[0]["zk_requests"] == "5" and coord[0]["gossip_packets"] == ""
+    assert coord[0]["coord_messages"] == "5" and coord[0]["coord_bytes"] == ""
     entry = json.loads((log.path / "latency.jsonl").read_text().splitlines()[0])
     assert list(entry) == list(fmt.LATENCY.names())
     assert json.loads((log.path / "manifest.json").read_text())["incomplete"] is True

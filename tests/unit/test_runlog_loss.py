@@ -81,7 +81,7 @@ def test_failed_cell_lands_in_the_manifest_and_the_exit_code(tmp_path):
     r = session_result(feed(skip=range(0, 1)), 99)
     m = runlog.base_manifest(
         run_id="20261121T090000Z-zk-t-000000", arch="zk", label="", workload={"name": "t"},
-        workload_text="", policies={}, cluster={}, zookeeper_version=None, placement=None,
+        workload_text="", policies={}, cluster={}, service_versions={}, placement=None,
         seed=1, started_at=runlog.datetime.now(runlog.UTC))
     log = runlog.RunLog(tmp_path, m)
     log.add_records(rows.record_rows(log.run_id, "zk", SESSION, r))
@@ -99,7 +99,7 @@ def test_failed_cell_lands_in_the_manifest_and_the_exit_code(tmp_path):
 def test_every_counter_increase_lands_in_counters_csv(tmp_path):
     m = runlog.base_manifest(
         run_id="20261121T090000Z-zk-t-000001", arch="zk", label="", workload={"name": "t"},
-        workload_text="", policies={}, cluster={}, zookeeper_version=None, placement=None,
+        workload_text="", policies={}, cluster={}, service_versions={}, placement=None,
         seed=1, started_at=runlog.datetime.now(runlog.UTC))
     log = runlog.RunLog(tmp_path, m)
     change = Delta(columns={}, coordinator={"zk_reads": 40, "zk_writes": None},

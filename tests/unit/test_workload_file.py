@@ -129,7 +129,10 @@ def test_partitions_default_to_one_per_broker():
          "policies.metadta_check: unknown key (did you mean 'metadata_check'?)"),
         (with_(flush="sometimes"), "flush: flush policy 'sometimes' is not one of"),
         (with_(restart="always"), "restart: must be one of never, cell, try"),
-        (with_(zk_nodes=2), "zk_nodes: must be 1 or 3, got 2"),
+        (with_(zk_nodes=2), "zk_nodes: is now an option of zookeeper: write options: "
+                            "{zookeeper: {nodes: 2}}"),
+        (with_(options={"zookeeper": {"nodes": 2}}),
+         "options.zookeeper.nodes: choose 1 or 3, got 2"),
         (with_(warmup_sessions=-1), "warmup_sessions: must be an integer between 0 and 100"),
         (with_(warmup_sessions=1.5), "warmup_sessions: must be an integer between 0 and 100"),
         (with_(messages=2), "messages: 2 messages cannot feed 3 producers"),

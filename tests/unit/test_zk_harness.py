@@ -1,4 +1,4 @@
-"""Pure parts of harness/zookeeper: config rendering and four-letter-word parsing."""
+"""Pure parts of harness/services/zookeeper: config rendering and four-letter-word parsing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from brokers.core.errors import UserError
-from harness import zookeeper as zk
-from harness.zookeeper.discovery import manifest_class_path
+from harness.services import zookeeper as zk
+from harness.services.zookeeper.discovery import manifest_class_path
 
 SRVR = """Zookeeper version: 3.8.0-abc, built on 2024-12-29 17:54 UTC
 Latency min/avg/max: 0/0.5/3

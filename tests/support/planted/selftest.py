@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ import yaml
 
 from brokers.core.errors import UserError
 from harness import architectures
+from harness.architectures.entry import Architecture, Launch, Node, ProcessSpec
 from harness.driver import RunOptions, run
 from harness.workload import load_workload
 from spark_analysis import regress
@@ -66,18 +67,27 @@ PLANTS = (
 )
 
 
+def launched_through(entry: Architecture, module: str) -> Architecture:
+    """``entry`` with its brokers run as ``python -m module`` (a planted entry point taking
+    the same arguments) instead of its own program."""
+    def command(launch: Launch) -> Callable[[Node], ProcessSpec]:
+        original = entry.command(launch)
+
+        def process(node: Node) -> ProcessSpec:
+            spec = original(node)
+            argv = list(spec.argv)
+            argv[argv.index("-m") + 1] = module
+            return dataclasses.replace(spec, argv=tuple(argv))
+        return process
+    return dataclasses.replace(entry, command=command)
+
+
 @contextlib.contextmanager
 def planted_registry(modules: Sequence[tuple[str, str]]) -> Iterator[None]:
     """This process's registry with each named twin launched through a planted module."""
-    saved = dict(architectures.ARCHITECTURES)
-    try:
-        for name, module in modules:
-            entry = architectures.ARCHITECTURES[name]
-            architectures.ARCHITECTURES[name] = dataclasses.replace(entry, module=module)
+    with architectures.registered(*(launched_through(architectures.get(name), module)
+                                    for name, module in modules)):
         yield
-    finally:
-        architectures.ARCHITECTURES.clear()
-        architectures.ARCHITECTURES.update(saved)
 
 
 def workload_file(workload: str, policies: Sequence[tuple[str, str]], tmp: Path) -> Path:

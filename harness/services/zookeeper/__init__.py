@@ -19,7 +19,8 @@ this process forgot them, so a crashed run does not leave JVMs behind on a share
 Coordination cost is read from the servers' four-letter-word counters (``mntr``/``srvr``);
 ``ZooKeeperHandle.request_counters()`` sums them over the ensemble for a run log.
 
-Layout (one concern per module; everything below is importable from ``harness.zookeeper``)::
+Layout (one concern per module; everything below is importable from
+``harness.services.zookeeper``)::
 
     errors.py       ZooKeeperUnavailable, ZooKeeperStartError, HOW_TO_GET_ZOOKEEPER
     four_letter.py  four-letter words: four_letter, mntr/srvr and their parsers, server_mode
@@ -35,15 +36,20 @@ Layout (one concern per module; everything below is importable from ``harness.zo
 """
 
 from harness.machines import free_ports
-from harness.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
-from harness.zookeeper.discovery import DEBIAN_JAVA_DIR, MAIN_CLASS, find_classpath, find_java
-from harness.zookeeper.ensemble import ZooKeeperEnsemble, ZooKeeperServer
-from harness.zookeeper.errors import (
+from harness.services.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
+from harness.services.zookeeper.discovery import (
+    DEBIAN_JAVA_DIR,
+    MAIN_CLASS,
+    find_classpath,
+    find_java,
+)
+from harness.services.zookeeper.ensemble import ZooKeeperEnsemble, ZooKeeperServer
+from harness.services.zookeeper.errors import (
     HOW_TO_GET_ZOOKEEPER,
     ZooKeeperStartError,
     ZooKeeperUnavailable,
 )
-from harness.zookeeper.four_letter import (
+from harness.services.zookeeper.four_letter import (
     SERVING_MODES,
     four_letter,
     mntr,
@@ -52,7 +58,7 @@ from harness.zookeeper.four_letter import (
     server_mode,
     srvr,
 )
-from harness.zookeeper.provision import (
+from harness.services.zookeeper.provision import (
     CONTAINER_IMAGE,
     OWNER_LABEL,
     ZooKeeperHandle,

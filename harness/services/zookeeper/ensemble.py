@@ -19,10 +19,10 @@ from types import TracebackType
 from brokers.core.errors import UserError
 from harness.machines import LOCAL, Machine, free_ports
 from harness.processes import ChildProcess, wait_ready
-from harness.zookeeper.config import Member, ZooKeeperConfig, render_config
-from harness.zookeeper.discovery import MAIN_CLASS
-from harness.zookeeper.errors import ZooKeeperStartError
-from harness.zookeeper.four_letter import server_mode
+from harness.services.zookeeper.config import Member, ZooKeeperConfig, render_config
+from harness.services.zookeeper.discovery import MAIN_CLASS
+from harness.services.zookeeper.errors import ZooKeeperStartError
+from harness.services.zookeeper.four_letter import server_mode
 
 # Log lines a start-up error quotes: a JVM's reason to exit is often a dozen lines of trace.
 _TAIL_LINES = 30

@@ -31,15 +31,15 @@ from typing import Any
 from brokers.core.errors import UserError
 from harness.machines import Machine
 from harness.processes import ChildProcess, pid_alive
-from harness.zookeeper.config import ZooKeeperConfig
-from harness.zookeeper.discovery import find_classpath, find_java
-from harness.zookeeper.ensemble import ZooKeeperEnsemble
-from harness.zookeeper.errors import (
+from harness.services.zookeeper.config import ZooKeeperConfig
+from harness.services.zookeeper.discovery import find_classpath, find_java
+from harness.services.zookeeper.ensemble import ZooKeeperEnsemble
+from harness.services.zookeeper.errors import (
     HOW_TO_GET_ZOOKEEPER,
     ZooKeeperStartError,
     ZooKeeperUnavailable,
 )
-from harness.zookeeper.four_letter import mntr, server_mode, srvr
+from harness.services.zookeeper.four_letter import mntr, server_mode, srvr
 
 CONTAINER_IMAGE = "zookeeper:3.8"
 # Docker label on every container provisioning starts: the PID of the process that started it.

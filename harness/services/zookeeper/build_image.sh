@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the ZooKeeper container image that provisioning's testcontainers branch runs
-# (harness/zookeeper/provision.py, CONTAINER_IMAGE), when a Docker engine answers and no image
+# (harness/services/zookeeper/provision.py, CONTAINER_IMAGE), when a Docker engine answers and no image
 # of that name exists yet: a Debian root made by debootstrap with Debian's zookeeper package,
 # imported as the image. It is for machines that reach no image registry (CI); a laptop that can
 # pull the official image never needs it, and an image already present is never rebuilt.
@@ -66,6 +66,6 @@ chmod 0755 "$root/usr/local/bin/zookeeper-server"
 tar -C "$root" -c . | docker import \
   --change 'CMD ["/usr/local/bin/zookeeper-server"]' \
   --change 'EXPOSE 2181' \
-  --change 'LABEL org.twinbench.built-by=harness/zookeeper/build_image.sh' \
+  --change 'LABEL org.twinbench.built-by=harness/services/zookeeper/build_image.sh' \
   - "$image" >/dev/null
 echo "build_image: $image ready" >&2
