@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from brokers.core.errors import UserError
-
-# The gossip packet budget: below a 1500-byte Ethernet MTU minus IP/UDP headers, so a gossip
-# datagram is never fragmented (a lost fragment loses the whole datagram).
-MAX_PACKET_BYTES = 1400
+from brokers.dsbs_broker.auth import check_key
+from brokers.dsbs_broker.wire import MAX_PACKET_BYTES
 
 
 @dataclass(frozen=True)
@@ -215,8 +213,6 @@ class DsbsConfig:
         if self.producer_id_block < 1:
             raise UserError("producer_id_block must be >= 1")
         if self.gossip_key is not None:
-            from brokers.dsbs_broker.auth import check_key
-
             check_key(self.gossip_key)
             if self.gossip_insecure:
                 raise UserError("a gossip key and gossip_insecure exclude each other")

@@ -44,11 +44,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from brokers.dsbs_broker.config import MAX_PACKET_BYTES
-
 MAGIC = 0xD5B5
 VERSION = 4
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
+# The packet budget (the default of GossipConfig.max_packet_bytes): below a 1500-byte Ethernet
+# MTU minus IP/UDP headers, so a gossip datagram is never fragmented (a lost fragment loses the
+# whole datagram).
+MAX_PACKET_BYTES = 1400
 
 _HEADER = struct.Struct(">HBBIIII")
 HEADER_SIZE = _HEADER.size
