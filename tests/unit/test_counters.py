@@ -100,7 +100,7 @@ def test_every_gossip_tally_name_is_declared() -> None:
     """The gossip node's tally is a dict incremented by name all over brokers/dsbs_broker; a
     name missing from DsbsCounters would make counters() refuse the whole snapshot."""
     names: set[str] = set()
-    for path in (ROOT / "brokers" / "dsbs_broker").glob("*.py"):
+    for path in (ROOT / "brokers" / "dsbs_broker").rglob("*.py"):
         names |= _literals(path, r"counters\[\"(\w+)\"\]")
         names |= _literals(path, r"_failed\(\"(\w+)\"")
     assert {"packets_out", "dropped_queue_full", "send_errors"} <= names  # the scan works
@@ -110,7 +110,7 @@ def test_every_gossip_tally_name_is_declared() -> None:
         full = GOSSIP_PREFIX + name
         assert full in scalars or any(full.startswith(f + "_") for f in families), name
     # The f-string names are families: dropped_<reason>, declared_<status>.
-    swim = (ROOT / "brokers" / "dsbs_broker" / "swim.py").read_text()
+    swim = (ROOT / "brokers" / "dsbs_broker" / "gossip" / "swim.py").read_text()
     assert 'counters[f"declared_{' in swim and 'counters[f"dropped_{' in swim
     assert {"gossip_dropped", "gossip_declared"} <= families
 

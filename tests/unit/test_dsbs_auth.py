@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brokers.core.errors import UserError
-from brokers.dsbs_broker import wire
-from brokers.dsbs_broker.auth import MIN_KEY_BYTES, TAG_BYTES, Authenticator, load_key_file
 from brokers.dsbs_broker.config import DsbsConfig
-from brokers.dsbs_broker.wire import Gossip, Header
+from brokers.dsbs_broker.packets import wire
+from brokers.dsbs_broker.packets.auth import MIN_KEY_BYTES, TAG_BYTES, Authenticator, load_key_file
+from brokers.dsbs_broker.packets.wire import Gossip, Header
 
 KEY = b"k" * 32
 

@@ -22,10 +22,10 @@ from brokers.core.errors import (
     TopicAlreadyExists,
 )
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.creation import CreateOutcome
-from brokers.dsbs_broker.placement import rendezvous_order
-from brokers.dsbs_broker.simnet import SimNet
-from brokers.dsbs_broker.wire import Status, TopicRecord
+from brokers.dsbs_broker.gossip.creation import CreateOutcome
+from brokers.dsbs_broker.gossip.simnet import SimNet
+from brokers.dsbs_broker.packets.wire import Status, TopicRecord
+from brokers.dsbs_broker.tables.replica_placement import rendezvous_order
 
 CFG = GossipConfig.LOCAL
 EXISTS = TopicAlreadyExists.code

@@ -13,17 +13,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokers.dsbs_broker.metadata import (
-    TopicStore,
-    grown,
-    merge,
-    rank,
-    record_from_json,
-    record_to_json,
-    tombstone,
-    with_configs,
-)
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.wire import (
     Gossip,
     Header,
     Packet,
@@ -32,6 +22,16 @@ from brokers.dsbs_broker.wire import (
     decode,
     encode,
     encode_update,
+)
+from brokers.dsbs_broker.tables.topics import (
+    TopicStore,
+    grown,
+    merge,
+    rank,
+    record_from_json,
+    record_to_json,
+    tombstone,
+    with_configs,
 )
 
 BASE = TopicRecord("t", 1, 0, 1, 1, (0,), explicit=True, token=1)
@@ -154,8 +154,8 @@ def test_a_cut_off_broker_learns_of_a_deletion_and_the_new_topic_after_healing()
     once the partition heals (anti-entropy carries the records after gossip gave up), and
     its stale record brings the old topic back nowhere."""
     from brokers.dsbs_broker.config import GossipConfig
-    from brokers.dsbs_broker.simnet import SimNet
-    from brokers.dsbs_broker.wire import Status
+    from brokers.dsbs_broker.gossip.simnet import SimNet
+    from brokers.dsbs_broker.packets.wire import Status
 
     cfg = GossipConfig.LOCAL
     net = SimNet(cfg, seed=3)

@@ -6,8 +6,8 @@ import pytest
 
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.core.errors import UserError
-from brokers.dsbs_broker.offsets import OffsetLog, OffsetTable
-from brokers.dsbs_broker.state import NodeState, StateFile
+from brokers.dsbs_broker.tables.offsets import OffsetLog, OffsetTable
+from brokers.dsbs_broker.tables.state import NodeState, StateFile
 
 
 @pytest.mark.filesystem

@@ -9,9 +9,9 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokers.dsbs_broker import placement
-from brokers.dsbs_broker.metadata import TopicStore, grown, rank, with_configs
-from brokers.dsbs_broker.wire import TopicRecord
+from brokers.dsbs_broker.packets.wire import TopicRecord
+from brokers.dsbs_broker.tables import replica_placement
+from brokers.dsbs_broker.tables.topics import TopicStore, grown, rank, with_configs
 
 _ids = st.sets(st.integers(0, 50), min_size=1, max_size=12)
 
@@ -19,22 +19,23 @@ _ids = st.sets(st.integers(0, 50), min_size=1, max_size=12)
 @given(_ids, _ids, st.integers(1, 20), st.integers(1, 20), st.integers(1, 3))
 def test_growing_never_moves_an_existing_partition(created_on, live_now, parts, more, rf):
     rf = min(rf, len(created_on))
-    ring = placement.assign_ring("t", created_on, parts, rf)
+    ring = replica_placement.assign_ring("t", created_on, parts, rf)
     rec = TopicRecord("t", 1, 0, parts, rf, ring, explicit=True, token=7)
     new = grown(rec, parts + more, 9, tuple(live_now))
     assert new.num_partitions == parts + more and len(set(new.ring)) == len(new.ring)
     for p in range(parts):
-        assert placement.replicas(new.ring, rf, p) == placement.replicas(ring, rf, p)
+        old = replica_placement.replicas(ring, rf, p)
+        assert replica_placement.replicas(new.ring, rf, p) == old
 
 
 def test_a_grown_ring_spreads_new_partitions_over_members_that_joined():
-    ring = placement.assign_ring("t", [1], 1, 1)
+    ring = replica_placement.assign_ring("t", [1], 1, 1)
     new = grown(TopicRecord("t", 1, 1, 1, 1, ring), 3, 1, (1, 2, 3))
-    assert sorted(placement.replicas(new.ring, 1, p)[0] for p in range(3)) == [1, 2, 3]
+    assert sorted(replica_placement.replicas(new.ring, 1, p)[0] for p in range(3)) == [1, 2, 3]
 
 
 def test_a_wrapped_ring_is_kept_so_no_partition_moves():
-    ring = placement.assign_ring("t", [1, 2], 4, 1)  # 4 partitions wrap over 2 brokers
+    ring = replica_placement.assign_ring("t", [1, 2], 4, 1)  # 4 partitions wrap over 2 brokers
     new = grown(TopicRecord("t", 1, 1, 4, 1, ring), 6, 2, (1, 2, 3))
     assert new.ring == ring
 

@@ -16,17 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
-from brokers.dsbs_broker.auth import TAG_BYTES, Authenticator
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
-from brokers.dsbs_broker.simnet import SIM_KEY, SimNet
-from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.validation import (
-    MAX_INCARNATION,
-    MAX_STAMP,
-    member_problem,
-    topic_problem,
-)
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.gossip.simnet import SIM_KEY, SimNet
+from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.packets.auth import TAG_BYTES, Authenticator
+from brokers.dsbs_broker.packets.wire import (
     FLAG_HMAC,
     Ack,
     DigestEntry,
@@ -46,6 +40,12 @@ from brokers.dsbs_broker.wire import (
     cluster_tag,
     encode_message,
     encode_update,
+)
+from brokers.dsbs_broker.tables.validation import (
+    MAX_INCARNATION,
+    MAX_STAMP,
+    member_problem,
+    topic_problem,
 )
 
 TAG = cluster_tag("twinbench")

@@ -14,9 +14,9 @@ from brokers.core.errors import (
     NotLeaderOrFollower,
     UnknownLeaderEpoch,
 )
-from brokers.dsbs_broker import leaders, placement
-from brokers.dsbs_broker.leaders import NO_LEADER, merge, successor, with_isr, without_down
-from brokers.dsbs_broker.wire import PartitionRecord, Status
+from brokers.dsbs_broker.packets.wire import PartitionRecord, Status
+from brokers.dsbs_broker.tables import leaders, replica_placement
+from brokers.dsbs_broker.tables.leaders import NO_LEADER, merge, successor, with_isr, without_down
 
 REPLICAS = (3, 1, 2)
 
@@ -128,11 +128,11 @@ def test_merge_is_a_join_so_any_order_of_arrival_ends_in_the_same_record(rs, rnd
 
 def test_a_ring_shaped_manual_assignment_with_replicas_becomes_a_ring():
     assignment = {0: (3, 1), 1: (1, 2), 2: (2, 3)}
-    ring = placement.manual_ring(assignment, 2)
+    ring = replica_placement.manual_ring(assignment, 2)
     assert ring == (3, 1, 2)
-    assert all(placement.replicas(ring, 2, p) == r for p, r in assignment.items())
+    assert all(replica_placement.replicas(ring, 2, p) == r for p, r in assignment.items())
     # One partition: the ring is its replicas.
-    assert placement.manual_ring({0: (2, 1, 3)}, 3) == (2, 1, 3)
+    assert replica_placement.manual_ring({0: (2, 1, 3)}, 3) == (2, 1, 3)
     # Replicas no ring gives (partition 1 would have to start where partition 0 continues).
-    assert placement.manual_ring({0: (3, 1), 1: (2, 3)}, 2) is None
-    assert placement.manual_ring({0: (3, 1), 1: (3, 2)}, 2) is None
+    assert replica_placement.manual_ring({0: (3, 1), 1: (2, 3)}, 2) is None
+    assert replica_placement.manual_ring({0: (3, 1), 1: (3, 2)}, 2) is None

@@ -11,8 +11,8 @@ import pytest
 
 from brokers.core.errors import FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.simnet import SimNet
-from brokers.dsbs_broker.wire import PartitionRecord, Status, TopicRecord
+from brokers.dsbs_broker.gossip.simnet import SimNet
+from brokers.dsbs_broker.packets.wire import PartitionRecord, Status, TopicRecord
 
 CFG = GossipConfig.LOCAL
 TOPIC = TopicRecord("t", 1, 0, 1, 3, (0, 1, 2), (), True, 77)

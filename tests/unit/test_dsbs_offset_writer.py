@@ -10,9 +10,9 @@ import pytest
 
 from brokers.core import fsyncs
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
-from brokers.dsbs_broker.offset_writer import OffsetWriter
-from brokers.dsbs_broker.offsets import OffsetLog, OffsetTable, encode_lines, entry_to_json
-from brokers.dsbs_broker.wire import OffsetEntry
+from brokers.dsbs_broker.packets.wire import OffsetEntry
+from brokers.dsbs_broker.tables.offset_writer import OffsetWriter
+from brokers.dsbs_broker.tables.offsets import OffsetLog, OffsetTable, encode_lines, entry_to_json
 
 
 def test_encode_lines_is_exactly_json_dumps_of_each_entry():

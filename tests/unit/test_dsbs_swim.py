@@ -10,12 +10,18 @@ import time
 
 import pytest
 
-from brokers.dsbs_broker import wire
-from brokers.dsbs_broker.auth import Authenticator
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.simnet import SIM_KEY, SimNet
-from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.wire import Header, MemberUpdate, Status, TopicRecord, encode_header
+from brokers.dsbs_broker.gossip.simnet import SIM_KEY, SimNet
+from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.packets import wire
+from brokers.dsbs_broker.packets.auth import Authenticator
+from brokers.dsbs_broker.packets.wire import (
+    Header,
+    MemberUpdate,
+    Status,
+    TopicRecord,
+    encode_header,
+)
 
 
 def _all_alive(net: SimNet, ids: set[int]) -> bool:

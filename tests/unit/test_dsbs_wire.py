@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brokers.dsbs_broker import wire
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets import wire
+from brokers.dsbs_broker.packets.wire import (
     Ack,
     Create,
     CreateResult,

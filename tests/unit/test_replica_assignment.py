@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from brokers.core.coordinator import validate_replica_assignment
 from brokers.core.errors import InvalidReplicaAssignment, InvalidReplicationFactor
-from brokers.dsbs_broker import placement
+from brokers.dsbs_broker.tables import replica_placement
 
 
 def test_one_replica_per_partition_on_known_brokers_is_taken():
@@ -40,8 +40,8 @@ def test_an_architecture_that_replicates_takes_several_replicas():
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=30))
 def test_a_manual_ring_places_every_partition_where_the_assignment_says(brokers):
     assignment = {p: (b,) for p, b in enumerate(brokers)}
-    ring = placement.manual_ring(assignment)
-    assert [placement.replicas(ring, 1, p) for p in range(len(brokers))] == [
+    ring = replica_placement.manual_ring(assignment)
+    assert [replica_placement.replicas(ring, 1, p) for p in range(len(brokers))] == [
         (b,) for b in brokers]
     if len(set(brokers)) == len(brokers):
         assert ring == tuple(brokers)
@@ -49,8 +49,8 @@ def test_a_manual_ring_places_every_partition_where_the_assignment_says(brokers)
 
 def test_gossip_takes_a_ring_naming_a_broker_twice_only_with_one_replica():
     from brokers.dsbs_broker.config import GossipLimits
-    from brokers.dsbs_broker.validation import topic_problem
-    from brokers.dsbs_broker.wire import TopicRecord
+    from brokers.dsbs_broker.packets.wire import TopicRecord
+    from brokers.dsbs_broker.tables.validation import topic_problem
     limits = GossipLimits()
     assert topic_problem(TopicRecord("t", 1, 0, 3, 1, (1, 1, 2)), limits) is None
     assert topic_problem(TopicRecord("t", 1, 0, 3, 2, (1, 1, 2)), limits) == "ring"

@@ -11,7 +11,7 @@ it keeps. No broker decides for another: each writes only records that name itse
 * **Election** (``successor``). When the recorded leader is down (declared dead, or left), the
   first replica in replica order that is live and in the last ISR this broker knows writes a
   record naming itself, one epoch up, with the ISR's live members (after reading a majority's
-  records, ``leadership.py``). Only that broker writes it,
+  records, ``gossip/leadership.py``). Only that broker writes it,
   so the broker that starts serving is the one the record names. A broker waits while an
   earlier ISR member's state is unknown (a member table still filling after a restart) or
   live: that member's turn comes first.
@@ -42,7 +42,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from brokers.core.isr_changes import checked_isr
-from brokers.dsbs_broker.wire import PartitionRecord, Status
+from brokers.dsbs_broker.packets.wire import PartitionRecord, Status
 
 NO_LEADER = -1
 

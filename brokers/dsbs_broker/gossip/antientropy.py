@@ -26,13 +26,13 @@ from collections import defaultdict
 from typing import Protocol
 
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.membership import Member, MemberTable
-from brokers.dsbs_broker.metadata import TopicStore
-from brokers.dsbs_broker.wire import Gossip, Sync, encode_message
+from brokers.dsbs_broker.packets.wire import Gossip, Sync, encode_message
+from brokers.dsbs_broker.tables.members import Member, MemberTable
+from brokers.dsbs_broker.tables.topics import TopicStore
 
 Addr = tuple[str, int]
 
-# Digest entries per SYNC: 25 bytes each (wire.py), leaving room for a member chunk in 1400
+# Digest entries per SYNC: 25 bytes each (packets/wire.py), leaving room for a member chunk in 1400
 # bytes (as 40 entries of 17 bytes did before the creation epoch and the content tag).
 DIGEST_ENTRIES = 27
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.swim import Addr, SwimNode
+from brokers.dsbs_broker.gossip.swim import Addr, SwimNode
 
 SIM_KEY = b"simnet cluster key, not a secret"  # 32 bytes
 

@@ -28,7 +28,7 @@ from typing import TextIO
 from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
-from brokers.dsbs_broker.wire import OffsetEntry
+from brokers.dsbs_broker.packets.wire import OffsetEntry
 
 log = logging.getLogger("twinbench.dsbs.offsets")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brokers.dsbs_broker.wire import MemberUpdate, Status, encode_update
+from brokers.dsbs_broker.packets.wire import MemberUpdate, Status, encode_update
 
 LIVE = (Status.ALIVE, Status.SUSPECT)
 _RANK = {Status.ALIVE: 0, Status.SUSPECT: 1, Status.DEAD: 2, Status.LEFT: 2}

@@ -33,12 +33,12 @@ reply caps, authentication):
   last known ISR, ISR changes, LEADER_AND_ISR pushes and their answers.
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
-number (``replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
+number (``packets/replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
 otherwise ignored.
 
-Hostile input. With a cluster key every datagram is authenticated before it is
-decoded (``auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
-gets through is still checked (``validation.py``) and capped (``GossipLimits``): invalid
+Hostile input. With a cluster key every datagram is authenticated before it is decoded
+(``packets/auth.py``); unauthenticated ones are dropped (``dropped_unauthenticated``). Whatever
+gets through is still checked (``tables/validation.py``) and capped (``GossipLimits``): invalid
 updates are dropped one by one, the member, topic, replay and relay tables have caps, offsets
 are taken only from live members at their own address, PING_REQ probes only members we know at
 that address, and everything sent in answer to a datagram from a source that is not a verified
@@ -53,26 +53,15 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
-from brokers.dsbs_broker import placement
-from brokers.dsbs_broker.antientropy import AntiEntropy
-from brokers.dsbs_broker.auth import Authenticator
-from brokers.dsbs_broker.broadcast import BroadcastQueue
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
-from brokers.dsbs_broker.creation import Creations
-from brokers.dsbs_broker.leadership import Leadership
-from brokers.dsbs_broker.membership import Member, MemberTable, supersedes
-from brokers.dsbs_broker.metadata import TopicStore
-from brokers.dsbs_broker.offset_replication import OffsetReplication
-from brokers.dsbs_broker.offsets import OffsetTable
-from brokers.dsbs_broker.replay import ReplayWindows
-from brokers.dsbs_broker.validation import (
-    INT32_MAX,
-    MAX_INCARNATION,
-    member_problem,
-    partition_problem,
-    topic_problem,
-)
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.gossip.antientropy import AntiEntropy
+from brokers.dsbs_broker.gossip.broadcast import BroadcastQueue
+from brokers.dsbs_broker.gossip.creation import Creations
+from brokers.dsbs_broker.gossip.leadership import Leadership
+from brokers.dsbs_broker.gossip.offset_replication import OffsetReplication
+from brokers.dsbs_broker.packets.auth import Authenticator
+from brokers.dsbs_broker.packets.replay import ReplayWindows
+from brokers.dsbs_broker.packets.wire import (
     FLAG_HMAC,
     HEADER_SIZE,
     Ack,
@@ -102,7 +91,18 @@ from brokers.dsbs_broker.wire import (
     encode_message,
     encode_padding,
 )
-from brokers.dsbs_broker.wire import record_room as _record_room
+from brokers.dsbs_broker.packets.wire import record_room as _record_room
+from brokers.dsbs_broker.tables import replica_placement
+from brokers.dsbs_broker.tables.members import Member, MemberTable, supersedes
+from brokers.dsbs_broker.tables.offsets import OffsetTable
+from brokers.dsbs_broker.tables.topics import TopicStore
+from brokers.dsbs_broker.tables.validation import (
+    INT32_MAX,
+    MAX_INCARNATION,
+    member_problem,
+    partition_problem,
+    topic_problem,
+)
 
 Addr = tuple[str, int]
 
@@ -312,7 +312,7 @@ class SwimNode:
             self._orders_version = self.members.version
         order = self._orders.get(key)
         if order is None:
-            order = placement.rendezvous_order(key, self.members.live_ids())
+            order = replica_placement.rendezvous_order(key, self.members.live_ids())
             if len(self._orders) < 100_000:  # bounded: group ids come from clients
                 self._orders[key] = order
         return order

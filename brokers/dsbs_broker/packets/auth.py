@@ -27,7 +27,7 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from brokers.core.security.secret_file import read_secret_file
-from brokers.dsbs_broker.wire import FLAG_HMAC, HEADER_SIZE
+from brokers.dsbs_broker.packets.wire import FLAG_HMAC, HEADER_SIZE
 
 TAG_BYTES = 16
 # The SHA-256 output size: a shorter key would be the weakest part of the tag.

@@ -1,7 +1,7 @@
 """Leadership: elections, ISR changes and their acknowledgements for replicated partitions.
 
 Sans-IO, owned and driven by the gossip node (``SwimNode``: ``tick``, ``on_message``); the
-rules are ``leaders.py``'s, the records live in the topic table (``TopicStore.partitions``).
+rules are ``tables/leaders.py``'s, the records live in the topic table (``TopicStore.partitions``).
 
 * **Elections.** Whenever the member table or the topic table moved, every broker looks at the
   partitions it is a replica of: where the recorded leader is down and this broker is the first
@@ -40,12 +40,12 @@ from brokers.core.errors import (
     NotLeaderOrFollower,
     UnknownTopicOrPartition,
 )
-from brokers.dsbs_broker import leaders
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.membership import MemberTable
-from brokers.dsbs_broker.metadata import TopicStore
-from brokers.dsbs_broker.placement import replicas
-from brokers.dsbs_broker.wire import LeaderAndIsr, PartitionRecord, Status, encode_message
+from brokers.dsbs_broker.packets.wire import LeaderAndIsr, PartitionRecord, Status, encode_message
+from brokers.dsbs_broker.tables import leaders
+from brokers.dsbs_broker.tables.members import MemberTable
+from brokers.dsbs_broker.tables.replica_placement import replicas
+from brokers.dsbs_broker.tables.topics import TopicStore
 
 Addr = tuple[str, int]
 

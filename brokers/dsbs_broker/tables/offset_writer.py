@@ -29,8 +29,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from brokers.dsbs_broker.offsets import Key, OffsetLog, encode_lines
-from brokers.dsbs_broker.wire import OffsetEntry
+from brokers.dsbs_broker.packets.wire import OffsetEntry
+from brokers.dsbs_broker.tables.offsets import Key, OffsetLog, encode_lines
 
 log = logging.getLogger("twinbench.dsbs.offsets")
 

@@ -1,6 +1,6 @@
 """Topic records: the topic -> partition -> broker table every DSBS broker keeps (sans-IO).
 
-Records enter the table only once committed by the name's arbiter (``creation.py``): the
+Records enter the table only once committed by the name's arbiter (``gossip/creation.py``): the
 arbiter has asked every live member and none held a record of that name or had promised it to
 another arbiter. So a name normally has exactly one record, cluster-wide, from its creation on.
 
@@ -26,7 +26,7 @@ creation a tombstone always wins (``merge``): a stale or late record of the dele
 never bring it back, whatever it grew to meanwhile (it may then outrank the tombstone; the
 content tag in digests makes anti-entropy exchange the two anyway). A new topic of the name is a new
 creation, decided by the arbiter like any other, one creation epoch above the tombstone's
-(``creation.py``); the epoch is ranked first, so the new topic outranks the tombstone and
+(``gossip/creation.py``); the epoch is ranked first, so the new topic outranks the tombstone and
 every record of the deleted topic everywhere, including one a broker that had heard of neither
 the deletion nor the new topic changed meanwhile. Tombstones are kept, never
 forgotten: forgetting one safely needs to know that no member, including dead or partitioned
@@ -61,15 +61,15 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from brokers.dsbs_broker import leaders
-from brokers.dsbs_broker.placement import grow_ring, replicas
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.wire import (
     DigestEntry,
     PartitionRecord,
     TopicRecord,
     encode_update,
     name_hash,
 )
+from brokers.dsbs_broker.tables import leaders
+from brokers.dsbs_broker.tables.replica_placement import grow_ring, replicas
 
 MAX_HASH = (1 << 64) - 1
 

@@ -33,7 +33,7 @@ import asyncio_dgram
 import asyncio_dgram.aio
 
 from brokers.core.errors import UserError
-from brokers.dsbs_broker.swim import Addr, SwimNode
+from brokers.dsbs_broker.gossip.swim import Addr, SwimNode
 
 log = logging.getLogger("twinbench.dsbs.udp")
 

@@ -1,4 +1,6 @@
-"""Deterministic placement: replica assignment, leaders, leader epochs, group coordinators.
+"""Deterministic replica placement: partitions' replica rings, leaders and leader epochs, and the
+rendezvous ranks that place a group's coordinator (its offsets' copies go to the next ranks) and a
+topic name's arbiter.
 
 Every broker runs these pure functions on its own tables and, once gossip has converged, gets
 the same answers as every other broker; no broker decides for the others.
@@ -6,8 +8,8 @@ the same answers as every other broker; no broker decides for the others.
 * Replica assignment is fixed when a topic is created: round robin over the members live at
   creation, sorted by id and rotated by a hash of the topic name (so many one-partition topics do
   not all land on the lowest id). The name's arbiter computes the ring over the members live in
-  its view and commits it inside the topic record (``creation.py``). Without replication, data
-  lives where it was first assigned, so assignment must never be recomputed from the current
+  its view and commits it inside the topic record (``gossip/creation.py``). Without replication,
+  data lives where it was first assigned, so assignment must never be recomputed from the current
   members (plain modulo over live members would move every partition's leader away from its
   data when one broker leaves).
 * Partitions added later (CreatePartitions) extend the ring with live members not yet in it,
@@ -28,8 +30,8 @@ the same answers as every other broker; no broker decides for the others.
   members. When a member leaves, only the groups it coordinated move, and they move to the next
   rank, which is where their offsets were replicated.
 * Topic arbiters: the same rendezvous hashing of the topic name over live members picks the one
-  broker that decides the creation of that name (``creation.py``); every other broker forwards
-  creations of the name to it. Members that agree on who is live agree on the arbiter.
+  broker that decides the creation of that name (``gossip/creation.py``); every other broker
+  forwards creations of the name to it. Members that agree on who is live agree on the arbiter.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 
-from brokers.dsbs_broker.wire import Header
+from brokers.dsbs_broker.packets.wire import Header
 
 # How far back the per-sender replay window reaches (packet numbers), like IPsec's.
 REPLAY_WINDOW = 64

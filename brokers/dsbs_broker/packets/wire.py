@@ -8,21 +8,21 @@ Layout of every datagram (big-endian)::
     updates  count u16 | count x (tag u8 | body)      -- piggybacked gossip
 
 Version 2 added the topic-creation messages (CREATE, CREATE_RESULT, PROPOSE, VOTE: see
-``creation.py``) and, in every topic record and digest entry, whether the record comes from an
-explicit CreateTopics (ranked above an auto-creation) and the creating request's token. A
+``gossip/creation.py``) and, in every topic record and digest entry, whether the record comes
+from an explicit CreateTopics (ranked above an auto-creation) and the creating request's token. A
 version-1 broker and a version-2 broker drop each other's datagrams as ``bad_version``, so a
 mixed cluster shows up as two clusters instead of misreading records.
 
 Version 3 added the deletion record (a tombstone: a topic record with ``TOPIC_DELETED`` set,
-``metadata.py``), which a version-2 broker would otherwise take for a live topic, and to every
-topic record and digest entry the name's creation epoch (how many topics of the name were
+``tables/topics.py``), which a version-2 broker would otherwise take for a live topic, and to
+every topic record and digest entry the name's creation epoch (how many topics of the name were
 deleted before this one was created), ranked first, and to CREATE the ring of a manual
 replica assignment.
 
 Version 4 added replication: the PARTITION update (a replicated partition's leader, leader
-epoch, ISR and change count, ``leaders.py``), the LEADER_AND_ISR message a leader pushes it with
-and its members answer, and to every digest entry a content tag (a CRC of the topic record and
-its partitions' records), so anti-entropy can tell apart two records of equal rank.
+epoch, ISR and change count, ``tables/leaders.py``), the LEADER_AND_ISR message a leader pushes
+it with and its members answer, and to every digest entry a content tag (a CRC of the topic
+record and its partitions' records), so anti-entropy can tell apart two records of equal rank.
 
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
@@ -97,7 +97,7 @@ class MsgType(IntEnum):
     SYNC = 5  # anti-entropy: member chunk in updates + a topic digest over a hash range
     OFFSETS = 6  # lazy replication of committed offsets to a group's successors
     OFFSETS_ACK = 7  # the successor stored an OFFSETS batch
-    CREATE = 8  # "create this topic": a broker to the name's arbiter (creation.py)
+    CREATE = 8  # "create this topic": a broker to the name's arbiter (gossip/creation.py)
     CREATE_RESULT = 9  # the arbiter's answer: the record, an error code, or "retry"
     PROPOSE = 10  # the arbiter asks every live member to accept a new record before commit
     VOTE = 11  # a member's answer to PROPOSE: OK, HAVE (with its record), or REFUSE
@@ -167,7 +167,7 @@ class TopicRecord:
 @dataclass(frozen=True, slots=True)
 class PartitionRecord:
     """Leader, leader epoch and in-sync replicas of one partition of a topic with more than one
-    replica, as gossiped (``leaders.py`` has the rules). ``token`` is the topic's creation
+    replica, as gossiped (``tables/leaders.py`` has the rules). ``token`` is the topic's creation
     (``TopicRecord.token``) the record belongs to; ``version`` counts every change of the
     partition's record, across epochs; ``isr`` is in replica order; ``leader`` is -1 while the
     partition has none."""

@@ -18,16 +18,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Protocol
 
-from brokers.dsbs_broker.membership import MemberTable
-from brokers.dsbs_broker.offsets import OffsetTable
-from brokers.dsbs_broker.validation import offset_problem
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.wire import (
     Offsets,
     OffsetsAck,
     chunk_offset_entries,
     encode_message,
     encode_offsets_raw,
 )
+from brokers.dsbs_broker.tables.members import MemberTable
+from brokers.dsbs_broker.tables.offsets import OffsetTable
+from brokers.dsbs_broker.tables.validation import offset_problem
 
 Addr = tuple[str, int]
 

@@ -67,11 +67,8 @@ from brokers.core.errors import (
     TopicAlreadyExists,
     error_for_code,
 )
-from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
-from brokers.dsbs_broker.membership import MemberTable
-from brokers.dsbs_broker.metadata import TopicStore, rank
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.wire import (
     Create,
     CreateResult,
     Propose,
@@ -81,6 +78,9 @@ from brokers.dsbs_broker.wire import (
     encode_message,
     encode_update,
 )
+from brokers.dsbs_broker.tables import replica_placement
+from brokers.dsbs_broker.tables.members import MemberTable
+from brokers.dsbs_broker.tables.topics import TopicStore, rank
 
 Addr = tuple[str, int]
 
@@ -140,7 +140,8 @@ class CreationHost(Protocol):
     def topic_arbiter(self, name: str) -> int | None: ...
 
     def topic_problem(self, rec: TopicRecord) -> str | None:
-        """Why the record may not be stored (``validation.py`` rules, table limits), or None."""
+        """Why the record may not be stored (``tables/validation.py`` rules, table limits), or
+        None."""
         ...
 
     def record_room(self) -> int:
@@ -371,7 +372,7 @@ class Creations:
             host.counters["creates_busy"] += 1
             self._reply(w, CreateResult(w.rid, True, 0))
             return
-        ring = msg.ring or placement.assign_ring(name, host.members.live_ids(),
+        ring = msg.ring or replica_placement.assign_ring(name, host.members.live_ids(),
                                                  msg.num_partitions, rf)
         rec = TopicRecord(name, 1, host.node_id, msg.num_partitions, rf, ring, msg.configs,
                           msg.explicit, msg.token, epoch=epoch)

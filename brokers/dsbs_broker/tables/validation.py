@@ -1,6 +1,6 @@
 """The rules every decoded gossip update must pass before it touches a broker's tables (sans-IO).
 
-The codec (``wire.py``) guarantees only that a datagram is well formed. These checks say
+The codec (``packets/wire.py``) guarantees only that a datagram is well formed. These checks say
 whether what it claims can be true of a twinbench cluster, so that neither a forged datagram
 (insecure mode, or a key holder gone wrong) nor a bug elsewhere can make a broker hold state it
 cannot serve, persist, or send on:
@@ -33,7 +33,7 @@ import re
 from brokers.core.coordinator import validate_topic_name
 from brokers.core.errors import InvalidTopic
 from brokers.dsbs_broker.config import GossipLimits
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.wire import (
     MemberUpdate,
     OffsetEntry,
     PartitionRecord,
