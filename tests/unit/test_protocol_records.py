@@ -17,8 +17,8 @@ from brokers.core.protocol.records import (
     HEADER_SIZE,
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
+    ConsumerTopicPartitions,
     Record,
-    TopicPartition,
     UnsupportedCompression,
     decode_records,
     iter_batches,
@@ -127,13 +127,13 @@ def test_unsupported_codec_is_a_clear_error() -> None:
 def test_consumer_protocol_round_trip(version: int) -> None:
     sub = ConsumerProtocolSubscription(topics=["a", "b"], user_data=b"u", version=version)
     if version >= 1:
-        sub.owned_partitions = [TopicPartition("a", [0, 1])]
+        sub.owned_partitions = [ConsumerTopicPartitions("a", [0, 1])]
     if version >= 2:
         sub.generation_id = 4
     if version >= 3:
         sub.rack_id = "r1"
     assert ConsumerProtocolSubscription.decode(sub.encode()) == sub
-    asg = ConsumerProtocolAssignment([TopicPartition("a", [0, 2])], None, version)
+    asg = ConsumerProtocolAssignment([ConsumerTopicPartitions("a", [0, 2])], None, version)
     assert ConsumerProtocolAssignment.decode(asg.encode()) == asg
 
 
@@ -143,7 +143,8 @@ def test_consumer_protocol_known_bytes_and_forward_compatibility() -> None:
     raw = bytes.fromhex("0000" "00000001" "0001" "74" "00000002" "00000000" "00000003"
                         "ffffffff")
     asg = ConsumerProtocolAssignment.decode(raw)
-    assert asg.assigned_partitions == [TopicPartition("t", [0, 3])] and asg.user_data is None
+    assert asg.assigned_partitions == [ConsumerTopicPartitions("t", [0, 3])]
+    assert asg.user_data is None
     assert asg.encode() == raw
     # A future version 9 with unknown trailing fields is read with our newest layout.
     future = b"\x00\x09" + raw[2:] + b"extra"
@@ -154,7 +155,7 @@ def test_consumer_protocol_known_bytes_and_forward_compatibility() -> None:
 
 def test_consumer_protocol_matches_kafka_python() -> None:
     cp = pytest.importorskip("kafka.protocol.old.consumer_protocol")
-    asg = ConsumerProtocolAssignment([TopicPartition("t", [1, 5])], b"x")
+    asg = ConsumerProtocolAssignment([ConsumerTopicPartitions("t", [1, 5])], b"x")
     sub = ConsumerProtocolSubscription(["t", "u"], None)
     kp_asg = cp.ConsumerProtocolMemberAssignment_v0.decode(asg.encode())
     assert bytes(kp_asg.encode()) == asg.encode()

@@ -1,4 +1,4 @@
-"""GroupRegistry: the Kafka paper's three consumer registries, kept in ZooKeeper.
+"""GroupZnodes: the Kafka paper's three consumer registries, kept in ZooKeeper.
 
 Under ``/consumers/<group>`` (znode formats in ``paths.py``):
 
@@ -37,8 +37,11 @@ from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.session import ZkSession
 
 
-class GroupRegistry:
-    """Members, owners and offsets of the groups this broker coordinates."""
+class GroupZnodes:
+    """Members, owners and offsets of the groups this broker coordinates, as znodes.
+
+    (The in-memory counterpart the other coordinators inherit is
+    ``brokers.core.group_registry.GroupRegistry``.)"""
 
     def __init__(self, session: ZkSession, paths: ZkPaths) -> None:
         self._session = session
