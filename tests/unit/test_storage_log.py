@@ -14,7 +14,8 @@ from brokers.core.errors import (
     MessageTooLarge,
     OffsetOutOfRange,
 )
-from brokers.core.storage import AppendResult, PartitionLog
+from brokers.core.logs import AppendResult
+from brokers.core.storage import PartitionLog
 from tests.support.batches import build_batch, parse_batches, stored_form
 
 # Every test here works on real files (partition logs in a temporary directory).
