@@ -17,7 +17,7 @@ from brokers.core.protocol.messages import metadata, produce
 from brokers.core.protocol.primitives import join
 from brokers.core.protocol.records import decode_records, iter_batches
 from tests.support.record_builder import build_batch
-from tests.unit.test_protocol_messages import PAIR_IDS, PAIRS, struct_strategy
+from tests.unit.brokers.core.protocol.test_messages import PAIR_IDS, PAIRS, struct_strategy
 
 kp_protocol = pytest.importorskip("kafka.protocol")
 

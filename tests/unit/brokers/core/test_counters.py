@@ -25,7 +25,7 @@ from brokers.zk_broker.counters import ZkCounters
 from harness import architectures
 from harness.driver import counters as driver
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 CLASSES = (ZkCounters, DsbsCounters, LocalCounters, BrokerCounters)
 
 
