@@ -101,7 +101,7 @@ test-churn: setup
 # Gossip at scale beyond make test's sizes: 1,000 members bootstrapping through one seed on the
 # simulated network (make test runs 300; ~2 min of CPU).
 test-scale: setup
-	@TWINBENCH_SCALE=1 $(PY) -m pytest -q -m scale tests/unit/test_dsbs_swim.py
+	@TWINBENCH_SCALE=1 $(PY) -m pytest -q -m scale tests/unit/brokers/dsbs_broker/gossip/test_swim.py
 
 # Every secured listener with every client: kcat with each SASL mechanism on each architecture
 # and protocol (make test runs kcat with one mechanism per cluster, rotating).

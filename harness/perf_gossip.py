@@ -25,7 +25,7 @@ import sys
 import time
 
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.simnet import SimNet
+from brokers.dsbs_broker.gossip.simnet import SimNet
 
 KEY = b"perf gossip key: 32 bytes, fixed"
 
@@ -52,15 +52,15 @@ def run_once(keyed: bool, members: int, seconds: float, seed: int) -> tuple[floa
 
 
 def _topic(name: str, creator: int):
-    from brokers.dsbs_broker.wire import TopicRecord
+    from brokers.dsbs_broker.packets.wire import TopicRecord
 
     return TopicRecord(name, 1, creator, 1, 1, (creator,))
 
 
 def hmac_micro(size: int, n: int = 200_000) -> float:
     """Microseconds for one sign + one verify of a ``size``-byte datagram."""
-    from brokers.dsbs_broker import wire
-    from brokers.dsbs_broker.auth import TAG_BYTES, Authenticator
+    from brokers.dsbs_broker.packets import wire
+    from brokers.dsbs_broker.packets.auth import TAG_BYTES, Authenticator
 
     auth = Authenticator(KEY)
     unsigned = bytearray(max(size - TAG_BYTES, wire.HEADER_SIZE + 1))

@@ -4,8 +4,8 @@ One machine runs a handful of brokers; the question of issue "metadata at scale"
 hundreds or thousands. Both sides are answered beyond one machine, each the way it can be:
 
 * DSBS, simulated: the gossip state machine every broker runs (``SwimNode``), on the in-memory
-  network of ``brokers/dsbs_broker/simnet.py`` (same code minus the sockets, a simulated clock,
-  seeded datagram loss), LAN timers. Per cluster size N and loss rate: N members that already
+  network of ``brokers/dsbs_broker/gossip/simnet.py`` (same code minus the sockets, a simulated
+  clock, seeded datagram loss), LAN timers. Per cluster size N and loss rate: N members that already
   know each other, one topic record created at one of them, and the simulated seconds until
   every member holds it (convergence), the datagrams and bytes per member that took, and the
   datagrams per member per second at rest. The member tables are N x N, so memory grows with
@@ -38,8 +38,8 @@ import psutil
 
 from brokers.core.errors import UserError
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.simnet import SimNet
-from brokers.dsbs_broker.wire import TopicRecord
+from brokers.dsbs_broker.gossip.simnet import SimNet
+from brokers.dsbs_broker.packets.wire import TopicRecord
 
 PROG = "python -m harness.perf_metadata_scale"
 # Resident bytes per (member, known member) pair of the simulation, measured at 1,000 members

@@ -45,10 +45,10 @@ from brokers.core.replication.epochs import LeaderEpochCache
 from brokers.core.replication.leader import LeaderPartition
 from brokers.core.replication.truncation import first_question, next_cut, no_epochs_cut
 from brokers.dsbs_broker.config import GossipConfig
-from brokers.dsbs_broker.leaders import NO_LEADER
-from brokers.dsbs_broker.simnet import SimNet
-from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.wire import TopicRecord
+from brokers.dsbs_broker.gossip.simnet import SimNet
+from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.packets.wire import TopicRecord
+from brokers.dsbs_broker.tables.leaders import NO_LEADER
 
 TOPIC = "t"
 MIXES = ("kill-leader", "kills", "partitions", "mixed")

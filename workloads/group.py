@@ -37,7 +37,7 @@ from brokers.core.errors import (
 from brokers.core.protocol.consumer_protocol import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
-    TopicPartition,
+    ConsumerTopicPartitions,
 )
 from brokers.core.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from brokers.core.protocol.messages.join_group import (
@@ -191,7 +191,7 @@ class GroupMember:
             plan = assign_range([m.member_id for m in resp.members], parts)
             assignments = [SyncGroupRequestAssignment(member_id=m, assignment=(
                 ConsumerProtocolAssignment(assigned_partitions=[
-                    TopicPartition(topic=cfg.topic, partitions=ps)]).encode()))
+                    ConsumerTopicPartitions(topic=cfg.topic, partitions=ps)]).encode()))
                 for m, ps in plan.items()]
         sv = conn.pick_version(SYNC_GROUP, 0, 3)
         sync = SyncGroupRequest(group_id=cfg.group, generation_id=self.generation,

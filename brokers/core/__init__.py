@@ -10,17 +10,20 @@ Layout (one concept per module):
 - ``local_coordinator.py`` the single-node Coordinator (`twinbench broker`, the perf baseline)
 - ``local_state.py``       small durable JSON documents and journals for local state
 - ``atomic_file.py``       replacing a file atomically (and durably unless a caller says why not)
+- ``fsyncs.py``            every fsync a broker process makes, counted
 - ``datadir.py``           the data directory: its lock (taken first) and its failure state
 - ``protocol/``            sans-IO Kafka wire codec: framing, headers, messages, RecordBatch v2
 - ``storage/``             segment-log storage: one log per partition, index, flush, recovery,
                            the log start offset DeleteRecords moves, deleted topics' files
-- ``logs.py``              the storage seam as seen by handlers, and the null sink
+- ``logs.py``              the storage seam as seen by handlers (``PartitionLogLike``,
+                           ``AppendResult``), and the null sink
 - ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit,
                            static membership)
 - ``producer_state.py``    idempotent produce: each producer's last batches per partition
 - ``topic_config.py``      the topic configs served: validation, effective values, and the
                            storage settings they give a topic's logs
-- ``group_registry.py``    the member and owner registries kept in memory (single node, DSBS)
+- ``group_registry.py``    the member and owner registries kept in memory (single node, DSBS;
+                           the zk twin keeps them as znodes: ``GroupZnodes``)
 - ``notify.py``            wake-ups for long-polling fetches
 - ``handlers/``            one module per family of Kafka APIs, and the request dispatcher
 - ``server.py``            KafkaServer and ServerConnection, the asyncio Protocol: frames in,

@@ -9,6 +9,7 @@ broker/null-sink measures exactly what storage costs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from brokers.core.errors import CorruptMessage, OffsetOutOfRange
@@ -21,10 +22,19 @@ from brokers.core.protocol.records import (
     BatchHeader,
     iter_batches,
 )
-from brokers.core.storage import AppendResult
 
 _unpack_length = OFFSET_AND_LENGTH.unpack_from
 _unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What ``PartitionLogLike.append`` answers (and a duplicate of an idempotent producer's
+    batch is answered with, from its first copy: ``producer_state.py``)."""
+
+    base_offset: int  # offset given to the first record appended
+    last_offset: int  # offset of the last record appended
+    log_start_offset: int
 
 
 class PartitionLogLike(Protocol):

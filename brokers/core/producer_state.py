@@ -19,8 +19,10 @@ The rules, as Kafka 2.8 applies them to a producer outside transactions:
   have gone with retention, and Kafka accepts it for the same reason.
 
 ``PartitionProducers.check`` decides without changing anything; ``record`` is called once the
-batch is in the log. The state is rebuilt after a restart by ``load``, from the headers of the
-batches stored in the log (``logs.stored_batch_headers``), so nothing extra is persisted.
+batch is in the log. ``ProducerStates.append`` is the whole of it for the Produce handler: the
+batch's header fields read, checked against the partition's table, appended (or answered from
+its first copy) and recorded. The state is rebuilt after a restart by ``load``, from the headers
+of the batches stored in the log (``logs.stored_batch_headers``), so nothing extra is persisted.
 """
 
 from __future__ import annotations
@@ -28,12 +30,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-from brokers.core.errors import InvalidProducerEpoch, OutOfOrderSequenceNumber
-
-if TYPE_CHECKING:
-    from brokers.core.logs import PartitionLogLike
+from brokers.core.errors import InvalidProducerEpoch, InvalidRecord, OutOfOrderSequenceNumber
+from brokers.core.logs import AppendResult, PartitionLogLike
+from brokers.core.protocol.records import (
+    HEADER_SIZE,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+    OFFSET_AND_LENGTH,
+    PRODUCER_AT,
+    PRODUCER_FIELDS,
+)
+from brokers.core.storage.batch_header import check_batch
 
 # Batches remembered per producer and partition: librdkafka and the Java client keep at most 5
 # requests in flight with idempotence on, so a retry always finds its batch among the last 5.
@@ -47,6 +57,10 @@ MAX_PRODUCERS = 1_000
 # producerId -1 marks a batch of a producer without idempotence.
 NO_PRODUCER_ID = -1
 _INT32_MAX = 2**31 - 1
+
+_unpack_producer = PRODUCER_FIELDS.unpack_from
+_unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
+_unpack_length = OFFSET_AND_LENGTH.unpack_from
 
 
 class CachedBatch(NamedTuple):
@@ -165,6 +179,35 @@ class ProducerStates:
             table.load(self._scan(log))
             self._partitions[(topic, partition)] = table
         return table
+
+    def append(
+        self, topic: str, partition: int, log: PartitionLogLike, records: bytes | memoryview,
+        leader_epoch: int, max_batch_bytes: int,
+    ) -> AppendResult:
+        """Append a batch of an idempotent producer to ``log``, or answer a retried one with its
+        first copy's offsets (not appended again)."""
+        view = records if type(records) is memoryview else memoryview(records)
+        if view.itemsize != 1 or view.ndim != 1:
+            view = view.cast("B")
+        # Produce v3+ carries one batch per partition (Kafka refuses more): the sequence check
+        # below is about that one batch.
+        if len(view) < HEADER_SIZE or _unpack_length(view, 0)[1] + LOG_OVERHEAD != len(view):
+            check_batch(view, 0, max_batch_bytes)  # the precise error if bad
+            raise InvalidRecord("an idempotent produce carries exactly one batch per partition")
+        producer_id, epoch, first_seq = _unpack_producer(view, PRODUCER_AT)
+        if epoch < 0 or first_seq < 0:
+            raise InvalidRecord(
+                f"producer {producer_id} sent epoch {epoch} and base sequence {first_seq}")
+        last_delta = _unpack_last_delta(view, LAST_OFFSET_DELTA_AT)[0]
+        table = self.get(topic, partition, log)
+        duplicate_of = table.check(producer_id, epoch, first_seq, last_delta)
+        if duplicate_of is not None:
+            # Validated like any batch, so a corrupt copy is refused rather than acknowledged.
+            check_batch(view, 0, max_batch_bytes)
+            return AppendResult(duplicate_of, duplicate_of + last_delta, log.log_start_offset)
+        result = log.append(view, leader_epoch)
+        table.record(producer_id, epoch, first_seq, last_delta, result.base_offset)
+        return result
 
     def forget(self, topic: str, partition: int) -> None:
         """Drop a partition's table: the log changed under it (this broker became the leader of

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from brokers.core.cli import OneLineParser, add_broker_arguments, run_main
-from brokers.dsbs_broker.auth import load_key_file
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig, GossipLimits, parse_address
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
+from brokers.dsbs_broker.packets.auth import load_key_file
 
 PROG = "python -m brokers.dsbs_broker"
 PRESETS = {"lan": GossipConfig.LAN, "local": GossipConfig.LOCAL}

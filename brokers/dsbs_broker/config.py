@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from brokers.core.errors import UserError
-
-# The gossip packet budget: below a 1500-byte Ethernet MTU minus IP/UDP headers, so a gossip
-# datagram is never fragmented (a lost fragment loses the whole datagram).
-MAX_PACKET_BYTES = 1400
+from brokers.dsbs_broker.packets.auth import check_key
+from brokers.dsbs_broker.packets.wire import MAX_PACKET_BYTES
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ class GossipConfig:
     # Upper bound on the packets a member sends back to a joining member (full member table and
     # missing topic records); the rest arrives by gossip and anti-entropy.
     join_reply_packets: int = 8
-    # Topic creation (creation.py): a CREATE to the arbiter or a PROPOSE to a member that has
+    # Topic creation (gossip/creation.py): a CREATE to the arbiter or a PROPOSE to a member that has
     # not answered is sent again after this long (datagrams get lost; answers are idempotent).
     create_retry_s: float = 0.2
     # How long an arbiter's proposal waits for every live member's vote before it gives up and
@@ -188,7 +186,7 @@ class DsbsConfig:
     # persisted before use, so a restart never reuses an id and costs one write per block.
     producer_id_block: int = 1000
     # The shared cluster key: every gossip packet carries an HMAC-SHA256 tag under it, checked
-    # before anything is decoded (auth.py). Never printed (repr=False).
+    # before anything is decoded (packets/auth.py). Never printed (repr=False).
     gossip_key: bytes | None = field(default=None, repr=False)
     # Unauthenticated gossip, for experiments only: anyone who can reach the gossip port can
     # forge membership, topics and offsets. Off by default; start() refuses a config with neither
@@ -215,8 +213,6 @@ class DsbsConfig:
         if self.producer_id_block < 1:
             raise UserError("producer_id_block must be >= 1")
         if self.gossip_key is not None:
-            from brokers.dsbs_broker.auth import check_key
-
             check_key(self.gossip_key)
             if self.gossip_insecure:
                 raise UserError("a gossip key and gossip_insecure exclude each other")

@@ -4,7 +4,7 @@ Metadata answers come from the local topic records and member table
 (``partition_state(fresh=True)`` recomputes from them on every call, which is the paper's point:
 the "coordination store" is in the broker), offsets are committed to the local table and file,
 and everything spreads to peers in the background through ``SwimNode``. Topic creation is the
-one thing that waits on other brokers (``creation.py``): the name's arbiter commits a record
+one thing that waits on other brokers (``gossip/creation.py``): the name's arbiter commits a record
 only once every live member has voted for it, so a name never has two records at once.
 
 Behaviour worth knowing:
@@ -16,7 +16,7 @@ Behaviour worth knowing:
 * Concurrent creation of one name on two brokers: the arbiter takes them one at a time; the
   first wins, the other gets TOPIC_ALREADY_EXISTS (an auto-creation gets the topic). Only
   arbiters that each count the other as dead (a partition) can both create it; the residual
-  race and its resolution are in ``creation.py`` and ``docs/dsbs-metadata.md``.
+  race and its resolution are in ``gossip/creation.py`` and ``docs/dsbs-metadata.md``.
 * Topic records are appended to ``dsbs/topics.jsonl`` as they are taken (without fsync: the
   other members hold them too) and loaded at start, so a restarted broker, or a whole cluster
   restarted, keeps its topics and their replica rings.
@@ -34,8 +34,8 @@ Behaviour worth knowing:
 * close()/abort() are bounded by ``shutdown_timeout_s``: whatever has not finished by then is
   logged and abandoned (commits were fsynced before they were acknowledged).
 * Replication (docs/replication.md): topics may have more than one replica. Each such
-  partition's leader, leader epoch and ISR come from its gossiped record (``leaders.py``,
-  ``leadership.py``), elections included; ``change_isr`` (``IsrChanges``) writes the leader's
+  partition's leader, leader epoch and ISR come from its gossiped record (``tables/leaders.py``,
+  ``gossip/leadership.py``), elections included; ``change_isr`` (``IsrChanges``) writes the leader's
   ISR changes and returns once every live in-sync replica holds them. The records are appended
   to ``dsbs/partitions.jsonl`` and loaded at start; a partition they say this broker leads is
   served only once a majority of its replicas has answered with their records. A replicated
@@ -85,13 +85,19 @@ from brokers.core.errors import (
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonJournal
-from brokers.dsbs_broker import placement
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
-from brokers.dsbs_broker.creation import CreateOutcome, refusal
-from brokers.dsbs_broker.leaders import NO_LEADER as NOBODY
-from brokers.dsbs_broker.leadership import IsrOutcome
-from brokers.dsbs_broker.metadata import (
+from brokers.dsbs_broker.gossip.creation import CreateOutcome, refusal
+from brokers.dsbs_broker.gossip.leadership import IsrOutcome
+from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.gossip.udp import GossipDriver, bind, resolve
+from brokers.dsbs_broker.packets.wire import TopicRecord, encode_update
+from brokers.dsbs_broker.tables import replica_placement
+from brokers.dsbs_broker.tables.leaders import NO_LEADER as NOBODY
+from brokers.dsbs_broker.tables.offset_writer import OffsetWriter
+from brokers.dsbs_broker.tables.offsets import DELETED, OffsetLog
+from brokers.dsbs_broker.tables.state import NodeState, StateFile
+from brokers.dsbs_broker.tables.topics import (
     grown,
     partition_from_json,
     partition_to_json,
@@ -100,17 +106,11 @@ from brokers.dsbs_broker.metadata import (
     tombstone,
     with_configs,
 )
-from brokers.dsbs_broker.offset_writer import OffsetWriter
-from brokers.dsbs_broker.offsets import DELETED, OffsetLog
-from brokers.dsbs_broker.state import NodeState, StateFile
-from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.udp import GossipDriver, bind, resolve
-from brokers.dsbs_broker.validation import (
+from brokers.dsbs_broker.tables.validation import (
     MAX_INCARNATION,
     address_literal_problem,
     partition_problem,
 )
-from brokers.dsbs_broker.wire import TopicRecord, encode_update
 
 log = logging.getLogger("twinbench.dsbs")
 
@@ -474,9 +474,9 @@ class DsbsCoordinator(GroupRegistry):
         return None if m is None else (m.incarnation, m.live)
 
     def _partition(self, rec: TopicRecord, p: int) -> PartitionState:
-        reps = placement.replicas(rec.ring, rec.replication_factor, p)
+        reps = replica_placement.replicas(rec.ring, rec.replication_factor, p)
         if rec.replication_factor == 1:
-            leader, epoch, live = placement.leader_and_epoch(reps, self._lookup)
+            leader, epoch, live = replica_placement.leader_and_epoch(reps, self._lookup)
             return PartitionState(rec.name, p, leader, epoch, reps, live)
         node = self.node
         held = node.topics.partition(rec.name, p)
@@ -565,9 +565,9 @@ class DsbsCoordinator(GroupRegistry):
         self, name: str, assignment: Assignment, configs: Mapping[str, str] | None = None
     ) -> TopicInfo:
         """As ``create_topic``, with the ring that puts partition p on ``assignment[p]``
-        (``placement.manual_ring``) carried to the arbiter in the CREATE."""
+        (``replica_placement.manual_ring``) carried to the arbiter in the CREATE."""
         rf = len(assignment[0])
-        ring = placement.manual_ring(assignment, rf)
+        ring = replica_placement.manual_ring(assignment, rf)
         if ring is None:
             raise InvalidReplicaAssignment(
                 "DSBS places a topic's replicas on a ring (partition p on ring[p], ring[p+1], "
@@ -623,7 +623,7 @@ class DsbsCoordinator(GroupRegistry):
     ) -> PartitionState:
         """IsrChanges (brokers/core/isr_changes.py): the leader's ISR change, gossiped and
         pushed to the partition's replicas; returns once every live member of the new ISR
-        holds it (``leadership.py``), or raises if another record superseded it."""
+        holds it (``gossip/leadership.py``), or raises if another record superseded it."""
         node = self.node
         rid = node.leadership.change_isr(topic, partition, leader_epoch, list(isr),
                                          self._now())

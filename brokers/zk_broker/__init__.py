@@ -30,7 +30,7 @@ Layout::
                     the leaders)
     deletion.py     topic deletion: the /admin/delete_topics marker a request writes, and the
                     controller's duty that removes a marked topic's znodes and offsets
-    registry.py     GroupRegistry: the consumer registries (ids/owners/offsets), offset
+    group_znodes.py GroupZnodes: the consumer registries (ids/owners/offsets), offset
                     commits kept in arrival order per znode, and their restoration after a
                     session loss
     producer_ids.py ProducerIds: producer-id blocks claimed by compare-and-set

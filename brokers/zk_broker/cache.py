@@ -19,7 +19,8 @@ topic while the old one's data is still in place.
 
 The cache only reads. What the controller's id means for this broker (run an election, take
 office, resign) is the election's business (``election.py``), told through ``on_controller``;
-the controller (``controller.py``) sees the cache as its ``ControllerContext``.
+the controller (``controller.py``) and its deletion duty see the cache as the
+``ControllerContext`` defined here.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import WatchedEvent
@@ -42,7 +44,6 @@ from brokers.core.coordinator import (
     TopicPartition,
 )
 from brokers.zk_broker import paths as fmt
-from brokers.zk_broker.controller import CachedState
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession
 
@@ -53,6 +54,33 @@ Spawn = Callable[[Coroutine[Any, Any, Any], str], None]
 # Told what /controller holds after every read of it: None when the znode is absent, else
 # (controller id, session id owning the ephemeral).
 OnController = Callable[[tuple[int, int] | None], Awaitable[None]]
+
+
+# --- the cache as the controller sees it ---------------------------------------------------------
+# Defined here, below the controller and its deletion duty, which both read the cache through it.
+@dataclass(frozen=True, slots=True)
+class CachedState:
+    state: LeaderAndIsr
+    version: int  # znode version, for compare-and-set writes
+    mzxid: int  # last-modified zxid, to discard stale reads that arrive late
+
+
+class ControllerContext(Protocol):
+    """The coordinator's metadata cache (``MetadataCache``), as the controller sees it."""
+
+    def live_broker_ids(self) -> frozenset[int]: ...
+
+    def assignments(self) -> Mapping[str, Mapping[int, tuple[int, ...]]]: ...
+
+    def topic_czxid(self, name: str) -> int | None: ...
+
+    def cached_state(self, tp: TopicPartition) -> CachedState | None: ...
+
+    def apply_state(self, tp: TopicPartition, entry: CachedState) -> None: ...
+
+    async def resync(self) -> None: ...
+
+    async def ensure_path(self, path: str) -> None: ...
 
 
 class MetadataCache:

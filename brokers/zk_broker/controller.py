@@ -35,15 +35,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from brokers.core.coordinator import NO_LEADER, TopicPartition
 from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
 from brokers.zk_broker.bridge import KazooBridge
+from brokers.zk_broker.cache import CachedState, ControllerContext
 from brokers.zk_broker.deletion import TopicDeletions
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
@@ -118,32 +118,6 @@ def next_partition_state(
     leader = eligible[0]
     isr = tuple(b for b in current.isr if b in live) if leader in current.isr else (leader,)
     return LeaderAndIsr(leader, current.leader_epoch + 1, isr, controller_epoch)
-
-
-# --- what the controller needs from the metadata cache -------------------------------------------
-@dataclass(frozen=True, slots=True)
-class CachedState:
-    state: LeaderAndIsr
-    version: int  # znode version, for compare-and-set writes
-    mzxid: int  # last-modified zxid, to discard stale reads that arrive late
-
-
-class ControllerContext(Protocol):
-    """The coordinator's metadata cache (``cache.py``), as the controller sees it."""
-
-    def live_broker_ids(self) -> frozenset[int]: ...
-
-    def assignments(self) -> Mapping[str, Mapping[int, tuple[int, ...]]]: ...
-
-    def topic_czxid(self, name: str) -> int | None: ...
-
-    def cached_state(self, tp: TopicPartition) -> CachedState | None: ...
-
-    def apply_state(self, tp: TopicPartition, entry: CachedState) -> None: ...
-
-    async def resync(self) -> None: ...
-
-    async def ensure_path(self, path: str) -> None: ...
 
 
 class Controller:

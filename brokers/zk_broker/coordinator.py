@@ -10,7 +10,7 @@ What lives where in ZooKeeper (znode formats in ``paths.py``):
 
 The coordinator owns one part per concept and wires them together: the shared session
 (``session.py``), the watch-fed metadata cache (``cache.py``), the controller election
-(``election.py``), topic creation (``topics.py``), the consumer registries (``registry.py``) and
+(``election.py``), topic creation (``topics.py``), the consumer registries (``group_znodes.py``) and
 producer ids (``producer_ids.py``). What stays here is the lifecycle and the session's states
 (kazoo's, delivered on the loop by the bridge):
 
@@ -51,10 +51,10 @@ from brokers.zk_broker.config import ZkCoordinatorConfig
 from brokers.zk_broker.counters import ZkCounters
 from brokers.zk_broker.deletion import request_deletion
 from brokers.zk_broker.election import Election
+from brokers.zk_broker.group_znodes import GroupZnodes
 from brokers.zk_broker.isr import IsrWriter
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
-from brokers.zk_broker.registry import GroupRegistry
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession, ZooKeeperUnreachable
 from brokers.zk_broker.topics import TopicCreator
 
@@ -84,7 +84,7 @@ class ZkCoordinator:
         self._topics = TopicCreator(
             self._session, self.paths, self._cache, config.create_topic_timeout_ms
         )
-        self._registry = GroupRegistry(self._session, self.paths)
+        self._group_znodes = GroupZnodes(self._session, self.paths)
         self._isr = IsrWriter(self._session, self.paths, self._cache, node_id)
         self._producer_ids = ProducerIds(
             self._session, self.paths, node_id, config.producer_id_block_size
@@ -208,7 +208,7 @@ class ZkCoordinator:
                 log.warning("broker %d: new ZooKeeper session, re-registering", self._node_id)
                 assert self._me is not None
                 await session.register_broker(self._me, new_id)
-                await self._registry.restore()
+                await self._group_znodes.restore()
                 session.id = new_id
             session.connected = True
             await self._cache.resync()
@@ -273,28 +273,28 @@ class ZkCoordinator:
         return brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
 
     async def register_member(self, group_id: str, member: MemberRecord) -> None:
-        await self._registry.register_member(group_id, member)
+        await self._group_znodes.register_member(group_id, member)
 
     async def unregister_member(self, group_id: str, member_id: str) -> None:
-        await self._registry.unregister_member(group_id, member_id)
+        await self._group_znodes.unregister_member(group_id, member_id)
 
     async def record_owners(self, group_id: str, owners: Mapping[TopicPartition, str]) -> None:
-        await self._registry.record_owners(group_id, owners)
+        await self._group_znodes.record_owners(group_id, owners)
 
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:
-        await self._registry.commit_offsets(group_id, offsets)
+        await self._group_znodes.commit_offsets(group_id, offsets)
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        return await self._registry.fetch_offsets(group_id, partitions)
+        return await self._group_znodes.fetch_offsets(group_id, partitions)
 
     async def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> None:
-        await self._registry.delete_offsets(group_id, partitions)
+        await self._group_znodes.delete_offsets(group_id, partitions)
 
     # ============================================================================================
     # misc

@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -52,12 +51,9 @@ from kazoo.protocol.states import WatchedEvent
 from brokers.core.errors import NotController, RequestTimedOut, UnknownTopicOrPartition
 from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.bridge import KazooBridge
+from brokers.zk_broker.cache import ControllerContext, MetadataCache
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession
-
-if TYPE_CHECKING:
-    from brokers.zk_broker.cache import MetadataCache
-    from brokers.zk_broker.controller import ControllerContext
 
 log = logging.getLogger(__name__)
 

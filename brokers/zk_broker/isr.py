@@ -17,8 +17,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from brokers.core.coordinator import PartitionState, TopicPartition
 from brokers.core.errors import CoordinatorNotAvailable, UnknownTopicOrPartition
 from brokers.core.isr_changes import checked_isr
-from brokers.zk_broker.cache import MetadataCache
-from brokers.zk_broker.controller import CachedState
+from brokers.zk_broker.cache import CachedState, MetadataCache
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession
 

@@ -2,7 +2,7 @@
 
 It owns the kazoo client and its bridge (``bridge.py``, where kazoo's threads meet the loop),
 and, with ``data_path == "direct"``, the data path's own asyncio session (``direct.py``). The
-parts of the coordinator (``cache.py``, ``election.py``, ``registry.py``, ``producer_ids.py``,
+parts of the coordinator (``cache.py``, ``election.py``, ``group_znodes.py``, ``producer_ids.py``,
 ``topics.py``) reach ZooKeeper only through it:
 
 * ``bridge`` for metadata and registry requests, ``data()`` for the data path's reads and

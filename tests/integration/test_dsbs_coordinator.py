@@ -25,7 +25,7 @@ from brokers.core.coordinator import (
 from brokers.core.errors import InvalidReplicationFactor, TopicAlreadyExists
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
-from brokers.dsbs_broker.wire import Status
+from brokers.dsbs_broker.packets.wire import Status
 from tests.support.dsbs_member import KEY
 
 pytestmark = pytest.mark.integration

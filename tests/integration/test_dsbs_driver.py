@@ -20,8 +20,8 @@ from brokers.core.coordinator import BrokerInfo
 from brokers.core.errors import UserError
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig, GossipLimits
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
-from brokers.dsbs_broker.swim import SwimNode
-from brokers.dsbs_broker.udp import GossipDriver, bind
+from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.gossip.udp import GossipDriver, bind
 
 pytestmark = pytest.mark.integration
 
@@ -192,8 +192,8 @@ def test_bad_gossip_setups_fail_at_start_in_one_line(tmp_path: Path, cfg, messag
 
 
 def test_an_exhausted_incarnation_still_starts(tmp_path: Path):
-    from brokers.dsbs_broker.state import NodeState, StateFile
-    from brokers.dsbs_broker.validation import MAX_INCARNATION
+    from brokers.dsbs_broker.tables.state import NodeState, StateFile
+    from brokers.dsbs_broker.tables.validation import MAX_INCARNATION
 
     async def scenario() -> None:
         StateFile(tmp_path / "dsbs").store(NodeState(0, MAX_INCARNATION))

@@ -1,7 +1,7 @@
 """A DSBS broker without the cluster key cannot join: real broker processes on loopback.
 
 The harness gives every dsbs cluster a fresh key (secured or not: gossip authentication is
-always on, brokers/dsbs_broker/auth.py). A broker started with another key, or with
+always on, brokers/dsbs_broker/packets/auth.py). A broker started with another key, or with
 ``--gossip-insecure``, pointed at the cluster's seeds, never becomes a member: the cluster
 drops its datagrams unread (counted as ``gossip_dropped_unauthenticated``) and it serves
 alone. The same broker started with the cluster's key joins, which shows the check can see a

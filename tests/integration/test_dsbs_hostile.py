@@ -32,9 +32,8 @@ import psutil
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from brokers.dsbs_broker.auth import TAG_BYTES, Authenticator
-from brokers.dsbs_broker.validation import MAX_INCARNATION
-from brokers.dsbs_broker.wire import (
+from brokers.dsbs_broker.packets.auth import TAG_BYTES, Authenticator
+from brokers.dsbs_broker.packets.wire import (
     FLAG_HMAC,
     HEADER_SIZE,
     Gossip,
@@ -51,6 +50,7 @@ from brokers.dsbs_broker.wire import (
     encode_padding,
     encode_update,
 )
+from brokers.dsbs_broker.tables.validation import MAX_INCARNATION
 from harness.cluster import write_gossip_key
 from harness.processes import ManagedProcess
 from tests.support.ops import create_topic, eventually
@@ -367,7 +367,7 @@ def _invalid(c: dict[str, float]) -> float:
 
 
 def _keyfile_bytes(t: Target) -> bytes:
-    from brokers.dsbs_broker.auth import load_key_file
+    from brokers.dsbs_broker.packets.auth import load_key_file
 
     return load_key_file(t.argv[t.argv.index("--gossip-key-file") + 1])
 

@@ -3,7 +3,7 @@
 The product never builds arbitrary batches (producers send them; the load client stamps its own
 fixed layout, ``workloads/payload.py``), so this lives with the tests. It writes the header
 through the codec's one layout definition (``brokers.core.protocol.records``) and is checked
-against kafka-python's builder (tests/unit/test_protocol_kafka_python.py).
+against kafka-python's builder (tests/unit/brokers/core/protocol/test_kafka_python.py).
 """
 
 from __future__ import annotations

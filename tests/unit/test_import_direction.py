@@ -89,11 +89,11 @@ def test_imports_point_one_way() -> None:
     ("brokers.core.server", "brokers.zk_broker.coordinator", True),
     ("brokers.core.server", "harness.cluster", True),
     ("brokers.core.server", "spark_analysis.loader", True),
-    ("brokers.zk_broker.coordinator", "brokers.dsbs_broker.swim", True),
-    ("brokers.dsbs_broker.swim", "brokers.core.errors", False),
-    ("brokers.dsbs_broker.swim", "harness.processes", True),
+    ("brokers.zk_broker.coordinator", "brokers.dsbs_broker.gossip.swim", True),
+    ("brokers.dsbs_broker.gossip.swim", "brokers.core.errors", False),
+    ("brokers.dsbs_broker.gossip.swim", "harness.processes", True),
     ("workloads.consumer", "brokers.core.protocol.records", False),
-    ("workloads.consumer", "brokers.dsbs_broker.wire", True),
+    ("workloads.consumer", "brokers.dsbs_broker.packets.wire", True),
     ("harness.perf_zk", "brokers.zk_broker.direct", False),
     ("spark_analysis.loader", "brokers.core.errors", True),
     ("spark_analysis.loader", "twinbench_common.errors", False),
@@ -102,3 +102,71 @@ def test_imports_point_one_way() -> None:
 ])
 def test_rules_read_as_the_section_says(module: str, name: str, broken: bool) -> None:
     assert any(_within(name, f) for f in _forbidden(module)) is broken
+
+
+# --- no import cycles in brokers/ -----------------------------------------------------------------
+def _local_imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that ``path`` imports, at any level (functions and
+    TYPE_CHECKING included). ``from pkg import sub`` names the submodule, not ``pkg``'s
+    ``__init__``: a package that only hands its modules' names on is no link of a cycle."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names} & modules
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                out |= {sub} & modules if sub in modules else {module} & modules
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module, or of one importing itself
+    (Tarjan's algorithm), each sorted, in sorted order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_brokers_have_no_import_cycles() -> None:
+    paths = {_module_name(p): p for p in sorted((ROOT / "brokers").rglob("*.py"))}
+    graph = {m: _local_imports(p, set(paths)) - {m} for m, p in paths.items()}
+    assert _cycles(graph) == []
+
+
+def test_a_cycle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"], ["e"]]

@@ -4,11 +4,11 @@ Layout:
 - ``context.py``   BrokerContext (config, coordinator, storage, groups, notifier) and the
                    leadership checks every data-path handler uses
 - ``dispatch.py``  RequestDispatcher: header, version check, body decoding (the protocol's
-                   REQUESTS registry), routing, response framing; it answers Produce v0-2
-                   itself (decoded only to name their partitions in UNSUPPORTED_VERSION)
+                   REQUESTS registry), routing, response framing
 - ``produce.py``   Produce v3-9 (acks 0/1/-1): batches checked by their headers and stored as
                    sent; records are never decoded; idempotent producers' retries are
-                   answered from the partition's producer table
+                   answered from the partition's producer table. Produce v0-2 is answered
+                   UNSUPPORTED_VERSION here too (decoded only to name its partitions)
 - ``fetch.py``     Fetch (long-poll with min/max bytes)
 - ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs and
                    manual replica assignments), CreatePartitions, DeleteTopics, topic-name rules

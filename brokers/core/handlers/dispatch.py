@@ -6,8 +6,8 @@ Order of checks, each with the answer clients expect:
    answered in a format the client understands, so the connection is closed (as Kafka does).
 2. ApiVersions at a version we do not speak: the KIP-511 fallback (v0 body, error 35).
 3. Another API at an unserved version: UNSUPPORTED_VERSION in that API's response when the
-   codec can encode it (Produce v0-2, advertised for librdkafka's sake), else a closed
-   connection.
+   codec can encode it (Produce v0-2, advertised for librdkafka's sake: answered by
+   ``produce.answer_unserved``), else a closed connection.
 4. A body that does not decode: closed connection.
 5. The handler; its response is framed under the request's correlation id.
 
@@ -22,11 +22,10 @@ metrics read per topic and error code. Unset, it costs one comparison per reques
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from brokers.core.errors import ProtocolViolation, UnsupportedVersion
+from brokers.core.errors import ProtocolViolation
 from brokers.core.handlers import (
     admin,
     configs,
@@ -48,16 +47,9 @@ from brokers.core.protocol.api import (
     response_frame,
 )
 from brokers.core.protocol.header import RequestHeader, peek_header
-from brokers.core.protocol.messages.produce import (
-    PartitionProduceResponse,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceResponse,
-)
+from brokers.core.protocol.messages.produce import ProduceRequest
 from brokers.core.protocol.schema import Message
 from brokers.core.server import Buffers
-
-log = logging.getLogger("twinbench.dispatch")
 
 Handler = Callable[[BrokerContext, Call, Any], Message | Awaitable[Message | None] | None]
 # (api key, decoded request, its response or None when none is sent)
@@ -151,16 +143,9 @@ class RequestDispatcher:
         lo, hi = RESPONSES[ApiKey(api_key)].VERSIONS
         if api_key == ApiKey.PRODUCE and lo <= version <= hi:
             header, body_at = RequestHeader.decode(frame)
-            req = ProduceRequest.decode(frame[body_at:], version)
-            log.info("%s sent Produce v%d (magic 0/1); answering UNSUPPORTED_VERSION",
-                     header.client_id, version)
-            if req.acks == 0:
+            response = produce.answer_unserved(
+                ProduceRequest.decode(frame[body_at:], version), version, header.client_id)
+            if response is None:
                 return None
-            response = ProduceResponse(responses=[
-                TopicProduceResponse(name=t.name, partition_responses=[
-                    PartitionProduceResponse(index=p.index, error_code=UnsupportedVersion.code,
-                                             base_offset=-1)
-                    for p in t.partition_data])
-                for t in req.topic_data])
             return response_frame(correlation_id, api_key, version, response)
         raise ProtocolViolation(f"api key {api_key} v{version} is not supported")

@@ -4,54 +4,47 @@ The hot path of the benchmark. Per partition: one leadership check (cache, or th
 store under the per_request policy), one ``append`` that validates batch headers and CRCs and
 writes the bytes, one wake-up of waiting fetches. No per-record work happens here.
 
-Idempotent producers (producerId >= 0 in the batch header) also go through the partition's
-idempotence table (``producer_state.py``): a retried batch gets its first copy's offset back
-instead of a second copy. Whether a batch is idempotent is one byte of its header, the sign
-byte of producerId, so the producers of the benchmark (producerId -1) pay one index operation.
+Idempotent producers (producerId >= 0 in the batch header) go through the partition's
+idempotence table instead (``ProducerStates.append``, brokers/core/producer_state.py): a retried
+batch gets its first copy's offset back instead of a second copy. Whether a batch is idempotent
+is one byte of its header, the sign byte of producerId, so the producers of the benchmark
+(producerId -1) pay one index operation.
 
-A partition with more than one replica that this broker leads (``ctx.replicas``; one dict
-lookup, a miss for every partition of replication factor 1) gets its leader epoch stamped into
-the batches, the min.insync.replicas check for acks=-1, and with acks=-1 an answer that waits
-until the in-sync replicas have the batch (brokers/core/replication/manager.py).
+Replication is asked once per partition (``ReplicaManager.produce_leader``; one dict lookup, a
+miss for every partition of replication factor 1): a partition with more than one replica that
+this broker leads gets its leader epoch stamped into the batches, the min.insync.replicas check
+for acks=-1, and with acks=-1 an answer that waits until the in-sync replicas have the batch
+(brokers/core/replication/manager.py).
+
+Produce v0-2 (magic 0/1 batches) is advertised, for librdkafka's sake, but not served: the
+dispatcher hands such a request to ``answer_unserved``, which fails every partition with
+UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 
 from brokers.core.coordinator import TopicPartition
 from brokers.core.errors import (
     CorruptMessage,
-    InvalidRecord,
     InvalidRequiredAcks,
     KafkaError,
     NotEnoughReplicasAfterAppend,
-    NotLeaderOrFollower,
+    UnsupportedVersion,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
-from brokers.core.logs import PartitionLogLike
 from brokers.core.protocol.messages.produce import (
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
-from brokers.core.protocol.records import (
-    HEADER_SIZE,
-    LAST_OFFSET_DELTA,
-    LAST_OFFSET_DELTA_AT,
-    LOG_OVERHEAD,
-    OFFSET_AND_LENGTH,
-    PRODUCER_AT,
-    PRODUCER_FIELDS,
-)
-from brokers.core.storage import AppendResult
-from brokers.core.storage.batch_header import check_batch
+from brokers.core.protocol.records import PRODUCER_AT
 
-_unpack_producer = PRODUCER_FIELDS.unpack_from
-_unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
-_unpack_length = OFFSET_AND_LENGTH.unpack_from
+log = logging.getLogger("twinbench.produce")
 
 
 def handle_produce(
@@ -120,32 +113,20 @@ def _append(
         try:
             if not records:
                 raise CorruptMessage("produce request without record batches")
-            log = ctx.store.get_or_create(topic, partition)
-            # Only partitions with more than one replica are in the replica manager.
+            plog = ctx.store.get_or_create(topic, partition)
+            tp = TopicPartition(topic, partition)
             replicas = ctx.replicas
-            leader = None if replicas is None else replicas.leaders.get(
-                TopicPartition(topic, partition))
-            if leader is None or replicas is None:
-                if replicas is not None and replicas.following and (
-                        TopicPartition(topic, partition) in replicas.following):
-                    # The store already names this broker (the per_request check) but its
-                    # view has not caught up: appending unreplicated would ack too early.
-                    raise NotLeaderOrFollower(
-                        f"{topic}-{partition}: this broker is taking over its leadership")
-                epoch = CLIENT_LEADER_EPOCH
-            else:
-                epoch = leader.leader_epoch
-                if req.acks == -1:
-                    leader.check_min_isr(replicas.min_isr(topic))
+            leader = None if replicas is None else replicas.produce_leader(tp, req.acks)
+            epoch = CLIENT_LEADER_EPOCH if leader is None else leader.leader_epoch
             # producerId's first byte is below 0x80 exactly when producerId >= 0 (idempotent).
             if len(records) > PRODUCER_AT and records[PRODUCER_AT] < 0x80:
-                result = _append_idempotent(ctx, topic, partition, log, records, epoch)
+                result = ctx.producers.append(topic, partition, plog, records, epoch,
+                                              ctx.config.storage.max_batch_bytes)
             else:
-                result = log.append(records, epoch)
+                result = plog.append(records, epoch)
         except KafkaError as exc:
             error = exc
         else:
-            tp = TopicPartition(topic, partition)
             ctx.notifier.notify(tp)
             part = PartitionProduceResponse(
                 index=partition, error_code=0, base_offset=result.base_offset,
@@ -163,33 +144,17 @@ def _append(
     )
 
 
-def _append_idempotent(
-    ctx: BrokerContext, topic: str, partition: int, log: PartitionLogLike, records,
-    leader_epoch: int,
-) -> AppendResult:
-    """Append a batch of an idempotent producer, or answer a retried one with its offset."""
-    view = records if type(records) is memoryview else memoryview(records)
-    if view.itemsize != 1 or view.ndim != 1:
-        view = view.cast("B")
-    # Produce v3+ carries one batch per partition (Kafka refuses more): the sequence check
-    # below is about that one batch.
-    if len(view) < HEADER_SIZE or _unpack_length(view, 0)[1] + LOG_OVERHEAD != len(view):
-        check_batch(view, 0, ctx.config.storage.max_batch_bytes)  # the precise error if bad
-        raise InvalidRecord("an idempotent produce carries exactly one batch per partition")
-    producer_id, epoch, first_seq = _unpack_producer(view, PRODUCER_AT)
-    if epoch < 0 or first_seq < 0:
-        raise InvalidRecord(
-            f"producer {producer_id} sent epoch {epoch} and base sequence {first_seq}")
-    last_delta = _unpack_last_delta(view, LAST_OFFSET_DELTA_AT)[0]
-    table = ctx.producers.get(topic, partition, log)
-    duplicate_of = table.check(producer_id, epoch, first_seq, last_delta)
-    if duplicate_of is not None:
-        # Validated like any batch, so a corrupt copy is refused rather than acknowledged.
-        check_batch(view, 0, ctx.config.storage.max_batch_bytes)
-        return AppendResult(duplicate_of, duplicate_of + last_delta, log.log_start_offset)
-    result = log.append(view, leader_epoch)
-    table.record(producer_id, epoch, first_seq, last_delta, result.base_offset)
-    return result
+def answer_unserved(req: ProduceRequest, version: int, client_id: str | None
+                    ) -> ProduceResponse | None:
+    """Produce v0-2 (magic 0/1), decoded only to name its partitions: each one answered with
+    UNSUPPORTED_VERSION (nothing with acks=0). The fields v0-2 encode are those of the answer
+    the dispatcher used to build itself: index, error code, base offset -1 and, from v2, log
+    append time -1."""
+    log.info("%s sent Produce v%d (magic 0/1); answering UNSUPPORTED_VERSION", client_id,
+             version)
+    if req.acks == 0:
+        return None
+    return _all_failed(req, UnsupportedVersion(f"Produce v{version} (magic 0/1) is not served"))
 
 
 def _all_failed(req: ProduceRequest, error: KafkaError) -> ProduceResponse:

@@ -31,8 +31,10 @@ from brokers.core.protocol.schema import (
 MAX_VERSION = 3
 
 
+# One topic and some of its partitions, as the blobs list them (owned or assigned). Not the
+# broker's ``coordinator.TopicPartition``, which names one partition.
 @dataclass(slots=True)
-class TopicPartition(Struct):
+class ConsumerTopicPartitions(Struct):
     topic: str = f(STRING, "0+")
     partitions: list[int] = f(ArrayOf(INT32), "0+")
 
@@ -72,7 +74,7 @@ class _Embedded(Struct):
 class ConsumerProtocolSubscription(_Embedded):
     topics: list[str] = f(ArrayOf(STRING), "0+")
     user_data: bytes | None = f(BYTES, "0+", nullable="0+", default=None)
-    owned_partitions: list[TopicPartition] = f(ArrayOf(TopicPartition), "1+")
+    owned_partitions: list[ConsumerTopicPartitions] = f(ArrayOf(ConsumerTopicPartitions), "1+")
     generation_id: int = f(INT32, "2+", default=-1)
     rack_id: str | None = f(STRING, "3+", nullable="3+", default=None)
     version: int = 0  # not a schema field: the blob's leading int16
@@ -80,6 +82,7 @@ class ConsumerProtocolSubscription(_Embedded):
 
 @dataclass(slots=True)
 class ConsumerProtocolAssignment(_Embedded):
-    assigned_partitions: list[TopicPartition] = f(ArrayOf(TopicPartition), "0+")
+    assigned_partitions: list[ConsumerTopicPartitions] = f(
+        ArrayOf(ConsumerTopicPartitions), "0+")
     user_data: bytes | None = f(BYTES, "0+", nullable="0+", default=None)
     version: int = 0

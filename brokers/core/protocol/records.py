@@ -33,7 +33,7 @@ from brokers.core.errors import CorruptMessage, ProtocolViolation, TwinbenchErro
 from brokers.core.protocol.consumer_protocol import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
-    TopicPartition,
+    ConsumerTopicPartitions,
 )
 from brokers.core.protocol.primitives import Buffer, Reader
 
@@ -60,8 +60,8 @@ __all__ = [
     "BatchHeader",
     "ConsumerProtocolAssignment",
     "ConsumerProtocolSubscription",
+    "ConsumerTopicPartitions",
     "Record",
-    "TopicPartition",
     "UnsupportedCompression",
     "decode_records",
     "iter_batches",

@@ -236,6 +236,26 @@ class ReplicaManager:
         return self.epochs(tp, plog).end_offset_for(epoch, plog.log_end_offset)
 
     # --- produce ----------------------------------------------------------------------------
+    def produce_leader(self, tp: TopicPartition, acks: int) -> LeaderPartition | None:
+        """This broker's part in a produce to ``tp``, asked once before the append.
+
+        None: the partition is not replicated here (replication factor 1 costs this one failed
+        dict lookup); append it as it comes. A ``LeaderPartition``: this broker leads it; stamp
+        its ``leader_epoch`` into the batches and report the append with ``appended``. Raises
+        NOT_ENOUGH_REPLICAS when acks=-1 finds the ISR below min.insync.replicas, and
+        NOT_LEADER_OR_FOLLOWER when this broker follows the partition: the store already names
+        it (the per_request check) but its view has not caught up, and appending unreplicated
+        would acknowledge too early."""
+        leader = self.leaders.get(tp)
+        if leader is None:
+            if self.following and tp in self.following:
+                raise NotLeaderOrFollower(
+                    f"{tp.topic}-{tp.partition}: this broker is taking over its leadership")
+            return None
+        if acks == -1:
+            leader.check_min_isr(self.min_isr(tp.topic))
+        return leader
+
     def min_isr(self, topic: str) -> int:
         return self._min_isr.get(topic, self.config.min_insync_replicas)
 

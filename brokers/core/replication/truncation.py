@@ -10,7 +10,8 @@ about its (now older) latest epoch. Each round removes at least one epoch, so it
 
 Because an epoch has one leader, two logs that hold the same epoch at the same offset agree on
 every record up to it; under that property the rounds stop exactly at the longest common prefix
-of the two logs (tests/unit/test_replication_truncation.py checks it on generated histories).
+of the two logs (tests/unit/brokers/core/replication/test_truncation.py checks it on generated
+histories).
 
 Sans-IO: ``next_cut`` is one round; the fetcher sends the requests and applies the cuts.
 """

@@ -9,10 +9,10 @@ Layout map:
 * ``segment.py``      - one ``<base>.log`` file: zero-copy append (pwritev), reads of whole
   batches, the CRC-validating recovery scan, index persistence, deletion.
 * ``open_files.py``   - ``OpenSegments``: the LRU budget of open segment descriptors.
-* ``log.py``          - ``PartitionLog`` and ``AppendResult``: ordered contiguous segments,
-  roll-over by size, flush policy, recovery on open, time/size retention, the log start
-  offset DeleteRecords moves; the first disk error takes the data directory offline (never
-  retried).
+* ``log.py``          - ``PartitionLog``: ordered contiguous segments, roll-over by size, flush
+  policy, recovery on open, time/size retention, the log start offset DeleteRecords moves; the
+  first disk error takes the data directory offline (never retried). It implements the seam
+  the handlers see, ``logs.PartitionLogLike``, whose ``append`` answers a ``logs.AppendResult``.
 * ``manager.py``      - ``LogManager``: ``<data_dir>/<topic>-<partition>/`` directories, the data
   directory lock (unless the broker took it), flush/retention across partitions, a deleted
   topic's directories (renamed ``<topic>-<p>.<id>-delete``, then removed).
@@ -32,7 +32,7 @@ via ``LogManager.flush_dirty`` (``interval_ms``), or never except on roll/close 
 when the descriptor budget closes a segment with unflushed appends.
 """
 
-from brokers.core.storage.log import AppendResult, PartitionLog
+from brokers.core.storage.log import PartitionLog
 from brokers.core.storage.manager import LogManager
 
-__all__ = ["AppendResult", "LogManager", "PartitionLog"]
+__all__ = ["LogManager", "PartitionLog"]

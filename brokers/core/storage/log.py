@@ -24,13 +24,13 @@ from __future__ import annotations
 import logging
 import os
 from bisect import bisect_right
-from dataclasses import dataclass
 from pathlib import Path
 
 from brokers.core.atomic_file import TMP_SUFFIX, fsync_dir, replace_file
 from brokers.core.config import FlushMode, StorageConfig
 from brokers.core.datadir import DataDir
 from brokers.core.errors import KafkaStorageError, OffsetOutOfRange
+from brokers.core.logs import AppendResult
 from brokers.core.storage.batch_header import validate_batches
 from brokers.core.storage.open_files import OpenSegments
 from brokers.core.storage.segment import (
@@ -47,13 +47,6 @@ log = logging.getLogger("twinbench.storage")
 
 # The partition's log start offset once DeleteRecords moved it past the oldest segment's base.
 START_OFFSET_FILE = "log-start-offset"
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int  # offset given to the first record appended
-    last_offset: int  # offset of the last record appended
-    log_start_offset: int
 
 
 class PartitionLog:

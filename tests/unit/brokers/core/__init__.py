@@ -1,0 +1,1 @@
+"""Unit tests of brokers/core (the subfolders mirror its packages)."""

@@ -1,0 +1,1 @@
+"""Unit tests of brokers/core/handlers: request counting, the leadership checks."""

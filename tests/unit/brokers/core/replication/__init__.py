@@ -1,0 +1,1 @@
+"""Unit tests of brokers/core/replication: epochs, leader, purgatory, truncation, handlers."""

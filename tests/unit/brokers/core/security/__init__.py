@@ -1,0 +1,1 @@
+"""Unit tests of brokers/core/security: SCRAM and the SASL session."""

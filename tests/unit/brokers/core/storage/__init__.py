@@ -1,0 +1,1 @@
+"""Unit tests of brokers/core/storage: batch headers, logs, the manager, recovery."""

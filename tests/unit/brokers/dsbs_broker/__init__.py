@@ -1,0 +1,1 @@
+"""Unit tests of brokers/dsbs_broker (the subfolders mirror its packages)."""

@@ -1,0 +1,1 @@
+"""Unit tests of brokers/dsbs_broker/gossip: SWIM, creation, leadership, hostile input."""

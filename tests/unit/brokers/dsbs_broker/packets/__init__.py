@@ -1,0 +1,1 @@
+"""Unit tests of brokers/dsbs_broker/packets: the wire codec and authentication."""

@@ -1,0 +1,1 @@
+"""Unit tests of brokers/dsbs_broker/tables: topics, leaders, placement, offsets, state."""
