@@ -67,8 +67,9 @@ def _command(launch: Launch) -> Callable[[Node], ProcessSpec]:
 
 
 def _arbiter(topic: str, node_ids: Sequence[int]) -> int:
-    """The top rendezvous rank of the name over the brokers (brokers/dsbs_broker/creation.py)."""
-    from brokers.dsbs_broker.placement import rendezvous_order
+    """The top rendezvous rank of the name over the brokers
+    (brokers/dsbs_broker/gossip/creation.py)."""
+    from brokers.dsbs_broker.tables.replica_placement import rendezvous_order
 
     return rendezvous_order(topic, node_ids)[0]
 

@@ -43,7 +43,8 @@ def churn_cluster(request, tmp_path_factory):
     arch = request.param
     cluster = start_spec(ClusterSpec(arch, brokers=3,
                                      data_dir=tmp_path_factory.mktemp(f"churn-{arch}"),
-                                     gossip_preset="local", zk_session_timeout_ms=4000))
+                                     options={"dsbs": {"gossip_preset": "local"},
+                                              "zk": {"session_timeout_ms": 4000}}))
     yield cluster
     cluster.stop()
 

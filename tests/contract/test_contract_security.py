@@ -204,7 +204,7 @@ def test_a_secured_zk_clusters_znodes_are_read_only_to_other_zookeeper_clients(
 
     conf = security_files.librdkafka(secured.protocol, _mechanisms(secured.protocol)[-1])
     assert len(_confluent_roundtrip(ck, secured, conf, 3)) == 3  # a topic and a group's offsets
-    outsider = KazooClient(hosts=secured.zookeeper_connect, timeout=4.0)
+    outsider = KazooClient(hosts=secured.endpoint("zookeeper"), timeout=4.0)
     outsider.start(timeout=10)
     try:
         paths, pending = [], ["/twinbench"]

@@ -62,8 +62,12 @@ def test_cluster_rejects_bad_arguments_in_one_line(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     for args in (["--arch", "raft"], ["--arch", "zk", "--brokers", "0"],
-                 ["--arch", "dsbs", "--zookeeper", "127.0.0.1:2181"],
-                 ["--arch", "zk", "--zk-nodes", "2"], ["--arch", "zk", "--flush", "never"],
+                 ["--arch", "dsbs", "--option", "raft.nodes=3"],
+                 ["--arch", "zk", "--option", "zookeeper.nodes=2"],
+                 ["--arch", "zk", "--option", "zk.session_timeout_ms=soon"],
+                 ["--arch", "zk", "--option", "zk_nodes=3"],
+                 ["--arch", "local", "--brokers", "3"],
+                 ["--arch", "zk", "--flush", "never"],
                  # Security and metrics settings, refused before anything starts.
                  ["--arch", "dsbs", "--security", "tls", "--security-protocol", "SASL_SSL"],
                  ["--arch", "dsbs", "--security-protocol", "SSL"],
@@ -92,7 +96,8 @@ def test_cluster_metrics_without_prometheus_warns_in_one_line_and_serves_on(tmp_
     bare.mkdir()
     proc = ManagedProcess(
         [sys.executable, "-m", "harness.cli", "cluster", "--arch", "dsbs", "--brokers", "1",
-         "--gossip-preset", "local", "--data-dir", str(tmp_path / "data"), "--metrics",
+         "--option", "dsbs.gossip_preset=local", "--data-dir", str(tmp_path / "data"),
+         "--metrics",
          "--state", str(tmp_path / "state.json"), "--report-dir", str(tmp_path / "report")],
         name="twinbench cluster", log_path=tmp_path / "cluster.log",
         env={**os.environ, "PATH": str(bare)}).start()

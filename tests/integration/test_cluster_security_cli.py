@@ -44,7 +44,7 @@ def test_secured_monitored_cluster_from_the_command_line(tmp_path: Path, arch: s
             pytest.skip("no ZooKeeper jars or java on this machine (make setup installs them)")
     metrics = shutil.which("prometheus") is not None
     argv = [sys.executable, "-m", "harness.cli", "cluster", "--arch", arch, "--brokers", "2",
-            "--gossip-preset", "local", "--data-dir", str(tmp_path / "cluster"),
+            "--option", "dsbs.gossip_preset=local", "--data-dir", str(tmp_path / "cluster"),
             "--state", str(tmp_path / "state.json"), "--security", security,
             *(["--metrics", "--report-dir", str(tmp_path / "report")] if metrics else [])]
     proc = ManagedProcess(argv, name="twinbench cluster", log_path=tmp_path / "cli.log").start()

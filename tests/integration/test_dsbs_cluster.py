@@ -27,7 +27,8 @@ DETECTION_BUDGET_S = 3.0
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = ClusterSpec("dsbs", brokers=3, data_dir=tmp_path, gossip_preset="local")
+    spec = ClusterSpec("dsbs", brokers=3, data_dir=tmp_path,
+                       options={"dsbs": {"gossip_preset": "local"}})
     c = ProcessCluster(spec).start()
     yield c
     c.stop()
@@ -64,7 +65,8 @@ def test_sigkilled_broker_is_declared_dead_within_budget_and_rejoins_with_its_da
 
 def test_junk_datagrams_on_the_gossip_port_do_not_hurt(cluster):
     gossip_ports = [int(a.rpartition(":")[2]) for a in
-                    [argv[argv.index("--gossip") + 1] for argv in cluster._argvs]]
+                    [argv[argv.index("--gossip") + 1]
+                     for argv in (b.spec.argv for b in cluster.brokers if b.spec)]]
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for port in gossip_ports:
             for payload in (b"", b"\x00", b"junk" * 100, b"\xff" * 1400, bytes(range(256)) * 5):

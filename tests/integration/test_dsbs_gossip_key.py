@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import ClusterSpec, ProcessCluster, write_gossip_key
+from harness.architectures.dsbs import write_gossip_key
+from harness.cluster import ClusterSpec, ProcessCluster
 from harness.kafka_probe import KafkaProbe
 from harness.processes import ManagedProcess
 from harness.services.zookeeper import free_ports
@@ -65,7 +66,8 @@ def _start(root: Path, node_id: int, seeds: str, auth: list[str]) -> tuple[Manag
 
 
 def test_a_broker_without_the_cluster_key_cannot_join(tmp_path: Path) -> None:
-    spec = ClusterSpec("dsbs", brokers=2, data_dir=tmp_path / "cluster", gossip_preset="local")
+    spec = ClusterSpec("dsbs", brokers=2, data_dir=tmp_path / "cluster",
+                       options={"dsbs": {"gossip_preset": "local"}})
     with ProcessCluster(spec) as cluster:
         argv = cluster.brokers[0].process.argv
         seeds = argv[argv.index("--seeds") + 1]

@@ -51,7 +51,7 @@ from brokers.dsbs_broker.packets.wire import (
     encode_update,
 )
 from brokers.dsbs_broker.tables.validation import MAX_INCARNATION
-from harness.cluster import write_gossip_key
+from harness.architectures.dsbs import write_gossip_key
 from harness.processes import ManagedProcess
 from tests.support.ops import create_topic, eventually
 

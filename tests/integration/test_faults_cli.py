@@ -73,7 +73,7 @@ def needs_zookeeper() -> None:
 
 
 def test_a_killed_broker_is_reported_the_rest_serve_and_faults_come_and_go(tmp_path):
-    c = RunningCluster(tmp_path, "--arch", "dsbs", "--gossip-preset", "local")
+    c = RunningCluster(tmp_path, "--arch", "dsbs", "--option", "dsbs.gossip_preset=local")
     try:
         assert c.fault("kill", "--broker", "1") == "killed=1"
         assert c.proc.wait_for_line("exited=", 30) == "exited=1 code=-9"
@@ -134,8 +134,8 @@ def test_fault_without_a_cluster_or_with_bad_arguments_says_so_in_one_line(tmp_p
 
 def test_zookeeper_faults_on_a_three_node_ensemble(tmp_path):
     needs_zookeeper()
-    c = RunningCluster(tmp_path, "--arch", "zk", "--zk-nodes", "3",
-                       "--zk-session-timeout-ms", "4000")
+    c = RunningCluster(tmp_path, "--arch", "zk", "--option", "zookeeper.nodes=3",
+                       "--option", "zk.session_timeout_ms=4000")
     try:
         assert c.fault("kill-zookeeper", "--server", "1") == "killed_zookeeper=1"
         # A quorum of two is left: the cluster still takes a broker's death and return.
@@ -149,7 +149,7 @@ def test_zookeeper_faults_on_a_three_node_ensemble(tmp_path):
         assert c.listed_by(1) == {0, 1, 2}
         assert c.fault("start-zookeeper") == "started_zookeeper=all"
         state = json.loads(c.state.read_text())
-        assert state["zookeeper"]["running"] == [True, True, True]
+        assert state["services"]["zookeeper"]["running"] == [True, True, True]
         assert "no ZooKeeper server 5" in one_error_line(
             twinbench("fault", "kill-zookeeper", "--server", "5", "--state", str(c.state)))
     finally:
@@ -163,8 +163,8 @@ def test_a_partitioned_broker_is_cut_off_and_rejoins_after_heal(tmp_path, arch):
         pytest.skip(reason)
     if arch == "zk":
         needs_zookeeper()
-    extra = (["--zk-session-timeout-ms", "4000"] if arch == "zk"
-             else ["--gossip-preset", "local"])
+    extra = (["--option", "zk.session_timeout_ms=4000"] if arch == "zk"
+             else ["--option", "dsbs.gossip_preset=local"])
     c = RunningCluster(tmp_path, "--arch", arch, "--network", "netns", *extra)
     namespaces = [b["namespace"] for b in c.doc["brokers"]]
     try:

@@ -201,9 +201,10 @@ def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHost
 # (tests/unit/test_hosts_roles.py) and the host lines in tests/integration/test_hosts.py.
 @pytest.mark.parametrize(("change", "expected"), [
     pytest.param({"roles": [["broker"], ["broker"], ["broker"], ["client"]]},
-                 "no host has the zookeeper role, which the zk twin needs", marks=full_only),
+                 "no host has the zookeeper role, which the architecture needs",
+                 marks=full_only),
     ({"roles": [["zookeeper", "broker"], ["zookeeper"], ["broker"], ["client"]]},
-     "2 hosts have the zookeeper role; a ZooKeeper ensemble needs an odd number"),
+     "2 hosts have the zookeeper role; a zookeeper ensemble needs an odd number"),
     pytest.param({"roles": [["zookeeper", "broker"], ["broker"], ["broker"]]},
                  "no host has the client role", marks=full_only),
     ({"key": "wrong"}, "NOT READY: SSH refused the login (wrong user or key)"),
@@ -277,7 +278,7 @@ def test_zk_ensemble_of_three_zookeeper_hosts(hosts: sshd.SshHosts, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     _, manifest, rows = _run_log(out)
     assert manifest["hosts"]["zookeeper"] == ["h1", "h2", "h3"]
-    assert manifest["cluster"]["zk_nodes"] == 3
+    assert manifest["cluster"]["options"]["zookeeper"]["nodes"] == 3
     assert all(r["status"] == "ok" for r in rows)
     assert hosts.wait_no_leftovers(workdir, 15) == []
 

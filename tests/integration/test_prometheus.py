@@ -65,7 +65,7 @@ def test_prometheus_reports_exactly_what_was_produced(arch: str, tmp_path: Path)
     if shutil.which("prometheus") is None:
         pytest.skip("no prometheus binary (Debian: apt-get install prometheus; make setup)")
     cluster = start_spec(ClusterSpec(arch, brokers=2, data_dir=tmp_path / "cluster",
-                                     metrics=True, gossip_preset="local"))
+                                     metrics=True, options={"dsbs": {"gossip_preset": "local"}}))
     prometheus = None
     try:
         prometheus = start_prometheus([b.metrics for b in cluster.brokers], arch,

@@ -96,8 +96,9 @@ min_insync_replicas: 2
 policies:
   offset_commit: every_fetch
   metadata_check: per_request
-gossip_preset: local
-zk_session_timeout_ms: 4000
+options:
+  dsbs: {gossip_preset: local}
+  zk: {session_timeout_ms: 4000}
 network: netns
 faults:
   rate: 1500

@@ -52,7 +52,7 @@ def cluster(tmp_path):
 def kazoo(cluster):
     from kazoo.client import KazooClient
 
-    zk = KazooClient(hosts=cluster.zookeeper_connect + CHROOT)
+    zk = KazooClient(hosts=f"{cluster.endpoint('zookeeper')}{CHROOT}")
     zk.start(timeout=15)
     return zk
 
@@ -153,7 +153,7 @@ def test_zookeeper_outage_keeps_data_path_but_refuses_commits_retriably(cluster)
     topic = f"zkdown-{uuid.uuid4().hex[:8]}"
     lead = create_everywhere(cluster.brokers, topic, 3)
     broker = cluster.brokers[lead[0]]
-    ensemble = cluster.zookeeper.ensemble
+    ensemble = cluster.services["zookeeper"].handle.ensemble  # type: ignore[attr-defined]
     assert ensemble is not None, "needs a ZooKeeper started by the harness"
     commit = OffsetCommitRequest(group_id="outage", generation_id_or_member_epoch=-1,
                                  member_id="", topics=[OffsetCommitRequestTopic(
