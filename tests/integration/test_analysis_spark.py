@@ -126,9 +126,9 @@ def test_latency_and_coordination_cost(analysis: job.Analysis) -> None:
     cost = analysis.coordination
     zk = row(cost, cell_id="size_grid-8B-b20", scenario="split", arch="zk")
     dsbs = row(cost, cell_id="size_grid-8B-b20", scenario="split", arch="dsbs")
-    assert (zk["zk_requests_per_1k"], zk["zk_cpu_s"], zk["broker_cpu_s"]) == (20.0, 0.25, 1.0)
-    assert math.isnan(zk["gossip_packets_per_1k"])
-    assert dsbs["gossip_packets_per_1k"] == 2.0 and math.isnan(dsbs["zk_requests_per_1k"])
+    assert (zk["coord_messages_per_1k"], zk["service_cpu_s"], zk["broker_cpu_s"]) == (
+        20.0, 0.25, 1.0)
+    assert dsbs["coord_messages_per_1k"] == 2.0 and math.isnan(dsbs["service_cpu_s"])
     dist = analysis.latency_distribution
     curve = dist[(dist["cell_id"] == "size_grid-8B-b20") & (dist["arch"] == "zk")
                  & (dist["scenario"] == "split") & (dist["role"] == "production")]
