@@ -26,7 +26,7 @@ from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures, services
 from harness.architectures.options import Options, split_assignments
 from harness.certs import SECURITY_LEVELS
-from harness.faults import ACTIONS
+from harness.fault_actions import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
     from harness.cluster import ClusterSpec, Layout, ProcessCluster
@@ -320,7 +320,7 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
     """Publish the cluster, serve faults, report exits, until ``stop``."""
     import os
 
-    from harness import faults
+    from harness import fault_actions
     from harness.control import ControlServer, default_state, socket_path
 
     spec = cluster.spec
@@ -335,7 +335,7 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
 
     def on_request(message: dict) -> str:
         with lock:
-            line = faults.handle(cluster, message)
+            line = fault_actions.handle(cluster, message)
             publish()
         print(line, flush=True)
         return line

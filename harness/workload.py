@@ -109,7 +109,7 @@ from brokers.core.errors import UserError
 from harness import architectures, services
 from harness.architectures.options import Options
 from harness.certs import SECURITY_LEVELS
-from harness.faults import ACTIONS
+from harness.fault_actions import ACTIONS
 from harness.netdelay.control import MAX_RTT_MS
 from harness.rate_search import SearchConfig
 from workloads.payload import MIN_MSG_SIZE
@@ -168,8 +168,8 @@ class CellGroup:
 class FaultStep:
     # Seconds after the production phase starts.
     at_s: float
-    # A harness.faults action name: a broker's (kill, pause, resume, restart, partition, heal)
-    # or a service's (stop-zookeeper, start-zookeeper, kill-zookeeper).
+    # A harness.fault_actions action name: a broker's (kill, pause, resume, restart,
+    # partition, heal) or a service's (stop-zookeeper, start-zookeeper, kill-zookeeper).
     action: str
     # Broker actions: "leader:P" (P's leader when the step runs), "controller",
     # "coordinator" (of the session's probe group, harness/driver/faults.py) or a node id;

@@ -42,7 +42,7 @@ from brokers.core.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from harness import faults
+from harness import fault_actions
 from harness.cluster import ProcessCluster
 from harness.driver import plan
 from harness.driver.load import Clients, ConsumerOutcome, ProducerOutcome, timed
@@ -238,7 +238,7 @@ async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admi
                                                                   group)
                     roles = await _roles(admin, node, topic, group)
             t = time.perf_counter()
-            await asyncio.to_thread(faults.apply, cluster, step.action, node, step.server)
+            await asyncio.to_thread(fault_actions.apply, cluster, step.action, node, step.server)
             result = "ok"
         except (UserError, KafkaError, ConnectionClosed, OSError) as exc:
             result = f"{type(exc).__name__}: {exc}"
@@ -411,11 +411,11 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
     fp = wl.faults
     assert fp is not None
     nodes = [b.node_id for b in cluster.brokers]
-    opener = next((e for e in events if faults.ACTIONS[e.action].undo and e.result == "ok"),
+    opener = next((e for e in events if fault_actions.ACTIONS[e.action].undo and e.result == "ok"),
                   None)
     closer = None
     if opener is not None:
-        undo = faults.ACTIONS[opener.action].undo
+        undo = fault_actions.ACTIONS[opener.action].undo
         closer = next((e for e in events if e.step > opener.step and e.action == undo
                        and e.result == "ok"), None)
     fault_at = t0 + opener.at_s if opener is not None else None

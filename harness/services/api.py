@@ -24,7 +24,8 @@ from harness.processes import ChildProcess
 
 @dataclass(frozen=True)
 class ServiceAction:
-    """A fault that acts on a service (harness/faults.py lists them with the brokers' own)."""
+    """A fault that acts on a service (harness/fault_actions.py lists them with the
+    brokers' own)."""
 
     name: str
     # The action that undoes this one (None for the undoing actions themselves).

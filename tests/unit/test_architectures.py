@@ -30,7 +30,7 @@ from harness.architectures.options import split_assignments
 from harness.architectures.zk import ZkOptions
 from harness.cluster import ClusterSpec, ProcessCluster
 from harness.driver import plan
-from harness.faults import ACTIONS
+from harness.fault_actions import ACTIONS
 from harness.workload import WorkloadError, parse_workload
 from spark_analysis import archs as analysis_archs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.core.errors import UserError
-from harness import faults
+from harness import fault_actions as faults
 from harness.driver import plan
 from harness.driver.faults import (
     Sample,
