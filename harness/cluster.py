@@ -116,7 +116,7 @@ class ClusterSpec:
     # Every broker serves Prometheus metrics on a free port of its host (--metrics).
     metrics: bool = False
     # Brokers planned (ids, addresses, command lines) but started only by join_standby(): a
-    # membership change on a running cluster (harness/driver/metadata.py, broker-join).
+    # membership change on a running cluster (harness/studies/metadata/session.py, broker-join).
     standby: int = 0
     # netns only: round-trip time (ms) added between every two hosts (brokers, and the root
     # namespace's client and ZooKeeper) by a delay line (harness/netdelay); set_rtt() changes

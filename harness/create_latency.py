@@ -4,7 +4,7 @@
 [--brokers N] [--partitions N]`` starts a cluster, sends N CreateTopics requests (one topic
 each) round robin to the brokers over persistent connections, and prints latency percentiles.
 ``create_topics`` is the creation path the metadata scenarios' topic storm runs too
-(harness/driver/metadata.py), there with one request in flight per broker at once.
+(harness/studies/metadata/session.py), there with one request in flight per broker at once.
 Where the architecture has a topic arbiter (``Architecture.arbiter`` in
 harness/architectures.py; DSBS: the top rendezvous rank of the name over the brokers,
 ``brokers/dsbs_broker/gossip/creation.py``), each request is also classed by whether the broker it

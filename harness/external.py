@@ -244,7 +244,7 @@ class ExternalCluster:
     async def probe_metrics(self) -> None:
         """One scrape of every --metrics-url endpoint, or a one-line error naming the first
         that did not answer with Prometheus's text format."""
-        from harness.driver.metrics import parse, scrape
+        from harness.studies.qos.sampler import parse, scrape
 
         texts = await asyncio.gather(*(scrape(url) for url in self.external.metrics),
                                      return_exceptions=True)

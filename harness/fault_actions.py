@@ -1,7 +1,7 @@
 """The fault vocabulary: one name per thing that can go wrong, and what it does to a cluster.
 
 Used by ``twinbench fault`` (through the cluster's control socket, harness/control.py) and by
-fault workloads (harness/driver/faults.py), so a fault means the same thing in both:
+fault workloads (harness/studies/faults/session.py), so a fault means the same thing in both:
 
 ==================  =========  ==========================================================
 action              target     effect

@@ -11,8 +11,8 @@ Prints a table of records/s per cell and the ratio broker/null-sink, ends with
 
 ``--open-loop`` instead measures the load client's own ceiling: the highest rate at which one
 open-loop producer (32 B x 20, pipelined, window 8) keeps its schedule against the null sink,
-found by ramp and bisection (harness/rate_search.py); it ends with ``client_ceiling_rps=N``. A
-session asking for more than this measures the client, not the broker.
+found by ramp and bisection (harness/studies/latency/search.py); it ends with
+``client_ceiling_rps=N``. A session asking for more than this measures the client, not the broker.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 from brokers.core.errors import UserError
 from harness import conditions
 from harness.processes import ManagedProcess
-from harness.rate_search import RateSearch, SearchConfig, search_max_rate
+from harness.studies.latency.search import RateSearch, SearchConfig, search_max_rate
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import run as run_async
 from workloads.producer import Producer, ProducerConfig

@@ -46,9 +46,9 @@ from typing import Any
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures.entry import Architecture
 from harness.cluster import SERVICE_CPU, BrokerProcess, ProcessCluster
-from harness.driver.metrics import Sample
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
+from harness.studies.qos.sampler import Sample
 
 # How long a broker may take to answer SIGUSR1 (it is one JSON dump on its event loop; a busy
 # broker finishes the request in hand first).

@@ -37,6 +37,7 @@ from brokers.core.security.client import ClientSecurity
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.external import External
+from harness.studies.faults import FAULT_STUDY
 from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import ConnectionConfig
@@ -57,7 +58,7 @@ def client_config(bootstrap: str, workload: Workload, security: ClientSecurity |
     once per connection when it opens). Under faults the client behaves like a patient Kafka
     client (keeps retrying, as delivery.timeout.ms lets it) but notices a silent broker within
     seconds, so an outage shows as a gap in the timeline rather than ending the session."""
-    if workload.faults is None:
+    if workload.study(FAULT_STUDY) is None:
         return ClusterClientConfig(bootstrap=tuple(bootstrap.split(",")),
                                    connection=ConnectionConfig(security=security))
     return ClusterClientConfig(

@@ -9,13 +9,12 @@
   and with ``rtt_ms: [..]`` one round-trip time (``-rtt<ms>``, last).
 * A **search** (``rate_search``) finds that maximum for every side, base cell and try before
   the epoch's sessions: adaptive, so it is not planned here but stepped by the runner
-  (harness/driver/searches.py), the sides' steps alternating like sessions.
+  (harness/studies/latency/steps.py), the sides' steps alternating like sessions.
 * A **session** is one side x cell x try x scenario: a fresh topic, the producers, the
-  consumers, verification, one set of rows. A fault workload's sessions are one per fault case
-  instead of per scenario (scenario ``faults``); a case that acts on a service (ZooKeeper) has
-  no session on an architecture without it (harness/architectures.py).
-* A metadata workload's sessions are one per case x size x try (scenario ``metadata``; the
-  cell is ``<case>-n<size>``), each on fresh clusters: an epoch per size and try.
+  consumers, verification, one set of rows. A study whose sessions replace the paper's plans
+  them itself (harness/driver/kinds.py): a fault workload's are one per fault case instead of
+  per scenario (``grid_schedule`` with its own sessions), a metadata workload's one per case
+  x size x try on fresh clusters.
 * An **epoch** is the sessions that share one cluster. ``metadata_check`` is a broker setting,
   so sides differing in it need different clusters; ``restart: cell|try`` asks for more epochs.
 
@@ -31,10 +30,13 @@ tries in reverse (A B B A), so neither side always goes first after the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness import architectures
-from harness.workload import METADATA_SCENARIO, FaultCase, MetadataCase, Workload
+from harness.studies import latency, rtt, security
+from harness.workload import Workload
 from workloads.consumer import CommitPolicy
 
 
@@ -115,12 +117,12 @@ class Session:
     cell: Cell
     # 1-based, as in the paper.
     try_no: int
-    # split | streaming | faults
+    # split | streaming, or the scenario of the study whose sessions replace the paper's
+    # (faults, metadata).
     scenario: str
-    # The fault case a faults session runs (None otherwise).
-    case: FaultCase | None = None
-    # The metadata case a metadata session runs, at size cell.n (None otherwise).
-    meta: MetadataCase | None = None
+    # That study's case for this session (a FaultCase, a MetadataCase at size cell.n);
+    # None for the paper's sessions.
+    case: Any = None
 
 
 @dataclass(frozen=True)
@@ -154,11 +156,13 @@ def cells(workload: Workload) -> list[Cell]:
     """Every (table, size, batch) point, once per target rate of an open-loop workload or per
     fraction of a searched one (none when a search has no fractions), or once per message
     count of a group that sweeps them."""
-    if workload.rate_search is not None:
+    search = workload.study(latency.LATENCY_STUDY)
+    if search is not None:
         return [Cell(c.table, c.msg_size, c.batch, fraction=f) for c in base_cells(workload)
-                for f in workload.rate_fractions]
+                for f in search.fractions]
     rates: tuple[float | None, ...] = workload.rate or (None,)
-    rtts: tuple[float | None, ...] = workload.rtt_ms or (None,)
+    swept = workload.study(rtt.RTT)
+    rtts: tuple[float | None, ...] = swept if swept else (None,)
     return [Cell(group.table, size, batch, rate, messages=count, rtt_ms=rtt)
             for group in workload.cells for size in group.msg_sizes
             for batch in group.batches for rate in rates
@@ -177,33 +181,45 @@ def sides(
     if label is not None:
         labels = [f"{label}-{x}" for x in labels] if len(labels) > 1 else [label]
     combos = workload.policy_combinations
+    levels = security.levels(workload.study(security.SECURITY))
     out: list[Side] = []
     for mc in workload.metadata_check:
         for lab in labels:
             for oc, mc2 in combos:
                 if mc2 != mc:
                     continue
-                for security in workload.security:
+                for level in levels:
                     parts = [lab] if lab else []
                     if len(combos) > 1:
                         parts.append(f"{oc}+{mc}")
-                    if len(workload.security) > 1:
-                        parts.append(f"security={security}")
+                    if len(levels) > 1:
+                        parts.append(f"security={level}")
                     for arch in arches:
-                        out.append(Side(len(out), arch, " ".join(parts), oc, mc, security))
+                        out.append(Side(len(out), arch, " ".join(parts), oc, mc, level))
     return out
 
 
-def _services(arch: str) -> frozenset[str]:
-    return frozenset(architectures.get(arch).services)
+# The sessions of one cell and try, the sides in the try's order.
+SessionsOf = Callable[[Cell, int, Sequence[Side]], list[Session]]
 
 
-def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
-    """Sessions grouped by the cluster they run on, in execution order."""
-    if workload.metadata is not None:
-        return _metadata_schedule(workload, all_sides)
+def paper_sessions(workload: Workload) -> SessionsOf:
+    """The paper's sessions: one per scenario and side."""
+    def sessions(cell: Cell, try_no: int, order: Sequence[Side]) -> list[Session]:
+        return [Session(side, cell, try_no, scenario) for scenario in workload.scenarios
+                for side in order]
+    return sessions
+
+
+def grid_schedule(workload: Workload, all_sides: list[Side],
+                  sessions_of: SessionsOf | None = None) -> list[Epoch]:
+    """Sessions grouped by the cluster they run on, in execution order: per metadata_check,
+    cell, then try (epochs cut where ``restart`` asks), each try's sessions from
+    ``sessions_of`` (default: the paper's)."""
+    sessions_of = sessions_of or paper_sessions(workload)
     epochs: list[Epoch] = []
     grid = cells(workload)
+    searching = workload.study(latency.LATENCY_STUDY) is not None
     for mc in workload.metadata_check:
         group = [s for s in all_sides if s.metadata_check == mc]
         if not group:
@@ -212,46 +228,17 @@ def schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
         for cell in grid:
             for try_no in range(1, workload.tries + 1):
                 order = group if try_no % 2 else group[::-1]
-                if workload.faults is not None:
-                    for case in workload.faults.cases:
-                        # Named after the case, so no two cases' rows share a key anywhere
-                        # in the run log (records.csv has no case column).
-                        case_cell = Cell(case.name, cell.msg_size, cell.batch)
-                        current.extend(Session(side, case_cell, try_no, "faults", case)
-                                       for side in order
-                                       if case.services <= _services(side.arch))
-                    continue
-                for scenario in workload.scenarios:
-                    current.extend(Session(side, cell, try_no, scenario) for side in order)
+                current.extend(sessions_of(cell, try_no, order))
                 if workload.restart == "try":
                     epochs.append(Epoch(mc, tuple(current)))
                     current = []
             if workload.restart == "cell" and current:
                 epochs.append(Epoch(mc, tuple(current)))
                 current = []
-        searches = tuple(group) if workload.rate_search is not None else ()
+        searches = tuple(group) if searching else ()
         if current or searches:
             epochs.append(Epoch(mc, tuple(current), searches))
-    return epochs
-
-
-def _metadata_schedule(workload: Workload, all_sides: list[Side]) -> list[Epoch]:
-    """Metadata sessions: case, then size, then try, each (size, try) on fresh clusters (one
-    epoch: the sides' clusters up side by side, A B on odd tries, B A on even ones)."""
-    assert workload.metadata is not None
-    epochs: list[Epoch] = []
-    for mc in workload.metadata_check:
-        group = [s for s in all_sides if s.metadata_check == mc]
-        for case in workload.metadata.cases:
-            for n in case.sizes:
-                cell = Cell(case.name, 0, 0, n=n)
-                for try_no in range(1, workload.tries + 1):
-                    order = group if try_no % 2 else group[::-1]
-                    sessions = tuple(Session(side, cell, try_no, METADATA_SCENARIO, meta=case)
-                                     for side in order)
-                    if sessions:
-                        epochs.append(Epoch(mc, sessions))
-    return epochs
+    return [e for e in epochs if e.sessions or e.searches]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A session's results as run-log rows (docs/result-format.md, format 6).
+"""A session's results as run-log rows (docs/result-format.md).
 
 records.csv: one production row and one consumption row per session; counters.csv: one row
 per counter of the counters contract per session. Loss, duplicates and
@@ -22,8 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from harness.driver.counters import Delta
-from harness.driver.faults import FaultOutcome
-from harness.driver.metadata import MetadataOutcome
 from harness.driver.plan import Session
 from harness.driver.session import RoleResult, SessionResult
 from workloads.latency import LatencyRecorder
@@ -149,26 +147,3 @@ def series_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[di
         return []
     key = session_keys(run_id, arch, s)
     return [{**key, **bucket} for bucket in r.open_loop.series]
-
-
-def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
-               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """faults.csv row, fault_events.csv rows and timeline.csv rows of one fault session."""
-    assert s.case is not None
-    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
-           "case": s.case.name, "try": s.try_no}
-    row = {**key, **o.row, "offset_commit": s.side.offset_commit,
-           "metadata_check": s.side.metadata_check}
-    events = [{**key, "step": e.step, "action": e.action, "target": e.target,
-               "node_id": e.node_id, "planned_s": e.planned_s, "at_s": round(e.at_s, 6),
-               "took_s": round(e.took_s, 6), "result": e.result} for e in o.events]
-    timeline = [{**key, "t_s": t, "bucket_s": o.bucket_s, "produced": p, "consumed": c,
-                 "commits": k} for t, p, c, k in o.timeline]
-    return row, events, timeline
-
-
-def metadata_row(run_id: str, arch: str, s: Session, o: MetadataOutcome) -> dict[str, Any]:
-    """metadata.csv row of one metadata session."""
-    assert s.meta is not None
-    return {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
-            "case": s.meta.name, "try": s.try_no, **o.row}

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,20 +46,23 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
-from harness import architectures, conditions, runlog, services
+from harness import architectures, conditions, runlog, services, studies
 from harness.certs import RunSecurity, cluster_settings, make_run_security
 from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
-from harness.driver import counters, placement, plan, rows, searches
-from harness.driver.faults import run_fault_session
+from harness.driver import counters, kinds, placement, plan, rows
+from harness.driver.kinds import ClusterDied
 from harness.driver.load import Load
-from harness.driver.metadata import run_metadata_session
-from harness.driver.metrics import MetricsSampler
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import run_session
 from harness.external import External, ExternalCluster
 from harness.hosts import HostLost, HostsFile
-from harness.rate_search import RateSearch, RateSearcher
-from harness.workload import CLIENT_CEILING_RPS, LoadedWorkload, Workload
+from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY
+from harness.studies.latency import steps as searches
+from harness.studies.latency.search import RateSearch, RateSearcher
+from harness.studies.qos import QOS
+from harness.studies.qos.sampler import MetricsSampler
+from harness.studies.rtt import RTT
+from harness.workload import LoadedWorkload, Workload
 from workloads.connection import ConnectionClosed
 from workloads.connection import run as run_async
 
@@ -148,7 +151,9 @@ class _Run:
         # Clusters started so far, per architecture (names their logs' directories).
         self.cluster_count: dict[str, int] = {}
         self.sides = plan.sides(wl, opts.label, self.arches)
-        self.epochs = plan.schedule(wl, self.sides)
+        # The study whose sessions replace the paper's (faults, metadata), if any.
+        self.kind = kinds.session_kind(wl)
+        self.epochs = kinds.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
@@ -194,9 +199,10 @@ class _Run:
         wl = self.workload
         arch = key.arch
         brokers, standby = wl.brokers, 0
-        if session is not None and session.meta is not None and (
-                session.meta.kind == "broker-join") and session.cell.n is not None:
-            brokers, standby = session.cell.n, 1
+        fresh = (self.kind.fresh_clusters(session) if self.kind is not None
+                 and session is not None and session.case is not None else None)
+        if fresh is not None:
+            brokers, standby = fresh
         return ClusterSpec(
             arch=arch,
             brokers=brokers,
@@ -206,9 +212,9 @@ class _Run:
             metadata_check=metadata_check,
             network=wl.network,
             # The line starts with no delay; every session sets its cell's (run_one).
-            rtt_ms=0.0 if wl.rtt_ms else None,
+            rtt_ms=0.0 if wl.study(RTT) else None,
             broker_args=self.broker_limits(),
-            metrics=wl.metrics,
+            metrics=wl.study(QOS) is not None,
             **cluster_settings(key.security, self.security_files(key.security)),
         )
 
@@ -351,7 +357,7 @@ class _Run:
                 cluster_info["sasl_mechanism"] = cluster.spec.sasl_mechanisms[0]
             if cluster.delay is not None:
                 cluster_info["rtt"] = {
-                    "delay_line": "nfqueue", "rtt_ms": list(wl.rtt_ms),
+                    "delay_line": "nfqueue", "rtt_ms": list(_rtts(wl)),
                     "one_way": "peers rtt/2 each way; root namespace -> broker rtt",
                     "cpus": list(self.placement.client) if self.placement else None}
             versions |= {name: running.version for name, running in cluster.services.items()}
@@ -432,8 +438,7 @@ class _Run:
             return
         for key in epoch.clusters:
             first = next((s for s in epoch.sessions if s.side.cluster == key), None)
-            if first is None or first.case is not None or first.meta is not None or (
-                    first.cell.fraction is not None):
+            if first is None or first.case is not None or first.cell.fraction is not None:
                 continue
             for i in range(1, n + 1):
                 self.progress.current(f"[{key}] warm-up {i}/{n}: {first.cell.cell_id} "
@@ -455,8 +460,9 @@ class _Run:
         """Every side's maximum sustainable rate, per base cell and try; the sides' searches
         advance one step at a time, alternating which goes first (A B B A)."""
         wl = self.workload
-        assert wl.rate_search is not None
-        config = searches.search_config(wl.rate_search)
+        search = wl.study(LATENCY_STUDY)
+        assert search is not None
+        config = searches.search_config(search.search)
         for cell in plan.base_cells(wl):
             for try_no in range(1, wl.tries + 1):
                 found = {side.index: RateSearcher(config) for side in epoch.searches}
@@ -483,7 +489,8 @@ class _Run:
     async def search_step(self, clients: Load, side: plan.Side, cell: plan.Cell, try_no: int,
                           step_no: int, rate: float) -> searches.Step:
         wl = self.workload
-        assert wl.rate_search is not None and wl.duration_s is not None
+        search = wl.study(LATENCY_STUDY)
+        assert search is not None and wl.duration_s is not None
         cluster = self.clusters[side.cluster]
         log = self.log_for(side, cluster)
         self.session_no += 1
@@ -500,7 +507,7 @@ class _Run:
             step = searches.Step("error")
         else:
             self.timed_s += result.timed_s("streaming")
-            step = searches.step_verdict(result, rate, wl.rate_search, wl.duration_s)
+            step = searches.step_verdict(result, rate, search.search, wl.duration_s)
         log.add_rows("rate_search.csv", [searches.step_row(log.run_id, side, cell, try_no,
                                                            step_no, rate, step)])
         return step
@@ -519,16 +526,17 @@ class _Run:
                         ) -> MetricsSampler | None:
         """metrics: true: the sampler of every broker's endpoint for a session on ``topic``;
         --metrics-url: the sampler of the external cluster's endpoints."""
+        sampling = self.workload.study(QOS)
+        interval = sampling.interval_s if sampling is not None else 1.0
         if isinstance(cluster, ExternalCluster):
             urls = cluster.external.metrics
-            return MetricsSampler(list(enumerate(urls)), topic,
-                                  self.workload.metrics_interval_s) if urls else None
-        if not self.workload.metrics:
+            return MetricsSampler(list(enumerate(urls)), topic, interval) if urls else None
+        if sampling is None:
             return None
         # Service processes (ZooKeeper's servers) have no endpoint: node ids -1, -2, ...
         pids = [p.pid for running in cluster.services.values() for p in running.processes()]
         return MetricsSampler([(b.node_id, b.metrics) for b in cluster.brokers if b.metrics],
-                              topic, self.workload.metrics_interval_s,
+                              topic, interval,
                               [(-1 - i, pid) for i, pid in enumerate(pids)])
 
     def could_not_run(self, what: str, cluster: ProcessCluster | ExternalCluster,
@@ -561,16 +569,12 @@ class _Run:
         tags = [arch] if len(self.arches) > 1 else []
         tags += [s.side.label] if s.side.label else []
         side = f"[{' '.join(tags)}] " if tags else ""
-        what = (s.case.name if s.case is not None else "metadata" if s.meta is not None
-                else s.scenario)
+        what = getattr(s.case, "name", s.scenario) if s.case is not None else s.scenario
         self.progress.current(f"{side}{s.cell.cell_id} {what} try {s.try_no}")
         topic = f"{self.name_prefix}-{self.session_no}"
         if s.case is not None:
-            await self.run_fault(cluster, clients, s, log, topic)
-            self.progress.advance()
-            return
-        if s.meta is not None:
-            await self.run_metadata(cluster, s, log, topic)
+            assert self.kind is not None  # only a session kind plans sessions with a case
+            await self.kind.run(self, cluster, clients, s, log, topic)
             self.progress.advance()
             return
         sampler = self.metrics_sampler(cluster, topic)
@@ -612,8 +616,7 @@ class _Run:
             if sampler.failures:
                 print(f"twinbench: warning: {s.cell.cell_id} {s.scenario} try {s.try_no}: "
                       f"{sampler.failures} metrics scrapes got no answer", file=sys.stderr)
-        self.records[s.side.index].extend(rec)
-        self.coordination[s.side.index].append(coord)
+        self.summarise(s.side, rec, coord)
         ol = result.open_loop
         if ol is not None and ol.behind:
             # The row is marked (behind=True); say it where the user is looking too.
@@ -623,96 +626,44 @@ class _Run:
                   file=sys.stderr)
         if result.failed:
             r = result.report
-            log.mark_failed(s.cell.cell_id)
-            # Keyed like the progress line: the side's label, with its architecture first
-            # when the run covers both.
-            failed = self.outcome.failed_cells.setdefault(" ".join(tags), [])
-            if s.cell.cell_id not in failed:
-                failed.append(s.cell.cell_id)
             msg = (f"DATA LOSS in {s.cell.cell_id} {s.scenario} try {s.try_no}: lost={r.lost} "
                    f"out_of_order={r.out_of_order} corrupt_batches={r.corrupt_batches} "
                    f"(expected {r.expected}, delivered {r.records})")
             if result.timed_out:
                 msg += (f"; a consumer gave up after consumer_timeout_s="
                         f"{self.workload.consumer_timeout_s:g}")
-            print(f"twinbench: FAILED: {msg}", file=sys.stderr)
+            self.data_lost(s, log, s.cell.cell_id, msg)
         self.progress.advance()
 
-    async def run_fault(self, cluster: ProcessCluster | ExternalCluster, load: Load,
-                        s: plan.Session,
-                        log: runlog.RunLog, topic: str) -> None:
-        """A fault session; the cluster is made whole again afterwards, whatever happened."""
-        assert s.case is not None and isinstance(cluster, ProcessCluster)
-        # _check_hosts keeps fault workloads on this machine, where the load is local.
-        clients = load.local
-        assert clients is not None
-        arch = s.side.arch
-        try:
-            await clients.admin.create_topic(topic, self.workload.partitions,
-                                              self.workload.replication_factor)
-            before = counters.read(cluster)
-            outcome = await run_fault_session(cluster, clients, self.workload, s.cell, s.case,
-                                              s.side.offset_commit, topic, f"{topic}-group")
-            after = counters.read(cluster)
-        except (KafkaError, ConnectionClosed, OSError, TimeoutError, UserError) as exc:
-            self.outcome.incomplete = True
-            msg = (f"{s.cell.cell_id} {s.case.name} try {s.try_no}: could not run: "
-                   f"{type(exc).__name__}: {exc}")
-            self.outcome.errors.append(msg)
-            print(f"twinbench: error: {msg}", file=sys.stderr)
-            return
-        finally:
-            try:
-                await asyncio.to_thread(cluster.repair)
-            except UserError as exc:
-                raise ClusterDied(f"could not repair the {arch} cluster after "
-                                  f"{s.case.name}: {exc}") from exc
-        result = outcome.result
-        self.timed_s += result.timed_s(s.scenario)
-        run_id = log.run_id
-        rec = rows.record_rows(run_id, arch, s, result)
-        log.add_records(rec)
-        coord = rows.coordination_row(run_id, arch, s, result,
-                                      counters.delta(cluster.spec.architecture, before, after))
-        log.add_coordination(coord)
-        self.coordination[s.side.index].append(coord)
-        log.add_latency(rows.latency_entries(run_id, s, result))
-        fault, events, timeline = rows.fault_rows(run_id, arch, s, outcome)
-        log.add_rows("faults.csv", [fault])
-        log.add_rows("fault_events.csv", events)
-        log.add_rows("timeline.csv", timeline)
-        self.records[s.side.index].extend(rec)
-        if fault["status"] == "failed":
-            log.mark_failed(s.cell.cell_id)
-            failed = self.outcome.failed_cells.setdefault(arch, [])
-            cell = f"{s.cell.cell_id}/{s.case.name}"
-            if cell not in failed:
-                failed.append(cell)
-            print(f"twinbench: FAILED: DATA LOSS in {cell} try {s.try_no}: "
-                  f"lost={fault['lost']} (acked {fault['acked']}, consumed "
-                  f"{fault['consumed']})", file=sys.stderr)
-        if any(e.result != "ok" for e in outcome.events):
-            bad = "; ".join(f"{e.action} {e.target}: {e.result}" for e in outcome.events
-                            if e.result != "ok")
-            self.progress.note(f"[yellow]{s.case.name} try {s.try_no}: {bad}[/]")
+    # --- what a session kind asks of the run (harness/driver/kinds.py, RunState) ----------
+    def add_timed(self, seconds: float) -> None:
+        self.timed_s += seconds
 
-    async def run_metadata(self, cluster: ProcessCluster | ExternalCluster, s: plan.Session,
-                           log: runlog.RunLog, prefix: str) -> None:
-        """A metadata session on fresh clusters: one metadata.csv row, its counters."""
-        # _check_external keeps metadata workloads off clusters twinbench did not start.
-        assert s.meta is not None and s.cell.n is not None and self.workload.metadata
-        assert isinstance(cluster, ProcessCluster)
-        t0 = time.monotonic()
-        try:
-            outcome = await run_metadata_session(cluster, self.workload.metadata, s.meta,
-                                                 s.cell.n, prefix)
-        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
-            self.could_not_run(f"{s.cell.cell_id} try {s.try_no} ({s.side.arch})", cluster, exc)
-            return
-        self.timed_s += time.monotonic() - t0
-        run_id = log.run_id
-        log.add_rows("metadata.csv", [rows.metadata_row(run_id, s.side.arch, s, outcome)])
-        log.add_rows("counters.csv", rows.counter_rows(run_id, s.side.arch, s, outcome.delta))
+    def note(self, text: str) -> None:
+        self.progress.note(text)
+
+    def session_error(self, message: str) -> None:
+        self.outcome.incomplete = True
+        self.outcome.errors.append(message)
+        print(f"twinbench: error: {message}", file=sys.stderr)
+
+    def data_lost(self, session: plan.Session, log: runlog.RunLog, shown: str, message: str
+                  ) -> None:
+        log.mark_failed(session.cell.cell_id)
+        # Keyed like the progress line: the side's label, with its architecture first when
+        # the run covers several.
+        tags = [session.side.arch] if len(self.arches) > 1 else []
+        tags += [session.side.label] if session.side.label else []
+        failed = self.outcome.failed_cells.setdefault(" ".join(tags), [])
+        if shown not in failed:
+            failed.append(shown)
+        print(f"twinbench: FAILED: {message}", file=sys.stderr)
+
+    def summarise(self, side: plan.Side, records: list[dict[str, Any]],
+                  coordination: dict[str, Any] | None) -> None:
+        self.records[side.index].extend(records)
+        if coordination is not None:
+            self.coordination[side.index].append(coordination)
 
     def our_cpu(self) -> dict[str, float]:
         """CPU seconds so far of every process of the run: this one (the load client) and
@@ -774,6 +725,11 @@ def merge_options(*layers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     return out
 
 
+def _rtts(wl: Workload) -> tuple[float, ...]:
+    """The round-trip times a workload sweeps (none without the rtt study)."""
+    return wl.study(RTT) or ()
+
+
 def scrapeable_columns() -> dict[str, tuple[str, ...]]:
     """coordination.csv's generic columns -> the coordinator counters every architecture
     names for them (what a --metrics-url endpoint may serve)."""
@@ -788,48 +744,29 @@ def scrapeable_columns() -> dict[str, tuple[str, ...]]:
 
 def _check_hosts(wl: Workload) -> None:
     """What a run on hosts does not do (yet): one line each."""
-    if wl.faults is not None:
-        raise UserError(f"workload {wl.name}: fault workloads run on this machine only (they "
-                        "kill, pause and partition local processes); not with --hosts")
-    if wl.metadata is not None:
-        raise UserError(f"workload {wl.name}: metadata workloads run on this machine only; "
-                        "not with --hosts")
     if wl.network != "loopback":
         raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
                         "this machine; with --hosts every process has its host's address")
-    if wl.security != ("none",):
-        raise UserError(f"workload {wl.name}: security's throwaway certificates are made on "
-                        "this machine for its clusters; not with --hosts (yet)")
-    if wl.metrics:
-        raise UserError(f"workload {wl.name}: metrics: true reads the brokers' and "
-                        "ZooKeeper's processes on this machine; not with --hosts (yet)")
+    _refuse(wl, lambda entry: entry.refuse_hosts)
 
 
 def _check_external(wl: Workload) -> None:
     """What a cluster twinbench did not start cannot do (harness/external.py)."""
-    if wl.faults is not None:
-        raise UserError(f"workload {wl.name}: fault workloads need a cluster twinbench starts "
-                        "(it kills and restarts its brokers); not --bootstrap")
-    if wl.metadata is not None:
-        raise UserError(f"workload {wl.name}: metadata workloads need clusters twinbench starts "
-                        "(fresh ones per session, their brokers' counters and memory); not "
-                        "--bootstrap")
     if wl.restart != "never":
         raise UserError(f"workload {wl.name}: restart: {wl.restart} needs a cluster twinbench "
                         "starts; not --bootstrap")
     if len(wl.metadata_check) > 1:
         raise UserError(f"workload {wl.name}: metadata_check is a setting of the twins' "
                         "brokers; an external cluster cannot sweep it")
-    if wl.rtt_ms:
-        raise UserError(f"workload {wl.name}: rtt_ms delays the network of a cluster "
-                        "twinbench starts in namespaces; not --bootstrap")
-    if wl.security != ("none",):
-        raise UserError(f"workload {wl.name}: security sets the listeners of clusters "
-                        "twinbench starts; an external cluster's is its own (give the load "
-                        "client's settings with --client-config)")
-    if wl.metrics:
-        raise UserError(f"workload {wl.name}: metrics: true samples the metrics endpoints of "
-                        "the twins twinbench starts; with --bootstrap give --metrics-url")
+    _refuse(wl, lambda entry: entry.refuse_external)
+
+
+def _refuse(wl: Workload, why: Callable[[Any], Callable[[Any], str | None]]) -> None:
+    """The first of the workload's studies that refuses the run, as one line."""
+    for entry in studies.entries():
+        config = wl.study(entry)
+        if config is not None and (reason := why(entry)(config)) is not None:
+            raise UserError(f"workload {wl.name}: {reason}")
 
 
 def broker_settings(wl: Workload) -> tuple[str, ...]:
@@ -838,15 +775,11 @@ def broker_settings(wl: Workload) -> tuple[str, ...]:
     args: tuple[str, ...] = ()
     if wl.min_insync_replicas is not None:
         args += ("--min-insync-replicas", str(wl.min_insync_replicas))
-    md = wl.metadata
-    if md is not None:
-        args += ("--max-topics", str(md.max_topics),
-                 "--max-partitions-per-topic", str(md.max_partitions_per_topic))
+    for entry in studies.entries():
+        config = wl.study(entry)
+        if config is not None:
+            args += entry.broker_args(config)
     return args
-
-
-class ClusterDied(RuntimeError):
-    """A cluster process exited during a run: nothing further can be measured."""
 
 
 def run(opts: RunOptions) -> RunOutcome:

@@ -50,6 +50,9 @@ class Study(Generic[C]):
     manifest: Callable[[C | None], dict[str, Any]]
     # Run-log tables only its sessions write (twinbench_common.runlog).
     tables: tuple[Table, ...] = ()
+    # The scenario of its sessions when they replace the paper's (faults, metadata): a
+    # workload using it runs those only.
+    scenario: str | None = None
     # Why a run against a cluster twinbench did not start (--bootstrap), or on the hosts of a
     # hosts file, cannot do it: one line, or None when it can.
     refuse_external: Callable[[C], str | None] = _nothing

@@ -13,8 +13,9 @@ from pyspark.sql import SparkSession
 
 import twinbench_common.runlog as fmt
 from harness.cli import main as analyze_cli
-from harness.driver.searches import VERDICTS, search_config
-from harness.rate_search import RateSearcher
+from harness.studies.latency import LATENCY_STUDY
+from harness.studies.latency.search import RateSearcher
+from harness.studies.latency.steps import VERDICTS, search_config
 from harness.workload import load_workload
 from tests.integration.test_run_smoke import zookeeper_missing
 from tests.support.cli import twinbench
@@ -36,7 +37,8 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
                      "--seed", "11", timeout=600)
     assert done.returncode == 0, done.stderr
     wl = load_workload("latency-smoke").workload
-    assert wl.rate_search is not None and wl.duration_s is not None
+    latency = wl.study(LATENCY_STUDY)
+    assert latency is not None and wl.duration_s is not None
     runs = sorted(out.iterdir())
     assert {json.loads((r / "manifest.json").read_text())["arch"] for r in runs} == {
         "zk", "dsbs"}
@@ -46,7 +48,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         assert {s["verdict"] for s in steps} <= set(VERDICTS)
         # Replaying the verdicts through the search gives back exactly the rates tried: the
         # driver followed the search, step by step.
-        searcher = RateSearcher(search_config(wl.rate_search))
+        searcher = RateSearcher(search_config(latency.search))
         for s in steps:
             assert float(s["rate"]) == pytest.approx(searcher.next_rate(), rel=1e-6)
             searcher.record(s["verdict"] == "kept")
@@ -58,13 +60,13 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         # Far below what either twin sustains on any machine: the first step is kept.
         assert steps[0]["verdict"] == "kept", steps[0]
         # It ramped until a rate failed, then bisected: some rate is off the ramp.
-        plan = wl.rate_search
+        plan = latency.search
         ramp = {plan.start * plan.factor ** k for k in range(len(steps))}
         assert any(float(s["rate"]) not in ramp for s in steps), steps
         records = _rows(run / "records.csv")
         series = _rows(run / "series.csv")
         assert list(series[0]) == list(fmt.SERIES.names())
-        for fraction in wl.rate_fractions:
+        for fraction in latency.fractions:
             cell = f"latency-32B-b20-f{fraction * 100:g}"
             mine = [r for r in records if r["cell_id"] == cell]
             assert {r["role"] for r in mine} == {"production", "consumption"}
@@ -90,7 +92,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
     maxima = _rows(report / "max_rates.csv")
     assert {m["arch"] for m in maxima} == {"zk", "dsbs"}
     curves = _rows(report / "latency_curves.csv")
-    assert len(curves) == 2 * len(wl.rate_fractions)
+    assert len(curves) == 2 * len(latency.fractions)
     text = (report / "report.md").read_text()
     assert "**Maximum sustainable rate**" in text and "**Latency at each rate**" in text
     assert list(report.glob("fig18-latency-*.png"))

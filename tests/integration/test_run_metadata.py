@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import runlog
+from harness.studies.metadata import METADATA_STUDY
 from harness.workload import load_workload
 from tests.integration.test_run_smoke import zookeeper_missing
 
@@ -34,7 +35,7 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
          "metadata-smoke", "--out", str(out), "--seed", "7"],
         capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stderr
-    md = load_workload("metadata-smoke").workload.metadata
+    md = load_workload("metadata-smoke").workload.study(METADATA_STUDY)
     assert md is not None
     cells = {f"{c.name}-n{n}": (c, n) for c in md.cases for n in c.sizes}
     runs = sorted(out.iterdir())

@@ -29,7 +29,7 @@ from harness.architectures.local import LocalOptions
 from harness.architectures.options import split_assignments
 from harness.architectures.zk import ZkOptions
 from harness.cluster import ClusterSpec, ProcessCluster
-from harness.driver import plan
+from harness.driver import kinds, plan
 from harness.fault_actions import ACTIONS
 from harness.workload import WorkloadError, parse_workload
 from spark_analysis import archs as analysis_archs
@@ -214,7 +214,7 @@ def test_an_architecture_registered_by_the_environment(monkeypatch: pytest.Monke
 def test_service_faults_run_only_where_the_service_is() -> None:
     with architectures.registered(KRAFT):
         wl = parse_workload(FAULTS, "f.yaml")
-        (epoch,) = plan.schedule(wl, plan.sides(wl, arches=("zk", "dsbs", "kraft")))
+        (epoch,) = kinds.schedule(wl, plan.sides(wl, arches=("zk", "dsbs", "kraft")))
         ran = {(s.side.arch, s.case.name) for s in epoch.sessions if s.case is not None}
     assert ran == {("zk", "kill"), ("dsbs", "kill"), ("kraft", "kill"), ("zk", "zk-down")}
     assert {a.name for a in ACTIONS.values() if a.service} == {

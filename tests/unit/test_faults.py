@@ -8,8 +8,9 @@ import pytest
 
 from brokers.core.errors import UserError
 from harness import fault_actions as faults
-from harness.driver import plan
-from harness.driver.faults import (
+from harness.driver import kinds, plan
+from harness.studies.faults import FAULT_STUDY
+from harness.studies.faults.session import (
     Sample,
     detection_time,
     group_recovery,
@@ -41,8 +42,9 @@ def test_a_fault_workload_parses_into_steps_with_targets():
                                              {"at_s": 2, "action": "start-zookeeper"},
                                              name="zk")])
     assert wl.scenarios == ("faults",)
-    assert wl.faults is not None and wl.faults.rate == 1000
-    kill_case, zk_case = wl.faults.cases
+    fp = wl.study(FAULT_STUDY)
+    assert fp is not None and fp.rate == 1000
+    kill_case, zk_case = fp.cases
     assert [s.action for s in kill_case.steps] == ["kill", "restart"]
     assert kill_case.steps[0].target == "leader:0" and not kill_case.services
     assert zk_case.services == {"zookeeper"} and zk_case.steps[0].target == "zookeeper"
@@ -67,7 +69,7 @@ def test_a_fault_workload_parses_into_steps_with_targets():
     ([case(RESTART, KILL)], {}, "time order"),
     ([case(KILL, RESTART), case(KILL, RESTART)], {}, "listed twice"),
     ([case({"at_s": 1, "action": "kill", "broker": 0})], {"scenarios": ["split"]},
-     "fault sessions only"),
+     "faults sessions only"),
     ([], {}, "non-empty list"),
 ])
 def test_bad_fault_schedules_fail_in_one_line_naming_the_key(cases, top, needle):
@@ -83,7 +85,7 @@ def test_a_zookeeper_case_has_no_dsbs_session_and_sides_alternate():
                    case({"at_s": 1, "action": "stop-zookeeper"},
                         {"at_s": 2, "action": "start-zookeeper"}, name="zk")], tries=2)
     sides = plan.sides(wl, None, ("zk", "dsbs"))
-    sessions = [s for e in plan.schedule(wl, sides) for s in e.sessions]
+    sessions = [s for e in kinds.schedule(wl, sides) for s in e.sessions]
     got = [(s.try_no, s.case.name, s.side.arch) for s in sessions]
     assert got == [(1, "kill", "zk"), (1, "kill", "dsbs"), (1, "zk", "zk"),
                    (2, "kill", "dsbs"), (2, "kill", "zk"), (2, "zk", "zk")]

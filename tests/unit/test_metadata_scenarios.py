@@ -13,15 +13,12 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from harness.driver import plan
-from harness.driver.metadata import complete_topics, ms_summary, per_second
-from harness.workload import (
-    MACHINE_MAX_PARTITIONS,
-    METADATA_SCENARIO,
-    WorkloadError,
-    load_workload,
-    parse_workload,
-)
+from harness.driver import kinds, plan
+from harness.studies.metadata import METADATA_STUDY
+from harness.studies.metadata import SCENARIO as METADATA_SCENARIO
+from harness.studies.metadata.schema import MACHINE_MAX_PARTITIONS
+from harness.studies.metadata.session import complete_topics, ms_summary, per_second
+from harness.workload import WorkloadError, load_workload, parse_workload
 
 STORM = {"name": "storm", "kind": "topic-storm", "n": [1, 10], "partitions": 2}
 SCALE = {"name": "scale", "kind": "partition-scale", "n": [1, 100]}
@@ -35,7 +32,7 @@ def workload(*cases, **plan_keys):
 def test_a_metadata_workload_needs_no_cells_and_restarts_per_try():
     wl = workload(STORM, SCALE, idle_s=0)
     assert wl.cells == () and wl.scenarios == (METADATA_SCENARIO,) and wl.restart == "try"
-    md = wl.metadata
+    md = wl.study(METADATA_STUDY)
     assert md is not None and md.idle_s == 0 and md.max_topics == 1000
     storm, scale = md.cases
     assert storm.sizes == (1, 10) and storm.partitions == 2
@@ -47,8 +44,8 @@ def test_a_metadata_workload_needs_no_cells_and_restarts_per_try():
 @pytest.mark.parametrize("name", ["metadata", "metadata-smoke"])
 def test_shipped_metadata_workloads_load(name):
     wl = load_workload(name).workload
-    assert wl.metadata is not None and wl.name == name
-    kinds = {c.kind for c in wl.metadata.cases}
+    assert wl.study(METADATA_STUDY) is not None and wl.name == name
+    kinds = {c.kind for c in wl.study(METADATA_STUDY).cases}
     assert {"topic-storm", "partition-scale"} <= kinds
 
 
@@ -103,13 +100,14 @@ def test_the_machine_cap_is_what_the_issue_asks_for():
     # 1 ... 10,000 partitions in one topic, as far as one machine allows.
     wl = workload({**SCALE, "n": [MACHINE_MAX_PARTITIONS]},
                   max_partitions_per_topic=MACHINE_MAX_PARTITIONS)
-    assert wl.metadata is not None and wl.metadata.cases[0].sizes == (10_000,)
+    md = wl.study(METADATA_STUDY)
+    assert md is not None and md.cases[0].sizes == (10_000,)
 
 
 def test_metadata_sessions_get_fresh_clusters_per_size_and_try_abba():
     wl = parse_workload({"name": "m", "tries": 2,
                          "metadata": {"cases": [STORM, {**SCALE, "n": [5]}]}})
-    epochs = plan.schedule(wl, plan.sides(wl, arches=("zk", "dsbs")))
+    epochs = kinds.schedule(wl, plan.sides(wl, arches=("zk", "dsbs")))
     got = [[(s.cell.cell_id, s.try_no, s.side.arch) for s in e.sessions] for e in epochs]
     assert got == [
         [("storm-n1", 1, "zk"), ("storm-n1", 1, "dsbs")],
@@ -120,8 +118,8 @@ def test_metadata_sessions_get_fresh_clusters_per_size_and_try_abba():
         [("scale-n5", 2, "dsbs"), ("scale-n5", 2, "zk")],
     ]
     s = epochs[0].sessions[0]
-    assert s.scenario == METADATA_SCENARIO and s.meta is not None and s.meta.name == "storm"
-    assert s.cell.n == 1 and s.case is None
+    assert s.scenario == METADATA_SCENARIO and s.case is not None and s.case.name == "storm"
+    assert s.cell.n == 1
 
 
 def _topic(name: str, leaders: list[int], error: int = 0) -> MetadataResponseTopic:
@@ -165,14 +163,14 @@ def test_cli_refuses_a_storm_beyond_the_limits_before_starting_anything(tmp_path
 
 
 def test_every_kind_fills_the_documented_columns():
-    from harness.driver.metadata import ROW_COLUMNS
+    from harness.studies.metadata.session import ROW_COLUMNS
 
     keys = ("run_id", "arch", "label", "cell_id", "case", "try")
     assert (*keys, *ROW_COLUMNS) == fmt.METADATA.names()
 
 
 def test_group_settles_when_every_member_holds_its_share_at_one_generation():
-    from harness.driver.metadata import group_settled
+    from harness.studies.metadata.session import group_settled
 
     class M:
         def __init__(self, gen, parts, stable=True):
@@ -193,7 +191,7 @@ def test_a_broker_that_never_answers_ends_the_wait_at_its_deadline():
     import asyncio
     import time
 
-    from harness.driver.metadata import watch_convergence
+    from harness.studies.metadata.session import watch_convergence
 
     class Silent:
         host, port = "127.0.0.1", 1

@@ -1,10 +1,10 @@
-"""harness/driver/metrics.py's pure parts: what of a scrape goes into metrics.csv."""
+"""harness/studies/qos/sampler.py's pure parts: what of a scrape goes into metrics.csv."""
 
 from __future__ import annotations
 
 import os
 
-from harness.driver.metrics import MetricsSampler, parse, process_samples
+from harness.studies.qos.sampler import MetricsSampler, parse, process_samples
 
 TEXT = """\
 # HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.

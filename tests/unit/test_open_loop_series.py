@@ -1,5 +1,5 @@
 """The open-loop time series (workloads.timeline) and the rate search's verdicts
-(harness.driver.searches), with fake clocks and hand-built session results: no I/O."""
+(harness.studies.latency.steps), with fake clocks and hand-built session results: no I/O."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.driver.plan import Cell, Side
-from harness.driver.searches import (
+from harness.driver.session import OpenLoopResult, RoleResult, SessionResult
+from harness.studies.latency import RateSearchPlan
+from harness.studies.latency.search import RateSearch
+from harness.studies.latency.steps import (
     CONSUMED_FRACTION,
     Step,
     backlog_at,
@@ -17,9 +20,6 @@ from harness.driver.searches import (
     step_row,
     step_verdict,
 )
-from harness.driver.session import OpenLoopResult, RoleResult, SessionResult
-from harness.rate_search import RateSearch
-from harness.workload import RateSearchPlan
 from workloads.latency import LatencyRecorder
 from workloads.timeline import Timeline, weighted_percentile
 from workloads.verify import VerifyReport

@@ -1,4 +1,5 @@
-"""harness.rate_search: ramp, then bisection, against a fake system with a known limit."""
+"""harness.studies.latency.search: ramp, then bisection, against a fake system with a known
+limit."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brokers.core.errors import UserError
-from harness.rate_search import RateSearcher, SearchConfig, search_max_rate
+from harness.studies.latency.search import RateSearcher, SearchConfig, search_max_rate
 
 
 def test_finds_the_limit_within_the_precision() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.driver import plan
+from harness.driver import kinds, plan
+from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY
 from harness.workload import (
-    CLIENT_CEILING_RPS,
     WORKLOAD_DIR,
     WorkloadError,
     load_workload,
@@ -92,18 +92,20 @@ SEARCH = {"scenarios": ["streaming"], "duration_s": 3, "rate_search": {"start": 
 
 def test_rate_search_keys_parse_with_their_defaults():
     wl = parse_workload(with_(**SEARCH, rate_fractions=[0.25, 1]))
-    assert wl.rate_search is not None and wl.rate == ()
-    assert (wl.rate_search.start, wl.rate_search.factor, wl.rate_search.precision,
-            wl.rate_search.max_backlog_s) == (1000.0, 2.0, 0.1, 1.0)
-    assert wl.rate_search.ceiling == CLIENT_CEILING_RPS
-    assert wl.rate_fractions == (0.25, 1.0)
+    latency = wl.study(LATENCY_STUDY)
+    assert latency is not None and wl.rate == ()
+    search = latency.search
+    assert (search.start, search.factor, search.precision,
+            search.max_backlog_s) == (1000.0, 2.0, 0.1, 1.0)
+    assert search.ceiling == CLIENT_CEILING_RPS
+    assert latency.fractions == (0.25, 1.0)
     cells = plan.cells(wl)
     assert [c.cell_id for c in cells] == ["size_grid-32B-b20-f25", "size_grid-32B-b20-f100"]
-    (epoch,) = plan.schedule(wl, plan.sides(wl, arches=("zk", "dsbs")))
+    (epoch,) = kinds.schedule(wl, plan.sides(wl, arches=("zk", "dsbs")))
     assert [s.arch for s in epoch.searches] == ["zk", "dsbs"]
     assert epoch.arches == ("zk", "dsbs") and len(epoch.sessions) == 2 * 2 * wl.tries
     # A search alone (no fractions) still gets its epoch, with no sessions.
-    (alone,) = plan.schedule(parse_workload(with_(**SEARCH)), plan.sides(wl))
+    (alone,) = kinds.schedule(parse_workload(with_(**SEARCH)), plan.sides(wl))
     assert alone.sessions == () and alone.arches == ("zk",)
 
 
@@ -238,7 +240,7 @@ def test_aa_has_two_sides_interleaved_try_by_try():
     wl = load_workload("aa").workload
     sides = plan.sides(wl)
     assert [s.label for s in sides] == ["A", "B"]
-    (epoch,) = plan.schedule(wl, sides)
+    (epoch,) = kinds.schedule(wl, sides)
     first = epoch.sessions[:8]
     assert [(s.side.label, s.try_no, s.scenario) for s in first] == [
         ("A", 1, "split"), ("B", 1, "split"), ("A", 1, "streaming"), ("B", 1, "streaming"),
@@ -252,7 +254,7 @@ def test_policy_sweep_has_one_side_per_combination_and_restarts_per_metadata_che
     assert len(sides) == 6
     assert len({(s.offset_commit, s.metadata_check) for s in sides}) == 6
     assert len({s.label for s in sides}) == 6
-    epochs = plan.schedule(wl, sides)
+    epochs = kinds.schedule(wl, sides)
     assert [e.metadata_check for e in epochs] == ["per_request", "cached"]
     for e in epochs:
         assert {s.side.metadata_check for s in e.sessions} == {e.metadata_check}
@@ -261,7 +263,7 @@ def test_policy_sweep_has_one_side_per_combination_and_restarts_per_metadata_che
 
 def test_restart_per_try_makes_one_epoch_per_cell_and_try():
     wl = parse_workload(with_(restart="try", tries=3))
-    epochs = plan.schedule(wl, plan.sides(wl))
+    epochs = kinds.schedule(wl, plan.sides(wl))
     assert len(epochs) == 3
     assert all(len(e.sessions) == 2 for e in epochs)
 
@@ -270,7 +272,7 @@ def test_both_architectures_alternate_session_by_session_abba():
     wl = parse_workload(with_(tries=3, scenarios=["split", "streaming"]))
     sides = plan.sides(wl, arches=("zk", "dsbs"))
     assert [(s.arch, s.label) for s in sides] == [("zk", ""), ("dsbs", "")]
-    (epoch,) = plan.schedule(wl, sides)
+    (epoch,) = kinds.schedule(wl, sides)
     assert epoch.arches == ("zk", "dsbs")
     order = [(s.try_no, s.scenario, s.side.arch) for s in epoch.sessions]
     assert order == [

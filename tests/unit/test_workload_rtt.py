@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from harness.driver import plan
+from harness.studies.rtt import RTT
 from harness.workload import WorkloadError, load_workload, parse_workload
 
 
@@ -45,5 +46,6 @@ def test_bad_round_trip_times_are_one_line(extra: dict[str, Any], message: str) 
 @pytest.mark.parametrize("name", ["rtt", "rtt-smoke"])
 def test_shipped_sweeps_load(name: str) -> None:
     wl = load_workload(name).workload
-    assert wl.network == "netns" and wl.rtt_ms and wl.rtt_ms[0] == 0
+    rtts = wl.study(RTT)
+    assert wl.network == "netns" and rtts and rtts[0] == 0
     assert all(c.cell_id.endswith(f"-rtt{c.rtt_ms:g}") for c in plan.cells(wl))

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.certs import SECURITY_LEVELS, THROWAWAY_MECHANISMS, RunSecurity, cluster_settings
-from harness.driver import plan
+from harness.driver import kinds, plan
+from harness.studies import security
+from harness.studies.qos import QOS, Sampling
+from harness.studies.security import SECURITY
 from harness.workload import WorkloadError, parse_workload
 
 MINIMAL = {"name": "t", "cells": [{"table": "qos", "msg_sizes": [100], "batches": [1]}]}
@@ -21,7 +24,8 @@ def with_(**changes: object) -> dict[str, object]:
 
 def test_defaults_are_plaintext_without_metrics():
     wl = parse_workload(MINIMAL)
-    assert (wl.security, wl.metrics, wl.metrics_interval_s) == (("none",), False, 1.0)
+    assert wl.study(SECURITY) is None and wl.study(QOS) is None
+    assert security.levels(wl.study(SECURITY)) == ("none",)
     assert [s.security for s in plan.sides(wl, arches=("zk", "dsbs"))] == ["none", "none"]
 
 
@@ -31,7 +35,7 @@ def test_a_security_sweep_interleaves_every_cluster_in_one_epoch():
     assert [(s.arch, s.security) for s in sides] == [
         ("zk", "none"), ("dsbs", "none"), ("zk", "sasl_ssl"), ("dsbs", "sasl_ssl")]
     assert [s.label for s in sides] == ["security=none"] * 2 + ["security=sasl_ssl"] * 2
-    (epoch,) = plan.schedule(wl, sides)
+    (epoch,) = kinds.schedule(wl, sides)
     assert [str(k) for k in epoch.clusters] == ["zk", "dsbs", "zk (sasl_ssl)", "dsbs (sasl_ssl)"]
     assert epoch.arches == ("zk", "dsbs")
     order = [(s.try_no, s.side.index) for s in epoch.sessions]
@@ -61,7 +65,7 @@ def test_a_cell_groups_messages_are_cells_of_their_own():
 
 def test_metrics_parse():
     wl = parse_workload(with_(metrics=True, metrics_interval_s=0.5))
-    assert (wl.metrics, wl.metrics_interval_s) == (True, 0.5)
+    assert wl.study(QOS) == Sampling(0.5)
 
 
 FAULTS = {"rate": 100, "duration_s": 4,

@@ -226,7 +226,7 @@ def _exposition(coordinator: Counters, broker: Counters, cpu_s: float) -> str:
 def test_scraped_endpoints_give_what_the_counters_files_give() -> None:
     """--metrics-url: the first and last scrape of each broker's endpoint make the same Delta
     as two counters.json readings of the same counters (plus CPU from the process family)."""
-    from harness.driver.metrics import parse
+    from harness.studies.qos.sampler import parse
 
     before = {0: DsbsCounters(gossip_packets_out=2, coordination_ops=2, gossip_dropped={"x": 1}),
               1: DsbsCounters(gossip_packets_out=10, coordination_ops=10)}

@@ -42,13 +42,18 @@ from brokers.core.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from harness import fault_actions
+from harness import architectures, fault_actions
 from harness.cluster import ProcessCluster
-from harness.driver import plan
-from harness.driver.load import Clients, ConsumerOutcome, ProducerOutcome, timed
-from harness.driver.plan import Cell
+from harness.driver import counters, plan, rows
+from harness.driver.kinds import ClusterDied, RunState
+from harness.driver.load import Clients, ConsumerOutcome, Load, ProducerOutcome, timed
+from harness.driver.plan import Cell, Epoch, Session, Side
 from harness.driver.session import SessionResult, consumption_role, production_role
-from harness.workload import FaultCase, Workload
+from harness.external import ExternalCluster
+from harness.runlog import RunLog
+from harness.studies.faults import FAULT_STUDY
+from harness.studies.faults.schema import SCENARIO, FaultCase
+from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 from workloads.consumer import Consumer
@@ -287,7 +292,7 @@ async def run_fault_session(cluster: ProcessCluster, clients: Clients, workload:
                             group: str) -> FaultOutcome:
     """Run one fault case on ``topic`` (created by the caller) and measure it."""
     wl = workload
-    fp = wl.faults
+    fp = wl.study(FAULT_STUDY)
     assert fp is not None
     counts = plan.producer_counts(max(wl.producers, round(fp.rate * fp.duration_s)),
                                   wl.producers)
@@ -377,7 +382,7 @@ class _ProbeGroup:
 def _producers(clients: Clients, wl: Workload, cell: Cell, topic: str, timeline: Timeline
                ) -> list[Producer]:
     """The session's producers, paced to share the fault case's rate, acks on the timeline."""
-    fp = wl.faults
+    fp = wl.study(FAULT_STUDY)
     assert fp is not None
     producers = []
     for i in range(wl.producers):
@@ -408,7 +413,7 @@ def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: st
 def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],
              timeline: Timeline, result: SessionResult, cluster: ProcessCluster, wl: Workload,
              t0: float, t_prod_end: float, prod: list) -> dict[str, Any]:
-    fp = wl.faults
+    fp = wl.study(FAULT_STUDY)
     assert fp is not None
     nodes = [b.node_id for b in cluster.brokers]
     opener = next((e for e in events if fault_actions.ACTIONS[e.action].undo and e.result == "ok"),
@@ -486,3 +491,99 @@ def _role_name(e: Event) -> str:
         return f"broker:{t}"
     return t
 
+
+
+# --- the fault study's sessions in a run --------------------------------------------------------
+
+
+def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """faults.csv row, fault_events.csv rows and timeline.csv rows of one fault session."""
+    case: FaultCase = s.case
+    key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+           "case": case.name, "try": s.try_no}
+    row = {**key, **o.row, "offset_commit": s.side.offset_commit,
+           "metadata_check": s.side.metadata_check}
+    events = [{**key, "step": e.step, "action": e.action, "target": e.target,
+               "node_id": e.node_id, "planned_s": e.planned_s, "at_s": round(e.at_s, 6),
+               "took_s": round(e.took_s, 6), "result": e.result} for e in o.events]
+    timeline = [{**key, "t_s": t, "bucket_s": o.bucket_s, "produced": p, "consumed": c,
+                 "commits": k} for t, p, c, k in o.timeline]
+    return row, events, timeline
+
+
+class FaultSessions:
+    """The fault study's session kind (harness/driver/kinds.py)."""
+
+    def schedule(self, workload: Workload, sides: list[Side]) -> list[Epoch]:
+        """The paper's grid, one session per fault case instead of per scenario; a case that
+        acts on a service has no session on an architecture without it."""
+        fp = workload.study(FAULT_STUDY)
+        assert fp is not None
+
+        def sessions_of(cell: Cell, try_no: int, order: Sequence[Side]) -> list[Session]:
+            out: list[Session] = []
+            for case in fp.cases:
+                # Named after the case, so no two cases' rows share a key anywhere in the run
+                # log (records.csv has no case column).
+                case_cell = Cell(case.name, cell.msg_size, cell.batch)
+                out.extend(Session(side, case_cell, try_no, SCENARIO, case) for side in order
+                           if case.services <= set(architectures.get(side.arch).services))
+            return out
+        return plan.grid_schedule(workload, sides, sessions_of)
+
+    def fresh_clusters(self, session: Session) -> tuple[int, int] | None:
+        return None
+
+    async def run(self, run: RunState, cluster: ProcessCluster | ExternalCluster, load: Load,
+                  s: Session, log: RunLog, topic: str) -> None:
+        """A fault session; the cluster is made whole again afterwards, whatever happened."""
+        case: FaultCase = s.case
+        # A fault study refuses clusters twinbench did not start and hosts (its entry), so
+        # the cluster and the load are here.
+        assert isinstance(cluster, ProcessCluster) and load.local is not None
+        clients = load.local
+        wl = run.workload
+        arch = s.side.arch
+        try:
+            await clients.admin.create_topic(topic, wl.partitions, wl.replication_factor)
+            before = counters.read(cluster)
+            outcome = await run_fault_session(cluster, clients, wl, s.cell, case,
+                                              s.side.offset_commit, topic, f"{topic}-group")
+            after = counters.read(cluster)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError, UserError) as exc:
+            run.session_error(f"{s.cell.cell_id} {case.name} try {s.try_no}: could not run: "
+                              f"{type(exc).__name__}: {exc}")
+            return
+        finally:
+            try:
+                await asyncio.to_thread(cluster.repair)
+            except UserError as exc:
+                raise ClusterDied(f"could not repair the {arch} cluster after "
+                                  f"{case.name}: {exc}") from exc
+        result = outcome.result
+        run.add_timed(result.timed_s(s.scenario))
+        run_id = log.run_id
+        rec = rows.record_rows(run_id, arch, s, result)
+        log.add_records(rec)
+        coord = rows.coordination_row(run_id, arch, s, result,
+                                      counters.delta(cluster.spec.architecture, before, after))
+        log.add_coordination(coord)
+        log.add_latency(rows.latency_entries(run_id, s, result))
+        fault, events, timeline = fault_rows(run_id, arch, s, outcome)
+        log.add_rows("faults", [fault])
+        log.add_rows("fault_events", events)
+        log.add_rows("timeline", timeline)
+        run.summarise(s.side, rec, coord)
+        if fault["status"] == "failed":
+            run.data_lost(s, log, f"{s.cell.cell_id}/{case.name}",
+                          f"DATA LOSS in {s.cell.cell_id}/{case.name} try {s.try_no}: "
+                          f"lost={fault['lost']} (acked {fault['acked']}, consumed "
+                          f"{fault['consumed']})")
+        if any(e.result != "ok" for e in outcome.events):
+            bad = "; ".join(f"{e.action} {e.target}: {e.result}" for e in outcome.events
+                            if e.result != "ok")
+            run.note(f"[yellow]{case.name} try {s.try_no}: {bad}[/]")
+
+
+SESSIONS = FaultSessions()

@@ -1,7 +1,7 @@
 """Maximum sustainable rate searches (``rate_search`` workloads): verdicts and rows.
 
 A step of a search is one time-bounded open-loop streaming session at the rate the search asks
-for (harness/rate_search.py). The step *keeps* its rate when
+for (harness/studies/latency/search.py). The step *keeps* its rate when
 
 * the producers kept their schedule (``behind`` is false: the client, not the broker, would
   otherwise be what limits the rate),
@@ -15,8 +15,8 @@ for (harness/rate_search.py). The step *keeps* its rate when
   an absolute bound alone.
 
 Every step becomes a rate_search.csv row and every finished search a max_rate.csv row
-(docs/result-format.md); the runner (runner.py) steps the searches of all sides of an epoch in
-lockstep, alternating which side goes first, as it does sessions.
+(docs/result-format.md); the runner (harness/driver/runner.py) steps the searches of all
+sides of an epoch in lockstep, alternating which side goes first, as it does sessions.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 
 from harness.driver.plan import Cell, Side
 from harness.driver.session import SessionResult
-from harness.rate_search import RateSearch, SearchConfig
-from harness.workload import RateSearchPlan
+from harness.studies.latency.schema import RateSearchPlan
+from harness.studies.latency.search import RateSearch, SearchConfig
 
 __all__ = ["Step", "max_rate_row", "mean_max", "search_config", "step_row", "step_verdict"]
 

@@ -3,7 +3,7 @@
 Where the coordination designs differ most is not the data path but metadata at scale (what
 moved Kafka off ZooKeeper, KIP-500): how long a change takes to reach every broker, how many
 coordination messages it takes, and what a large table costs at rest. Each case kind
-(``harness.workload.METADATA_KINDS``) runs at each size ``n``:
+(``harness.studies.metadata.KINDS``) runs at each size ``n``:
 
 * topic-storm: ``n`` topics of the case's ``partitions`` each, created at once through
   ``harness.create_latency.create_topics`` (one admin connection per broker, one request in
@@ -43,6 +43,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from brokers.core.errors import KafkaError
 from brokers.core.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -50,10 +51,17 @@ from brokers.core.protocol.messages.metadata import (
 )
 from harness.cluster import ProcessCluster
 from harness.create_latency import create_topics
-from harness.driver import counters
-from harness.workload import MetadataCase, MetadataPlan
+from harness.driver import counters, rows
+from harness.driver.kinds import RunState
+from harness.driver.load import Load
+from harness.driver.plan import Cell, Epoch, Session, Side
+from harness.external import ExternalCluster
+from harness.runlog import RunLog
+from harness.studies.metadata import METADATA_STUDY
+from harness.studies.metadata.schema import SCENARIO, MetadataCase, MetadataPlan
+from harness.workload import Workload
 from workloads.cluster import METADATA, ClusterClient
-from workloads.connection import BrokerConnection, ConnectionConfig
+from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 from workloads.consumer import Consumer
 from workloads.group import GroupMember, GroupMemberConfig
 
@@ -477,3 +485,62 @@ async def _broker_join(cluster: ProcessCluster, plan: MetadataPlan, n: int
 
 def _empty_row() -> dict[str, Any]:
     return dict.fromkeys(ROW_COLUMNS)
+
+
+# --- the metadata study's sessions in a run ------------------------------------------------------
+
+
+def metadata_row(run_id: str, arch: str, s: Session, o: MetadataOutcome) -> dict[str, Any]:
+    """metadata.csv row of one metadata session."""
+    case: MetadataCase = s.case
+    return {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
+            "case": case.name, "try": s.try_no, **o.row}
+
+
+class MetadataSessions:
+    """The metadata study's session kind (harness/driver/kinds.py)."""
+
+    def schedule(self, workload: Workload, sides: list[Side]) -> list[Epoch]:
+        """Case, then size, then try, each (size, try) on fresh clusters (one epoch: the
+        sides' clusters up side by side, A B on odd tries, B A on even ones)."""
+        md = workload.study(METADATA_STUDY)
+        assert md is not None
+        epochs: list[Epoch] = []
+        for mc in workload.metadata_check:
+            group = [s for s in sides if s.metadata_check == mc]
+            for case in md.cases:
+                for n in case.sizes:
+                    cell = Cell(case.name, 0, 0, n=n)
+                    for try_no in range(1, workload.tries + 1):
+                        order = group if try_no % 2 else group[::-1]
+                        sessions = tuple(Session(side, cell, try_no, SCENARIO, case)
+                                         for side in order)
+                        if sessions:
+                            epochs.append(Epoch(mc, sessions))
+        return epochs
+
+    def fresh_clusters(self, session: Session) -> tuple[int, int] | None:
+        """A broker-join session's cluster has its size of brokers plus one standby."""
+        case: MetadataCase = session.case
+        if case.kind == "broker-join" and session.cell.n is not None:
+            return session.cell.n, 1
+        return None
+
+    async def run(self, run: RunState, cluster: ProcessCluster | ExternalCluster, load: Load,
+                  s: Session, log: RunLog, prefix: str) -> None:
+        """A metadata session on fresh clusters: one metadata.csv row, its counters."""
+        md = run.workload.study(METADATA_STUDY)
+        # The metadata study refuses clusters twinbench did not start (its entry).
+        assert md is not None and s.cell.n is not None and isinstance(cluster, ProcessCluster)
+        t0 = time.monotonic()
+        try:
+            outcome = await run_metadata_session(cluster, md, s.case, s.cell.n, prefix)
+        except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
+            run.could_not_run(f"{s.cell.cell_id} try {s.try_no} ({s.side.arch})", cluster, exc)
+            return
+        run.add_timed(time.monotonic() - t0)
+        log.add_rows("metadata", [metadata_row(log.run_id, s.side.arch, s, outcome)])
+        log.add_rows("counters", rows.counter_rows(log.run_id, s.side.arch, s, outcome.delta))
+
+
+SESSIONS = MetadataSessions()
