@@ -63,32 +63,32 @@ lint: setup
 	@$(PY) -m ruff check .
 
 perf: setup
-	@$(PY) -m harness.perf $(TUNE)
+	@$(PY) -m harness.bench.perf $(TUNE)
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 # The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
 perf-cluster: setup
-	@$(PY) -m harness.perf_cluster $(TUNE) $(PERF_ARGS)
+	@$(PY) -m harness.bench.perf_cluster $(TUNE) $(PERF_ARGS)
 
 perf-zk: setup
-	@$(PY) -m harness.perf_zk
+	@$(PY) -m harness.bench.perf_zk
 
 # What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
 perf-gossip: setup
-	@$(PY) -m harness.perf_gossip
+	@$(PY) -m harness.bench.perf_gossip
 
 # Metadata beyond one machine: DSBS gossip simulated for 10 .. 1,000+ members with loss, and
 # the ZooKeeper side from the counters of a metadata run and perf-zk's per-request costs (so
 # it needs `make bench-metadata` and `make perf-zk` first).
 perf-metadata-scale: setup
-	@$(PY) -m harness.perf_metadata_scale --runs $(RUNS)
+	@$(PY) -m harness.bench.perf_metadata_scale --runs $(RUNS)
 
 # How often DSBS replication loses, duplicates or reorders acknowledged records: seeded fault
-# scenarios on the simulated network (harness/replication_sim.py; docs/replication.md has the
+# scenarios on the simulated network (harness/bench/replication_sim.py; docs/replication.md has the
 # table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (~10 min at 200 seeds).
 SIM_ARGS ?= --seeds 200
 sim-replication: setup
-	@$(PY) -m harness.replication_sim $(SIM_ARGS)
+	@$(PY) -m harness.bench.replication_sim $(SIM_ARGS)
 
 # Brokers killed and restarted under load on every replicating architecture: `make test` runs
 # three leader kills per architecture; this runs CHURN_ROUNDS (tests/contract/
@@ -122,7 +122,7 @@ bench-dsbs: setup
 
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
 perf-delay: setup
-	@$(PY) -m harness.perf_delay $(PERF_ARGS)
+	@$(PY) -m harness.bench.perf_delay $(PERF_ARGS)
 
 # Both architectures in one run, interleaved session by session (docs/architecture.md,
 # "Measuring on a small VM": A B B A, not A then B), so drift on a shared machine hits both

@@ -25,12 +25,14 @@ from brokers.core.cli import OneLineParser, add_broker_arguments, serve, single_
 from brokers.core.errors import BrokerHalted, KafkaStorageError, UserError
 from harness import architectures, services
 from harness.architectures.options import Options, split_assignments
-from harness.certs import SECURITY_LEVELS
-from harness.fault_actions import ACTIONS
+from harness.cluster.certs import SECURITY_LEVELS
+from harness.cluster.fault_actions import ACTIONS
 
 if TYPE_CHECKING:  # what add_subparsers returns (argparse's own name for it is private)
-    from harness.cluster import ClusterSpec, Layout, ProcessCluster
-    from harness.external import External
+    from harness.cluster.external import External
+    from harness.cluster.layout import Layout
+    from harness.cluster.running import ProcessCluster
+    from harness.cluster.spec import ClusterSpec
     from harness.remote.ssh import SshFleet
 
     Subcommands = argparse._SubParsersAction[OneLineParser]
@@ -218,10 +220,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
 def cmd_cluster(args: argparse.Namespace) -> int:
     """Start a cluster, print where it is, then watch it until SIGINT/SIGTERM: a broker that
     exits is reported as ``exited=<id> code=<status>`` and the others keep serving; faults
-    arrive from ``twinbench fault`` over the control socket (harness/control.py)."""
+    arrive from ``twinbench fault`` over the control socket (harness/cluster/control_socket.py)."""
 
     from brokers.core.config import FlushPolicy
-    from harness.cluster import ClusterSpec
+    from harness.cluster.spec import ClusterSpec
 
     FlushPolicy.parse(args.flush)  # validate before starting anything
     if args.metrics:
@@ -260,7 +262,7 @@ def _throwaway_security(args: argparse.Namespace) -> Path | None:
     if given or args.security_protocol != "PLAINTEXT":
         raise UserError("--security makes its own certificates and users; drop "
                         "--security-protocol and the --ssl-*/--sasl-* files")
-    from harness.certs import cluster_settings, make_run_security
+    from harness.cluster.certs import cluster_settings, make_run_security
 
     directory = Path(tempfile.mkdtemp(prefix="twinbench-security-"))
     settings = cluster_settings(args.security, make_run_security(directory))
@@ -274,7 +276,7 @@ def _serve_cluster(args: argparse.Namespace, spec: ClusterSpec) -> int:
     """The cluster of ``spec`` in the foreground, until SIGINT/SIGTERM."""
     import signal
 
-    from harness.cluster import ProcessCluster
+    from harness.cluster.running import ProcessCluster
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -293,7 +295,7 @@ def _hosts_layout(args: argparse.Namespace, stack: contextlib.ExitStack, stop: t
                   ) -> Layout:
     """``--hosts``: the fleet of SSH connections (closed with ``stack``) and the layout on it;
     a host that vanishes ends the command (``stop``). Without it: everything here."""
-    from harness.cluster import LOCAL_LAYOUT
+    from harness.cluster.layout import LOCAL_LAYOUT
 
     if args.hosts is None:
         return LOCAL_LAYOUT
@@ -320,8 +322,8 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
     """Publish the cluster, serve faults, report exits, until ``stop``."""
     import os
 
-    from harness import fault_actions
-    from harness.control import ControlServer, default_state, socket_path
+    from harness.cluster import fault_actions
+    from harness.cluster.control_socket import ControlServer, default_state, socket_path
 
     spec = cluster.spec
     own_state = cluster.root / "cluster.json"
@@ -392,7 +394,7 @@ def _watch_cluster(args: argparse.Namespace, cluster: ProcessCluster, stop: thre
 
 
 def cmd_fault(args: argparse.Namespace) -> int:
-    from harness.control import default_state, load_state, request
+    from harness.cluster.control_socket import default_state, load_state, request
 
     target = ACTIONS[args.action].target
     if target == "broker" and args.broker is None:
@@ -465,7 +467,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def _external(args: argparse.Namespace) -> External | None:
     """--bootstrap/--label/--client-config, or None for a run on a twin (--arch)."""
-    from harness.external import External, load_client_config
+    from harness.cluster.external import External, load_client_config
 
     if args.bootstrap is None:
         if args.arch is None:

@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.processes import ManagedProcess, ProcessError, wait_ready
+from harness.cluster.processes import ManagedProcess, ProcessError, wait_ready
 from harness.services.zookeeper import free_ports
 
 SCRAPE_INTERVAL_S = 1

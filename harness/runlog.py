@@ -291,7 +291,7 @@ def base_manifest(
         "finished_at": None,
         "incomplete": True,
         "failed_cells": [],
-        # A cluster twinbench did not start (harness/external.py): its address and what was
+        # A cluster twinbench did not start (harness/cluster/external.py): its address and what was
         # not measured or not applied; None for the twins.
         "external": dict(external) if external is not None else None,
         # The hosts of a multi-host run (harness/remote/): each with its clock offset, where

@@ -45,7 +45,7 @@ fi
 
 [ "$root" -eq 1 ] || exit 0
 # The Docker engine: started when it does not answer (no init system starts it here), with its
-# bridge inside 198.18.0.0/15 (the last /24, which harness/netns.py never takes) and without
+# bridge inside 198.18.0.0/15 (the last /24, which harness/cluster/netns.py never takes) and without
 # iptables rules or masquerading: containers reach nothing beyond this machine.
 if ! docker info >/dev/null 2>&1; then
   echo "setup: starting the Docker engine (log: /var/log/twinbench-dockerd.log)" >&2

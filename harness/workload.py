@@ -235,7 +235,7 @@ class Workload:
     # Fetch long-poll: how long a broker may hold a fetch with no data.
     fetch_max_wait_ms: int = 100
     # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace
-    # on a bridge (harness/netns.py; needs root), which partition faults require.
+    # on a bridge (harness/cluster/netns.py; needs root), which partition faults require.
     network: str = "loopback"
     # Sessions run and thrown away on every cluster right after it starts (each a copy of the
     # first session the cluster will measure), so no measured session pays for a cold start:

@@ -4,7 +4,7 @@ Why it exists: kazoo hands every reply from its connection thread to its callbac
 only then to the event loop. On this project's 2-core machine that costs far more than the
 request itself: a ``getData`` takes 593 µs through kazoo against 134 µs on a plain asyncio
 socket, and a ``setData`` 742 µs against 320 µs (3 concurrent callers, ZooKeeper 3.8 on
-loopback; ``python -m harness.perf_zk`` measures both side by side). Under the paper's
+loopback; ``python -m harness.bench.perf_zk`` measures both side by side). Under the paper's
 policies a broker issues one of these per produce and two per fetch, so without this module
 most of what the benchmark charged to "ZooKeeper" was Python thread hand-offs that a Kafka
 broker (Java's client, no GIL) never pays.

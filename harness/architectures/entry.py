@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from brokers.core.security.listeners import SecurityProtocol
 from harness.architectures.options import Options
-from harness.machines import LOCAL, Machine
+from harness.cluster.machines import LOCAL, Machine
 from twinbench_common.labels import ArchLabels
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class ProcessSpec:
 
 @dataclass(frozen=True)
 class BrokerSettings:
-    """The cluster's settings every architecture applies alike (harness/cluster.py's
+    """The cluster's settings every architecture applies alike (harness/cluster/spec.py's
     ClusterSpec has them; docs/architecture.md, fairness rule 2)."""
 
     # Storage flush policy (every_batch | interval_ms:N | os).
@@ -113,13 +113,13 @@ class Launch:
     root: Path
     # Each planned broker's host address (standby brokers included), in node id order.
     hosts: tuple[str, ...]
-    # The brokers run in network namespaces (harness/netns.py).
+    # The brokers run in network namespaces (harness/cluster/netns.py).
     netns: bool
     # Each service the entry declared -> the endpoint its brokers are given (ZooKeeper: the
     # connect string, without a chroot: choosing one is the architecture's business).
     services: Mapping[str, str]
-    # Each broker's machine and that machine's directory for the cluster (harness/machines.py);
-    # empty: every broker on this machine, under root.
+    # Each broker's machine and that machine's directory for the cluster
+    # (harness/cluster/machines.py); empty: every broker on this machine, under root.
     machines: tuple[Machine, ...] = ()
     roots: tuple[Path, ...] = ()
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures.entry import Architecture
-from harness.cluster import SERVICE_CPU, BrokerProcess, ProcessCluster
+from harness.cluster.running import SERVICE_CPU, BrokerProcess, ProcessCluster
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
 from harness.studies.qos.sampler import Sample
@@ -180,7 +180,8 @@ def _cpu_delta(before: dict[str, float], after: dict[str, float], prefix: str) -
 
 
 def unmeasured() -> Delta:
-    """A session on a cluster twinbench did not start (harness/external.py): nothing read."""
+    """A session on a cluster twinbench did not start (harness/cluster/external.py): nothing
+    read."""
     return Delta(dict.fromkeys(COLUMNS), {}, {})
 
 

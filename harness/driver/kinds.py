@@ -13,10 +13,10 @@ import importlib
 from typing import Any, Protocol
 
 from harness import studies
-from harness.cluster import ProcessCluster
+from harness.cluster.external import ExternalCluster
+from harness.cluster.running import ProcessCluster
 from harness.driver import plan
 from harness.driver.load import Load
-from harness.external import ExternalCluster
 from harness.runlog import RunLog
 from harness.workload import Workload
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from brokers.core.security.client import ClientSecurity
+from harness.cluster.external import External
 from harness.driver import plan
 from harness.driver.plan import Cell
-from harness.external import External
 from harness.studies.faults import FAULT_STUDY
 from harness.workload import Workload
 from workloads.cluster import ClusterClient, ClusterClientConfig

@@ -85,7 +85,7 @@ class ClusterKey:
     """Which of an epoch's clusters a side runs on: one per architecture and security level."""
 
     arch: str
-    # A workload security level (harness/certs.py SECURITY_LEVELS).
+    # A workload security level (harness/cluster/certs.py SECURITY_LEVELS).
     security: str = "none"
 
     def __str__(self) -> str:

@@ -47,14 +47,16 @@ from rich.console import Console
 
 from brokers.core.errors import KafkaError, UserError
 from harness import architectures, conditions, runlog, services, studies
-from harness.certs import RunSecurity, cluster_settings, make_run_security
-from harness.cluster import LOCAL_LAYOUT, ClusterSpec, Layout, ProcessCluster, process_cpu_seconds
+from harness.cluster.certs import RunSecurity, cluster_settings, make_run_security
+from harness.cluster.external import External, ExternalCluster
+from harness.cluster.layout import LOCAL_LAYOUT, Layout
+from harness.cluster.running import ProcessCluster, process_cpu_seconds
+from harness.cluster.spec import ClusterSpec
 from harness.driver import counters, kinds, placement, plan, rows
 from harness.driver.kinds import ClusterDied
 from harness.driver.load import Load
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import run_session
-from harness.external import External, ExternalCluster
 from harness.hosts import HostLost, HostsFile
 from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY
 from harness.studies.latency import steps as searches
@@ -160,7 +162,7 @@ class _Run:
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.clusters: dict[plan.ClusterKey, ProcessCluster | ExternalCluster] = {}
         # Throwaway certificates and users, made for the run's first secured cluster and
-        # removed with the run (harness/certs.py).
+        # removed with the run (harness/cluster/certs.py).
         self._security_dir: tempfile.TemporaryDirectory[str] | None = None
         self._security_files: RunSecurity | None = None
         self.outcome = RunOutcome()
@@ -187,7 +189,7 @@ class _Run:
         if too_high:
             print(f"twinbench: warning: target rate {max(too_high):,.0f} records/s is above "
                   f"what one load client schedules on time (~{CLIENT_CEILING_RPS:,.0f} on the "
-                  "development VM; `python -m harness.perf --open-loop` measures this "
+                  "development VM; `python -m harness.bench.perf --open-loop` measures this "
                   "machine); such sessions measure the client and will likely be marked behind",
                   file=sys.stderr)
 
@@ -751,7 +753,7 @@ def _check_hosts(wl: Workload) -> None:
 
 
 def _check_external(wl: Workload) -> None:
-    """What a cluster twinbench did not start cannot do (harness/external.py)."""
+    """What a cluster twinbench did not start cannot do (harness/cluster/external.py)."""
     if wl.restart != "never":
         raise UserError(f"workload {wl.name}: restart: {wl.restart} needs a cluster twinbench "
                         "starts; not --bootstrap")

@@ -265,7 +265,7 @@ def _timeline(outcomes: Sequence[PartOutcome]) -> Timeline | None:
 
 async def produce_only(load: Load, workload: Workload, cell: Cell, topic: str) -> RoleResult:
     """The production phase of a split session alone (a sink that stores nothing has nothing
-    to consume: harness/perf_cluster.py's null-sink ceiling)."""
+    to consume: harness/bench/perf_cluster.py's null-sink ceiling)."""
     job = Job.of(workload, cell, topic, f"{topic}-group", "none",
                  _producer_counts(workload, cell), 0, None)
     produced = await asyncio.gather(*(p.produce(job) for p in load.parts))

@@ -4,7 +4,7 @@ This kernel has no netem, so the delay is a netfilter queue: iptables rules in e
 namespace queue the packets arriving there, the kernel keeps them, and one small process tells
 it when each may go on (the packets never cross into user space, only their ids do).
 ``twinbench run`` with a workload's ``rtt_ms`` and ``twinbench cluster --rtt-ms`` use it
-through ``harness.cluster``; ``python -m harness.perf_delay`` measures what it adds.
+through ``harness.cluster``; ``python -m harness.bench.perf_delay`` measures what it adds.
 
 Layout::
 

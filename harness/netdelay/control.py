@@ -1,7 +1,7 @@
 """The harness's side of a delay line: rules into the namespaces, the daemon, its RTT, its stats.
 
 Where the delay goes (this kernel has no netem): every broker namespace of a
-``harness.netns`` network queues the IPv4 packets arriving on its link (iptables' raw table,
+``harness.cluster.netns`` network queues the IPv4 packets arriving on its link (iptables' raw table,
 PREROUTING, before anything else sees them) in one of two netfilter queues, and the daemon
 (daemon.py) hands each back to the kernel once it has waited:
 
@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
-from harness.processes import ManagedProcess
+from harness.cluster.processes import ManagedProcess
 
 if TYPE_CHECKING:
-    from harness.netns import NetnsNetwork
+    from harness.cluster.netns import NetnsNetwork
 
 # Queue numbers in every namespace.
 PEERS = 0

@@ -5,7 +5,7 @@ Layout (the driver's side first, then what runs on the hosts)::
 
     ssh.py       SshFleet (one connection per host, on an event loop of its own thread;
                  keepalives; HostLost when one vanishes), RemoteMachine (a host as a
-                 harness.machines.Machine: processes, files by SFTP, free ports, clock
+                 harness.cluster.machines.Machine: processes, files by SFTP, free ports, clock
                  offset), RemoteProcess (a service under a keeper, as a ChildProcess)
     deploy.py    which hosts a command needs (the roles check), the fleet over them, each
                  cluster's Layout

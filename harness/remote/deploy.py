@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from brokers.core.errors import UserError
 from harness import architectures, services
-from harness.cluster import Layout
+from harness.cluster.layout import Layout
+from harness.cluster.machines import Machine
 from harness.hosts import Host, HostsFile, check_roles
-from harness.machines import Machine
 from harness.remote.ssh import SshFleet
 
 

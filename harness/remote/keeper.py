@@ -4,13 +4,13 @@ and stops it when told to, when the driver goes away, or when the driver's host 
     python -m harness.remote.keeper --name NAME --log FILE [--stdout-to-log] [--cwd DIR]
         [--cpus 0,1] [--watchdog-s S] -- ARGV...
 
-The service runs as a ``harness.processes.ManagedProcess`` (own session, log file, stopped by
-PID: SIGTERM, grace, SIGKILL), exactly as it would under a local harness. Its stdout lines
-(``listening=HOST:PORT`` ...) are copied to the keeper's stdout, which is the SSH session's, so
-the driver waits on readiness lines as it does locally. The keeper's own messages go to stderr
-as JSON lines (harness/remote/channel.py): ``{"pid": N}`` once started, ``{"stat": {...}}`` per
-``stat`` request, ``{"exited": CODE}`` at the end. Requests on stdin: ``ping``, ``signal`` (a
-signal number), ``stat`` (CPU seconds and RSS), ``stop`` (grace seconds), ``kill``.
+The service runs as a ``harness.cluster.processes.ManagedProcess`` (own session, log file, stopped
+by PID: SIGTERM, grace, SIGKILL), exactly as it would under a local harness. Its stdout lines
+(``listening=HOST:PORT`` ...) are copied to the keeper's stdout, which is the SSH session's, so the
+driver waits on readiness lines as it does locally. The keeper's own messages go to stderr as JSON
+lines (harness/remote/channel.py): ``{"pid": N}`` once started, ``{"stat": {...}}`` per ``stat``
+request, ``{"exited": CODE}`` at the end. Requests on stdin: ``ping``, ``signal`` (a signal number),
+``stat`` (CPU seconds and RSS), ``stop`` (grace seconds), ``kill``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from harness.processes import ManagedProcess
+from harness.cluster.processes import ManagedProcess
 from harness.remote.channel import WATCHDOG_S, Inbox, emit
 
 # How often the keeper looks at its service and its inbox.

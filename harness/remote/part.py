@@ -25,8 +25,8 @@ from typing import Any
 
 import asyncssh
 
+from harness.cluster.external import External
 from harness.driver.load import Job, Load, PartOutcome, client_config, share
-from harness.external import External
 from harness.remote.channel import decode, encode
 from harness.remote.ssh import RemoteMachine, SshFleet, heartbeat
 from harness.remote.worker import LINE_LIMIT

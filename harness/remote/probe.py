@@ -20,7 +20,7 @@ import time
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else ""
     if what == "ports" and len(argv) == 3:
-        from harness.machines import free_ports
+        from harness.cluster.machines import free_ports
 
         print(json.dumps(free_ports(int(argv[1]), argv[2])))
         return 0

@@ -1,5 +1,5 @@
 """The driver's side of a multi-host run: one SSH connection per host, the hosts as
-``harness.machines.Machine`` objects, and their processes as ``ChildProcess`` objects.
+``harness.cluster.machines.Machine`` objects, and their processes as ``ChildProcess`` objects.
 
 Threading. asyncssh is asyncio; the cluster code (``ProcessCluster``, the ZooKeeper ensemble,
 the counters) is synchronous, as it is for local processes. So the connections live on an event
@@ -40,6 +40,7 @@ from typing import Any, Protocol, TypeVar
 import asyncssh
 
 from brokers.core.errors import UserError
+from harness.cluster.processes import ProcessError
 from harness.hosts import (
     Host,
     HostLost,
@@ -50,7 +51,6 @@ from harness.hosts import (
     login,
     probe,
 )
-from harness.processes import ProcessError
 from harness.remote.channel import HEARTBEAT_S, decode, encode
 
 T = TypeVar("T")
@@ -242,7 +242,7 @@ class _Client(asyncssh.SSHClient):
 
 
 class RemoteMachine:
-    """A host of the hosts file as a ``harness.machines.Machine``."""
+    """A host of the hosts file as a ``harness.cluster.machines.Machine``."""
 
     def __init__(self, fleet: SshFleet, host: Host, conn: asyncssh.SSHClientConnection,
                  version: str, clock_offset_s: float, rtt_s: float) -> None:
@@ -382,7 +382,7 @@ _EOF = object()
 
 class RemoteProcess:
     """A service on a host, run by a keeper (harness/remote/keeper.py): the ``ChildProcess``
-    of harness/processes.py, over SSH."""
+    of harness/cluster/processes.py, over SSH."""
 
     def __init__(self, machine: RemoteMachine, argv: Sequence[str], *, name: str,
                  log_path: Path, cwd: Path | None = None, stdout_to_log: bool = False,

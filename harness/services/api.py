@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from harness.architectures.options import Options
-from harness.machines import Machine
-from harness.processes import ChildProcess
+from harness.cluster.machines import Machine
+from harness.cluster.processes import ChildProcess
 
 
 @dataclass(frozen=True)
 class ServiceAction:
-    """A fault that acts on a service (harness/fault_actions.py lists them with the
+    """A fault that acts on a service (harness/cluster/fault_actions.py lists them with the
     brokers' own)."""
 
     name: str

@@ -37,7 +37,7 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import decode_records, iter_batches
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.clusters import REPLICATING
 from tests.support.ops import (
     create_everywhere,

@@ -41,7 +41,7 @@ from brokers.core.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.ops import (
     create_everywhere,
     eventually,

@@ -16,7 +16,7 @@ import pytest
 from brokers.core.errors import InvalidRequest
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.api_versions import ApiVersionsRequest
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]
 

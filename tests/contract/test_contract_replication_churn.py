@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-from harness.cluster import ClusterSpec
+from harness.cluster.spec import ClusterSpec
 from tests.support.clusters import REPLICATING, start_spec
 from tests.support.ops import connect, eventually
 

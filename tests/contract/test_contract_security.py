@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.clusters import ARCHITECTURES, REPLICATING, start_cluster
 from tests.support.ops import eventually
 from tests.support.security import MECHANISMS, SecurityFiles, make_security_files

@@ -31,8 +31,8 @@ from brokers.core.protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from brokers.core.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
-from harness.kafka_probe import KafkaProbe
-from harness.processes import ManagedProcess
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess
 from tests.support.brokers import RunningBroker, start_broker_process
 from tests.support.clusters import ARCHITECTURES
 from tests.support.faulty_fs import fill, loop_ext4, small_tmpfs

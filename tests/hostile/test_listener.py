@@ -42,7 +42,7 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.records import decode_records
 from brokers.core.protocol.schema import Message
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.clusters import ARCHITECTURES, start_cluster
 from tests.support.ops import create_topic, eventually, fetch, produce
 from tests.support.record_builder import build_batch

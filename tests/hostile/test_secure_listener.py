@@ -28,9 +28,9 @@ from brokers.core.protocol.messages.metadata import MetadataRequest
 from brokers.core.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from brokers.core.protocol.primitives import join
 from brokers.core.security.listeners import SecurityProtocol
-from harness.client_security import AuthenticationError, ClientSecurity
-from harness.kafka_probe import KafkaProbe
-from harness.processes import ManagedProcess
+from harness.cluster.client_security import AuthenticationError, ClientSecurity
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess
 from tests.support.brokers import RunningBroker
 from tests.support.ops import eventually
 from tests.support.security import SecurityFiles, make_security_files

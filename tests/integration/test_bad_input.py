@@ -29,7 +29,7 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.brokers import start_single_broker
 from tests.support.record_builder import build_batch
 

@@ -16,8 +16,8 @@ from brokers.core.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
-from harness.kafka_probe import KafkaProbe
-from harness.processes import pid_alive
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import pid_alive
 from tests.support.brokers import start_single_broker
 from tests.support.ops import fetch_values
 from tests.support.record_builder import build_batch

@@ -9,8 +9,8 @@ import sys
 import psutil
 import pytest
 
-from harness.kafka_probe import KafkaProbe
-from harness.processes import ManagedProcess, pid_alive
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess, pid_alive
 from tests.support.clusters import ARCHITECTURES, single_node
 
 pytestmark = pytest.mark.integration

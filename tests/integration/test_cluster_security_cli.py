@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import ManagedProcess
+from harness.cluster.processes import ManagedProcess
 from tests.support.ops import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop]

@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from tests.support.ops import (
     connect,
     create_everywhere,

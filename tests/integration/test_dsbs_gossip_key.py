@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from harness.architectures.dsbs import write_gossip_key
-from harness.cluster import ClusterSpec, ProcessCluster
-from harness.kafka_probe import KafkaProbe
-from harness.processes import ManagedProcess
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from harness.services.zookeeper import free_ports
 from tests.support.ops import eventually
 

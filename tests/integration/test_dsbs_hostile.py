@@ -52,7 +52,7 @@ from brokers.dsbs_broker.packets.wire import (
 )
 from brokers.dsbs_broker.tables.validation import MAX_INCARNATION
 from harness.architectures.dsbs import write_gossip_key
-from harness.processes import ManagedProcess
+from harness.cluster.processes import ManagedProcess
 from tests.support.ops import create_topic, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.hostile]

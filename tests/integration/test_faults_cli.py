@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import netns
-from harness.kafka_probe import KafkaProbe
-from harness.processes import ManagedProcess, pid_alive
+from harness.cluster import netns
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess, pid_alive
 from tests.support.ops import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

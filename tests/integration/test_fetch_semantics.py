@@ -21,7 +21,7 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import decode_records, iter_batches
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.brokers import start_single_broker
 from tests.support.record_builder import build_batch
 

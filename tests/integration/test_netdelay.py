@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import netns
+from harness.bench.perf_delay import _ECHO, PORT, _ping_from
+from harness.cluster import netns
+from harness.cluster.processes import ManagedProcess, pid_alive
 from harness.netdelay import control
-from harness.perf_delay import _ECHO, PORT, _ping_from
-from harness.processes import ManagedProcess, pid_alive
 
 pytestmark = [pytest.mark.integration]
 
@@ -79,7 +79,7 @@ def test_namespaces_rules_and_line_go_with_the_network(tmp_path):
 
 
 def test_a_round_trip_out_of_range_is_one_line() -> None:
-    from harness.cluster import ClusterSpec
+    from harness.cluster.spec import ClusterSpec
     from twinbench_common.errors import UserError
 
     with pytest.raises(UserError, match="between 0 and 1000 ms"):

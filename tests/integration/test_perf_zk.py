@@ -1,4 +1,4 @@
-"""`python -m harness.perf_zk` end to end on a tiny budget: both clients measured against a
+"""`python -m harness.bench.perf_zk` end to end on a tiny budget: both clients measured against a
 real ZooKeeper, a table printed, a self-describing JSON written; bad arguments are one line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import perf_zk
+from harness.bench import perf_zk
 from tests.support import zk_fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
@@ -38,4 +38,4 @@ def test_measures_both_clients_and_writes_a_result(
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert perf_zk.main(["--requests", "2"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("python -m harness.perf_zk:") and "\n" not in err
+    assert err.startswith("python -m harness.bench.perf_zk:") and "\n" not in err

@@ -1,4 +1,4 @@
-"""harness/processes.py: a child the harness forgot is stopped when the harness exits, and a
+"""harness/cluster/processes.py: a child the harness forgot is stopped when the harness exits, and a
 child that prints no readiness line is waited for by a probe."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import ManagedProcess, ProcessError, pid_alive, wait_ready
+from harness.cluster.processes import ManagedProcess, ProcessError, pid_alive, wait_ready
 from tests.support.ops import eventually
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 def test_a_forgotten_child_is_stopped_when_the_harness_exits(tmp_path: Path) -> None:
     harness = textwrap.dedent(f"""
         from pathlib import Path
-        from harness.processes import ManagedProcess
+        from harness.cluster.processes import ManagedProcess
         p = ManagedProcess({SLEEPER!r}, name="sleeper", log_path=Path({str(tmp_path)!r}) / "s.log",
                            stdout_to_log=True).start()
         print(p.pid, flush=True)

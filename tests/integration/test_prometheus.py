@@ -21,9 +21,9 @@ from brokers.core.protocol.messages.produce import (
 )
 from brokers.core.protocol.primitives import join
 from harness import architectures
-from harness.cluster import ClusterSpec
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.spec import ClusterSpec
 from harness.grafana import dashboard
-from harness.kafka_probe import KafkaProbe
 from harness.prometheus import start_prometheus
 from tests.support.clusters import start_spec
 from tests.support.ops import create_everywhere, eventually

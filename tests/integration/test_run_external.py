@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.external import NOT_APPLIED, NOT_MEASURED_WITH_METRICS
-from harness.processes import ManagedProcess
+from harness.cluster.external import NOT_APPLIED, NOT_MEASURED_WITH_METRICS
+from harness.cluster.processes import ManagedProcess
 from spark_analysis.loader import validate_runs
 from tests.support.cli import twinbench
 
@@ -142,7 +142,7 @@ def test_what_an_external_run_refuses(args: list[str], expected: str) -> None:
 ])
 def test_bad_client_configs_are_one_line(tmp_path: Path, text: str, expected: str) -> None:
     from brokers.core.errors import UserError
-    from harness.external import load_client_config
+    from harness.cluster.external import load_client_config
 
     path = tmp_path / "c.yaml"
     path.write_text(text)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import netns
+from harness.cluster import netns
 from harness.runlog import FORMAT_VERSION
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.zookeeper]

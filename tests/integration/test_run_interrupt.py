@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import twinbench_common.runlog as fmt
-from harness.processes import pid_alive
+from harness.cluster.processes import pid_alive
 
 pytestmark = pytest.mark.integration
 

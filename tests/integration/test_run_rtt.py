@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import netns, runlog
+from harness import runlog
+from harness.cluster import netns
 from harness.netdelay import control
 from spark_analysis import rtt_tables
 from tests.integration.test_run_smoke import zookeeper_missing

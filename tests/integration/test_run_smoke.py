@@ -17,8 +17,8 @@ from hdrh.histogram import HdrHistogram
 
 import twinbench_common.runlog as fmt
 from harness import architectures, runlog
+from harness.cluster.processes import pid_alive
 from harness.driver import plan
-from harness.processes import pid_alive
 from harness.workload import load_workload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -19,7 +19,8 @@ from brokers.core.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from tests.support.ops import (
     connect,
     create_everywhere,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.processes import ManagedProcess
+from harness.cluster.processes import ManagedProcess
 
 
 @dataclass

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from harness import architectures
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from tests.support.security import SecurityFiles
 
 ARCHITECTURES = list(architectures.names())

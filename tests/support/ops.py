@@ -1,6 +1,6 @@
 """Kafka operations tests repeat: create a topic, produce values, read them back, poll metadata.
 
-All go through ``harness.kafka_probe.KafkaProbe`` (exact requests over a plain socket) and
+All go through ``harness.cluster.kafka_probe.KafkaProbe`` (exact requests over a plain socket) and
 take any object with ``host`` and ``port`` as the broker.
 """
 
@@ -29,7 +29,7 @@ from brokers.core.protocol.messages.produce import (
     TopicProduceData,
 )
 from brokers.core.protocol.records import decode_records
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
 from tests.support.record_builder import build_batch
 
 T = TypeVar("T")

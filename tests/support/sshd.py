@@ -1,4 +1,4 @@
-"""Test hosts: network namespaces (harness/netns.py, 198.18.0.0/15) each running Debian's
+"""Test hosts: network namespaces (harness/cluster/netns.py, 198.18.0.0/15) each running Debian's
 OpenSSH server, reachable from the root namespace with a key made for the test.
 
 Every namespace shares this machine's file system, so a "remote" host has the project at the
@@ -33,8 +33,8 @@ from typing import Any
 import psutil
 import yaml
 
-from harness import netns
-from harness.processes import ManagedProcess
+from harness.cluster import netns
+from harness.cluster.processes import ManagedProcess
 
 SSHD = Path("/usr/sbin/sshd")
 

@@ -28,9 +28,10 @@ from harness.architectures.entry import (
 from harness.architectures.local import LocalOptions
 from harness.architectures.options import split_assignments
 from harness.architectures.zk import ZkOptions
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster.fault_actions import ACTIONS
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from harness.driver import kinds, plan
-from harness.fault_actions import ACTIONS
 from harness.workload import WorkloadError, parse_workload
 from spark_analysis import archs as analysis_archs
 

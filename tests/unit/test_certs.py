@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from brokers.core.security.tls import client_context, server_context
-from harness.certs import make_run_security
+from harness.cluster.certs import make_run_security
 
 pytestmark = pytest.mark.filesystem
 

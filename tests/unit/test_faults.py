@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from brokers.core.errors import UserError
-from harness import fault_actions as faults
+from harness.cluster import fault_actions as faults
 from harness.driver import kinds, plan
 from harness.studies.faults import FAULT_STUDY
 from harness.studies.faults.session import (

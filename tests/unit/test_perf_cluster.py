@@ -1,4 +1,4 @@
-"""harness.perf_cluster's table: medians, spread and the ratios to the ceilings (pure)."""
+"""harness.bench.perf_cluster's table: medians, spread and the ratios to the ceilings (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.perf_cluster import NULL_SINK, UNCOORDINATED, Sample, efficiency_min, table
+from harness.bench.perf_cluster import NULL_SINK, UNCOORDINATED, Sample, efficiency_min, table
 
 
 def _s(side: str, rps: float, rep: int, role: str = "production", cpu: float | None = None

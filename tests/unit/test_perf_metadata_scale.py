@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from brokers.core.errors import UserError
-from harness import perf_metadata_scale as scale
+from harness.bench import perf_metadata_scale as scale
 from twinbench_common.runlog import COUNTERS, METADATA
 
 COUNTER_COLUMNS, METADATA_COLUMNS = COUNTERS.names(), METADATA.names()

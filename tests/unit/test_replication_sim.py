@@ -1,4 +1,5 @@
-"""DSBS replication under faults on the simulated network (harness/replication_sim.py; no I/O).
+"""DSBS replication under faults on the simulated network (harness/bench/replication_sim.py; no
+I/O).
 
 The whole design at once, gossip side and replica side: every record acknowledged with acks=-1
 and min.insync.replicas=2 is in the final leader's log once and in order, whatever mix of
@@ -12,7 +13,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.replication_sim import HEADER, MIXES, Settings, main, measure, run_scenario
+from harness.bench.replication_sim import HEADER, MIXES, Settings, main, measure, run_scenario
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.certs import SECURITY_LEVELS, THROWAWAY_MECHANISMS, RunSecurity, cluster_settings
+from harness.cluster.certs import (
+    SECURITY_LEVELS,
+    THROWAWAY_MECHANISMS,
+    RunSecurity,
+    cluster_settings,
+)
 from harness.driver import kinds, plan
 from harness.studies import security
 from harness.studies.qos import QOS, Sampling

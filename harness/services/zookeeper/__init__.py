@@ -12,7 +12,7 @@ Order (first match wins):
 
 Readiness is polled, never slept for: ``ruok`` must answer ``imok`` *and* ``srvr`` must report a
 ``Mode`` (a server answers ``imok`` some 100 ms before it serves requests; during that window
-``srvr`` says "not currently serving requests"). Servers are ``harness.processes``
+``srvr`` says "not currently serving requests"). Servers are ``harness.cluster.processes``
 ManagedProcesses: stopped by PID (SIGTERM, a bounded wait, then SIGKILL), and stopped at exit if
 this process forgot them, so a crashed run does not leave JVMs behind on a shared machine.
 
@@ -35,7 +35,7 @@ Layout (one concern per module; everything below is importable from
                     reach no registry (run by harness/setup_system.sh when it is absent)
 """
 
-from harness.machines import free_ports
+from harness.cluster.machines import free_ports
 from harness.services.zookeeper.config import LOOPBACK, Member, ZooKeeperConfig, render_config
 from harness.services.zookeeper.discovery import (
     DEBIAN_JAVA_DIR,

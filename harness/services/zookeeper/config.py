@@ -46,7 +46,7 @@ class ZooKeeperConfig:
     # Fsync the transaction log on every write (ZooKeeper's default, and what durability costs).
     force_sync: bool = True
     # Address clients connect to (clientPortAddress). Loopback, unless brokers run in network
-    # namespaces (harness/netns.py): then the bridge address, the one they can all reach.
+    # namespaces (harness/cluster/netns.py): then the bridge address, the one they can all reach.
     host: str = LOOPBACK
 
     def __post_init__(self) -> None:

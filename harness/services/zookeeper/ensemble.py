@@ -1,11 +1,11 @@
 """ZooKeeper servers: one standalone server, or an ensemble, on this machine or on hosts.
 
-Each member is a ``harness.processes.ChildProcess`` of a ``harness.machines.Machine`` running
-QuorumPeerMain on its own ``zoo.cfg`` (own session, stopped by PID, log tail in errors,
-stopped at exit if forgotten): a ``ManagedProcess`` here, a process under a keeper on a host of
-a hosts file (harness/remote/). ZooKeeper prints no readiness line, so readiness is its
-four-letter-word probe: every member reports a serving mode, and an ensemble has exactly one
-leader.
+Each member is a ``harness.cluster.processes.ChildProcess`` of a
+``harness.cluster.machines.Machine`` running QuorumPeerMain on its own ``zoo.cfg`` (own session,
+stopped by PID, log tail in errors, stopped at exit if forgotten): a ``ManagedProcess`` here, a
+process under a keeper on a host of a hosts file (harness/remote/). ZooKeeper prints no readiness
+line, so readiness is its four-letter-word probe: every member reports a serving mode, and an
+ensemble has exactly one leader.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 
 from brokers.core.errors import UserError
-from harness.machines import LOCAL, Machine, free_ports
-from harness.processes import ChildProcess, wait_ready
+from harness.cluster.machines import LOCAL, Machine, free_ports
+from harness.cluster.processes import ChildProcess, wait_ready
 from harness.services.zookeeper.config import Member, ZooKeeperConfig, render_config
 from harness.services.zookeeper.discovery import MAIN_CLASS
 from harness.services.zookeeper.errors import ZooKeeperStartError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brokers.core.errors import UserError
-from harness.processes import ProcessError
+from harness.cluster.processes import ProcessError
 
 HOW_TO_GET_ZOOKEEPER = (
     "no ZooKeeper available: pass --zookeeper HOST:PORT (or set ZOOKEEPER_CONNECT) to use a "

@@ -29,8 +29,8 @@ from types import TracebackType
 from typing import Any
 
 from brokers.core.errors import UserError
-from harness.machines import Machine
-from harness.processes import ChildProcess, pid_alive
+from harness.cluster.machines import Machine
+from harness.cluster.processes import ChildProcess, pid_alive
 from harness.services.zookeeper.config import ZooKeeperConfig
 from harness.services.zookeeper.discovery import find_classpath, find_java
 from harness.services.zookeeper.ensemble import ZooKeeperEnsemble

@@ -9,8 +9,8 @@ from typing import Any
 
 from brokers.core.errors import UserError
 from harness.architectures.options import Options, knob
-from harness.machines import Machine
-from harness.processes import ChildProcess
+from harness.cluster.machines import Machine
+from harness.cluster.processes import ChildProcess
 from harness.services.api import RunningService, Service, ServiceAction, ServicePlace
 from harness.services.zookeeper.config import ZooKeeperConfig
 from harness.services.zookeeper.ensemble import ZooKeeperEnsemble

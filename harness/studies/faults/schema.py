@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import services
-from harness.fault_actions import ACTIONS
+from harness.cluster.fault_actions import ACTIONS
 from harness.schema import NAME_RE, Ctx, defaults, given, keys, required
 
 # The scenario of every session of a fault workload.
@@ -20,7 +20,7 @@ FAULT_TARGET_RE = re.compile(r"leader:(\d+)|controller|coordinator|(\d+)")
 class FaultStep:
     # Seconds after the production phase starts.
     at_s: float
-    # A harness.fault_actions action name: a broker's (kill, pause, resume, restart,
+    # A harness.cluster.fault_actions action name: a broker's (kill, pause, resume, restart,
     # partition, heal) or a service's (stop-zookeeper, start-zookeeper, kill-zookeeper).
     action: str
     # Broker actions: "leader:P" (P's leader when the step runs), "controller",

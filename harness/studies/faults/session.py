@@ -42,14 +42,15 @@ from brokers.core.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from harness import architectures, fault_actions
-from harness.cluster import ProcessCluster
+from harness import architectures
+from harness.cluster import fault_actions
+from harness.cluster.external import ExternalCluster
+from harness.cluster.running import ProcessCluster
 from harness.driver import counters, plan, rows
 from harness.driver.kinds import ClusterDied, RunState
 from harness.driver.load import Clients, ConsumerOutcome, Load, ProducerOutcome, timed
 from harness.driver.plan import Cell, Epoch, Session, Side
 from harness.driver.session import SessionResult, consumption_role, production_role
-from harness.external import ExternalCluster
 from harness.runlog import RunLog
 from harness.studies.faults import FAULT_STUDY
 from harness.studies.faults.schema import SCENARIO, FaultCase

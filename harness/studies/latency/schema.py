@@ -13,7 +13,7 @@ from harness.schema import Ctx, keys
 from harness.studies.latency.search import SearchConfig
 
 # What one load-client process schedules on time against the null sink on the 2-core
-# development VM (`python -m harness.perf --open-loop`: 325,000 records/s; docs/latency.md),
+# development VM (`python -m harness.bench.perf --open-loop`: 325,000 records/s; docs/latency.md),
 # rounded down: a search never asks for more, and a target above it measures the client.
 CLIENT_CEILING_RPS = 300_000.0
 

@@ -2,7 +2,7 @@
 
 Sans-IO: :class:`RateSearcher` owns no clock and runs nothing; the caller asks it for the next
 rate to try, runs a session at that rate however it likes, and tells it whether the rate was
-kept. The same search thus serves the load client's own ceiling (``harness.perf --open-loop``,
+kept. The same search thus serves the load client's own ceiling (``harness.bench.perf --open-loop``,
 ``search_max_rate`` with a blocking ``keeps`` callable, against the null sink) and each twin's
 maximum sustainable rate (``twinbench run`` with ``rate_search``, harness/studies/latency/steps.py),
 where the searches of both architectures advance in lockstep so their tries interleave.

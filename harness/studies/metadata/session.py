@@ -6,7 +6,7 @@ coordination messages it takes, and what a large table costs at rest. Each case 
 (``harness.studies.metadata.KINDS``) runs at each size ``n``:
 
 * topic-storm: ``n`` topics of the case's ``partitions`` each, created at once through
-  ``harness.create_latency.create_topics`` (one admin connection per broker, one request in
+  ``harness.bench.create_latency.create_topics`` (one admin connection per broker, one request in
   flight on each, topic i to broker i mod B);
 * partition-scale: one topic of ``n`` partitions, one CreateTopics.
 
@@ -49,13 +49,13 @@ from brokers.core.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from harness.cluster import ProcessCluster
-from harness.create_latency import create_topics
+from harness.bench.create_latency import create_topics
+from harness.cluster.external import ExternalCluster
+from harness.cluster.running import ProcessCluster
 from harness.driver import counters, rows
 from harness.driver.kinds import RunState
 from harness.driver.load import Load
 from harness.driver.plan import Cell, Epoch, Session, Side
-from harness.external import ExternalCluster
 from harness.runlog import RunLog
 from harness.studies.metadata import METADATA_STUDY
 from harness.studies.metadata.schema import SCENARIO, MetadataCase, MetadataPlan

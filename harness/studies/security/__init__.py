@@ -1,9 +1,9 @@
 """security: what listener security costs each architecture.
 
-``security: [none, tls, sasl_ssl]`` is swept like a policy: one side per level, every side's
-cluster up at once and its sessions interleaved with the others', with throwaway certificates
-and users made for the run (harness/certs.py). The sessions are the paper's. The analysis side
-is spark_analysis/studies/security (docs/security.md).
+``security: [none, tls, sasl_ssl]`` is swept like a policy: one side per level, every side's cluster
+up at once and its sessions interleaved with the others', with throwaway certificates and users made
+for the run (harness/cluster/certs.py). The sessions are the paper's. The analysis side is
+spark_analysis/studies/security (docs/security.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.certs import SECURITY_LEVELS
+from harness.cluster.certs import SECURITY_LEVELS
 from harness.schema import Ctx
 from harness.studies.study import Study
 

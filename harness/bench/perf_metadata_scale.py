@@ -41,7 +41,7 @@ from brokers.dsbs_broker.config import GossipConfig
 from brokers.dsbs_broker.gossip.simnet import SimNet
 from brokers.dsbs_broker.packets.wire import TopicRecord
 
-PROG = "python -m harness.perf_metadata_scale"
+PROG = "python -m harness.bench.perf_metadata_scale"
 # Resident bytes per (member, known member) pair of the simulation, measured at 1,000 members
 # (210 MB); the size check uses it with a margin.
 BYTES_PER_PAIR = 250

@@ -1,7 +1,7 @@
-"""`python -m harness.perf_security`: what TLS and SASL cost each twin.
+"""`python -m harness.bench.perf_security`: what TLS and SASL cost each twin.
 
 For every architecture, a cluster with PLAINTEXT listeners and one with SASL_SSL listeners
-(SCRAM-SHA-512; throwaway certificates and users from harness/certs.py), or any two listener
+(SCRAM-SHA-512; throwaway certificates and users from harness/cluster/certs.py), or any two listener
 protocols (``--protocols SSL,SASL_SSL``), each driven by the load client's synchronous
 producer (the paper's), interleaved A B B A per architecture so drift on this shared machine
 hits both sides alike. Prints records/s and the brokers' CPU per record (process CPU time,
@@ -21,9 +21,11 @@ from pathlib import Path
 from brokers.core.security.client import ClientSecurity
 from brokers.core.security.listeners import SecurityProtocol
 from harness import architectures
-from harness.certs import make_run_security
-from harness.cluster import ClusterSpec, ProcessCluster
-from harness.perf import produce_sync
+from harness.bench.common import interleaved
+from harness.bench.perf import produce_sync
+from harness.cluster.certs import make_run_security
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from workloads.cluster import ClusterClientConfig
 from workloads.connection import ConnectionConfig
 from workloads.connection import run as run_async
@@ -55,7 +57,7 @@ def _broker_cpu_s(cluster: ProcessCluster) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.perf_security",
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.perf_security",
                                      description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--arch", choices=[*architectures.names(), "both"], default="both")
     parser.add_argument("--brokers", type=int, default=3)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             rps: dict[str, list[float]] = {p: [] for p in protocols}
             cpu: dict[str, list[float]] = {p: [] for p in protocols}
             for rnd in range(args.repetitions):
-                order = protocols if rnd % 2 == 0 else protocols[::-1]
+                order = interleaved(protocols, rnd)
                 for protocol in order:
                     spec = ClusterSpec(arch, brokers=args.brokers,
                                        options={"dsbs": {"gossip_preset": "local"}},

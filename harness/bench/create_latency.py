@@ -1,6 +1,6 @@
 """How long a CreateTopics takes, as a client sees it (a benchmark).
 
-``python -m harness.create_latency [--arch dsbs|zk] [--preset lan|local] [--topics N]
+``python -m harness.bench.create_latency [--arch dsbs|zk] [--preset lan|local] [--topics N]
 [--brokers N] [--partitions N]`` starts a cluster, sends N CreateTopics requests (one topic
 each) round robin to the brokers over persistent connections, and prints latency percentiles.
 ``create_topics`` is the creation path the metadata scenarios' topic storm runs too
@@ -31,7 +31,8 @@ from brokers.core.protocol.messages.create_topics import (
 )
 from harness import architectures
 from harness.architectures.options import split_assignments
-from harness.cluster import ClusterSpec, ProcessCluster
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 from workloads.cluster import CREATE_TOPICS, raise_for_code
 from workloads.connection import BrokerConnection
 from workloads.connection import run as run_async
@@ -125,7 +126,7 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.create_latency",
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.create_latency",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--arch", choices=architectures.names(), default="dsbs")
     parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",

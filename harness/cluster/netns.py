@@ -31,7 +31,7 @@ import subprocess
 from dataclasses import dataclass
 
 from brokers.core.errors import UserError
-from harness.processes import pid_alive
+from harness.cluster.processes import pid_alive
 
 # 198.18.0.0/15: RFC 2544's benchmarking range, reserved for exactly this kind of test network.
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")

@@ -14,8 +14,6 @@ Prints one table, and writes a self-describing JSON file under results/perf/.
 from __future__ import annotations
 
 import asyncio
-import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -33,9 +31,10 @@ from brokers.core.cli import OneLineParser
 from brokers.core.errors import UserError
 from brokers.zk_broker.bridge import KazooBridge
 from brokers.zk_broker.direct import DirectSession
+from harness.bench.common import interleaved, write_result
 from harness.services.zookeeper import ZooKeeperHandle, provisioned
 
-PROG = "python -m harness.perf_zk"
+PROG = "python -m harness.bench.perf_zk"
 FORMAT_VERSION = 1
 CLIENTS = ("kazoo", "direct")
 OPS = ("get", "set")
@@ -115,7 +114,7 @@ async def _measure(zk: ZooKeeperHandle, cfg: ZkClientBenchConfig, progress: bool
         n = cfg.requests
         for rep in range(cfg.repetitions):
             # kazoo first on even repetitions, direct first on odd ones.
-            order = CLIENTS if rep % 2 == 0 else CLIENTS[::-1]
+            order = interleaved(CLIENTS, rep)
             for conc in cfg.concurrency:
                 for op in OPS:
                     for client in order:
@@ -197,19 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = summarize(samples)
     print(render(rows))
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    out = cfg.out_dir / f"zkclient-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(started))}.json"
-    out.write_text(json.dumps({
-        "format_version": FORMAT_VERSION,
-        "kind": "zkclient",
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-        "python": platform.python_version(),
-        "zookeeper": version,
-        "cpu_count": psutil.cpu_count(),
-        "started": started,
-        "summary": rows,
-        "samples": [asdict(s) for s in samples],
-    }, indent=2))
+    out = write_result(cfg.out_dir, "zkclient", "zkclient", format_version=FORMAT_VERSION,
+                       config=asdict(cfg), started=started,
+                       body={"zookeeper": version, "started": started, "summary": rows,
+                             "samples": [asdict(s) for s in samples]})
     print(f"wrote {out}")
     return 0
 

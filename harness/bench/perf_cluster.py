@@ -28,13 +28,10 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -42,13 +39,15 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness import architectures, conditions
-from harness.cluster import ClusterSpec, ProcessCluster, process_cpu_seconds
+from harness.bench.common import interleaved, spread, write_result
+from harness.bench.perf import start_single
+from harness.cluster.processes import ManagedProcess
+from harness.cluster.running import ProcessCluster, process_cpu_seconds
+from harness.cluster.spec import ClusterSpec
 from harness.driver import placement
 from harness.driver.load import Clients, Load
 from harness.driver.plan import Cell
 from harness.driver.session import RoleResult, produce_only, run_session
-from harness.perf import start_single
-from harness.processes import ManagedProcess
 from harness.workload import Workload, load_workload
 from workloads.cluster import ClusterClient
 from workloads.connection import run as run_async
@@ -174,8 +173,7 @@ async def _measure(targets: list[Target], wl: Workload, config: PerfClusterConfi
         cell = Cell("perf_cluster", size, batch)
         for scenario in SCENARIOS:
             for rep in range(config.repetitions):
-                order = targets if rep % 2 == 0 else targets[::-1]
-                for target in order:
+                for target in interleaved(targets, rep):
                     got = await _session(target, wl, cell, scenario, rep, meter)
                     samples += got
                     for s in got:
@@ -196,9 +194,7 @@ def table(samples: list[Sample], twins: list[str]) -> list[dict[str, object]]:
         med: dict[str, float] = {}
         for side in dict.fromkeys(s.side for s in here):
             values = [s.rps for s in here if s.side == side]
-            med[side] = statistics.median(values)
-            mean = statistics.fmean(values)
-            cv = statistics.stdev(values) / mean if len(values) > 1 and mean > 0 else None
+            med[side], cv = spread(values)
             cpu = [s.cpu_ms_per_1k for s in here if s.side == side and s.cpu_ms_per_1k is not None]
             rows.append({"msg_size": size, "batch": batch, "scenario": scenario, "role": role,
                          "side": side, "median_rps": med[side], "cv": cv,
@@ -238,16 +234,10 @@ def _print(rows: list[dict[str, object]], config: PerfClusterConfig, where: str)
 
 def _write(config: PerfClusterConfig, samples: list[Sample], rows: list[dict[str, object]],
            where: dict[str, object], machine_state: dict[str, object]) -> Path:
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    path = config.out_dir / f"perf-cluster-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    path.write_text(json.dumps({
-        "format_version": FORMAT_VERSION, "kind": "twinbench.perf-cluster",
-        "config": {**asdict(config), "out_dir": str(config.out_dir)}, "placement": where,
-        "python": platform.python_version(), "cpu_count": os.cpu_count(),
-        "machine": platform.machine(), "conditions": machine_state, "rows": rows,
-        "samples": [asdict(s) for s in samples],
-    }, indent=2))
-    return path
+    return write_result(config.out_dir, "perf-cluster", "twinbench.perf-cluster",
+                        format_version=FORMAT_VERSION, config=asdict(config), placement=where,
+                        conditions=machine_state,
+                        body={"rows": rows, "samples": [asdict(s) for s in samples]})
 
 
 def run(config: PerfClusterConfig) -> int:

@@ -3,7 +3,7 @@
 The harness uses it for readiness ("does this broker answer Metadata listing all N brokers?")
 and tests use it to send specific, often malformed, requests with byte-level control that real
 clients never give. It speaks the shared codec over a plain socket, or over TLS and after SASL
-(harness/client_security.py); the load client, which must be fast, is ``workloads/``.
+(harness/cluster/client_security.py); the load client, which must be fast, is ``workloads/``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from brokers.core.protocol.messages.metadata import (
     MetadataResponse,
 )
 from brokers.core.protocol.schema import Message
-from harness.client_security import ClientSecurity, connect
+from harness.cluster.client_security import ClientSecurity, connect
 
 
 class KafkaProbe:

@@ -18,20 +18,18 @@ found by ramp and bisection (harness/studies/latency/search.py); it ends with
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness import conditions
-from harness.processes import ManagedProcess
+from harness.bench.common import interleaved, write_result
+from harness.cluster.processes import ManagedProcess
 from harness.studies.latency.search import RateSearch, SearchConfig, search_max_rate
 from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import run as run_async
@@ -197,8 +195,7 @@ def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) 
                 run_async(produce_sync(bootstrap, 32, 20, config.warmup_messages))
             for msg_size, batch in CELLS:
                 for rep in range(config.repetitions):
-                    order = ("null", "broker") if rep % 2 == 0 else ("broker", "null")
-                    for side in order:
+                    for side in interleaved(("null", "broker"), rep):
                         s = run_async(produce_sync(procs[side][1], msg_size, batch,
                                                    config.messages))
                         s.side, s.repetition = side, rep
@@ -242,23 +239,11 @@ def _print_table(rows: list[dict], config: PerfConfig, client_cpu, broker_cpu) -
 
 def _write(config: PerfConfig, samples, rows, client_cpu, broker_cpu, machine_state: dict
            ) -> Path:
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = config.out_dir / f"perf-{stamp}.json"
-    document = {
-        "format_version": FORMAT_VERSION,
-        "kind": "twinbench.perf",
-        "config": {**asdict(config), "out_dir": str(config.out_dir)},
-        "placement": {"client_cpu": client_cpu, "broker_cpu": broker_cpu},
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "conditions": machine_state,
-        "rows": rows,
-        "samples": [asdict(s) for s in samples],
-    }
-    path.write_text(json.dumps(document, indent=2))
-    return path
+    return write_result(config.out_dir, "perf", "twinbench.perf",
+                        format_version=FORMAT_VERSION, config=asdict(config),
+                        placement={"client_cpu": client_cpu, "broker_cpu": broker_cpu},
+                        conditions=machine_state,
+                        body={"rows": rows, "samples": [asdict(s) for s in samples]})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The fault vocabulary: one name per thing that can go wrong, and what it does to a cluster.
 
-Used by ``twinbench fault`` (through the cluster's control socket, harness/control.py) and by
-fault workloads (harness/studies/faults/session.py), so a fault means the same thing in both:
+Used by ``twinbench fault`` (through the cluster's control socket,
+harness/cluster/control_socket.py) and by fault workloads (harness/studies/faults/session.py), so a
+fault means the same thing in both:
 
 ==================  =========  ==========================================================
 action              target     effect
@@ -32,7 +33,7 @@ from brokers.core.errors import UserError
 from harness import services
 
 if TYPE_CHECKING:  # the vocabulary is read by workload validation, which starts nothing
-    from harness.cluster import ProcessCluster
+    from harness.cluster.running import ProcessCluster
 
 
 @dataclass(frozen=True)

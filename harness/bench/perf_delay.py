@@ -1,12 +1,12 @@
 """`make perf-delay`: what the network delay line (harness/netdelay) itself adds.
 
-Two namespaces on a bridge (harness/netns.py), an echo server in the first, and TCP ping-pong
-(32 bytes, TCP_NODELAY, one round trip in flight) to it from the root namespace (the path of
-the load client and ZooKeeper: the line holds the whole rtt at the server side) and from the
-second namespace (the path between brokers: rtt/2 at each end). Measured without the line (bare
-veth and bridge) and with it at each rtt asked for; per path and rtt: the median and p99 round
-trip, and the median's excess over bare veth plus the rtt asked for, which is the line's own
-added latency (the wake-up latency of its process, which sleeps until the next packet is due).
+Two namespaces on a bridge (harness/cluster/netns.py), an echo server in the first, and TCP
+ping-pong (32 bytes, TCP_NODELAY, one round trip in flight) to it from the root namespace (the path
+of the load client and ZooKeeper: the line holds the whole rtt at the server side) and from the
+second namespace (the path between brokers: rtt/2 at each end). Measured without the line (bare veth
+and bridge) and with it at each rtt asked for; per path and rtt: the median and p99 round trip, and
+the median's excess over bare veth plus the rtt asked for, which is the line's own added latency
+(the wake-up latency of its process, which sleeps until the next packet is due).
 
 Then its CPU: a flood of pipelined round trips (``--window`` in flight) at rtt 0 and at 1 ms,
 the daemon's CPU seconds (psutil) over the packets it released: what each packet costs the
@@ -32,9 +32,9 @@ from pathlib import Path
 import psutil
 
 from brokers.core.errors import UserError
+from harness.cluster.netns import NetnsNetwork
+from harness.cluster.processes import ManagedProcess
 from harness.netdelay.control import NetworkDelay
-from harness.netns import NetnsNetwork
-from harness.processes import ManagedProcess
 
 PORT = 7000
 PAYLOAD = b"x" * 32
@@ -77,7 +77,7 @@ def _ping_from(namespace: str | None, host: str, count: int, window: int = 1) ->
     if namespace is None:
         return ping(host, count, window)
     out = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-m",
-                          "harness.perf_delay", "--ping", host, "--count", str(count),
+                          "harness.bench.perf_delay", "--ping", host, "--count", str(count),
                           "--window", str(window)],
                          capture_output=True, text=True, timeout=600, check=True)
     return [float(x) for x in json.loads(out.stdout)]
@@ -137,7 +137,7 @@ def measure(rtts: list[float], count: int, flood: int, window: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.perf_delay",
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.perf_delay",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--rtt", default="0,0.5,1,2,5,10",
                         help="round trips to measure, ms, comma-separated")

@@ -6,18 +6,17 @@ broker is seen listening (as its architecture's entry says: a ``listening=HOST:P
 or its port accepting connections), then every broker must answer Metadata listing all N
 brokers before the cluster counts as up. Everything started is stopped by PID, brokers first.
 
-A cluster outlives its members: a broker that exits is reported (``poll_exits``) and the rest
-keep serving. The fault operations (kill, pause, resume, restart, partition, heal; and the
-actions of the architecture's services: stop and start ZooKeeper or one server of an ensemble)
-are methods here, so ``twinbench fault``, the fault workloads and the tests act on a cluster
-the same way; ``repair()`` undoes them all.
-With ``network="netns"`` every broker runs in its own network namespace (harness/netns.py), the
-only way a partition can be made on one machine; the default is loopback. What differs between
-architectures (the broker program and its arguments, its options, the services) comes from
-their registry entries (harness/architectures/), and each service is a plugin of its own
-(harness/services/).
+A cluster outlives its members: a broker that exits is reported (``poll_exits``) and the rest keep
+serving. The fault operations (kill, pause, resume, restart, partition, heal; and the actions of the
+architecture's services: stop and start ZooKeeper or one server of an ensemble) are methods here, so
+``twinbench fault``, the fault workloads and the tests act on a cluster the same way; ``repair()``
+undoes them all. With ``network="netns"`` every broker runs in its own network namespace
+(harness/cluster/netns.py), the only way a partition can be made on one machine; the default is
+loopback. What differs between architectures (the broker program and its arguments, its options, the
+services) comes from their registry entries (harness/architectures/), and each service is a plugin
+of its own (harness/services/).
 
-Where each process runs is the cluster's ``Layout`` (harness/machines.py): by default every
+Where each process runs is the cluster's ``Layout`` (harness/cluster/machines.py): by default every
 broker on this machine and ZooKeeper provisioned here; with a hosts file
 (harness/remote/, ``twinbench cluster|run --hosts``) brokers and ZooKeeper servers on the
 hosts of their roles, reached over SSH. The code is the same either way: every process is a
@@ -34,7 +33,7 @@ import json
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,197 +41,29 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from brokers.core.atomic_file import replace_file
-from brokers.core.config import SASL_MECHANISMS, SecurityConfig
 from brokers.core.errors import UserError
-from brokers.core.security.listeners import Listener, SecurityProtocol
 from harness import architectures, services
 from harness.architectures.entry import (
-    Architecture,
-    BrokerSettings,
     Launch,
     Node,
     ProcessSpec,
 )
-from harness.architectures.options import Options
-from harness.client_security import ClientSecurity, security_from_credentials_file
-from harness.kafka_probe import KafkaProbe
-from harness.machines import LOCAL, Machine
-from harness.netdelay.control import check_rtt
-from harness.processes import ChildProcess, ProcessError
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.machines import LOCAL, Machine
+from harness.cluster.processes import ChildProcess, ProcessError
 from harness.services.api import RunningService, ServicePlace
 
 if TYPE_CHECKING:  # imported when a cluster needs them: netns needs root
+    from harness.cluster.netns import NetnsNetwork
     from harness.netdelay.control import NetworkDelay
-    from harness.netns import NetnsNetwork
+from harness.cluster.layout import LOCAL_LAYOUT, Layout
+from harness.cluster.spec import ClusterSpec
 
-NETWORKS = ("loopback", "netns")
 # cpu_seconds()'s key prefix of a service's processes.
 SERVICE_CPU = "service-"
 # In a namespace every broker has an address of its own, so all can use the usual port.
 NETNS_KAFKA_PORT = 9092
 STATE_KIND = "twinbench.cluster"
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    # Which coordination architecture the brokers use: a name in harness/architectures.py.
-    arch: str
-    # Broker processes to start (the paper uses 3-5).
-    brokers: int = 3
-    # Broker i listens on port + i; 0 lets each broker pick a free port.
-    port: int = 0
-    # Parent of every broker's data directory; None = a temporary directory removed on stop.
-    data_dir: Path | None = None
-    # Options of architectures and services, by name: {"zk": {"session_timeout_ms": 6000},
-    # "zookeeper": {"nodes": 3}}. Only this architecture's and its services' are read (each
-    # entry's Options class validates its own); the run manifest records them parsed.
-    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # Storage flush policy of every broker (every_batch | interval_ms:N | os).
-    flush: str = "os"
-    # per_request | cached, applied to every broker (docs/architecture.md, fairness rule 2).
-    metadata_check: str = "cached"
-    # loopback: every process on 127.0.0.1. netns: each broker in its own network namespace on
-    # a private bridge (needs root), so one can be partitioned away (harness/netns.py).
-    network: str = "loopback"
-    # How long the whole cluster may take to come up before start() gives up.
-    ready_timeout_s: float = 90.0
-    # Partitions of an auto-created topic on every broker (Kafka's num.partitions).
-    num_partitions: int = 1
-    # Whether brokers create a topic a client names in Metadata (auto.create.topics.enable).
-    auto_create_topics: bool = True
-    # Extra arguments appended to every broker's command line.
-    broker_args: tuple[str, ...] = field(default_factory=tuple)
-    # Security protocol of every broker's listener: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL.
-    security_protocol: str = "PLAINTEXT"
-    # PEM certificate chain and key every broker's TLS listener presents.
-    ssl_certfile: Path | None = None
-    ssl_keyfile: Path | None = None
-    # PEM CA that signed them: what the harness's own clients (readiness probe) trust.
-    ssl_ca_location: Path | None = None
-    # Mechanisms the SASL listeners offer; the harness's probe uses the first.
-    sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
-    # user=password lines (mode 0600) every broker accepts; the probe logs in as the first.
-    sasl_credentials_file: Path | None = None
-    # Every broker serves Prometheus metrics on a free port of its host (--metrics).
-    metrics: bool = False
-    # Brokers planned (ids, addresses, command lines) but started only by join_standby(): a
-    # membership change on a running cluster (harness/studies/metadata/session.py, broker-join).
-    standby: int = 0
-    # netns only: round-trip time (ms) added between every two hosts (brokers, and the root
-    # namespace's client and ZooKeeper) by a delay line (harness/netdelay); set_rtt() changes
-    # it on the running cluster. None: no delay line at all.
-    rtt_ms: float | None = None
-
-    def __post_init__(self) -> None:
-        entry = self.architecture  # UserError for an unknown name
-        if not 1 <= self.brokers <= 64 or not 0 <= self.standby <= 64 - self.brokers:
-            raise UserError("--brokers must be between 1 and 64 (standby brokers included)")
-        if self.brokers + self.standby > entry.max_brokers:
-            raise UserError(f"--arch {self.arch} runs at most {entry.max_brokers} broker"
-                            f"{'s' if entry.max_brokers > 1 else ''} (got {self.brokers})")
-        if self.port and not 1024 <= self.port <= 65535 - self.brokers:
-            raise UserError(f"--port {self.port} leaves no room for {self.brokers} brokers")
-        if not 1 <= self.num_partitions <= 1000:
-            raise UserError("--num-partitions must be between 1 and 1000")
-        for name in self.options:
-            if name not in architectures.names() and name not in services.names():
-                raise UserError(f"options for {name!r}: no architecture or service of that "
-                                f"name (architectures: {', '.join(architectures.names())}; "
-                                f"services: {', '.join(services.names())})")
-        if self.network not in NETWORKS:
-            raise UserError(f"unknown network {self.network!r}; choose loopback or netns")
-        if self.rtt_ms is not None:
-            if self.network != "netns":
-                raise UserError("a round-trip time needs --network netns (the delay is put "
-                                "between network namespaces)")
-            check_rtt(self.rtt_ms)
-        self.arch_options()  # UserError for a bad one, before anything starts
-        for name in entry.services:
-            services.get(name).check(self.service_options(name), self.network, False)
-        self.security().check((Listener(self.protocol, "127.0.0.1", 0),))
-
-    @property
-    def architecture(self) -> Architecture:
-        return architectures.get(self.arch)
-
-    def arch_options(self) -> Options:
-        """This architecture's options, parsed by its entry."""
-        return self.architecture.options.parse(self.options.get(self.arch), self.arch)
-
-    def service_options(self, name: str) -> Options:
-        return services.get(name).options.parse(self.options.get(name), name)
-
-    def options_manifest(self) -> dict[str, dict[str, Any]]:
-        """The run manifest's ``cluster.options``: this architecture's options and its
-        services', parsed (defaults filled in)."""
-        out = {self.arch: self.arch_options().as_manifest()}
-        for name in self.architecture.services:
-            out[name] = self.service_options(name).as_manifest()
-        return out
-
-    def settings(self) -> BrokerSettings:
-        """What every architecture's brokers apply alike (harness/architectures/entry.py)."""
-        return BrokerSettings(
-            flush=self.flush, metadata_check=self.metadata_check,
-            num_partitions=self.num_partitions, auto_create_topics=self.auto_create_topics,
-            protocol=self.protocol, ssl_certfile=self.ssl_certfile,
-            ssl_keyfile=self.ssl_keyfile, ssl_ca_location=self.ssl_ca_location,
-            sasl_mechanisms=self.sasl_mechanisms,
-            sasl_credentials_file=self.sasl_credentials_file, extra_args=self.broker_args)
-
-    @property
-    def protocol(self) -> SecurityProtocol:
-        try:
-            return SecurityProtocol(self.security_protocol.upper())
-        except ValueError:
-            names = ", ".join(p.value for p in SecurityProtocol)
-            raise UserError(f"--security-protocol {self.security_protocol!r}: one of "
-                            f"{names}") from None
-
-    def security(self) -> SecurityConfig:
-        """The brokers' side of the security settings."""
-        return SecurityConfig(
-            ssl_certfile=self.ssl_certfile, ssl_keyfile=self.ssl_keyfile,
-            sasl_mechanisms=self.sasl_mechanisms,
-            sasl_credentials_file=self.sasl_credentials_file)
-
-    def client_security(self) -> ClientSecurity:
-        """How a client of this cluster connects (the harness's probe does so)."""
-        return security_from_credentials_file(
-            self.protocol, self.ssl_ca_location, self.sasl_credentials_file,
-            self.sasl_mechanisms[0])
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Which machine each process of a cluster runs on (harness/machines.py)."""
-
-    # Broker i (standby brokers included) runs on brokers[i % len(brokers)].
-    brokers: tuple[Machine, ...] = (LOCAL,)
-    # Per service, one server per machine (the hosts of the service's role; an ensemble when
-    # several); a service absent here is started by its plugin here (ZooKeeper: an address,
-    # local jars, a container).
-    services: Mapping[str, tuple[Machine, ...]] = field(default_factory=dict)
-
-    def broker(self, node_id: int) -> Machine:
-        return self.brokers[node_id % len(self.brokers)]
-
-    @property
-    def local(self) -> bool:
-        return all(m.local for m in (*self.brokers, *self._service_machines()))
-
-    def _service_machines(self) -> list[Machine]:
-        return [m for machines in self.services.values() for m in machines]
-
-    def machines(self) -> list[Machine]:
-        """Every machine of the layout, once each."""
-        seen: dict[str, Machine] = {}
-        for m in (*self._service_machines(), *self.brokers):
-            seen.setdefault(m.name, m)
-        return list(seen.values())
-
-
-LOCAL_LAYOUT = Layout()
 
 
 @dataclass
@@ -318,7 +149,7 @@ class ProcessCluster:
                 machine.makedirs(root)
                 self.roots[machine.name] = root
             if self.spec.network == "netns":
-                from harness.netns import NetnsNetwork
+                from harness.cluster.netns import NetnsNetwork
 
                 self.network = NetnsNetwork().create(self.spec.brokers + self.spec.standby)
                 if self.spec.rtt_ms is not None:

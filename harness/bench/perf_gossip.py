@@ -10,7 +10,7 @@ is what HMAC-SHA256 signing and checking adds to one packet's send + receive; a 
 of ``Authenticator.sign`` + ``verify`` alone at the measured mean packet size is printed too.
 
 Run against another tree (say, main before authentication existed) with that tree's packages
-first on the path: ``cd OTHER && PYTHONPATH=. python /path/to/harness/perf_gossip.py``; on a
+first on the path: ``cd OTHER && PYTHONPATH=. python /path/to/harness/bench/perf_gossip.py``; on a
 tree without keys only the insecure side is measured.
 
 Prints one line per side, ``hmac_us_per_packet=...`` last, and nothing else (no files).
@@ -26,6 +26,7 @@ import time
 
 from brokers.dsbs_broker.config import GossipConfig
 from brokers.dsbs_broker.gossip.simnet import SimNet
+from harness.bench.common import interleaved
 
 KEY = b"perf gossip key: 32 bytes, fixed"
 
@@ -73,7 +74,7 @@ def hmac_micro(size: int, n: int = 200_000) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.perf_gossip",
+    ap = argparse.ArgumentParser(prog="python -m harness.bench.perf_gossip",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--members", type=int, default=5, help="cluster size (default 5)")
     ap.add_argument("--seconds", type=float, default=20.0,
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes: dict[bool, list[float]] = {s: [] for s in sides}
     rates: dict[bool, list[float]] = {s: [] for s in sides}
     for rep in range(args.reps):
-        order = sides if rep % 2 == 0 else sides[::-1]
+        order = interleaved(sides, rep)
         for keyed in order:
             cpu, packets, nbytes = run_once(keyed, args.members, args.seconds, seed=rep)
             per_packet[keyed].append(cpu / packets * 1e6)

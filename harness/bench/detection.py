@@ -1,6 +1,6 @@
 """How long until every surviving DSBS broker declares a SIGKILLed peer dead (a benchmark).
 
-``python -m harness.detection [--preset local|lan] [--trials N] [--brokers N]`` starts a DSBS
+``python -m harness.bench.detection [--preset local|lan] [--trials N] [--brokers N]`` starts a DSBS
 cluster per trial, SIGKILLs the last broker, and polls every survivor's Metadata until the
 victim is gone from it; it prints the slowest survivor's time per trial. Polling costs ~1 ms per
 probe, so the figures are upper bounds by that much.
@@ -13,8 +13,9 @@ import sys
 import time
 
 from brokers.core.errors import UserError
-from harness.cluster import ClusterSpec, ProcessCluster
-from harness.kafka_probe import KafkaProbe
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
 
 
 def detection_time(preset: str, brokers: int) -> float:
@@ -39,7 +40,7 @@ def detection_time(preset: str, brokers: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.detection",
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.detection",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--preset", choices=("local", "lan"), default="local")
     parser.add_argument("--trials", type=int, default=3)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from harness.processes import ChildProcess, ManagedProcess
+from harness.cluster.processes import ChildProcess, ManagedProcess
 
 LOOPBACK = "127.0.0.1"
 

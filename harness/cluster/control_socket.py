@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from brokers.core.errors import UserError
-from harness.processes import pid_alive
+from harness.cluster.processes import pid_alive
 
 # A request or answer larger than this is not ours.
 MAX_MESSAGE = 64 * 1024

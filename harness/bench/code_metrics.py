@@ -1,4 +1,4 @@
-"""``python -m harness.code_metrics``: the size figures the architecture pass is judged by.
+"""``python -m harness.bench.code_metrics``: the size figures the architecture pass is judged by.
 
 Largest modules (lines), longest functions (lines from ``def`` to the last statement), how many
 functions exceed 60 lines, and how many lines outside brokers/ spell an architecture name as a
@@ -18,7 +18,7 @@ ARCH_LITERAL = re.compile(r"""["'](zk|dsbs)["']""")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m harness.code_metrics")
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.code_metrics")
     parser.add_argument("root", nargs="?", type=Path, default=Path("."),
                         help="the repository's root (default: the current directory)")
     parser.add_argument("--top", type=int, default=8, help="rows per list (default 8)")

@@ -471,7 +471,7 @@ def measure(mixes: Sequence[str], acks: Sequence[int], min_isrs: Sequence[int],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.replication_sim", description=(
+    p = argparse.ArgumentParser(prog="python -m harness.bench.replication_sim", description=(
         "Seeded simulated scenarios of DSBS replication under faults: how often acknowledged "
         "records are lost, duplicated or reordered (docs/replication.md)."))
     p.add_argument("--seeds", type=int, default=100, help="scenarios per cell (default 100)")
