@@ -17,7 +17,7 @@ import pytest
 
 from harness import netns, runlog
 from harness.netdelay import control
-from spark_analysis import rtt_tables
+from spark_analysis.studies.rtt import tables as rtt_tables
 from tests.integration.test_run_smoke import zookeeper_missing
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.zookeeper]
