@@ -75,6 +75,10 @@ class Analysis:
         return self.paper.cell_stats
 
     @property
+    def tries(self) -> pd.DataFrame:
+        return self.paper.tries
+
+    @property
     def comparison(self) -> pd.DataFrame:
         return self.paper.comparison
 
