@@ -11,10 +11,11 @@ from spark_analysis.archs import DEFAULT, ArchLabel, Archs
 from spark_analysis.markdown import cell_text, fmt, interval, md_table, pairs
 from spark_analysis.studies.paper.aggregate import MAX_TRY_COLUMNS
 
-LATENCY_COLUMNS = ["workload", "cell_id", "scenario", "role", "arch", "lat_p50_us",
+# The columns of latency.csv and coordination_cost.csv the section shows (the CSVs have all).
+LATENCY_SHOWN = ["workload", "cell_id", "scenario", "role", "arch", "lat_p50_us",
                    "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us", "e2e_p50_us",
                    "e2e_p99_us"]
-COORDINATION_COLUMNS = ["workload", "cell_id", "scenario", "offset_commit", "metadata_check",
+COORDINATION_SHOWN = ["workload", "cell_id", "scenario", "offset_commit", "metadata_check",
                         "arch", "tries", "coord_messages_per_1k", "coord_ops_per_1k",
                         "broker_cpu_s", "service_cpu_s"]
 
@@ -131,11 +132,11 @@ def paper_md(*, appendix: dict[str, pd.DataFrame], max_try: int, input_rows: int
               "(detectable change, the paper's means).\n",
               comparison_md(comparison, archs)]
     parts += ["### Latency percentiles (µs)\n",
-              md_table(latency, LATENCY_COLUMNS) if not latency.empty else "_(no data)_\n"]
+              md_table(latency, LATENCY_SHOWN) if not latency.empty else "_(no data)_\n"]
     parts += ["### Coordination cost per cell\n",
               "Per 1,000 produced messages; CPU seconds per try (all brokers / all ZooKeeper "
               "servers).\n",
-              md_table(coordination, COORDINATION_COLUMNS) if not coordination.empty
+              md_table(coordination, COORDINATION_SHOWN) if not coordination.empty
               else "_(no coordination.csv among the inputs)_\n"]
     parts += ["### A/A calibration (the noise floor)\n", aa_md(aa, noise)]
     return "\n".join(parts)
