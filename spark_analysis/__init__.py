@@ -7,45 +7,37 @@ brokers' sampled metrics.
 Data flows one way: run directories (docs/result-format.md) -> Spark aggregations -> small pandas
 tables -> CSV, figures, report.md. Nothing here imports broker or client code.
 
+Each kind of experiment is a study (studies/: one package each, its Spark passes, tables,
+figures and report section); the job, the report and the figures loop over the studies'
+registry. Imports point down the layout below and never in a circle: a study imports the
+shared modules and study.py, never another study, the job, the report or figures.py
+(tests/unit/test_import_direction.py).
+
 Layout (one concept per module):
 
-  schema.py       the run log format (1 to 6) as explicit Spark schemas; cell, fault-case and
-                  metadata keys; supported versions; the paper's scenarios
+  schema.py       the run log format as explicit Spark schemas; cell, fault-case and metadata
+                  keys; supported versions; the paper's scenarios
   archs.py        the architectures shown and how (names, colours, order, the baseline of every
                   ratio), from the manifests' labels; built-in zk/dsbs labels for older runs
   session.py      the SparkSession (master URL, loopback, few shuffle partitions, quiet logs)
   loader.py       find runs, validate manifests/headers (one-line UserErrors), read with schemas;
                   header-only fault files are never handed to Spark
-  aggregate.py    every Spark aggregation (cell mean/sd/n, per-try values, latency, coordination;
-                  paper_only keeps the `faults` scenario, open-loop cells and secured clusters
-                  out of them; fault sessions, timeline, events; open-loop rows; metadata
-                  sessions per case x size; secured workloads' cells; metric spans per session)
   stats.py        t intervals, Welch's test, Fieller's ratio interval, detectable change
-  paper.py        the DSBS paper's appendix numbers (paper_appendix.csv), its ratios and p-values
-  tables.py       paper-layout appendix tables, ZK-vs-DSBS comparison, A/A noise floor, latency
-  fault_tables.py fault sessions: per case x arch mean/sd/n/95% CI of the durations, outcomes
-                  (lost, duplicates, ...), ZK beside DSBS with the ratio
-  metadata_tables.py metadata sessions: per case x size x arch mean/sd/95% CI of every
-                  measure, ZK beside DSBS with the ratio, log-log slopes against the size
-  figures.py      fig01-fig12 (the paper's figures) + fig13 ratio vs policy, fig14 latency
-                  distribution, fig15 coordination cost; PNG and SVG
-  fault_figures.py fig16 throughput through each fault case (ZK | DSBS, fault markers), fig17
-                  detection / unavailability / group recovery with CIs
-  latency_tables.py open-loop cells: latency at each rate (mean p50/p99 with CIs), maximum
-                  sustainable rates over tries with CIs and the ratio to the baseline
-  latency_figures.py fig18 latency-throughput curves (p50/p99 vs achieved rate, log-log)
-  metadata_figures.py fig19 per metadata case: cost vs size, log-log, ZK and DSBS, 95% CIs
-  security_tables.py workloads with secured clusters: secured over plaintext per architecture,
-                  DSBS/ZK at every security level (Fieller intervals)
-  qos_tables.py   sampled metrics (metrics.csv): per-session QoS measures, their intervals,
-                  the Kafka + Prometheus paper's Table II layout (paper_qos.csv beside ours)
-  qos_figures.py  fig21: Table II's measures vs message count, ours and the paper's
-  rtt_tables.py   round-trip-time sweeps (format 6): records/s per rtt, DSBS/ZK with Fieller
-                  intervals, and the model (round trips per client from counters.csv x the
-                  time the delay line held) that predicts them, with its limit
-  rtt_figures.py  fig20 per sweep: the ratio against rtt, measured and modelled
-  report.py       report.md
-  job.py          compute() and analyze(): the job the CLI, notebook, regression and bench share
+  rows.py         which rows belong to which study: paper_only (the paper's scenarios, closed
+                  loop, plaintext), the open-loop and rtt cell marks, verified rows
+  order.py        the paper's row order (split before streaming, production first, rps first)
+  plotting.py     the figures' style: number format, PNG + SVG pair, subtitle, file-name slugs
+  markdown.py     the report's number format, tables and shared phrases (intervals, pairs)
+  study.py        the Study protocol: compute(context) -> a result with tables, figures,
+                  headline and section; the Context every study computes from
+  studies/        one package per study, and the registry (name -> module, in report order):
+                  paper, security, qos, latency, faults, metadata, rtt
+  analysis.py     Analysis: every study's result (with the properties callers read), the runs
+                  and architectures tables
+  job.py          compute() (every study), write_tables() and analyze(): the job the CLI,
+                  notebook, regression and bench share
+  figures.py      every study's figures; redrawing them from the CSVs without Spark
+  report.py       report.md: the frame around every study's headline and section
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)
   regress.py      CI regression: read regression runs (plain CSV, counters.csv included),
                   baseline write/check, one table per layer
@@ -54,4 +46,5 @@ Layout (one concept per module):
                   from the calibration runs' spread, verdicts (pure)
   synth.py        synthetic run directories in the documented format (fixtures, scale bench)
   scale_bench.py  `python -m spark_analysis.scale_bench`: analysis time on 10M records.csv rows
+  paper_appendix.csv, paper_qos.csv  the two papers' printed numbers (package data)
 """

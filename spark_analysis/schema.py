@@ -64,7 +64,8 @@ METRICS_COLUMNS: tuple[str, ...] = fmt.METRICS.names()
 COUNTER_COLUMNS: tuple[str, ...] = fmt.COUNTERS.names()
 
 # coordination.csv's traffic columns -> their per-1,000-messages columns in the coordination
-# cost table (aggregate.coordination_cost); an architecture's labels name one as its cost.
+# cost table (studies/paper/aggregate.coordination_cost); an architecture's labels name one as
+# its cost.
 PER_1K: dict[str, str] = {"coord_messages": "coord_messages_per_1k",
                           "coordination_ops": "coord_ops_per_1k"}
 
@@ -78,10 +79,10 @@ CELL_KEY: tuple[str, ...] = (
 # The same without the role: coordination.csv measures a try of a cell, both roles together.
 COORD_KEY: tuple[str, ...] = tuple(k for k in CELL_KEY if k != "role")
 
-# The paper's scenarios: the only ones the appendix tables, the comparison, fig01-fig15, the A/A
-# calibration and the ratio regression are about. Format 2 adds ``faults`` (paced load while
-# faults are injected), whose throughput says nothing about the paper's question; every
-# consumer of records.csv / coordination.csv / latency.jsonl keeps to these.
+# The paper's scenarios: the only ones the appendix tables, the comparison, the paper study's
+# figures, the A/A calibration and the ratio regression are about. Format 2 adds ``faults``
+# (paced load while faults are injected), whose throughput says nothing about the paper's
+# question; every consumer of records.csv / coordination.csv / latency.jsonl keeps to these.
 PAPER_SCENARIOS: tuple[str, ...] = ("split", "streaming")
 
 # A fault session's identity in the fault tables: the workload (from the manifest), the cell and

@@ -501,8 +501,8 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                   tries: int = 2, records: int = 15_000, clients: int = 3, batch: int = 20,
                   hour: int = 9) -> Path:
     """A format-6 run of a round-trip-time sweep (split only, one 32 B cell per rtt) whose
-    sessions follow the analysis's model exactly (rtt_tables.py): each role's wall time is its
-    work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
+    sessions follow the analysis's model exactly (studies/rtt/tables.py): each role's wall time
+    is its work plus its round trips (Produce, or Fetch + OffsetCommit, each behind ``RTT_COORD``
     ZooKeeper requests) x the time held, held being rtt plus ``RTT_LATE_MS``; tries differ by
     10 ms. counters.csv has the counters the model reads, every other file its header."""
     run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=7)

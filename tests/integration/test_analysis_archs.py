@@ -104,11 +104,11 @@ def test_coordination_cost_and_faults_have_a_kraft_side(analysis: tuple[job.Anal
 
 def test_figures_and_report_show_it(analysis: tuple[job.Analysis, Path]) -> None:
     a, out = analysis
-    assert (out / "fig13-ratio-vs-policy-dsbs.png").is_file()
-    assert (out / "fig13-ratio-vs-policy-kraft.png").is_file()
-    assert not (out / "fig13-ratio-vs-policy.png").exists()
-    assert (out / "fig15-coordination-cost.png").is_file()
-    assert (out / "fig16-fault-kill-leader.png").is_file()
+    assert (out / "paper-ratio-vs-policy-dsbs.png").is_file()
+    assert (out / "paper-ratio-vs-policy-kraft.png").is_file()
+    assert not (out / "paper-ratio-vs-policy.png").exists()
+    assert (out / "paper-coordination-cost.png").is_file()
+    assert (out / "faults-kill-leader.png").is_file()
     text = (out / "report.md").read_text()
     assert text.startswith("# twinbench analysis: ZooKeeper vs DSBS vs KRaft")
     assert "| KRaft/ZK |" in text and "| DSBS/ZK |" in text

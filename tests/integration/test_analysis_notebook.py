@@ -21,15 +21,15 @@ FIXTURES = REPO / "tests" / "fixtures" / "runs"
 def test_notebook_regenerates_every_figure(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "report"
-    # Fault sessions (format 2) beside the format-1 fixtures, for fig16 and fig17.
+    # Fault sessions (format 2) beside the format-1 fixtures, for faults-<case> and -summary.
     faults = tmp_path / "fault-runs"
     for arch, index in (("zk", 7), ("dsbs", 8)):
         synth.write_fault_run(faults, arch=arch, index=index, tries=2)
-    # Metadata sessions (format 5), for fig19.
+    # Metadata sessions (format 5), for metadata-<case>.
     metadata = tmp_path / "metadata-runs"
     for arch, index in (("zk", 9), ("dsbs", 10)):
         synth.write_metadata_run(metadata, arch=arch, index=index, tries=2)
-    # Round-trip-time sweeps (format 6), for fig20.
+    # Round-trip-time sweeps (format 6), for rtt-*.
     rtt = tmp_path / "rtt-runs"
     for arch, index in (("zk", 11), ("dsbs", 12)):
         synth.write_rtt_run(rtt, arch=arch, index=index)
@@ -47,7 +47,7 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
     nb = nbformat.read(REPO / "notebooks" / "figures.ipynb", as_version=4)
     NotebookClient(nb, timeout=240, kernel_name="python3",
                    resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    names = sorted(p.stem for p in out.glob("fig*.png"))
+    names = sorted(p.stem for p in out.glob("*.png"))
     assert names == sorted([
         "fig01-production-rps-split", "fig02-production-rps-streaming",
         "fig03-production-kbps-split", "fig04-production-kbps-streaming",
@@ -55,10 +55,10 @@ def test_notebook_regenerates_every_figure(tmp_path: Path,
         "fig07-consumption-kbps-split", "fig08-consumption-kbps-streaming",
         "fig09-production-rps-batch-split", "fig10-production-rps-batch-streaming",
         "fig11-consumption-rps-batch-split", "fig12-consumption-rps-batch-streaming",
-        "fig13-ratio-vs-policy", "fig14-latency-distribution", "fig15-coordination-cost",
-        "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
-        "fig17-fault-summary", "fig19-metadata-topic-storm",
-        "fig20-rtt-rtt-32b-b20-every-fetch-per-request"])
+        "paper-ratio-vs-policy", "paper-latency-distribution", "paper-coordination-cost",
+        "faults-kill-leader", "faults-pause-broker", "faults-stop-zookeeper",
+        "faults-summary", "metadata-topic-storm",
+        "rtt-rtt-32b-b20-every-fetch-per-request"])
     assert all((out / f"{n}.svg").is_file() for n in names)
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]

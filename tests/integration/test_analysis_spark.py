@@ -185,8 +185,9 @@ def test_cli_writes_report(spark: SparkSession, tmp_path: Path) -> None:
     out = tmp_path / "report"
     assert twinbench(["analyze", str(FIXTURES), "--out", str(out), "--no-figures"]) == 0
     report = (out / "report.md").read_text()
-    for heading in ("## Summary", "## The paper's appendix tables", "## ZooKeeper vs DSBS",
-                    "## Latency percentiles", "## Coordination cost", "## A/A calibration",
+    for heading in ("## Summary", "## The DSBS paper's experiments",
+                    "### The paper's appendix tables", "### ZooKeeper vs DSBS",
+                    "### Latency percentiles", "### Coordination cost", "### A/A calibration",
                     "## Method"):
         assert heading in report
     assert "Fieller" in report and "low-powered" in report
@@ -262,9 +263,9 @@ def fault_analysis(spark: SparkSession, fault_runs: Path) -> job.Analysis:
 def test_faults_scenario_leaks_into_no_paper_table(analysis: job.Analysis,
                                                    fault_analysis: job.Analysis) -> None:
     """Adding fault runs (records, coordination and latency rows of scenario `faults`) changes
-    none of the paper's tables: not the appendix, the comparison (so not the regression or
-    fig01-fig13), the A/A noise floor, latency, latency distribution (fig14) or coordination
-    cost (fig15)."""
+    none of the paper's tables: not the appendix, the comparison (so not the regression,
+    fig01-fig12 or paper-ratio-vs-policy), the A/A noise floor, latency, latency distribution
+    (paper-latency-distribution) or coordination cost (paper-coordination-cost)."""
     before, after = analysis, fault_analysis
     assert len(after.runs) == 8 and after.input_rows == before.input_rows
     assert after.max_try == before.max_try
@@ -329,7 +330,8 @@ def test_a_lost_record_fails_the_case_visibly(spark: SparkSession, tmp_path: Pat
 def test_faults_only_runs_analyze_and_draw(spark: SparkSession, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Fault runs alone (no split/streaming rows at all) are a complete analysis: the paper's
-    sections say they have no data, the Faults section and fig16/fig17 are there."""
+    sections say they have no data, the Faults section and faults-<case> / faults-summary are
+    there, and every figure redraws from the CSVs alone."""
     runs, out = tmp_path / "runs", tmp_path / "report"
     for arch, index in (("zk", 1), ("dsbs", 2)):
         synth.write_fault_run(runs, arch=arch, index=index, tries=2)
@@ -341,18 +343,17 @@ def test_faults_only_runs_analyze_and_draw(spark: SparkSession, tmp_path: Path,
     for name in ("fault_sessions", "fault_stats", "fault_outcomes", "fault_comparison",
                  "fault_timeline", "fault_events"):
         assert (out / f"{name}.csv").is_file()
-    figs = sorted(p.name for p in out.glob("fig*"))
-    assert figs == sorted(f"{stem}.{ext}" for ext in ("png", "svg") for stem in (
-        "fig16-fault-kill-leader", "fig16-fault-pause-broker", "fig16-fault-stop-zookeeper",
-        "fig17-fault-summary"))
-    assert "![fig16-fault-kill-leader](fig16-fault-kill-leader.png)" in text
+    figs = sorted(p.name for p in out.glob("*.png")) + sorted(p.name for p in out.glob("*.svg"))
+    assert sorted(figs) == sorted(f"{stem}.{ext}" for ext in ("png", "svg") for stem in (
+        "faults-kill-leader", "faults-pause-broker", "faults-stop-zookeeper",
+        "faults-summary"))
+    assert "![faults-kill-leader](faults-kill-leader.png)" in text
     # The figures redraw from the CSVs alone, as the notebook's note promises.
-    from spark_analysis import fault_figures, figures
+    from spark_analysis import figures, studies
 
-    t = figures.read_tables(out)
-    again = fault_figures.draw_faults(t["fault_stats"], t["fault_sessions"],
-                                      t["fault_timeline"], t["fault_events"], tmp_path / "redraw")
-    assert sorted(p.name for p in again) == figs
+    again = figures.redraw(out, tmp_path / "redraw")
+    assert sorted(p.name for p in again) == sorted(figs)
+    assert list(figures.read_results(out)) == list(studies.STUDIES)
 
 
 def _jobs(spark: SparkSession, root: Path, group: str) -> int:
@@ -434,7 +435,8 @@ def test_rtt_sweeps_get_their_section_model_and_figure(spark: SparkSession,
                                                        tmp_path: Path) -> None:
     """Format-6 round-trip-time runs that follow the model: the model predicts every point,
     the limit is ZK's round trips per record over DSBS's (2: one ZooKeeper request behind each
-    data request), fig20 is drawn, and no rtt cell reaches the paper's tables."""
+    data request), rtt-* is drawn (and redrawn from the CSVs), and no rtt cell reaches the
+    paper's tables."""
     root = tmp_path / "runs"
     for arch, index in ((synth.ZK, 1), (synth.DSBS, 2)):
         synth.write_rtt_run(root, arch=arch, index=index)
@@ -452,6 +454,11 @@ def test_rtt_sweeps_get_their_section_model_and_figure(spark: SparkSession,
     assert analysis.comparison.empty or not analysis.comparison["cell_id"].str.contains(
         "-rtt").any()
     assert (out / "rtt_comparison.csv").is_file()
-    assert list(out.glob("fig20-rtt-*.png"))
+    drawn = sorted(p.name for p in out.glob("rtt-*.png"))
+    assert drawn
+    from spark_analysis import figures
+
+    again = figures.redraw(out, tmp_path / "redraw")
+    assert sorted(p.name for p in again if p.suffix == ".png") == drawn
     report = (out / "report.md").read_text()
     assert "## Round-trip time" in report and "| split | production | 10 |" in report

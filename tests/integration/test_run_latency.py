@@ -95,6 +95,6 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
     assert len(curves) == 2 * len(latency.fractions)
     text = (report / "report.md").read_text()
     assert "**Maximum sustainable rate**" in text and "**Latency at each rate**" in text
-    assert list(report.glob("fig18-latency-*.png"))
+    assert list(report.glob("latency-*.png"))
     # Open-loop cells stay out of the paper's tables.
     assert "latency-32B-b20-f" not in (report / "comparison.csv").read_text()

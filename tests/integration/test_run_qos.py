@@ -16,7 +16,7 @@ import twinbench_common.runlog as fmt
 from harness import runlog
 from harness.cli import main as analyze_cli
 from harness.workload import load_workload
-from spark_analysis.qos_tables import load_paper
+from spark_analysis.studies.qos.tables import load_paper
 from tests.integration.test_run_smoke import zookeeper_missing
 from tests.support.cli import twinbench
 
@@ -90,6 +90,6 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
     text = (report / "report.md").read_text()
     assert "**Table II, workload `qos-smoke`, streaming**" in text
     assert "What TLS and SASL cost each architecture" in text
-    assert list(report.glob("fig21-qos-*.png"))
+    assert list(report.glob("qos-*.png"))
     # Secured rows stay out of the paper's comparison.
     assert all(r.get("security", "none") == "none" for r in _rows(report / "cell_stats.csv"))

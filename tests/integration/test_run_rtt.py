@@ -18,7 +18,7 @@ import pytest
 from harness import runlog
 from harness.cluster import netns
 from harness.netdelay import control
-from spark_analysis import rtt_tables
+from spark_analysis.studies.rtt import tables as rtt_tables
 from tests.integration.test_run_smoke import zookeeper_missing
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.zookeeper]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brokers.core.errors import UserError
-from spark_analysis import figures, job, loader, synth
+from spark_analysis import analysis, figures, loader, synth
 from spark_analysis.archs import BUILTIN, DEFAULT, Archs
 
 KRAFT = {"display_name": "KRaft", "short_name": "KRaft", "color": "#55A868", "order": 2,
@@ -94,6 +94,6 @@ def test_a_malformed_key_is_one_line_naming_the_file(tmp_path: Path, value: obje
 @pytest.mark.filesystem
 def test_report_directory_remembers_the_architectures(tmp_path: Path) -> None:
     archs = Archs.from_manifests([{"arch": "kraft", "architectures": {"kraft": KRAFT}}])
-    job.architectures_table(archs).to_csv(tmp_path / "architectures.csv", index=False)
+    analysis.architectures_table(archs).to_csv(tmp_path / "architectures.csv", index=False)
     assert figures.read_archs(tmp_path) == archs
     assert figures.read_archs(tmp_path / "older-report") == DEFAULT

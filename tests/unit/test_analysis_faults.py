@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from spark_analysis import fault_figures, fault_tables, report
+from spark_analysis import plotting
 from spark_analysis.archs import DEFAULT
-from spark_analysis.job import FaultTables
 from spark_analysis.schema import FAULT_COUNTS, FAULT_METRICS
+from spark_analysis.studies.faults import figures as fault_figures
+from spark_analysis.studies.faults import tables as fault_tables
+from spark_analysis.studies.faults.study import FaultTables
 
 T975_2 = 4.302652729749464  # t(0.975, 2): three tries
 KEY = {"workload": "faults", "cell_id": "faults-32B-b20", "offset_commit": "every_fetch",
@@ -111,9 +112,8 @@ def test_report_section_says_what_is_missing_and_what_failed(wide: pd.DataFrame)
     long = fault_tables.fault_stats(wide)
     faults = FaultTables(sessions=pd.DataFrame({"x": [1]}), stats=long,
                          outcomes=fault_tables.fault_outcomes(wide),
-                         comparison=fault_tables.fault_comparison(long))
-    analysis = SimpleNamespace(faults=faults, archs=DEFAULT)
-    text = report.faults_md(analysis)  # type: ignore[arg-type]
+                         comparison=fault_tables.fault_comparison(long), archs=DEFAULT)
+    text = faults.section()
     lines = text.splitlines()
 
     def row(case: str, measure: str) -> list[str]:
@@ -130,14 +130,15 @@ def test_report_section_says_what_is_missing_and_what_failed(wide: pd.DataFrame)
     assert ("| kill-leader | dsbs | 3 | 1 | 12 | 0 | 0 | 0 | 0/3 | 0/3 | **FAILED** (lost > 0) |"
             in text)
     assert "All fault sessions: workload `faults`" in text
-    head = report.fault_headline(analysis)  # type: ignore[arg-type]
+    head = faults.headline()
     assert "**1 FAILED** (12 acknowledged records lost; kill-leader on dsbs)" in head
 
 
 def test_no_faults_section_is_one_line() -> None:
-    analysis = SimpleNamespace(faults=FaultTables())
-    assert report.fault_headline(analysis) == ""  # type: ignore[arg-type]
-    assert "No fault sessions" in report.faults_md(analysis)  # type: ignore[arg-type]
+    faults = FaultTables()
+    assert faults.empty and faults.tables() == {}
+    assert faults.headline() == ""
+    assert "No fault sessions" in faults.section()
 
 
 def timeline_rows(try_: int, counts: dict[int, int], bucket: float = 0.1) -> list[dict]:
@@ -192,12 +193,12 @@ def test_case_names_qualified_only_when_settings_differ() -> None:
     names, setting = fault_tables.case_labels(df)
     assert setting is None
     assert "pause (faults faults-32B-b20, none, per_request)" in names.values()
-    assert fault_figures.slug("Kill Leader:0") == "kill-leader-0"
+    assert plotting.slug("Kill Leader:0") == "kill-leader-0"
 
 
 @pytest.mark.filesystem
 def test_summary_figure_files(wide: pd.DataFrame, tmp_path: Path) -> None:
     long = fault_tables.fault_stats(wide)
     paths = fault_figures.summary_figure(long, pd.DataFrame(), tmp_path)
-    assert [p.name for p in paths] == ["fig17-fault-summary.png", "fig17-fault-summary.svg"]
+    assert [p.name for p in paths] == ["faults-summary.png", "faults-summary.svg"]
     assert all(p.stat().st_size > 1000 for p in paths)

@@ -1,4 +1,4 @@
-"""spark_analysis.latency_tables on hand-made rows (pandas only, no Spark)."""
+"""spark_analysis.studies.latency.tables on hand-made rows (pandas only, no Spark)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from spark_analysis import latency_tables, stats
+from spark_analysis import stats
+from spark_analysis.studies.latency import tables as latency_tables
 
 
 def _row(arch: str, cell: str, try_no: int, role: str, **kw: object) -> dict[str, object]:

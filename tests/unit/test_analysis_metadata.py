@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from spark_analysis import metadata_figures, metadata_tables, report
 from spark_analysis.archs import DEFAULT
-from spark_analysis.job import MetadataTables
 from spark_analysis.schema import METADATA_METRICS
+from spark_analysis.studies.metadata import tables as metadata_tables
+from spark_analysis.studies.metadata.study import MetadataTables
 
 T975_2 = 4.302652729749464  # t(0.975, 2): three tries
 
@@ -88,16 +87,16 @@ def test_report_section_and_figure(tmp_path: Path):
     long = metadata_tables.metadata_stats(WIDE, DEFAULT)
     tables = MetadataTables(stats=long,
                             comparison=metadata_tables.metadata_comparison(long, DEFAULT),
-                            scaling=metadata_tables.scaling(long, DEFAULT))
-    analysis = SimpleNamespace(metadata=tables, archs=DEFAULT)
-    md = report.metadata_md(analysis)  # type: ignore[arg-type]
+                            scaling=metadata_tables.scaling(long, DEFAULT), archs=DEFAULT)
+    md = tables.section()
     assert "**storm** (topic-storm" in md and "| converged (s) | 10 | 2 ± 1 (3) |" in md
     assert "DSBS/ZK" in md and "How each cost grows with the size" in md
-    line = report.metadata_headline(analysis)  # type: ignore[arg-type]
+    line = tables.headline()
     assert line.startswith("- Metadata storm (n = 100, metadata): converged ZK 20 vs DSBS 1 s;")
-    paths = metadata_figures.draw_metadata(long, tmp_path, DEFAULT)
-    assert [p.name for p in paths] == ["fig19-metadata-storm.png", "fig19-metadata-storm.svg"]
+    paths = tables.figures(tmp_path, DEFAULT)
+    assert [p.name for p in paths] == ["metadata-storm.png", "metadata-storm.svg"]
     assert all(p.stat().st_size > 0 for p in paths)
-    empty = SimpleNamespace(metadata=MetadataTables(), archs=DEFAULT)
-    assert "No metadata sessions" in report.metadata_md(empty)  # type: ignore[arg-type]
-    assert report.metadata_headline(empty) == ""  # type: ignore[arg-type]
+    empty = MetadataTables()
+    assert empty.empty and empty.tables() == {} and empty.figures(tmp_path, DEFAULT) == []
+    assert "No metadata sessions" in empty.section()
+    assert empty.headline() == ""

@@ -1,5 +1,6 @@
-"""spark_analysis.qos_tables on hand-made metric spans (pandas only, no Spark): the per-session
-measures, counters that appear mid-session, ZooKeeper's own rows, and Table II's layout."""
+"""spark_analysis.studies.qos.tables on hand-made metric spans (pandas only, no Spark): the
+per-session measures, counters that appear mid-session, ZooKeeper's own rows, and Table II's
+layout."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from spark_analysis import qos_tables
+from spark_analysis.studies.qos import tables as qos_tables
 
 
 def _span(metric: str, first: float, last: float, *, node: int = 0, labels: str = "",

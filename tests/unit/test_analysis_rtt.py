@@ -1,5 +1,5 @@
-"""The round-trip-time model (spark_analysis/rtt_tables.py) on sessions made to follow it: it
-must predict them exactly, its limit must be the ratio of round trips per record, and a
+"""The round-trip-time model (spark_analysis/studies/rtt/tables.py) on sessions made to follow
+it: it must predict them exactly, its limit must be the ratio of round trips per record, and a
 session without counters must leave the model empty rather than guess."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from spark_analysis import rtt_tables
+from spark_analysis.studies.rtt import tables as rtt_tables
 
 RECORDS = 15_000
 CLIENTS = 3

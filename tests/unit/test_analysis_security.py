@@ -1,4 +1,5 @@
-"""spark_analysis.security_tables on hand-made per-cell statistics (pandas only, no Spark)."""
+"""spark_analysis.studies.security.tables on hand-made per-cell statistics (pandas only, no
+Spark)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from spark_analysis import security_tables, stats
+from spark_analysis import stats
+from spark_analysis.studies.security import tables as security_tables
 
 
 def _stat(arch: str, security: str, mean: float, sd: float, n: int = 4, side: str = "*",

@@ -9,7 +9,8 @@ import statistics
 import pytest
 from scipy import stats as sps
 
-from spark_analysis import paper, stats
+from spark_analysis import stats
+from spark_analysis.studies.paper import printed as paper
 
 ZK = [1000.0, 1100.0, 1200.0, 1300.0]
 DSBS = [2000.0, 2200.0, 2400.0, 2600.0]

@@ -1,9 +1,9 @@
-"""The round-trip-time sweeps' figure (format 6), PNG + SVG in the style of figures.py.
+"""The rtt study's figures (format 6), PNG + SVG in the style of spark_analysis/plotting.py.
 
-fig20-rtt-<policies>: the throughput ratio of every other architecture to the baseline
-(DSBS/ZK) against the round-trip time added between hosts, one panel per scenario and role.
+rtt-<table>-<size>B-b<batch>-<policies>: the throughput ratio of every other architecture to the
+baseline (DSBS/ZK) against the round-trip time added between hosts, one panel per scenario and role.
 Measured: markers at the ratio of the means, error bars = its 95% Fieller interval over tries
-(none with a single try). Model (rtt_tables.py): a dashed line of the same colour, predicted
+(none with a single try). Model (tables.py): a dashed line of the same colour, predicted
 from the sweep's rtt-0 sessions and their counters; a dotted horizontal line is its limit at
 large rtt (round trips per record, baseline over other). The x axis is linear up to 1 ms and
 logarithmic beyond (symlog), so 0, 0.5 and 1 ms stay apart from 5 and 10; the y axis ends at
@@ -24,8 +24,7 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.fault_figures import slug
-from spark_analysis.figures import save
+from spark_analysis.plotting import save, slug
 
 PANELS = (("split", "production"), ("split", "consumption"),
           ("streaming", "production"), ("streaming", "consumption"))
@@ -82,7 +81,7 @@ def sweep_figure(cmp: pd.DataFrame, out: Path, name: str, title: str,
 
 
 def draw_rtt(cmp: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
-    """fig20 per workload and policy combination; [] without round-trip-time sweeps."""
+    """rtt-* per workload and policy combination; [] without round-trip-time sweeps."""
     if cmp.empty:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -92,9 +91,9 @@ def draw_rtt(cmp: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]
     several = len({k[0] for k, _ in groups}) > 1
     for (workload, table, size, batch, commit, check), g in groups:
         policies = f"{commit}+{check}"
-        name = "fig20-rtt-" + (f"{slug(str(workload))}-" if several else "") + slug(
+        name = "rtt-" + (f"{slug(str(workload))}-" if several else "") + slug(
             f"{table}-{size}B-b{batch}-{policies}")
-        title = (f"Fig. 20: throughput ratio vs round-trip time, measured (95% CI) and "
+        title = (f"Throughput ratio vs round-trip time, measured (95% CI) and "
                  f"modelled · {size} B x {batch} · {policies}")
         paths += sweep_figure(g, out, name, title, archs)
     return paths

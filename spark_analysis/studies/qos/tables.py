@@ -39,8 +39,10 @@ import pandas as pd
 
 from spark_analysis import stats
 from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.markdown import fmt
 
-PAPER_QOS_CSV = Path(__file__).with_name("paper_qos.csv")
+# Package data of spark_analysis itself (pyproject.toml ships spark_analysis/*.csv).
+PAPER_QOS_CSV = Path(__file__).resolve().parents[2] / "paper_qos.csv"
 # The series of metrics.csv a measure reads (aggregate.metric_spans keeps these only).
 SERIES = (
     "process_cpu_seconds_total", "process_resident_memory_bytes", "twinbench_log_dir_bytes",
@@ -214,8 +216,6 @@ def table_ii(long: pd.DataFrame, paper: pd.DataFrame, archs: Archs = DEFAULT) ->
 
 
 def _mean_ci(r: pd.Series) -> str:
-    from spark_analysis.report import fmt
-
     if r["n"] < 2 or not math.isfinite(r["ci_lo"]):
         return f"{fmt(r['mean'])} (n={int(r['n'])})"
     return f"{fmt(r['mean'])} [{fmt(r['ci_lo'])}, {fmt(r['ci_hi'])}]"

@@ -1,6 +1,6 @@
-"""The QoS figures (format 8), PNG + SVG in the style of figures.py.
+"""The QoS study's figures (format 8), PNG + SVG in the style of spark_analysis/plotting.py.
 
-fig21-qos-<workload>-<scenario>: the Kafka + Prometheus paper's Table II as curves, one panel
+qos-<workload>-<scenario>: the Kafka + Prometheus paper's Table II as curves, one panel
 per measure it reports (CPU, memory, bytes in and out per second, total time, errors per
 second, disk available) against the case's message count (log axis). Every side is a line
 (architecture colour; plaintext solid, secured dashed) with 95% error bars over tries; the
@@ -21,9 +21,8 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.fault_figures import slug
-from spark_analysis.figures import human, save
-from spark_analysis.qos_tables import MEASURES, side_name
+from spark_analysis.plotting import human, save, slug
+from spark_analysis.studies.qos.tables import MEASURES, side_name
 
 # The paper's panels in its order: (our measure, the paper's metric).
 PANELS = tuple((m, p) for m, (_, p) in MEASURES.items() if p is not None)
@@ -77,16 +76,17 @@ def qos_figure(stats_long: pd.DataFrame, paper: pd.DataFrame, workload: str, sce
     handles.append(plt.Line2D([], [], color="k", marker="x", ls="", ms=7, mew=1.6))
     labels.append("paper (Kafka, SASL+SSL)")
     flat[-1].legend(handles, labels, loc="center", fontsize=8)
-    fig.suptitle("Fig. 21: the Kafka + Prometheus paper's QoS measures (its Table II) vs "
+    fig.suptitle("The Kafka + Prometheus paper's QoS measures (its Table II) vs "
                  "message count, ours with 95% CI over tries", fontsize=10)
     fig.text(0.5, -0.01, f"workload {workload} · {scenario}", ha="center", fontsize=8)
     fig.tight_layout()
-    return save(fig, out, f"fig21-qos-{slug(workload)}-{slug(scenario)}")
+    return save(fig, out, f"qos-{slug(workload)}-{slug(scenario)}")
 
 
 def draw_qos(stats_long: pd.DataFrame, paper: pd.DataFrame, out: Path,
              archs: Archs = DEFAULT) -> list[Path]:
-    """fig21 per workload and scenario; [] when no session sampled the brokers' metrics."""
+    """qos-<workload>-<scenario> per workload and scenario; [] when no session sampled the
+    brokers' metrics."""
     if stats_long.empty:
         return []
     out.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 """The DSBS paper's own numbers (its appendix, long format) for side-by-side comparison.
 
-``paper_appendix.csv`` holds the paper's appendix tables (docs/architecture.md cites the paper)
-in long format, shipped with the package so a report can always show the paper beside our
-numbers. The paper says ``stream`` where our logs say ``streaming``; it is renamed on load so
-the two join on equal keys.
+``spark_analysis/paper_appendix.csv`` holds the paper's appendix tables (docs/architecture.md
+cites the paper) in long format, shipped with the package so a report can always show the
+paper beside our numbers. The paper says ``stream`` where our logs say ``streaming``; it is
+renamed on load so the two join on equal keys.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pandas as pd
 
 from spark_analysis import stats
 
-PAPER_CSV = Path(__file__).with_name("paper_appendix.csv")
+# Package data of spark_analysis itself (pyproject.toml ships spark_analysis/*.csv).
+PAPER_CSV = Path(__file__).resolve().parents[2] / "paper_appendix.csv"
 PAPER_KEY = ["table", "scenario", "role", "msg_size", "batch", "metric"]
 # The paper's two systems as its appendix names them: its baseline and the one it proposes.
 PAPER_ARCHS = ("zk", "dsbs")

@@ -20,10 +20,10 @@ import pandas as pd
 
 from spark_analysis import stats
 from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.order import paper_order
 from spark_analysis.schema import CELL_KEY
-from spark_analysis.tables import paper_order
 
-# How the report names the metrics of aggregate.SECURITY_METRICS.
+# How the report names the metrics of aggregate.SECURITY_METRICS (this study's).
 METRIC_TITLES = {"rps": "records/s", "lat_p50_us": "request p50 (µs)",
                  "lat_p99_us": "request p99 (µs)", "e2e_p50_us": "end-to-end p50 (µs)",
                  "e2e_p99_us": "end-to-end p99 (µs)"}

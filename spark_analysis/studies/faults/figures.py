@@ -1,13 +1,13 @@
-"""The fault sessions' figures (format 2), PNG + SVG in the style of figures.py.
+"""The faults study's figures (format 2), PNG + SVG in the style of spark_analysis/plotting.py.
 
-* fig16-fault-<case>: throughput through one fault case. Columns ZooKeeper | DSBS (one per
+* faults-<case>: throughput through one fault case. Columns ZooKeeper | DSBS (one per
   architecture, in their order), rows
   acknowledged (produced) | consumed records/s; the two architectures share both axes, so a
   dip is compared at a glance. Every try is a thin line, the mean over tries a thick one; each
   is smoothed over SMOOTH_S (a moving mean: single 0.1 s buckets are mostly Poisson noise of
   the batching). Produced and consumed get separate rows rather than two colours in one panel:
   with every try drawn, four overlaid families would hide the dip they are there to show.
-* fig17-fault-summary: detection, unavailability (longest produce gap) and group recovery per
+* faults-summary: detection, unavailability (longest produce gap) and group recovery per
   case, ZooKeeper beside DSBS: bars = mean, error bars = 95% t interval over tries, dots =
   the tries themselves (a handful per case, so the reader sees the spread, not just a bar).
 
@@ -22,7 +22,6 @@ is worth seeing). Openers are red, closers green.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import matplotlib
@@ -36,9 +35,9 @@ from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.fault_tables import METRIC_TITLES, case_labels, with_keys
-from spark_analysis.figures import human, save, subtitle
+from spark_analysis.plotting import human, save, slug, subtitle
 from spark_analysis.schema import FAULT_KEY
+from spark_analysis.studies.faults.tables import METRIC_TITLES, case_labels, with_keys
 
 # Width of the moving mean over the timeline's buckets (seconds).
 SMOOTH_S = 0.5
@@ -50,11 +49,8 @@ SERIES = (("produced", "acknowledged (produced)"), ("consumed", "consumed"))
 # A row's axis stops at this multiple of the target rate when a burst would exceed it.
 OFF_SCALE = 3.0
 TRY_KEY = ["run_id", "try"]
-
-
-def slug(name: str) -> str:
-    """A file-name-safe form of a case name."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "case"
+# The summary's file name; a case of the same name gets another (draw_faults).
+SUMMARY = "faults-summary"
 
 
 def rates(timeline: pd.DataFrame, smooth_s: float = SMOOTH_S) -> pd.DataFrame:
@@ -165,8 +161,8 @@ def _cap_row(axes: list[plt.Axes], peaks: list[tuple[float, float] | None],
 def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: str,
                     caption: str, name: str, out: Path, rate: float | None = None,
                     archs: Archs = DEFAULT) -> list[Path]:
-    """fig16 for one case: 2 x N panels (produced / consumed x ZooKeeper / DSBS ...); ``rate``
-    is the sessions' target rate (records/s), drawn as a reference line."""
+    """faults-<case> for one case: 2 x N panels (produced / consumed x ZooKeeper / DSBS ...);
+    ``rate`` is the sessions' target rate (records/s), drawn as a reference line."""
     fig, axes = plt.subplots(2, len(archs), figsize=(5.25 * len(archs), 6.0), sharex=True,
                              sharey="row", squeeze=False)
     # Per row, per architecture: the mean's peak (value, time) for _cap_row.
@@ -218,8 +214,8 @@ def timeline_figure(case_rates: pd.DataFrame, case_marks: pd.DataFrame, title: s
 
 
 def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
-                   name: str = "fig17-fault-summary", archs: Archs = DEFAULT) -> list[Path]:
-    """fig17: detection, unavailability and group recovery per case, ZK vs DSBS, 95% CIs.
+                   name: str = SUMMARY, archs: Archs = DEFAULT) -> list[Path]:
+    """faults-summary: detection, unavailability and group recovery per case, ZK vs DSBS, 95% CIs.
 
     One row per measure (sharing the case axis). The y axis follows the tries and the means,
     not the intervals: with 2-3 tries a t interval can be ten times the spread of the data,
@@ -289,7 +285,7 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
         fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     sub = (subtitle(setting["workload"], setting["offset_commit"], setting["metadata_check"])
            if setting is not None else "several workloads / settings")
-    fig.suptitle("Fig. 17: detection, unavailability and consumer-group recovery per fault "
+    fig.suptitle("Detection, unavailability and consumer-group recovery per fault "
                  f"case\n{sub}\nn/a: case not run on that architecture · none: no try yielded"
                  " a value", fontsize=10)
     fig.tight_layout()
@@ -298,18 +294,18 @@ def summary_figure(stats_long: pd.DataFrame, sessions: pd.DataFrame, out: Path,
 
 def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.DataFrame,
                 events: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
-    """fig16 per case and fig17; [] when there were no fault sessions."""
+    """faults-<case> per case and faults-summary; [] when there were no fault sessions."""
     if stats_long.empty:
         return []
     out.mkdir(parents=True, exist_ok=True)
-    # The frames may come back from CSV (figures.read_tables), where an empty key is NaN.
+    # The frames may come back from CSV (Study.from_tables), where an empty key is NaN.
     stats_long, sessions, timeline, events = (
         with_keys(df) for df in (stats_long, sessions, timeline, events))
     paths: list[Path] = []
     all_rates = rates(timeline)
     all_marks = markers(events)
     names, _ = case_labels(stats_long)
-    used: set[str] = set()
+    used: set[str] = {SUMMARY}
     for key, label in names.items():
         def pick(df: pd.DataFrame, key: tuple[str, ...] = key) -> pd.DataFrame:
             if df.empty:
@@ -322,7 +318,7 @@ def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.D
         case_rates = pick(all_rates)
         if case_rates.empty:
             continue
-        base = f"fig16-fault-{slug(label)}"
+        base = f"faults-{slug(label)}"
         fname, i = base, 2
         while fname in used:
             fname, i = f"{base}-{i}", i + 1
@@ -334,7 +330,7 @@ def draw_faults(stats_long: pd.DataFrame, sessions: pd.DataFrame, timeline: pd.D
         rate = (float(case_sessions["rate"].mean())
                 if not case_sessions.empty and case_sessions["rate"].notna().any() else None)
         paths += timeline_figure(case_rates, pick(all_marks),
-                                 f"Fig. 16 ({label}): throughput through the fault",
+                                 f"Fault case {label}: throughput through the fault",
                                  caption, fname, out, rate=rate, archs=archs)
     paths += summary_figure(stats_long, sessions, out, archs=archs)
     return paths

@@ -1,11 +1,13 @@
-"""Latency-throughput curves of open-loop sessions, PNG + SVG in the style of figures.py.
+"""The latency study's figures: latency-throughput curves of open-loop sessions, PNG + SVG in
+the style of spark_analysis/plotting.py.
 
-fig18-latency-<cell>: one figure per (workload, size, batch), one panel per policy combination
-(the paper's policies beside cached checks, when the run swept them). x: the achieved rate
-(records/s), y: end-to-end latency from intended send to consumption; both log scale. Each
-architecture in its colour: p99 solid with circles, p50 dashed with squares, each point the mean
-over tries with its 95% t interval as a band. A point whose producers fell behind their
-schedule in some try is drawn hollow: its latency belongs to a rate the client did not keep.
+latency-<workload>-<table>-<size>B-b<batch>: one figure per (workload, size, batch), one panel
+per policy combination (the paper's policies beside cached checks, when the run swept them).
+x: the achieved rate (records/s), y: end-to-end latency from intended send to consumption; both
+log scale. Each architecture in its colour: p99 solid with circles, p50 dashed with squares,
+each point the mean over tries with its 95% t interval as a band. A point whose producers fell
+behind their schedule in some try is drawn hollow: its latency belongs to a rate the client did
+not keep.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.fault_figures import slug
-from spark_analysis.figures import human, save
+from spark_analysis.plotting import human, save, slug
 
 
 def _ms(v: float, _pos: object = None) -> str:
@@ -45,7 +46,7 @@ def draw_latency(curves: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> lis
         fig.suptitle(f"Latency at a given load: {size} B records, batch {batch} "
                      f"(workload {workload})", fontsize=11)
         fig.tight_layout()
-        paths += save(fig, out, f"fig18-latency-{slug(f'{workload}-{table}-{size}B-b{batch}')}")
+        paths += save(fig, out, f"latency-{slug(f'{workload}-{table}-{size}B-b{batch}')}")
     return paths
 
 

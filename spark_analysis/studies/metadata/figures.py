@@ -1,8 +1,8 @@
-"""The metadata sessions' figures (format 5), PNG + SVG in the style of figures.py.
+"""The metadata study's figures (format 5), PNG + SVG in the style of spark_analysis/plotting.py.
 
-fig19-metadata-<case>: one panel per headline measure of the case's kind
-(``metadata_tables.HEADLINE``), cost against the size swept, both axes logarithmic: a power law
-is a straight line and its slope the exponent (``metadata_tables.scaling``). ZooKeeper and
+metadata-<case>: one panel per headline measure of the case's kind (``tables.HEADLINE``), cost
+against the size swept, both axes logarithmic: a power law is a straight line and its slope the
+exponent (``tables.scaling``). ZooKeeper and
 DSBS are drawn side by side in every panel (their colours, markers at the means, error bars =
 95% t interval over tries; none with a single try). A mean of 0 (zk brokers send nothing at
 rest) cannot be drawn on a log axis: the point is left out (the table has it); a lower bound at
@@ -22,9 +22,8 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.fault_figures import slug
-from spark_analysis.figures import human, save
-from spark_analysis.metadata_tables import HEADLINE, METRIC_TITLES, SIZE_TITLES
+from spark_analysis.plotting import human, save, slug
+from spark_analysis.studies.metadata.tables import HEADLINE, METRIC_TITLES, SIZE_TITLES
 
 # A lower 95% bound at or below 0 (2-3 tries of a noisy measure) has no place on a log axis:
 # its bar stops at this fraction of the mean, open-ended (the table has the bound).
@@ -33,7 +32,7 @@ CLIP = 0.1
 
 def case_figure(stats_long: pd.DataFrame, workload: str, case: str, kind: str, out: Path,
                 archs: Archs = DEFAULT, name: str | None = None) -> list[Path]:
-    """fig19 for one case; [] when none of its headline measures has a positive mean."""
+    """metadata-<case> for one case; [] when none of its headline measures has a positive mean."""
     sub = stats_long[(stats_long["workload"] == workload) & (stats_long["case"] == case)]
     metrics = [m for m in HEADLINE.get(kind, ()) if
                (sub.loc[sub["metric"] == m, "mean"] > 0).any()]
@@ -66,15 +65,15 @@ def case_figure(stats_long: pd.DataFrame, workload: str, case: str, kind: str, o
         ax.grid(True, which="major", alpha=0.3)
         ax.tick_params(labelsize=8)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"Fig. 19 ({case}): metadata cost vs {SIZE_TITLES.get(kind, 'size')} "
+    fig.suptitle(f"Metadata {case}: cost vs {SIZE_TITLES.get(kind, 'size')} "
                  f"(log-log, 95% CI over tries)", fontsize=10)
     fig.text(0.5, -0.02, f"workload {workload} · kind {kind}", ha="center", fontsize=8)
     fig.tight_layout()
-    return save(fig, out, name or f"fig19-metadata-{slug(case)}")
+    return save(fig, out, name or f"metadata-{slug(case)}")
 
 
 def draw_metadata(stats_long: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -> list[Path]:
-    """fig19 per case; [] when there were no metadata sessions."""
+    """metadata-<case> per case; [] when there were no metadata sessions."""
     if stats_long.empty:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -83,7 +82,7 @@ def draw_metadata(stats_long: pd.DataFrame, out: Path, archs: Archs = DEFAULT) -
     # Two workloads may name a case alike: then the file names say which workload.
     several = cases["workload"].nunique() > 1
     for workload, case, kind in cases.itertuples(index=False):
-        name = (f"fig19-metadata-{slug(str(workload))}-{slug(str(case))}" if several
-                else f"fig19-metadata-{slug(str(case))}")
+        name = (f"metadata-{slug(str(workload))}-{slug(str(case))}" if several
+                else f"metadata-{slug(str(case))}")
         paths += case_figure(stats_long, str(workload), str(case), str(kind), out, archs, name)
     return paths

@@ -1,4 +1,5 @@
-"""From the collected aggregates to the report's tables (pandas, small).
+"""The paper study's tables: from the collected aggregates to the report's tables (pandas,
+small).
 
 * ``appendix``: the paper's appendix layout - rows scenario x role x metric, columns
   message size (or batch) x try 1..n + avg - one per architecture.
@@ -18,28 +19,11 @@ from scipy.stats import false_discovery_control
 
 from spark_analysis import stats
 from spark_analysis.archs import DEFAULT, Archs
-from spark_analysis.paper import PAPER_ARCHS, PAPER_COLUMNS, PAPER_KEY
+from spark_analysis.order import METRIC_ORDER, ROLE_ORDER, SCENARIO_ORDER, paper_order
 from spark_analysis.schema import AA_LABELS, CELL_KEY, PAPER_POLICY
+from spark_analysis.studies.paper.printed import PAPER_ARCHS, PAPER_COLUMNS, PAPER_KEY
 
-SCENARIO_ORDER = {"split": 0, "streaming": 1}
-ROLE_ORDER = {"production": 0, "consumption": 1}
-METRIC_ORDER = {"rps": 0, "kbps": 1}
 PAPER_TABLES = ("size_grid", "batch_sweep")
-
-
-def paper_order(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
-    """Paper order: split before streaming, production before consumption, rps before kbps."""
-    if df.empty:
-        return df
-    keys = df.assign(
-        _s=df["scenario"].map(SCENARIO_ORDER).fillna(9),
-        _r=df["role"].map(ROLE_ORDER).fillna(9) if "role" in df else 0,
-        _m=df["metric"].map(METRIC_ORDER).fillna(9) if "metric" in df else 0,
-    )
-    order = [c for c in ["workload", "table", "offset_commit", "metadata_check", *(extra or []),
-                         "_s", "_r", "_m", "msg_size", "batch"] if c in keys]
-    return keys.sort_values(order, kind="stable").drop(columns=["_s", "_r", "_m"]) \
-        .reset_index(drop=True)
 
 
 def primary_group(df: pd.DataFrame, table: str) -> tuple[str, str, str] | None:
@@ -251,8 +235,3 @@ def coordination(cost: pd.DataFrame) -> pd.DataFrame:
         return cost
     sub = cost[cost["side"] == "*"].drop(columns=["side"])
     return paper_order(sub, extra=["arch"])
-
-
-def finite(x: float) -> bool:
-    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
-
