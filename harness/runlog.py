@@ -10,7 +10,7 @@ replaced atomically (``brokers.core.atomic_file``), not durably, and records the
 every table (``tables``).
 
 The columns are the tables' declarations (twinbench_common/runlog/), which docs/result-format.md
-explains and tests/unit/test_runlog.py holds it to. This module also gathers the facts the
+explains and tests/unit/harness/test_runlog.py holds it to. This module also gathers the facts the
 manifest records about the machine and the code (versions, CPU, git), because they describe the
 run, not the measurement.
 """

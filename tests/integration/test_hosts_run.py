@@ -198,7 +198,7 @@ def test_a_host_that_vanishes_mid_run_is_one_line_not_a_hang(hosts: sshd.SshHost
 
 
 # make test samples one layout and one host; the roles check is unit-tested in full
-# (tests/unit/test_hosts_roles.py) and the host lines in tests/integration/test_hosts.py.
+# (tests/unit/harness/test_hosts_roles.py) and the host lines in tests/integration/test_hosts.py.
 @pytest.mark.parametrize(("change", "expected"), [
     pytest.param({"roles": [["broker"], ["broker"], ["broker"], ["client"]]},
                  "no host has the zookeeper role, which the architecture needs",

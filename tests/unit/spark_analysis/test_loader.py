@@ -21,7 +21,7 @@ from spark_analysis.loader import (
 )
 from spark_analysis.schema import RECORDS_COLUMNS
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 
 
 @pytest.fixture
@@ -183,7 +183,7 @@ def test_has_rows(tmp_path: Path) -> None:
 
 def test_analysis_schemas_are_the_writers_columns() -> None:
     """spark_analysis never imports the harness; this ties its schemas to the run log writer
-    (whose columns tests/unit/test_runlog.py ties to docs/result-format.md)."""
+    (whose columns tests/unit/harness/test_runlog.py ties to docs/result-format.md)."""
     assert fmt.RECORDS.names() == schema.RECORDS_COLUMNS
     assert fmt.COORDINATION.names() == schema.COORDINATION_COLUMNS
     assert fmt.FAULTS.names() == schema.FAULTS_COLUMNS

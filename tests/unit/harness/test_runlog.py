@@ -15,7 +15,7 @@ import pytest
 import twinbench_common.runlog as fmt
 from harness import runlog
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "result-format.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "result-format.md"
 
 
 def doc_section(title: str) -> str:

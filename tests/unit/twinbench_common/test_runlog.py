@@ -15,7 +15,7 @@ from harness import runlog
 from spark_analysis import schema
 from twinbench_common.runlog.manifest import FORMAT_VERSION, table_versions
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "result-format.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "result-format.md"
 
 
 def test_the_writer_writes_the_newest_version_the_reader_reads() -> None:

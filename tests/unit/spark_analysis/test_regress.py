@@ -320,7 +320,7 @@ def test_old_or_foreign_baselines_fail_with_one_line(tmp_path: Path) -> None:
 
 
 def test_the_committed_baseline_is_of_the_current_version() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     data = regress.load_baseline(root / "results" / "baseline")
     assert data["workload"] == "regress"
     for layer in L.LAYERS:
