@@ -136,6 +136,39 @@ def test_smoke_run_writes_a_complete_verified_run_log(tmp_path, arch):
         ("production", "request"), ("consumption", "request"), ("consumption", "e2e")}
     for e in entries:
         assert HdrHistogram.decode(e["histogram"]).get_total_count() == e["count"] > 0
+    same_rows_as_before(run_dir, arch)
+
+
+# The same smoke workload as recorded before the house was rebuilt (1db6b21, format 8).
+BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "format8" / "smoke" / "runs"
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def same_rows_as_before(run_dir: Path, arch: str) -> None:
+    """Nothing measured changed shape: the first try of the recorded run and this one have
+    the same sessions, what identifies and counts their rows is equal, and every counter of the
+    work the load does (at least 100 in a session then: requests by API, ZooKeeper reads and
+    writes, gossip, fsyncs) the brokers report now too (services' counters are new rows)."""
+    before = next(d for d in BEFORE.iterdir() if f"-{arch}-" in d.name)
+    fixed = ("cell_id", "table", "scenario", "role", "msg_size", "batch", "clients", "records",
+             "payload_bytes", "status", "offset_commit", "metadata_check")
+    old = sorted(tuple(r[k] for k in fixed) for r in _csv(before / "records.csv")
+                 if r["try"] == "1")
+    new = sorted(tuple(r[k] for k in fixed) for r in _csv(run_dir / "records.csv"))
+    assert new == old
+    old_messages = sorted((r["cell_id"], r["scenario"], r["messages"])
+                          for r in _csv(before / "coordination.csv") if r["try"] == "1")
+    assert sorted((r["cell_id"], r["scenario"], r["messages"])
+                  for r in _csv(run_dir / "coordination.csv")) == old_messages
+    brokers = ("coordinator", "broker")
+    old_counters = {(r["source"], r["counter"]) for r in _csv(before / "counters.csv")
+                    if r["source"] in brokers and float(r["increase"] or 0) >= 100}
+    new_counters = {(r["source"], r["counter"]) for r in _csv(run_dir / "counters.csv")}
+    assert old_counters <= new_counters
 
 
 BOTH_WORKLOAD = """\
