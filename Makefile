@@ -30,7 +30,7 @@ test: setup
 	@$(MAKE) --no-print-directory regress
 	@$(MAKE) --no-print-directory regress-selftest
 
-# CI regression, in layers (README, "The CI regression"): one run of the regress workload on
+# CI regression, in layers (docs/regression.md): one run of the regress workload on
 # both architectures, interleaved (A B B A), checked against the committed baseline
 # (results/baseline) by spark_analysis/regress.py: exact coordination counts per 1,000 records,
 # CPU cost and throughput as DSBS/ZK ratios, each within the band its measured A/A noise sets.
@@ -108,8 +108,9 @@ test-scale: setup
 test-security: setup
 	@TWINBENCH_SECURITY_FULL=1 $(PY) -m pytest -q tests/contract/test_contract_security.py
 
-# The experiment (README, "Running the experiment"): WORKLOAD names a workloads/*.yaml file (or
-# a path), RUNS is where run logs go. `make bench` runs both architectures, then the analysis.
+# The experiment (docs/running-experiments.md, "Running the experiment"): WORKLOAD names a
+# workloads/*.yaml file (or a path), RUNS is where run logs go. `make bench` runs both
+# architectures, then the analysis.
 WORKLOAD ?= paper
 RUNS ?= results/runs
 BENCH_ARGS ?=
@@ -132,27 +133,27 @@ bench: setup
 	@$(MAKE) --no-print-directory analyze
 
 # `make bench` with a named workload of workloads/ (bench-<name> runs <name>.yaml):
-#   faults      fault injection (README, "Faults"; root: network namespaces for the partition)
+#   faults      fault injection (docs/faults.md; root: network namespaces for the partition)
 #   faults-rf3  faults at replication factor 3, acks=-1, min.insync.replicas 2: acknowledged
 #               loss and failover time per architecture (docs/replication.md)
 #   metadata    topic storms, partition counts, group churn, broker join/leave as cost curves
-#               (README, "Metadata scenarios")
-#   rtt         the DSBS/ZK ratio against the network's round-trip time (README, "Round-trip
-#               time"; root: network namespaces and a delay line)
+#               (docs/metadata.md)
+#   rtt         the DSBS/ZK ratio against the network's round-trip time (docs/rtt.md; root:
+#               network namespaces and a delay line)
 #   latency     maximum sustainable rates and latency-throughput curves (~1 h)
 #   security    what TLS and SASL_SSL cost each architecture: plaintext, TLS and SASL_SSL
-#               clusters of both twins, all up at once (README, "Security")
+#               clusters of both twins, all up at once (docs/security.md)
 #   qos         the Kafka + Prometheus paper's QoS table: 100 to 10,000 messages, plaintext
-#               and SASL_SSL, the brokers' metrics sampled into the run log (README, "QoS")
+#               and SASL_SSL, the brokers' metrics sampled into the run log (docs/qos.md)
 NAMED_BENCHES := faults faults-rf3 metadata rtt latency security qos
 .PHONY: $(NAMED_BENCHES:%=bench-%)
 $(NAMED_BENCHES:%=bench-%): bench-%: setup
 	@$(MAKE) --no-print-directory bench WORKLOAD=$*
 
-# Several machines (README, "Hosts (several machines)"; docs/hosts.md): the paper's 32 B batch 20
-# cell on both twins, with ZooKeeper and the brokers on three hosts and the load on a fourth:
-# here the 4-host test layout (network namespaces running OpenSSH; root), made for the run and
-# removed after it. HOSTS_WORKLOAD names another workload.
+# Several machines (docs/hosts.md): the paper's 32 B batch 20 cell on both twins, with ZooKeeper
+# and the brokers on three hosts and the load on a fourth: here the 4-host test layout (network
+# namespaces running OpenSSH; root), made for the run and removed after it. HOSTS_WORKLOAD names
+# another workload.
 HOSTS_WORKLOAD ?= hosts-paper
 bench-hosts: setup
 	@layout=$$(mktemp -d) && \

@@ -285,7 +285,7 @@ def base_manifest(
         # Every architecture measured by the same `twinbench run`, interleaved session by
         # session (just this one's arch for a single-architecture run).
         "run_arches": list(run_arches or [arch]),
-        # How the analysis labels each of them (harness/architectures.py's Labels).
+        # How the analysis labels each of them (their Labels, harness/architectures/entry.py).
         "architectures": {k: dict(v) for k, v in (architectures or {}).items()},
         "started_at": utc_iso(started_at),
         "finished_at": None,

@@ -1,6 +1,6 @@
 """The architectures among the inputs and how to show them: names, colours, order, baseline.
 
-They are defined by the harness's registry (harness/architectures.py), which this package may
+They are defined by the harness's registry (harness/architectures/), which this package may
 not import: the harness writes each measured architecture's labels into the run manifests
 (``architectures``, docs/result-format.md) and ``Archs.from_manifests`` reads them there. Run
 logs written before that key carry no labels; ``BUILTIN`` labels zk and dsbs for them (a unit
@@ -36,8 +36,8 @@ class ArchLabel(ArchLabels):
     name: str
 
 
-# The labels of runs written before manifests carried them (harness/architectures.py's zk and
-# dsbs entries at the time the key was introduced).
+# The labels of runs written before manifests carried them (the zk and dsbs entries of
+# harness/architectures/ at the time the key was introduced).
 BUILTIN: tuple[ArchLabel, ...] = (
     ArchLabel(name="zk", display_name="ZooKeeper", short_name="ZK", color="#4C72B0", order=0,
               baseline=True, cost_column="coord_messages", cost_label="ZooKeeper requests"),

@@ -20,7 +20,7 @@ Kinds (a field's ``kind``):
 ``to_json`` writes the flat ``{name: number}`` objects of ``counters.json`` (the broker writes
 it on SIGUSR1, brokers/core/broker.py) and ``from_json`` reads one back into the same class, so
 the harness (harness/driver/counters.py) diffs every total and family of whatever class its
-architecture's registry entry names (harness/architectures.py): a new counter is one new field
+architecture's registry entry names (harness/architectures/): a new counter is one new field
 here or in a twin's class, and no reading code changes.
 """
 

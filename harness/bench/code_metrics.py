@@ -2,7 +2,7 @@
 
 Largest modules (lines), longest functions (lines from ``def`` to the last statement), how many
 functions exceed 60 lines, and how many lines outside brokers/ spell an architecture name as a
-string literal (the places the registry, harness/architectures.py, should be the only one).
+string literal (the places the registry, harness/architectures/, should be the only one).
 Counted over brokers/, harness/, workloads/, spark_analysis/ and twinbench_common/.
 """
 

@@ -6,7 +6,7 @@ each) round robin to the brokers over persistent connections, and prints latency
 ``create_topics`` is the creation path the metadata scenarios' topic storm runs too
 (harness/studies/metadata/session.py), there with one request in flight per broker at once.
 Where the architecture has a topic arbiter (``Architecture.arbiter`` in
-harness/architectures.py; DSBS: the top rendezvous rank of the name over the brokers,
+harness/architectures/entry.py; DSBS: the top rendezvous rank of the name over the brokers,
 ``brokers/dsbs_broker/gossip/creation.py``), each request is also classed by whether the broker it
 reached is the arbiter: a non-arbiter forwards the creation over gossip, so its requests pay
 one more round trip.

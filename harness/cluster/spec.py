@@ -32,7 +32,7 @@ NETWORKS = ("loopback", "netns")
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    # Which coordination architecture the brokers use: a name in harness/architectures.py.
+    # Which coordination architecture the brokers use: a registry name (harness/architectures/).
     arch: str
     # Broker processes to start (the paper uses 3-5).
     brokers: int = 3

@@ -6,7 +6,7 @@
   are read through the broker's machine, so brokers on other hosts are read alike). The
   file's ``coordinator`` and ``broker`` objects are read back through the counters contract
   (brokers/core/counters.py): the architecture's counter class (its registry entry's
-  ``counters``, harness/architectures.py) and ``BrokerCounters``.
+  ``counters``, harness/architectures/) and ``BrokerCounters``.
   ``delta`` takes the increase of every total and every family label, summed over brokers,
   whatever the class declares, so a counter added to a class needs no change here.
 * Every service of the cluster (harness/services): its own counters (ZooKeeper: ``mntr``,

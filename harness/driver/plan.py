@@ -96,7 +96,7 @@ class ClusterKey:
 class Side:
     # Position among the run's sides (stable across epochs).
     index: int
-    # A registry name (harness/architectures.py): whose cluster runs this side's sessions.
+    # A registry name (harness/architectures/): whose cluster runs this side's sessions.
     arch: str
     # The manifest's `label` (A/B for an A/A run; the policies for a sweep; else the user's).
     label: str

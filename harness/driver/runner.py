@@ -5,7 +5,7 @@ Flow per epoch (sessions sharing clusters, see plan.py): start each architecture
 client - one cluster per architecture, both up at once for ``--arch both`` - open each
 cluster's clients once, then per session: create a fresh topic, read the coordination
 counters, run the scenario, read them again, write the rows. ``--arch both`` alternates the
-architectures of the registry (harness/architectures.py) session by session (zk dsbs, then
+architectures of the registry (harness/architectures/) session by session (zk dsbs, then
 dsbs zk on the next try), so drift on a shared machine hits both alike. A cluster is restarted
 only when the workload needs it (another metadata_check, or ``restart: cell|try``).
 

@@ -6,8 +6,8 @@ same path and version: what differs is the network path and the SSH login, which
 multi-host test needs to exercise. Everything is removed by ``close()`` (sshd by PID, then the
 namespaces and links).
 
-As a program it makes the 4-host test layout and waits, for runs by hand (the README's
-multi-host measurement)::
+As a program it makes the 4-host test layout and waits, for runs by hand (docs/hosts.md, "Tests
+and measurement")::
 
     python -m tests.support.sshd --hosts-file /tmp/hosts.yaml [--clients 1]
     twinbench run --arch both --workload hosts-paper --hosts /tmp/hosts.yaml
