@@ -65,11 +65,11 @@ lint: setup
 perf: setup
 	@$(PY) -m harness.bench.perf $(TUNE)
 
-# What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 # The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
 perf-cluster: setup
 	@$(PY) -m harness.bench.perf_cluster $(TUNE) $(PERF_ARGS)
 
+# What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 perf-zk: setup
 	@$(PY) -m harness.bench.perf_zk
 

@@ -157,9 +157,13 @@ def _add_fault(sub: Subcommands) -> None:
 def _add_run(sub: Subcommands) -> None:
     """``twinbench run``: a workload file against one or both architectures."""
     run = sub.add_parser("run", help="run a workload file against one or both architectures")
-    run.add_argument("--arch", choices=architectures.run_choices(), default=None,
-                     help=f"coordination architecture; {architectures.BOTH} = "
-                          f"{' and '.join(architectures.names())} interleaved session by "
+    # No argparse choices: a comma-separated list is valid too; architectures.expand says
+    # what is wrong with a bad one, naming every registered architecture.
+    run.add_argument("--arch", default=None, metavar="NAME[,NAME...]|all",
+                     help=f"the architecture(s) to run: one of "
+                          f"{', '.join(architectures.names())}, several comma-separated, or "
+                          f"{architectures.ALL} (= {architectures.BOTH}: "
+                          f"{', '.join(architectures.compared())}), interleaved session by "
                           "session, one run log each (or --bootstrap)")
     run.add_argument("--bootstrap", default=None, metavar="HOST:PORT[,...]",
                      help="instead of --arch: a Kafka-protocol cluster twinbench did not start "
@@ -417,7 +421,7 @@ def cmd_fault(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
+    """``twinbench run``: check the arguments, then run the workload on each architecture."""
     from harness.driver import RunOptions, run
     from harness.workload import load_workload
 

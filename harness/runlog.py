@@ -161,7 +161,7 @@ class RunLog:
         if missing or unknown:
             raise ValueError(f"manifest keys: missing {missing}, unknown {unknown}")
         self.run_id: str = manifest["run_id"]
-        self.dir = Path(out_dir) / self.run_id
+        self.dir: Path = Path(out_dir) / self.run_id
         self.dir.mkdir(parents=True, exist_ok=False)
         self.manifest: dict[str, Any] = dict(manifest)
         self.failed_cells: list[str] = list(manifest.get("failed_cells", []))

@@ -1,6 +1,6 @@
 """ArchLabels: how one architecture is shown in tables and figures.
 
-The harness's registry (harness/architectures.py) gives each architecture its labels and writes
+The harness's registry (harness/architectures/) gives each architecture its labels and writes
 them into every run manifest (key ``architectures``, docs/result-format.md); the analysis
 (spark_analysis/archs.py) reads them back from there. This record is the shape both sides agree
 on, so its fields are defined once, here.

@@ -2,7 +2,8 @@
 
 Order (first match wins):
 
-1. an address the user gives (``--zookeeper HOST:PORT[,HOST:PORT...]`` or ``ZOOKEEPER_CONNECT``);
+1. an address the user gives (``--option zookeeper.connect=HOST:PORT[,HOST:PORT...]`` or
+   ``ZOOKEEPER_CONNECT``);
 2. a local server (or a 3-node ensemble on loopback) started from the ZooKeeper jars: Debian's
    ``zookeeper`` package (``/usr/share/java/zookeeper.jar``) or a release under
    ``ZOOKEEPER_HOME``, with a generated config bound to 127.0.0.1 on free ports;

@@ -6,10 +6,11 @@ from brokers.core.errors import UserError
 from harness.cluster.processes import ProcessError
 
 HOW_TO_GET_ZOOKEEPER = (
-    "no ZooKeeper available: pass --zookeeper HOST:PORT (or set ZOOKEEPER_CONNECT) to use a "
-    "running one; or install Java and the ZooKeeper jars (Debian: sudo apt-get install "
-    "default-jre-headless zookeeper; or set ZOOKEEPER_HOME to an unpacked Apache ZooKeeper "
-    "release); or start a Docker engine so testcontainers can run the zookeeper image"
+    "no ZooKeeper available: to use a running one, pass --option zookeeper.connect=HOST:PORT "
+    "(perf-zk: --zookeeper HOST:PORT) or set ZOOKEEPER_CONNECT; or install Java and the "
+    "ZooKeeper jars (Debian: sudo apt-get install default-jre-headless zookeeper; or set "
+    "ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release); or start a Docker engine "
+    "so testcontainers can run the zookeeper image"
 )
 
 

@@ -1,10 +1,10 @@
 """Provisioning: find or start the ZooKeeper a zk cluster is coordinated by, as one handle.
 
-First match wins: an address the user gives (``--zookeeper`` or ``ZOOKEEPER_CONNECT``); a local
-server or ensemble from the jars (``ensemble.py``); a testcontainers container, only when a
-Docker engine answers; otherwise ``ZooKeeperUnavailable``. ``ZooKeeperHandle`` hides which: it
-says where ZooKeeper is, reads its counters and stops what was started here (never an external
-server).
+First match wins: an address the user gives (``--option zookeeper.connect=`` or
+``ZOOKEEPER_CONNECT``); a local server or ensemble from the jars (``ensemble.py``); a
+testcontainers container, only when a Docker engine answers; otherwise ``ZooKeeperUnavailable``.
+``ZooKeeperHandle`` hides which: it says where ZooKeeper is, reads its counters and stops what
+was started here (never an external server).
 
 A container is cleaned up by the harness itself, as its processes are: labelled with the PID
 of the process that started it, removed by ``stop()`` or at that process's exit, and, when that
@@ -166,7 +166,7 @@ def _external(address: str) -> ZooKeeperHandle:
     if not reachable:
         raise ZooKeeperUnavailable(
             f"ZooKeeper at {address} does not accept connections: is it running? (omit "
-            "--zookeeper/ZOOKEEPER_CONNECT and twinbench starts a local one from the jars)"
+            "zookeeper.connect/ZOOKEEPER_CONNECT and twinbench starts a local one from the jars)"
         )
     return ZooKeeperHandle("external", address.strip(), endpoints, version=_version_of(endpoints))
 
@@ -272,7 +272,8 @@ def provision(
 ) -> ZooKeeperHandle:
     """Find or start ZooKeeper in the documented order; the caller must ``stop()`` the handle.
 
-    ``address`` is the ``--zookeeper`` value (None: ``ZOOKEEPER_CONNECT``, then start one).
+    ``address`` is the ``zookeeper.connect`` option or perf-zk's ``--zookeeper`` (None:
+    ``ZOOKEEPER_CONNECT``, then start one).
     ``nodes`` is 1 (standalone) or 3 (an ensemble on loopback; local jars only).
     """
     address = address or os.environ.get("ZOOKEEPER_CONNECT") or None

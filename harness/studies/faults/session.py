@@ -59,7 +59,7 @@ from workloads.cluster import ClusterClient, ClusterClientConfig
 from workloads.connection import BrokerConnection, ConnectionClosed, ConnectionConfig
 from workloads.consumer import Consumer
 from workloads.group import GroupMember, GroupMemberConfig, stable_intervals
-from workloads.producer import Producer
+from workloads.producer import Producer, ProducerResult
 from workloads.timeline import Timeline
 from workloads.verify import Verifier
 
@@ -304,7 +304,7 @@ async def run_fault_session(cluster: ProcessCluster, clients: Clients, workload:
     brokers = {b.node_id: (b.host, b.port) for b in cluster.brokers}
     monitor = MetadataMonitor(brokers, topic, fp.probe_ms / 1000)
     monitor_task = asyncio.ensure_future(monitor.run(stop_monitor))
-    schedule_task: asyncio.Future | None = None
+    schedule_task: asyncio.Future[list[Event]] | None = None
     try:
         await _settle(probe.members, GROUP_SETTLE_S)
         t0 = time.perf_counter()
@@ -358,7 +358,7 @@ class _ProbeGroup:
         self.stop = asyncio.Event()
         self.members: list[GroupMember] = []
         self.clusters: list[ClusterClient] = []
-        self.tasks: list[asyncio.Future] = []
+        self.tasks: list[asyncio.Future[Any]] = []
 
     @classmethod
     async def start(cls, bootstrap: str, group: str, topic: str, size: int) -> _ProbeGroup:
@@ -413,7 +413,7 @@ def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: st
 
 def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],
              timeline: Timeline, result: SessionResult, cluster: ProcessCluster, wl: Workload,
-             t0: float, t_prod_end: float, prod: list) -> dict[str, Any]:
+             t0: float, t_prod_end: float, prod: list[ProducerResult]) -> dict[str, Any]:
     fp = wl.study(FAULT_STUDY)
     assert fp is not None
     nodes = [b.node_id for b in cluster.brokers]

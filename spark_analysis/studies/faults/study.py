@@ -38,7 +38,7 @@ class FaultTables:
 
     @property
     def empty(self) -> bool:
-        return self.sessions.empty
+        return bool(self.sessions.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         # Only when there were fault sessions: a run without faults gets the same files as

@@ -17,7 +17,7 @@ def latency_md(curves: pd.DataFrame, maxima: pd.DataFrame, archs: Archs = DEFAUL
     """Maximum sustainable rates, then latency at each rate (open-loop sessions)."""
     if curves.empty and maxima.empty:
         return ("_No open-loop sessions among the inputs (`twinbench run --workload latency`; "
-                "README, \"Open loop\")._\n")
+                "docs/latency.md)._\n")
     parts = []
     if not maxima.empty:
         rows = [{"workload": r["workload"], "cell": r["cell_id"], "label": r["label"],

@@ -30,7 +30,7 @@ class LatencyTables:
 
     @property
     def empty(self) -> bool:
-        return self.curves.empty and self.max_rates.empty
+        return bool(self.curves.empty and self.max_rates.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         if self.empty:

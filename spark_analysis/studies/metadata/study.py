@@ -34,7 +34,7 @@ class MetadataTables:
 
     @property
     def empty(self) -> bool:
-        return self.stats.empty
+        return bool(self.stats.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         if self.empty:

@@ -48,7 +48,7 @@ class PaperTables:
 
     @property
     def empty(self) -> bool:
-        return self.cell_stats.empty
+        return bool(self.cell_stats.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         # Always written, empty or not: every report has had these files since format 1.

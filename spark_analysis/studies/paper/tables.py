@@ -35,7 +35,8 @@ def primary_group(df: pd.DataFrame, table: str) -> tuple[str, str, str] | None:
     counts = sub.groupby(["workload", "offset_commit", "metadata_check"], dropna=False).size()
     ranked = sorted(counts.items(),
                     key=lambda kv: (tuple(kv[0][1:]) != PAPER_POLICY, -kv[1], str(kv[0])))
-    return ranked[0][0]
+    workload, offset_commit, metadata_check = ranked[0][0]
+    return str(workload), str(offset_commit), str(metadata_check)
 
 
 def appendix(tries: pd.DataFrame, cell_stats: pd.DataFrame, table: str, arch: str
@@ -56,7 +57,9 @@ def appendix(tries: pd.DataFrame, cell_stats: pd.DataFrame, table: str, arch: st
     if s.empty:
         return pd.DataFrame()
     axis = "batch" if table == "batch_sweep" else "msg_size"
-    label = (lambda v: f"b{v}") if axis == "batch" else (lambda v: f"{v}B")
+    def label(value: object) -> str:
+        return f"b{value}" if axis == "batch" else f"{value}B"
+
     columns: list[str] = []
     rows: dict[tuple[str, str, str], dict[str, float]] = {}
     n_tries = int(t["try"].max()) if not t.empty else 0

@@ -35,7 +35,7 @@ class RttTables:
 
     @property
     def empty(self) -> bool:
-        return self.sessions.empty
+        return bool(self.sessions.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         if self.empty:

@@ -35,7 +35,7 @@ def _ratio_ci(r: pd.Series) -> str:
 def security_md(cost: pd.DataFrame, between: pd.DataFrame, archs: Archs = DEFAULT) -> str:
     if cost.empty:
         return ("_No workload ran secured and plaintext clusters side by side among the inputs "
-                "(`security: [none, sasl_ssl]` in a workload; README, \"Security\")._\n")
+                "(`security: [none, sasl_ssl]` in a workload; docs/security.md)._\n")
     key = ["workload", "cell_id", "scenario", "role", "offset_commit", "metadata_check"]
     parts = [SECURITY_INTRO]
     for metric, title in METRIC_TITLES.items():

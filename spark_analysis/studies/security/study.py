@@ -30,7 +30,7 @@ class SecurityTables:
 
     @property
     def empty(self) -> bool:
-        return self.cost.empty and self.between.empty
+        return bool(self.cost.empty and self.between.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         if self.empty:
