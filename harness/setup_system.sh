@@ -62,4 +62,4 @@ if ! docker info >/dev/null 2>&1; then
     exit 0
   fi
 fi
-"$(dirname "$0")/zookeeper/build_image.sh"
+"$(dirname "$0")/services/zookeeper/build_image.sh"
