@@ -10,7 +10,20 @@
 # (harness/services/zookeeper/build_image.sh), since no image registry need be reachable.
 # As root it uses apt-get; otherwise it says what to install and continues (tests that need a
 # missing tool skip with that reason locally; CI runs as root, so nothing is skipped there).
+# On CI (CI=true, as .ci/run sets it) a missing piece is an error here, named, rather than a
+# skipped test later: CI must run every test (tests/support/selection.py).
 set -euo pipefail
+
+ci=0
+case "${CI:-}" in true|TRUE|True|1|yes) ci=1 ;; esac
+# On CI: say what is missing and stop; elsewhere: say it and go on.
+need() {
+  if [ "$ci" -eq 1 ]; then
+    echo "setup: CI cannot run every test: $*" >&2
+    exit 1
+  fi
+  echo "setup: $*" >&2
+}
 
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
@@ -43,7 +56,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-[ "$root" -eq 1 ] || exit 0
+if [ "$root" -ne 1 ]; then
+  [ ${#missing[@]} -eq 0 ] || need "missing system packages (${missing[*]}) and not root to install them"
+  [ "$ci" -eq 0 ] || need "not root (network namespaces, the failing disk and the Docker engine need root)"
+  exit 0
+fi
+# After installing, every tool the tests use must be here (an apt mirror can lack one).
+for tool in java kcat ip iptables-legacy prometheus dockerd debootstrap; do
+  command -v "$tool" >/dev/null 2>&1 || need "$tool is still missing after apt-get install"
+done
+[ -x /usr/sbin/sshd ] || need "/usr/sbin/sshd is still missing after apt-get install"
+[ -n "${ZOOKEEPER_HOME:-}" ] || [ -f /usr/share/java/zookeeper.jar ] ||
+  need "the ZooKeeper jars are still missing after apt-get install"
 # The Docker engine: started when it does not answer (no init system starts it here), with its
 # bridge inside 198.18.0.0/15 (the last /24, which harness/cluster/netns.py never takes) and without
 # iptables rules or masquerading: containers reach nothing beyond this machine.
@@ -56,9 +80,8 @@ if ! docker info >/dev/null 2>&1; then
     sleep 0.5
   done
   if ! docker info >/dev/null 2>&1; then
-    echo "setup: the Docker engine did not start (the testcontainers test will be skipped);" \
-      "its log:" >&2
     tail -5 /var/log/twinbench-dockerd.log >&2
+    need "the Docker engine did not start (log above; the testcontainers test will be skipped)"
     exit 0
   fi
 fi

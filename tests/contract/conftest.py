@@ -1,5 +1,6 @@
 import pytest
 
+from tests.support import selection
 from tests.support.clusters import ARCHITECTURES, REPLICATING, single_node, start_cluster
 
 # A killed zk broker is noticed when its ZooKeeper session expires: 6 s (Kafka's default before
@@ -22,15 +23,15 @@ def cluster(request, tmp_path_factory):
 def pytest_collection_modifyitems(config, items):
     """Tests marked multi_broker do not apply to the one-broker cluster, nor tests marked
     replicated to an architecture that does not replicate: deselect, not skip (no cluster is
-    started for nothing)."""
-    keep, drop = [], []
-    for item in items:
+    started for nothing), with that reason recorded for CI's no-skip rule."""
+    def reason(item):
         arch = getattr(item, "callspec", None) and item.callspec.params.get("cluster")
-        single = arch and single_node(arch)
-        unreplicated = arch and arch not in REPLICATING
-        drop_it = (single and item.get_closest_marker("multi_broker")) or (
-            unreplicated and item.get_closest_marker("replicated"))
-        (drop if drop_it else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+        if not arch:
+            return None
+        if single_node(arch) and item.get_closest_marker("multi_broker"):
+            return f"does not apply: {arch} runs one broker"
+        if arch not in REPLICATING and item.get_closest_marker("replicated"):
+            return f"does not apply: {arch} does not replicate"
+        return None
+
+    selection.deselect(config, items, reason)
