@@ -265,6 +265,7 @@ def base_manifest(
     architectures: Mapping[str, Mapping[str, Any]] | None = None,
     external: Mapping[str, Any] | None = None,
     hosts: Mapping[str, Any] | None = None,
+    client_ceiling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -297,6 +298,9 @@ def base_manifest(
         # The hosts of a multi-host run (harness/remote/): each with its clock offset, where
         # ZooKeeper, the brokers and the load clients ran; None on one machine.
         "hosts": dict(hosts) if hosts is not None else None,
+        # The highest rate a rate search could try, and where it came from
+        # (harness/studies/latency/ceiling.py); None when the run searched nothing.
+        "client_ceiling": dict(client_ceiling) if client_ceiling is not None else None,
         # Each table's version (twinbench_common.runlog): format_version stays 9 from now on.
         "tables": manifest_format.current_versions(fmt.TABLES),
     }

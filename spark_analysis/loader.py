@@ -103,6 +103,10 @@ class RunLogs:
         return self.frames.get(runlog.FAULT_EVENTS.name)
 
     @property
+    def fault_partitions(self) -> DataFrame | None:
+        return self.frames.get(runlog.FAULT_PARTITIONS.name)
+
+    @property
     def timeline(self) -> DataFrame | None:
         return self.frames.get(runlog.TIMELINE.name)
 

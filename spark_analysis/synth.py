@@ -466,7 +466,7 @@ def write_metadata_run(root: Path, *, arch: str, workload: str = "metadata", ind
     for name, columns in (("records.csv", names(fmt.RECORDS, 5)),
                           ("coordination.csv", names(fmt.COORDINATION, 5)),
                           ("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
-                          ("max_rate.csv", MAX_RATE_COLUMNS)):
+                          ("max_rate.csv", names(fmt.MAX_RATE, 5))):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("", encoding="utf-8")
     columns = names(fmt.METADATA, 5)
@@ -508,7 +508,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
     run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=7)
     coordination_columns = names(fmt.COORDINATION, 7)
     for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
-                          ("max_rate.csv", MAX_RATE_COLUMNS),
+                          ("max_rate.csv", names(fmt.MAX_RATE, 7)),
                           ("metadata.csv", names(fmt.METADATA, 7))):
         (run_dir / name).write_text(",".join(columns) + "\n", encoding="utf-8")
     (run_dir / "latency.jsonl").write_text("", encoding="utf-8")

@@ -39,6 +39,7 @@ from workloads.connection import BrokerConnection, ConnectionClosed
 from workloads.latency import LatencyRecorder
 from workloads.payload import MIN_MSG_SIZE, BatchBuilder, now_us
 from workloads.schedule import OpenLoopSchedule, ScheduleConfig, ScheduleReport
+from workloads.verify import fill
 
 __all__ = ["Producer", "ProducerConfig", "ProducerResult"]
 
@@ -129,7 +130,8 @@ class ProducerResult:
     wall_s: float
     # Per-request round trip (µs).
     latency: LatencyRecorder
-    # acked[seq] == 1 when record `seq` was acknowledged (what the verifier expects to see).
+    # acked[seq] != 0 when record `seq` was acknowledged: the tag of its partition
+    # (workloads/verify.py, tag()), what the verifier expects to see and where.
     acked: bytearray
     # Records acked per partition and the [first, last] offset range each partition got.
     partition_records: dict[int, int] = field(default_factory=dict)
@@ -431,9 +433,10 @@ class Producer:
         if err == 0:
             n = req.count
             s = req.first_seq
-            acked[s : s + n] = _ONES[:n] if n <= len(_ONES) else b"\x01" * n
-            state.acked += n
             p = req.partition
+            # The partition's tag, not just "yes": loss is then counted per partition.
+            acked[s : s + n] = fill(p, n)
+            state.acked += n
             pr = state.partition_records
             pr[p] = pr.get(p, 0) + n
             if p not in state.first_offsets:
@@ -482,7 +485,6 @@ class Producer:
 
 
 _LOST = object()  # marker: the connection died before the response arrived
-_ONES = b"\x01" * 65536
 
 
 def _patch_prefix(buf: bytearray, version: int, partition: int, prefix: int) -> None:

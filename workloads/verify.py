@@ -6,10 +6,13 @@ one run ``s0 .. s0+n-1`` from one producer; that case costs a handful of O(1) by
 operations per batch, never per record, and no Python set of tuples. Anything else falls back to
 a per-record loop that gives the same answers.
 
-State per producer is one ``bytearray`` indexed by sequence (1 = seen). Loss is computed at
-report time against what producers say was acknowledged (:meth:`Verifier.expect`), so a record
-the broker stored without acknowledging (a retried request) is not mistaken for loss, and a
-record acknowledged but never delivered is.
+State per producer is one ``bytearray`` indexed by sequence: 0 = not seen, otherwise the
+partition's tag (:func:`tag`: partition + 1) it was first seen in. Loss is computed at report
+time against what producers say was acknowledged (:meth:`Verifier.expect`, whose flags carry the
+partition's tag the same way), so a record the broker stored without acknowledging (a retried
+request) is not mistaken for loss, a record acknowledged but never delivered is, and each one is
+counted in the partition it was acknowledged in (``VerifyReport.by_partition``): what a fault
+analysis needs to tell a partition that lost data from one that has no leader to read it from.
 
 Definitions (per record):
 * duplicate: its (producer, sequence) was already seen (in any partition);
@@ -27,7 +30,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Verifier", "VerifyReport", "pack_flags", "unpack_flags"]
+__all__ = ["PartitionReport", "Verifier", "VerifyReport", "fill", "pack_flags", "tag",
+           "unpack_flags"]
+
+# A flag byte is 0 (no) or a partition's tag. Partitions from 254 up share the last tag: they
+# are counted, but not told apart, per partition (fault sessions use a handful).
+_LAST_TAG = 255
+
+
+def tag(partition: int) -> int:
+    """The flag byte that says "yes, in ``partition``"."""
+    return partition + 1 if 0 <= partition < _LAST_TAG - 1 else _LAST_TAG
+
+
+def partition_of(flag: int) -> int:
+    """The partition a tag stands for (-1: one of the partitions from 254 up)."""
+    return flag - 1 if flag != _LAST_TAG else -1
+
+
+_FILLS: dict[int, bytes] = {}
+
+
+def fill(partition: int, n: int) -> bytes:
+    """``n`` flag bytes for ``partition`` (a slice of one cached run: no per-record work)."""
+    t = tag(partition)
+    run = _FILLS.get(t)
+    if run is None or len(run) < n:
+        run = _FILLS[t] = bytes([t]) * max(n, 65536)
+    return run[:n]
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    """One partition's share of a report (by the partition each record was acknowledged in;
+    duplicates by the partition they were delivered in)."""
+
+    expected: int
+    lost: int
+    duplicates: int
 
 
 @dataclass(frozen=True)
@@ -51,6 +91,8 @@ class VerifyReport:
     corrupt_batches: int = 0
     # Records per partition.
     per_partition: dict[int, int] = field(default_factory=dict)
+    # Acknowledged, lost and duplicated per partition (-1: partitions from 254 up).
+    by_partition: dict[int, PartitionReport] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -81,10 +123,12 @@ class Verifier:
         self.foreign = 0
         self.corrupt_batches = 0
         self.per_partition: dict[int, int] = {}
+        self.duplicates_by_partition: dict[int, int] = {}
 
     # -- expectations -------------------------------------------------------------------------
     def expect(self, producer_id: int, acked: bytes | bytearray) -> None:
-        """Declare which sequences ``producer_id`` had acknowledged (byte i != 0: acked)."""
+        """Declare which sequences ``producer_id`` had acknowledged: byte i is 0, or the tag of
+        the partition record i was acknowledged in (:func:`tag`; 1 is partition 0)."""
         have = self._acked.get(producer_id)
         if have is None:
             self._acked[producer_id] = bytearray(acked)
@@ -93,7 +137,7 @@ class Verifier:
             have.extend(bytes(len(acked) - len(have)))
         for i, b in enumerate(acked):
             if b:
-                have[i] = 1
+                have[i] = b
 
     # -- the hot path -------------------------------------------------------------------------
     def add_batch(self, partition: int, producer_ids: Sequence[int], sequences: Sequence[int]):
@@ -120,7 +164,7 @@ class Verifier:
             key = (partition, pid)
             high = self._high.get(key, -1)
             if s0 > high and seen.count(0, s0, end) == n:
-                seen[s0:end] = _ONES[:n]
+                seen[s0:end] = fill(partition, n)
                 self._high[key] = end - 1
                 return
         self._add_slow(partition, producer_ids, sequences)
@@ -134,8 +178,10 @@ class Verifier:
                 seen.extend(bytes(max(seq + 1 - len(seen), len(seen))))
             if seen[seq]:
                 self.duplicates += 1
+                by = self.duplicates_by_partition
+                by[partition] = by.get(partition, 0) + 1
                 continue
-            seen[seq] = 1
+            seen[seq] = tag(partition)
             key = (partition, pid)
             high = self._high.get(key, -1)
             if seq < high:
@@ -160,6 +206,8 @@ class Verifier:
         self.foreign += other.foreign
         self.corrupt_batches += other.corrupt_batches
         self.duplicates += other.duplicates
+        for p, c in other.duplicates_by_partition.items():
+            self.duplicates_by_partition[p] = self.duplicates_by_partition.get(p, 0) + c
         self.out_of_order += other.out_of_order
         self.records += other.records
         for p, c in other.per_partition.items():
@@ -173,10 +221,21 @@ class Verifier:
                 continue
             if len(mine) < len(theirs):
                 mine.extend(bytes(len(theirs) - len(mine)))
-            t = _bits(theirs.ljust(len(mine), b"\x00"))
+            theirs = theirs.ljust(len(mine), b"\x00")
             m = _bits(mine)
-            self.duplicates += (t & m).bit_count()
-            mine[:] = (t | m).to_bytes(len(mine), "little")
+            # Seen by both: a duplicate, in the partition the other verifier saw it in.
+            for flag in _tags(theirs):
+                both = (_bits(theirs, flag) & m).bit_count()
+                if both:
+                    self.duplicates += both
+                    p = partition_of(flag)
+                    self.duplicates_by_partition[p] = (
+                        self.duplicates_by_partition.get(p, 0) + both)
+            # Keep this verifier's tag where both saw it, take the other's elsewhere.
+            keep = int.from_bytes(bytes(mine).translate(_TO_FF), "little")
+            mixed = ((int.from_bytes(mine, "little") & keep)
+                     | (int.from_bytes(theirs, "little") & ~keep))
+            mine[:] = mixed.to_bytes(len(mine), "little")
 
     def to_json(self) -> dict[str, Any]:
         """Lossless wire form: the delivered-sequence maps compressed (a load worker's
@@ -189,6 +248,8 @@ class Verifier:
             "out_of_order": self.out_of_order, "foreign": self.foreign,
             "corrupt_batches": self.corrupt_batches,
             "per_partition": {str(k): v for k, v in self.per_partition.items()},
+            "duplicates_by_partition": {str(k): v for k, v
+                                        in self.duplicates_by_partition.items()},
         }
 
     @classmethod
@@ -203,6 +264,8 @@ class Verifier:
         out.foreign = int(doc["foreign"])
         out.corrupt_batches = int(doc["corrupt_batches"])
         out.per_partition = {int(k): int(v) for k, v in doc["per_partition"].items()}
+        out.duplicates_by_partition = {int(k): int(v) for k, v
+                                       in doc.get("duplicates_by_partition", {}).items()}
         return out
 
     def report(self) -> VerifyReport:
@@ -210,16 +273,30 @@ class Verifier:
         lost = 0
         unexpected = 0
         expected = 0
+        # partition -> [acknowledged, lost]
+        parts: dict[int, list[int]] = {}
         for pid in self._seen.keys() | self._acked.keys():
             seen = self._seen.get(pid, bytearray())
-            acked = self._acked.get(pid, bytearray())
+            acked = bytes(self._acked.get(pid, bytearray()))
             width = max(len(seen), len(acked))
+            acked = acked.ljust(width, b"\x00")
             s = _bits(seen.ljust(width, b"\x00"))
-            a = _bits(bytes(acked).ljust(width, b"\x00"))
+            a = _bits(acked)
             unique += s.bit_count()
             expected += a.bit_count()
             lost += (a & ~s).bit_count()
             unexpected += (s & ~a).bit_count()
+            # Per partition: a pass over the flags per partition present, in C (a handful).
+            for flag in _tags(acked):
+                a_p = _bits(acked, flag)
+                counts = parts.setdefault(partition_of(flag), [0, 0])
+                counts[0] += a_p.bit_count()
+                counts[1] += (a_p & ~s).bit_count()
+        for p in self.duplicates_by_partition:
+            parts.setdefault(p, [0, 0])
+        by_partition = {p: PartitionReport(expected=e, lost=lo,
+                                           duplicates=self.duplicates_by_partition.get(p, 0))
+                        for p, (e, lo) in sorted(parts.items())}
         return VerifyReport(
             records=self.records,
             unique=unique,
@@ -231,6 +308,7 @@ class Verifier:
             foreign=self.foreign,
             corrupt_batches=self.corrupt_batches,
             per_partition=dict(self.per_partition),
+            by_partition=by_partition,
         )
 
 
@@ -243,12 +321,22 @@ def unpack_flags(text: str) -> bytearray:
     return bytearray(zlib.decompress(base64.b64decode(text)))
 
 
-def _bits(flags: bytes | bytearray) -> int:
-    """An int with one set bit per non-zero byte (bit position = 8 * byte index).
+def _bits(flags: bytes | bytearray, only: int | None = None) -> int:
+    """An int with one set bit per non-zero byte (bit position = 8 * byte index); with
+    ``only``, per byte equal to that tag.
 
     Normalising bytes to 0/1 first lets ``int.bit_count`` count flags in C.
     """
-    return int.from_bytes(bytes(flags).translate(_TO_01), "little")
+    table = _TO_01 if only is None else _ONLY[only]
+    return int.from_bytes(bytes(flags).translate(table), "little")
+
+
+def _tags(flags: bytes | bytearray) -> list[int]:
+    """The distinct non-zero bytes of ``flags``: a memchr per possible tag, in C, stopping at
+    the first hit (no Python work per record)."""
+    return [t for t in range(1, 256) if t in flags]
 
 
 _TO_01 = bytes([0] + [1] * 255)
+_TO_FF = bytes([0] + [255] * 255)
+_ONLY = [bytes(1 if i == t else 0 for i in range(256)) for t in range(256)]

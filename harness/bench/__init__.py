@@ -5,8 +5,10 @@ self-describing result file) is ``common.py``.
 
 Layout:
 - ``common.py``              interleaved sides, median and CV, the result file
+- ``single.py``              one broker (or null sink) and the synchronous producer, placed
 - ``perf.py``                `make perf`: one broker against a null sink; ``--open-loop``: the
-                             load client's on-time ceiling
+                             load client's on-time ceiling (kept for rate searches)
+- ``client_ceiling.py``      that ceiling's search (what rate searches measure once per machine)
 - ``perf_cluster.py``        `make perf-cluster`: the 3-broker twins against uncoordinated and
                              null-sink ceilings of the same shape
 - ``perf_zk.py``             `make perf-zk`: one ZooKeeper request through kazoo and the direct

@@ -12,7 +12,9 @@ Prints a table of records/s per cell and the ratio broker/null-sink, ends with
 ``--open-loop`` instead measures the load client's own ceiling: the highest rate at which one
 open-loop producer (32 B x 20, pipelined, window 8) keeps its schedule against the null sink,
 found by ramp and bisection (harness/studies/latency/search.py); it ends with
-``client_ceiling_rps=N``. A session asking for more than this measures the client, not the broker.
+``client_ceiling_rps=N`` and keeps the figure where rate searches read it
+(results/perf/client-ceiling.json, harness/studies/latency/ceiling.py). A session asking for
+more than this measures the client, not the broker.
 """
 
 from __future__ import annotations
@@ -22,18 +24,17 @@ import os
 import statistics
 import sys
 import tempfile
-import uuid
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness import conditions
+from harness.bench import client_ceiling
 from harness.bench.common import interleaved, write_result
-from harness.cluster.processes import ManagedProcess
-from harness.studies.latency.search import RateSearch, SearchConfig, search_max_rate
-from workloads.cluster import ClusterClient, ClusterClientConfig
+from harness.bench.single import WARMUP_MESSAGES, Sample, placement, produce_sync, start_single
+from harness.studies.latency import ceiling
 from workloads.connection import run as run_async
-from workloads.producer import Producer, ProducerConfig
 
 FORMAT_VERSION = 1
 # (message size in bytes, records per produce request): the paper's batch sweep at 32 B, and
@@ -47,106 +48,10 @@ class PerfConfig:
     messages: int = 30_000
     # Measured repetitions per cell and side; the table reports the median.
     repetitions: int = 5
-    # Records produced once per broker before measuring (connection set-up, page cache, JIT-free
-    # but allocator warm-up).
-    warmup_messages: int = 5_000
+    # Records produced once per broker before measuring (single.py).
+    warmup_messages: int = WARMUP_MESSAGES
     # Where the JSON result goes.
     out_dir: Path = Path("results/perf")
-
-
-@dataclass
-class Sample:
-    side: str  # "null" or "broker"
-    msg_size: int
-    batch: int
-    repetition: int
-    records: int
-    wall_s: float
-    rps: float
-    p50_us: float
-    p99_us: float
-
-
-def start_single(name: str, workdir: Path, cpu: int | None, storage: str = "segment"
-                 ) -> tuple[ManagedProcess, str]:
-    """One `twinbench broker` (LocalCoordinator: no peers, no coordination traffic) with
-    ``storage`` "segment", or "null" (acknowledges without storing); returns it and its
-    address. Pinned to ``cpu`` when given, else it inherits this process's affinity."""
-    argv = [sys.executable, "-m", "harness.cli", "broker", "--listen", "127.0.0.1:0",
-            "--data-dir", str(workdir / name), "--storage", storage, "--log-level", "WARNING"]
-    proc = ManagedProcess(argv, name=f"{name} broker", log_path=workdir / f"{name}.log").start()
-    line = proc.wait_for_line("listening=", 60)
-    if cpu is not None:
-        os.sched_setaffinity(proc.pid, {cpu})
-    return proc, line.split("=", 1)[1]
-
-
-async def produce_sync(bootstrap: str, msg_size: int, batch: int, count: int,
-                       config: ClusterClientConfig | None = None) -> Sample:
-    """``count`` records from one synchronous producer into a fresh 1-partition topic; the
-    sample's side and repetition are the caller's to fill in."""
-    cluster = await ClusterClient.open(bootstrap, config)
-    try:
-        topic = f"perf-{uuid.uuid4().hex[:12]}"
-        await cluster.create_topic(topic, partitions=1)
-        result = await Producer(cluster, topic, msg_size=msg_size, batch=batch,
-                                mode="sync").run(count)
-    finally:
-        await cluster.close()
-    if result.records_acked != count:
-        raise RuntimeError(f"only {result.records_acked}/{count} records acknowledged: "
-                           f"errors {result.errors}")
-    return Sample("", msg_size, batch, 0, result.records_acked, result.wall_s, result.rps,
-                  result.latency.percentile(50), result.latency.percentile(99))
-
-
-# --open-loop: seconds per try, and the fraction of the target a try must achieve.
-OPEN_LOOP_TRY_S = 3.0
-OPEN_LOOP_ACHIEVED = 0.98
-
-
-async def _open_loop_try(bootstrap: str, rate: float) -> bool:
-    """One open-loop session at ``rate`` against ``bootstrap``: did it keep its schedule?"""
-    cluster = await ClusterClient.open(bootstrap)
-    try:
-        topic = f"perf-{uuid.uuid4().hex[:12]}"
-        await cluster.create_topic(topic, partitions=1)
-        cfg = ProducerConfig(topic=topic, msg_size=32, batch=20, mode="pipelined", window=8,
-                             rate=rate)
-        result = await Producer(cluster, config=cfg).run(
-            int(rate * OPEN_LOOP_TRY_S) + cfg.batch, duration_s=OPEN_LOOP_TRY_S)
-    finally:
-        await cluster.close()
-    report = result.schedule_report
-    assert report is not None
-    ok = not report.behind and report.achieved_rate >= OPEN_LOOP_ACHIEVED * rate
-    delay = result.schedule.send_delay.percentile(99) if result.schedule else 0
-    print(f"  open loop {rate:>12,.0f} rec/s: achieved {report.achieved_rate:>12,.0f}, "
-          f"final lag {report.final_lag_s * 1e3:7.1f} ms, send delay p99 {delay / 1e3:7.1f} ms"
-          f" -> {'kept' if ok else 'behind'}", file=sys.stderr, flush=True)
-    return ok
-
-
-def _client_ceiling(workdir: Path, broker_cpu: int | None) -> RateSearch:
-    proc, bootstrap = start_single("null", workdir, broker_cpu, "null")
-    try:
-        run_async(produce_sync(bootstrap, 32, 20, PerfConfig.warmup_messages))
-        return search_max_rate(lambda r: run_async(_open_loop_try(bootstrap, r)),
-                               SearchConfig(start=25_000, precision=0.05, ceiling=5_000_000))
-    finally:
-        proc.stop()
-
-
-def _placement(mode: str) -> tuple[int | None, int | None]:
-    """(client CPU, broker CPU). A synchronous producer is a ping-pong: on one core each side
-    wakes the other without a cross-core wake-up (~40 µs here), so "same" measures the
-    software; "split" measures what a two-machine deployment would also pay per round trip."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if mode == "none":
-        return None, None
-    if mode == "same" or len(cpus) < 2:
-        return cpus[0], cpus[0]
-    return cpus[0], cpus[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,17 +76,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) -> int:
-    client_cpu, broker_cpu = _placement(args.placement)
+    client_cpu, broker_cpu = placement(args.placement)
     if client_cpu is not None:
         os.sched_setaffinity(0, {client_cpu})
     if args.open_loop:
         with tempfile.TemporaryDirectory(prefix="twinbench-perf-") as tmp:
-            found = _client_ceiling(Path(tmp), broker_cpu)
+            found = client_ceiling.search(Path(tmp), broker_cpu)
         print(f"open-loop client (32 B x 20, window 8) against the null sink; client on CPU "
               f"{client_cpu}, null sink on CPU {broker_cpu}: kept {found.kept:,.0f} rec/s, "
               f"behind at {found.failed:,.0f} rec/s ({len(found.tries)} tries of "
-              f"{OPEN_LOOP_TRY_S:g} s)")
+              f"{client_ceiling.OPEN_LOOP_TRY_S:g} s)")
         print(f"client_ceiling_rps={found.kept:.0f}")
+        if args.placement == "same":
+            kept = ceiling.ClientCeiling(
+                found.kept, "measured",
+                datetime.now(UTC).isoformat(timespec="seconds"), ceiling.fingerprint())
+            ceiling.store(ceiling.path(), kept)
+            print(f"kept for rate searches: {ceiling.path()}")
         return 0
     samples: list[Sample] = []
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-") as tmp:

@@ -40,7 +40,7 @@ from pathlib import Path
 from brokers.core.errors import UserError
 from harness import architectures, conditions
 from harness.bench.common import interleaved, spread, write_result
-from harness.bench.perf import start_single
+from harness.bench.single import start_single
 from harness.cluster.processes import ManagedProcess
 from harness.cluster.running import ProcessCluster, process_cpu_seconds
 from harness.cluster.spec import ClusterSpec

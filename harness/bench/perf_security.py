@@ -22,7 +22,7 @@ from brokers.core.security.client import ClientSecurity
 from brokers.core.security.listeners import SecurityProtocol
 from harness import architectures
 from harness.bench.common import interleaved
-from harness.bench.perf import produce_sync
+from harness.bench.single import produce_sync
 from harness.cluster.certs import make_run_security
 from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec

@@ -58,7 +58,7 @@ from harness.driver.load import Load
 from harness.driver.progress import RunProgress, summary_table
 from harness.driver.session import run_session
 from harness.hosts import HostLost, HostsFile
-from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY
+from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY, ceiling
 from harness.studies.latency import steps as searches
 from harness.studies.latency.search import RateSearch, RateSearcher
 from harness.studies.qos import QOS
@@ -181,17 +181,35 @@ class _Run:
         self.background = conditions.BackgroundMeter(self.our_cpu)
         # (side index, base cell id) -> each try's search (rate_search workloads).
         self.max_rates: dict[tuple[int, str], list[RateSearch]] = {}
+        # The highest rate a search may try (rate_search workloads; resolve_client_ceiling).
+        self.client_ceiling: ceiling.ClientCeiling | None = None
         self.warn_above_client_ceiling()
 
     def warn_above_client_ceiling(self) -> None:
         """A target the load client cannot schedule measures the client, not the brokers."""
-        too_high = [r for r in self.workload.rate if r > CLIENT_CEILING_RPS]
+        if not self.workload.rate:
+            return
+        known = ceiling.cached(ceiling.path(), ceiling.fingerprint())
+        limit = known.rps if known is not None else CLIENT_CEILING_RPS
+        where = ("measured on this machine" if known is not None else
+                 "on the development VM; `python -m harness.bench.perf --open-loop` measures "
+                 "this machine")
+        too_high = [r for r in self.workload.rate if r > limit]
         if too_high:
             print(f"twinbench: warning: target rate {max(too_high):,.0f} records/s is above "
-                  f"what one load client schedules on time (~{CLIENT_CEILING_RPS:,.0f} on the "
-                  "development VM; `python -m harness.bench.perf --open-loop` measures this "
-                  "machine); such sessions measure the client and will likely be marked behind",
+                  f"what one load client schedules on time (~{limit:,.0f}, {where}); such "
+                  "sessions measure the client and will likely be marked behind",
                   file=sys.stderr)
+
+    def resolve_client_ceiling(self) -> None:
+        """A rate search's ceiling: the workload's, or the load client's own on this machine
+        (kept from an earlier measurement, or measured now)."""
+        search = self.workload.study(LATENCY_STUDY)
+        if search is None:
+            return
+        given = search.search.ceiling
+        self.client_ceiling = (ceiling.from_workload(given) if given is not None
+                               else ceiling.resolve())
 
     # --- clusters --------------------------------------------------------------------------
     def spec(self, key: plan.ClusterKey, metadata_check: str,
@@ -386,6 +404,8 @@ class _Run:
             architectures=labels,
             external=self.external.manifest() if self.external is not None else None,
             hosts=self.hosts_manifest(arch),
+            client_ceiling=(self.client_ceiling.manifest()
+                            if self.client_ceiling is not None else None),
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -464,7 +484,8 @@ class _Run:
         wl = self.workload
         search = wl.study(LATENCY_STUDY)
         assert search is not None
-        config = searches.search_config(search.search)
+        assert self.client_ceiling is not None  # resolve_client_ceiling ran
+        config = searches.search_config(search.search, self.client_ceiling.rps)
         for cell in plan.base_cells(wl):
             for try_no in range(1, wl.tries + 1):
                 found = {side.index: RateSearcher(config) for side in epoch.searches}
@@ -484,7 +505,7 @@ class _Run:
                     self.max_rates.setdefault((side.index, cell.base_id), []).append(result)
                     log = self.log_for(side, self.clusters[side.cluster])
                     log.add_rows("max_rate.csv", [searches.max_rate_row(
-                        log.run_id, side, cell, try_no, result)])
+                        log.run_id, side, cell, try_no, result, config.ceiling)])
                     self.progress.note(f"{side.arch} {side.label} {cell.base_id} try {try_no}: "
                                        f"max sustainable rate {result.kept:,.0f} records/s")
 
@@ -793,6 +814,8 @@ def run(opts: RunOptions) -> RunOutcome:
 def _run(opts: RunOptions, tuned: dict[str, str]) -> RunOutcome:
     state = _Run(opts)
     state.tuned = tuned
+    # Before any cluster starts: measuring the client's ceiling needs the machine to itself.
+    state.resolve_client_ceiling()
     t0 = time.monotonic()
     completed = False
     try:

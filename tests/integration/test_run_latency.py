@@ -46,9 +46,14 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         steps = _rows(run / "rate_search.csv")
         assert list(steps[0]) == list(fmt.RATE_SEARCH.names())
         assert {s["verdict"] for s in steps} <= set(VERDICTS)
+        # The search's ceiling is the load client's own on this machine (measured by this run
+        # or kept from an earlier one), recorded in the manifest and beside the result.
+        ceiling = json.loads((run / "manifest.json").read_text())["client_ceiling"]
+        assert ceiling["source"] in {"measured", "cached"} and ceiling["rps"] > 0
+        assert set(ceiling["fingerprint"]) == {"cpu_model", "cpus", "python", "client_code"}
         # Replaying the verdicts through the search gives back exactly the rates tried: the
         # driver followed the search, step by step.
-        searcher = RateSearcher(search_config(latency.search))
+        searcher = RateSearcher(search_config(latency.search, ceiling["rps"]))
         for s in steps:
             assert float(s["rate"]) == pytest.approx(searcher.next_rate(), rel=1e-6)
             searcher.record(s["verdict"] == "kept")
@@ -57,6 +62,9 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         (best,) = _rows(run / "max_rate.csv")
         assert float(best["kept_rate"]) == pytest.approx(found.kept, rel=1e-6)
         assert int(best["steps"]) == len(steps)
+        assert float(best["ceiling"]) == pytest.approx(ceiling["rps"], rel=1e-6)
+        # A rate failed (below), so the maximum is the brokers', not the client's.
+        assert best["client_bound"] == "False"
         # Far below what either twin sustains on any machine: the first step is kept.
         assert steps[0]["verdict"] == "kept", steps[0]
         # It ramped until a rate failed, then bisected: some rate is off the ramp.

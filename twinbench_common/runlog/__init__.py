@@ -14,7 +14,8 @@ Layout:
 - ``coordination.py``   coordination.csv: coordination cost per try x cell x scenario
 - ``latency.py``        latency.jsonl: HDR histograms
 - ``counters.py``       counters.csv: every counter's increase (long format)
-- ``faults.py``, ``fault_events.py``, ``timeline.py``   the fault study's files
+- ``faults.py``, ``fault_events.py``, ``fault_partitions.py``, ``timeline.py``   the fault
+  study's files
 - ``series.py``, ``rate_search.py``, ``max_rate.py``    the open-loop study's files
 - ``metadata.py``       metadata.csv: the metadata study's sessions
 - ``metrics.py``        metrics.csv: the brokers' sampled Prometheus metrics
@@ -25,6 +26,7 @@ from __future__ import annotations
 from twinbench_common.runlog.coordination import COORDINATION
 from twinbench_common.runlog.counters import COUNTERS
 from twinbench_common.runlog.fault_events import FAULT_EVENTS
+from twinbench_common.runlog.fault_partitions import FAULT_PARTITIONS
 from twinbench_common.runlog.faults import FAULTS
 from twinbench_common.runlog.latency import LATENCY
 from twinbench_common.runlog.max_rate import MAX_RATE
@@ -37,15 +39,15 @@ from twinbench_common.runlog.table import Column, Table
 from twinbench_common.runlog.timeline import TIMELINE
 
 __all__ = [
-    "COORDINATION", "COUNTERS", "FAULTS", "FAULT_EVENTS", "LATENCY", "MAX_RATE", "METADATA",
-    "METRICS", "RATE_SEARCH", "RECORDS", "SERIES", "TABLES", "TIMELINE", "Column", "Table",
-    "by_file", "by_name",
+    "COORDINATION", "COUNTERS", "FAULTS", "FAULT_EVENTS", "FAULT_PARTITIONS", "LATENCY",
+    "MAX_RATE", "METADATA", "METRICS", "RATE_SEARCH", "RECORDS", "SERIES", "TABLES", "TIMELINE",
+    "Column", "Table", "by_file", "by_name",
 ]
 
 # Every table a run directory may hold, in the order the harness creates them.
 TABLES: tuple[Table, ...] = (
-    RECORDS, COORDINATION, LATENCY, FAULTS, FAULT_EVENTS, TIMELINE, COUNTERS, SERIES,
-    RATE_SEARCH, MAX_RATE, METADATA, METRICS,
+    RECORDS, COORDINATION, LATENCY, FAULTS, FAULT_EVENTS, FAULT_PARTITIONS, TIMELINE, COUNTERS,
+    SERIES, RATE_SEARCH, MAX_RATE, METADATA, METRICS,
 )
 
 _BY_NAME = {t.name: t for t in TABLES}

@@ -18,7 +18,7 @@ import dataclasses
 
 from harness.studies.faults.schema import SCENARIO, FaultCase, FaultPlan, FaultStep, parse
 from harness.studies.study import Study
-from twinbench_common.runlog import FAULT_EVENTS, FAULTS, TIMELINE
+from twinbench_common.runlog import FAULT_EVENTS, FAULT_PARTITIONS, FAULTS, TIMELINE
 
 __all__ = ["FAULT_STUDY", "SCENARIO", "FaultCase", "FaultPlan", "FaultStep"]
 
@@ -28,7 +28,7 @@ FAULT_STUDY: Study[FaultPlan] = Study(
     keys=("faults",),
     parse=parse,
     manifest=lambda plan: {"faults": None if plan is None else dataclasses.asdict(plan)},
-    tables=(FAULTS, FAULT_EVENTS, TIMELINE),
+    tables=(FAULTS, FAULT_EVENTS, FAULT_PARTITIONS, TIMELINE),
     scenario=SCENARIO,
     refuse_external=lambda plan: ("fault workloads need a cluster twinbench starts (it kills "
                                   "and restarts its brokers); not --bootstrap"),

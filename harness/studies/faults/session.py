@@ -61,7 +61,7 @@ from workloads.consumer import Consumer
 from workloads.group import GroupMember, GroupMemberConfig, stable_intervals
 from workloads.producer import Producer, ProducerResult
 from workloads.timeline import Timeline
-from workloads.verify import Verifier
+from workloads.verify import Verifier, VerifyReport
 
 METADATA = 3
 # How long the probe group may take to settle before production starts.
@@ -276,6 +276,8 @@ class FaultOutcome:
     timeline: list[tuple[float, int, int, int]]
     bucket_s: float
     samples: list[Sample] = field(default_factory=list)
+    # fault_partitions.csv fields per partition (attribute()).
+    partitions: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def _settle(members: list[GroupMember], timeout_s: float) -> None:
@@ -343,10 +345,11 @@ async def run_fault_session(cluster: ProcessCluster, clients: Clients, workload:
                            report=verifier.report(),
                            messages=sum(r.records_sent for r, _ in prod),
                            timed_out=any(c.timed_out for c in cons))
+    partitions = attribute(result.report, leaderless_at_end(monitor.samples, wl.partitions))
     row = _measure(monitor.samples, events, probe.members, timeline, result, cluster, wl, t0,
-                   t_prod_end, [r for r, _ in prod])
+                   t_prod_end, [r for r, _ in prod], partitions)
     return FaultOutcome(result, row, events, timeline.rows(), timeline.bucket_s,
-                        monitor.samples)
+                        monitor.samples, partitions)
 
 
 class _ProbeGroup:
@@ -413,7 +416,8 @@ def _consumers(clients: Clients, wl: Workload, cell: Cell, topic: str, group: st
 
 def _measure(samples: list[Sample], events: list[Event], members: list[GroupMember],
              timeline: Timeline, result: SessionResult, cluster: ProcessCluster, wl: Workload,
-             t0: float, t_prod_end: float, prod: list[ProducerResult]) -> dict[str, Any]:
+             t0: float, t_prod_end: float, prod: list[ProducerResult],
+             partitions: list[dict[str, Any]]) -> dict[str, Any]:
     fp = wl.study(FAULT_STUDY)
     assert fp is not None
     nodes = [b.node_id for b in cluster.brokers]
@@ -440,14 +444,8 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
     recovery = unstable = None
     if fault_at is not None:
         recovery, unstable = group_recovery(stable, fault_at, closer_at, t0, t_prod_end)
-    # A partition without a leader at the end (a broker that never came back) holds records
-    # nobody can read: those are "unreachable", not lost.
-    last = {}
-    for s in samples:
-        if s.ok:
-            last[s.node] = s
-    leaderless = any(-1 in s.leaders or len(s.leaders) < wl.partitions for s in last.values())
     report = result.report
+    lost = sum(p["lost"] for p in partitions)
     target = next((e for e in events if e.node_id is not None), None)
     first = opener or (events[0] if events else None)
 
@@ -477,13 +475,40 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
         "sent": result.messages,
         "acked": sum(r.records_acked for r in prod),
         "consumed": report.records,
-        "lost": 0 if leaderless else report.lost,
+        "lost": lost,
         "duplicates": report.duplicates,
-        "unreachable": report.lost if leaderless else 0,
+        "unreachable": sum(p["unreachable"] for p in partitions),
         "produce_errors": sum(sum(r.errors.values()) for r in prod),
-        "status": "failed" if (not leaderless and result.failed) or report.out_of_order
-        or report.corrupt_batches else "ok",
+        "status": "failed" if lost or report.out_of_order or report.corrupt_batches else "ok",
     }
+
+
+def leaderless_at_end(samples: Sequence[Sample], partitions: int) -> set[int]:
+    """The partitions some broker, in its last answer, named no leader for (all of them when
+    its answer did not cover the topic)."""
+    last: dict[int, Sample] = {}
+    for s in samples:
+        if s.ok:
+            last[s.node] = s
+    out: set[int] = set()
+    for s in last.values():
+        out.update(p for p in range(partitions) if p >= len(s.leaders) or s.leaders[p] == -1)
+    return out
+
+
+def attribute(report: VerifyReport, leaderless: set[int]) -> list[dict[str, Any]]:
+    """fault_partitions.csv's fields: each partition's acknowledged records that were never
+    read are ``unreachable`` if it had no leader at the end (a broker that never came back
+    holds them), ``lost`` if it had one. Per partition, so a leaderless partition does not hide
+    another partition's loss. Partition -1 (254 and up, counted together) is leaderless if any
+    of those is."""
+    rows = []
+    for p, part in sorted(report.by_partition.items()):
+        gone = p in leaderless or (p == -1 and any(q >= 254 for q in leaderless))
+        rows.append({"partition": p, "leader_at_end": not gone, "acked": part.expected,
+                     "lost": 0 if gone else part.lost, "unreachable": part.lost if gone else 0,
+                     "duplicates": part.duplicates})
+    return rows
 
 
 def _role_name(e: Event) -> str:
@@ -498,8 +523,10 @@ def _role_name(e: Event) -> str:
 
 
 def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
-               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """faults.csv row, fault_events.csv rows and timeline.csv rows of one fault session."""
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
+                          list[dict[str, Any]]]:
+    """faults.csv row, fault_events.csv, timeline.csv and fault_partitions.csv rows of one
+    fault session."""
     case: FaultCase = s.case
     key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
            "case": case.name, "try": s.try_no}
@@ -510,7 +537,8 @@ def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
                "took_s": round(e.took_s, 6), "result": e.result} for e in o.events]
     timeline = [{**key, "t_s": t, "bucket_s": o.bucket_s, "produced": p, "consumed": c,
                  "commits": k} for t, p, c, k in o.timeline]
-    return row, events, timeline
+    partitions = [{**key, **p} for p in o.partitions]
+    return row, events, timeline, partitions
 
 
 class FaultSessions:
@@ -571,9 +599,10 @@ class FaultSessions:
                                       counters.delta(cluster.spec.architecture, before, after))
         log.add_coordination(coord)
         log.add_latency(rows.latency_entries(run_id, s, result))
-        fault, events, timeline = fault_rows(run_id, arch, s, outcome)
+        fault, events, timeline, partitions = fault_rows(run_id, arch, s, outcome)
         log.add_rows("faults", [fault])
         log.add_rows("fault_events", events)
+        log.add_rows("fault_partitions", partitions)
         log.add_rows("timeline", timeline)
         run.summarise(s.side, rec, coord)
         if fault["status"] == "failed":

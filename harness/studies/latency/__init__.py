@@ -10,6 +10,7 @@ Layout:
 - ``schema.py``   RateSearchPlan, Latency: the keys, the load client's ceiling
 - ``search.py``   RateSearch, RateSearcher: the search itself (sans-IO: ramp, then bisect)
 - ``steps.py``    a step's verdict and rows, the mean maximum (imported by the runner)
+- ``ceiling.py``  the load client's ceiling on this machine: measured once, kept, recorded
 """
 
 from __future__ import annotations

@@ -56,9 +56,10 @@ class Step:
         return self.verdict == "kept"
 
 
-def search_config(plan: RateSearchPlan) -> SearchConfig:
+def search_config(plan: RateSearchPlan, ceiling: float) -> SearchConfig:
+    """The search of ``plan`` under ``ceiling`` (the workload's own, or the client's)."""
     return SearchConfig(start=plan.start, factor=plan.factor, precision=plan.precision,
-                        ceiling=plan.ceiling)
+                        ceiling=plan.ceiling if plan.ceiling is not None else ceiling)
 
 
 def backlog_at(series: list[dict[str, Any]], duration_s: float) -> int:
@@ -101,13 +102,17 @@ def step_row(run_id: str, side: Side, cell: Cell, try_no: int, step_no: int, rat
             "e2e_p99_us": step.e2e_p99_us, "send_delay_p99_us": step.send_delay_p99_us}
 
 
-def max_rate_row(run_id: str, side: Side, cell: Cell, try_no: int, found: RateSearch
-                 ) -> dict[str, Any]:
+def max_rate_row(run_id: str, side: Side, cell: Cell, try_no: int, found: RateSearch,
+                 ceiling: float) -> dict[str, Any]:
+    bound = math.isinf(found.failed)
     return {"run_id": run_id, "arch": side.arch, "label": side.label, "cell_id": cell.base_id,
             "try": try_no, "kept_rate": round(found.kept, 3),
             # inf (the ceiling itself was kept) is written as empty: no rate failed.
-            "failed_rate": None if math.isinf(found.failed) else round(found.failed, 3),
-            "steps": len(found.tries)}
+            "failed_rate": None if bound else round(found.failed, 3),
+            "steps": len(found.tries), "ceiling": round(ceiling, 3),
+            # The search stopped at the ceiling, not at a rate the brokers failed: the
+            # maximum is at least kept_rate, and the client's, not the brokers'.
+            "client_bound": bound}
 
 
 def mean_max(found: list[RateSearch]) -> float:

@@ -64,6 +64,12 @@ def fault_timeline(timeline: DataFrame) -> pd.DataFrame:
                            "consumed", "commits").toPandas()
 
 
+def fault_partitions(partitions: DataFrame) -> pd.DataFrame:
+    """Every session's records per partition (format 9; policies as for fault_timeline)."""
+    return partitions.select(*SESSION_KEY, "side", "workload", "partition", "leader_at_end",
+                             "acked", "lost", "unreachable", "duplicates").toPandas()
+
+
 def fault_events(events: DataFrame) -> pd.DataFrame:
     """Every injected action with its session's keys (the figures' markers); policies as for
     fault_timeline."""

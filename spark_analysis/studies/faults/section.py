@@ -61,8 +61,30 @@ def _fault_side(a: ArchLabel, r: pd.Series) -> dict[str, str]:
                                               r[f"{n}_ci_hi"])}
 
 
+def _where_missing(partitions: pd.DataFrame | None, names: dict[tuple[str, ...], str]
+                   ) -> list[str]:
+    """The partitions that lost, could not serve, or duplicated records (runs of format 9:
+    each record counted in the partition it was acknowledged in)."""
+    if partitions is None or partitions.empty:
+        return []
+    bad = partitions[(partitions["lost"] > 0) | (partitions["unreachable"] > 0)
+                     | (partitions["duplicates"] > 0)]
+    if bad.empty:
+        return ["\nEvery partition of every fault session: nothing lost, unreachable or "
+                "duplicated (`fault_partitions.csv`).\n"]
+    rows = [{"case": names.get(tuple(r[k] for k in FAULT_KEY), r["case"]), "arch": r["arch"],
+             "partition": int(r["partition"]),
+             "leaderless at end": f"{int(r['leaderless_sessions'])}/{int(r['sessions'])}",
+             "acked": int(r["acked"]), "lost": int(r["lost"]),
+             "unreachable": int(r["unreachable"]), "duplicates": int(r["duplicates"])}
+            for _, r in bad.iterrows()]
+    return ["\n**Where** (the partitions that lost, could not serve or duplicated records; a "
+            "record is `unreachable` only in a partition left without a leader, so one such "
+            "partition does not hide another's loss)\n", md_table(pd.DataFrame(rows))]
+
+
 def faults_md(outcomes: pd.DataFrame, comparison: pd.DataFrame, empty: bool,
-              archs: Archs = DEFAULT) -> str:
+              archs: Archs = DEFAULT, partitions: pd.DataFrame | None = None) -> str:
     if empty:
         return "_No fault sessions among the inputs (`twinbench run --workload faults`)._\n"
     names, setting = case_labels(outcomes)
@@ -88,6 +110,7 @@ def faults_md(outcomes: pd.DataFrame, comparison: pd.DataFrame, empty: bool,
     parts += ["**Outcomes** (sums over tries; `lost` must be 0: acknowledged on a partition "
               "whose broker came back and never consumed; `unreachable`: acknowledged on a "
               "partition whose broker never came back)\n", md_table(pd.DataFrame(rows))]
+    parts += _where_missing(partitions, names)
     timings = []
     for o, block in pairs(comparison, archs, marker="sessions"):
         rows = []

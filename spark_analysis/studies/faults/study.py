@@ -34,6 +34,8 @@ class FaultTables:
     comparison: pd.DataFrame = field(default_factory=_empty)
     timeline: pd.DataFrame = field(default_factory=_empty)
     events: pd.DataFrame = field(default_factory=_empty)
+    # Per case x arch x partition (format 9; empty for older runs): where records were lost.
+    partitions: pd.DataFrame = field(default_factory=_empty)
     archs: Archs = DEFAULT
 
     @property
@@ -47,7 +49,8 @@ class FaultTables:
             return {}
         return {"fault_sessions": self.sessions, "fault_stats": self.stats,
                 "fault_outcomes": self.outcomes, "fault_comparison": self.comparison,
-                "fault_timeline": self.timeline, "fault_events": self.events}
+                "fault_timeline": self.timeline, "fault_events": self.events,
+                "fault_partitions": self.partitions}
 
     def figures(self, out: Path, archs: Archs) -> list[Path]:
         from spark_analysis.studies.faults import figures
@@ -59,7 +62,8 @@ class FaultTables:
         return section.fault_headline(self.outcomes)
 
     def section(self) -> str:
-        return section.faults_md(self.outcomes, self.comparison, self.empty, self.archs)
+        return section.faults_md(self.outcomes, self.comparison, self.empty, self.archs,
+                                 self.partitions)
 
 
 class FaultsStudy:
@@ -80,6 +84,10 @@ class FaultsStudy:
                     if logs.timeline is not None else pd.DataFrame())
         events = (fault_tables.with_policies(aggregate.fault_events(logs.fault_events), sessions)
                   if logs.fault_events is not None else pd.DataFrame())
+        partitions = (fault_tables.fault_partitions(
+            fault_tables.with_policies(aggregate.fault_partitions(logs.fault_partitions),
+                                       sessions), archs)
+            if logs.fault_partitions is not None else pd.DataFrame())
         aa = int(sessions["side"].isin(AA_LABELS).sum())
         if aa:
             notes.append(f"{aa} fault sessions of A/A calibration runs (labels A/B) are left "
@@ -94,7 +102,7 @@ class FaultsStudy:
             if not timeline.empty else timeline,
             events=events[events["side"] == "*"].drop(columns=["side"])
             if not events.empty else events,
-            archs=archs,
+            partitions=partitions, archs=archs,
         )
 
     def from_tables(self, tables: Mapping[str, pd.DataFrame], archs: Archs) -> FaultTables:
@@ -103,7 +111,8 @@ class FaultsStudy:
                            outcomes=table(tables, "fault_outcomes"),
                            comparison=table(tables, "fault_comparison"),
                            timeline=table(tables, "fault_timeline"),
-                           events=table(tables, "fault_events"), archs=archs)
+                           events=table(tables, "fault_events"),
+                           partitions=table(tables, "fault_partitions"), archs=archs)
 
 
 STUDY: Study = FaultsStudy()

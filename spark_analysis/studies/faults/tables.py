@@ -65,6 +65,28 @@ def with_policies(df: pd.DataFrame, sessions: pd.DataFrame) -> pd.DataFrame:
     return with_keys(df.merge(policies, on=key, how="left"))
 
 
+PARTITION_COLUMNS = [*FAULT_KEY, "arch", "partition", "sessions", "leaderless_sessions",
+                     "acked", "lost", "unreachable", "duplicates"]
+
+
+def fault_partitions(rows: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
+    """One row per case x arch x partition: sessions, how many ended with the partition
+    leaderless, and the records acknowledged, lost, unreachable and duplicated there (sums
+    over tries). ``rows``: fault_partitions.csv with its sessions' keys (with_policies)."""
+    sub = _main_side(rows)
+    if sub.empty:
+        return pd.DataFrame(columns=PARTITION_COLUMNS)
+    sub = sub.assign(leaderless=~sub["leader_at_end"].astype(bool))
+    group = [*FAULT_KEY, "arch", "partition"]
+    out = sub.groupby(group, dropna=False).agg(
+        sessions=("try", "size"), leaderless_sessions=("leaderless", "sum"),
+        acked=("acked", "sum"), lost=("lost", "sum"), unreachable=("unreachable", "sum"),
+        duplicates=("duplicates", "sum")).reset_index()
+    for c in ("sessions", "leaderless_sessions", "acked", "lost", "unreachable", "duplicates"):
+        out[c] = out[c].astype("int64")
+    return _order(out[PARTITION_COLUMNS], ["_a", "partition"], archs)
+
+
 def _main_side(wide: pd.DataFrame) -> pd.DataFrame:
     if wide.empty:
         return wide

@@ -7,7 +7,11 @@ report's tables.
   its 95% t interval). The latency-throughput figure plots these against the achieved rate.
 * ``max_rates``: one row per searched cell x architecture x side (label): the maximum
   sustainable rate over tries (n, mean, sd, 95% t interval, min, max) and the ratio of its
-  mean to the baseline's (ZooKeeper) under the same label.
+  mean to the baseline's (ZooKeeper) under the same label. A try whose search stopped at the
+  load client's ceiling (``client_bound``) measured the client, not the brokers: the row then
+  says how many tries did (``client_bound``), its mean is only a lower bound (``at_least``),
+  it has no interval, and its ratio is a bound too (``ratio_bound``: ``>=`` when only this
+  side was bound, ``<=`` when only the baseline was, empty ratio when both were).
 
 Only A/A-unlabelled sessions (side ``*``) enter these tables, as for the paper's comparison.
 A session that lost data keeps its latency out (its records never all arrived).
@@ -28,7 +32,19 @@ CURVE_COLUMNS = [*CURVE_KEY, "cell_id", "arch", "tries", "target_rate", "achieve
                  "behind", "consumed_rate", "e2e_p50_us", "e2e_p50_ci_lo", "e2e_p50_ci_hi",
                  "e2e_p99_us", "e2e_p99_ci_lo", "e2e_p99_ci_hi"]
 MAX_RATE_COLUMNS = ["workload", "cell_id", "label", "arch", "n", "mean", "sd", "ci_lo",
-                    "ci_hi", "min", "max", "ratio"]
+                    "ci_hi", "min", "max", "ratio", "client_bound", "at_least", "ceiling",
+                    "ratio_bound"]
+
+
+def _client_bound(found: pd.DataFrame) -> pd.Series:
+    """Per try: did the search stop at the ceiling? max_rate.csv version 2 says so; in
+    version 1 an empty failed_rate meant the same."""
+    empty_failed = (found["failed_rate"].isna() if "failed_rate" in found
+                    else pd.Series(False, index=found.index))
+    if "client_bound" not in found:
+        return empty_failed
+    given = found["client_bound"]
+    return given.where(given.notna(), empty_failed).astype(bool)
 
 
 def _mean_ci(values: pd.Series) -> tuple[float, float, float]:
@@ -73,22 +89,36 @@ def max_rates(found: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
     if found.empty:
         return pd.DataFrame(columns=MAX_RATE_COLUMNS)
     main = found[found["side"] == "*"]
+    main = main.assign(_bound=_client_bound(main))
     out = []
     for (workload, cell, label, arch), g in main.groupby(
             ["workload", "cell_id", "label", "arch"], dropna=False, sort=False):
         v = g["kept_rate"].astype(float)
+        bound = int(g["_bound"].sum())
         sd = float(v.std(ddof=1)) if len(v) > 1 else math.nan
-        lo, hi = stats.t_interval(float(v.mean()), sd, len(v))
+        # A client-bound try is a lower bound, not a sample: no interval over it.
+        lo, hi = stats.t_interval(float(v.mean()), sd, len(v)) if not bound else (math.nan,
+                                                                                 math.nan)
+        ceiling = (float(g["ceiling"].max()) if "ceiling" in g and g["ceiling"].notna().any()
+                   else math.nan)
         out.append({"workload": workload, "cell_id": cell, "label": label, "arch": arch,
                     "n": len(v), "mean": float(v.mean()), "sd": sd, "ci_lo": lo, "ci_hi": hi,
-                    "min": float(v.min()), "max": float(v.max()), "ratio": math.nan})
+                    "min": float(v.min()), "max": float(v.max()), "ratio": math.nan,
+                    "client_bound": bound, "at_least": bool(bound), "ceiling": ceiling,
+                    "ratio_bound": ""})
     df = pd.DataFrame(out, columns=MAX_RATE_COLUMNS)
     base = archs.baseline.name
     for i, r in df.iterrows():
         ref = df[(df["workload"] == r["workload"]) & (df["cell_id"] == r["cell_id"])
                  & (df["label"] == r["label"]) & (df["arch"] == base)]
-        if not ref.empty and ref["mean"].iloc[0] > 0:
-            df.loc[i, "ratio"] = r["mean"] / ref["mean"].iloc[0]
+        if ref.empty or not ref["mean"].iloc[0] > 0:
+            continue
+        mine, theirs = bool(r["at_least"]), bool(ref["at_least"].iloc[0])
+        if mine and theirs and r["arch"] != base:
+            continue  # both at the client's ceiling: nothing is known of their ratio
+        df.loc[i, "ratio"] = r["mean"] / ref["mean"].iloc[0]
+        if r["arch"] != base and mine != theirs:
+            df.loc[i, "ratio_bound"] = ">=" if mine else "<="
     df["_a"] = df["arch"].map(archs.rank).fillna(9)
     return (df.sort_values(["workload", "cell_id", "label", "_a"]).drop(columns="_a")
             .reset_index(drop=True))

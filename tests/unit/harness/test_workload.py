@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness.driver import kinds, plan
-from harness.studies.latency import CLIENT_CEILING_RPS, LATENCY_STUDY
+from harness.studies.latency import LATENCY_STUDY
 from harness.workload import (
     WORKLOAD_DIR,
     WorkloadError,
@@ -97,7 +97,7 @@ def test_rate_search_keys_parse_with_their_defaults():
     search = latency.search
     assert (search.start, search.factor, search.precision,
             search.max_backlog_s) == (1000.0, 2.0, 0.1, 1.0)
-    assert search.ceiling == CLIENT_CEILING_RPS
+    assert search.ceiling is None  # the load client's own, measured (ceiling.py)
     assert latency.fractions == (0.25, 1.0)
     cells = plan.cells(wl)
     assert [c.cell_id for c in cells] == ["size_grid-32B-b20-f25", "size_grid-32B-b20-f100"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workloads.verify import Verifier
+from workloads.verify import Verifier, fill, partition_of, tag
 
 
 def acked(n: int) -> bytearray:
@@ -121,3 +121,27 @@ def test_counts_match_a_naive_model(n, batch, drops, dups):
     assert r.records == delivered
     assert r.lost == lost
     assert r.duplicates == dup and r.out_of_order == 0
+
+
+def test_loss_and_duplicates_per_partition_survive_a_merge_and_json():
+    """Flags carry the partition's tag: loss is counted where it was acknowledged, duplicates
+    where they were delivered, also when consumers in two processes saw the same record."""
+    acked = bytearray(fill(0, 10) + fill(1, 10) + fill(300, 10))
+    a, b = Verifier(), Verifier()
+    a.expect(1, acked)
+    b.expect(1, acked)
+    a.add_batch(0, [1] * 10, list(range(10)))
+    b.add_batch(1, [1] * 8, list(range(10, 18)))
+    b.add_batch(0, [1] * 2, [3, 4])  # already seen by a: duplicates in partition 0
+    b.add_batch(300, [1] * 10, list(range(20, 30)))
+    a.merge(Verifier.from_json(b.to_json()))
+    r = a.report()
+    assert (r.lost, r.duplicates) == (2, 2)
+    assert {p: (x.expected, x.lost, x.duplicates) for p, x in r.by_partition.items()} == {
+        0: (10, 0, 2), 1: (10, 2, 0), -1: (10, 0, 0)}
+
+
+def test_partition_tags_round_trip():
+    assert [partition_of(tag(p)) for p in (0, 1, 253)] == [0, 1, 253]
+    assert partition_of(tag(254)) == partition_of(tag(10_000)) == -1
+    assert fill(2, 3) == bytes([3, 3, 3]) and len(fill(1, 70_000)) == 70_000

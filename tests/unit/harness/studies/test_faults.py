@@ -12,13 +12,16 @@ from harness.driver import kinds, plan
 from harness.studies.faults import FAULT_STUDY
 from harness.studies.faults.session import (
     Sample,
+    attribute,
     detection_time,
     group_recovery,
+    leaderless_at_end,
     rejoin_time,
 )
 from harness.workload import WorkloadError, parse_workload
 from workloads.group import assign_range, stable_intervals
 from workloads.timeline import Timeline
+from workloads.verify import Verifier, fill
 
 CELLS = [{"table": "faults", "msg_sizes": [32], "batches": [20]}]
 
@@ -205,3 +208,39 @@ def test_timeline_buckets_and_the_longest_silence_per_partition():
 def test_range_assignment_is_kafkas():
     assert assign_range(["b", "a", "c"], [0, 1, 2, 3]) == {"a": [0, 1], "b": [2], "c": [3]}
     assert assign_range(["a", "b"], [0]) == {"a": [0], "b": []}
+
+
+def test_loss_is_attributed_per_partition_and_a_leaderless_one_hides_nothing():
+    """Partition 0 ends without a leader (its broker never came back) and 10 of its
+    acknowledged records were not read: unreachable, not lost. Partition 1 kept a leader and
+    5 of its acknowledged records were not read: lost. Before format 9, the leaderless
+    partition made the whole session's 15 unread records "unreachable" and lost = 0."""
+    v = Verifier()
+    acked = bytearray()
+    for p in (0, 1, 2):  # 20 records per partition, in that order
+        acked += fill(p, 20)
+    v.expect(7, acked)
+    v.add_batch(0, [7] * 10, list(range(0, 10)))
+    v.add_batch(1, [7] * 15, list(range(20, 35)))
+    v.add_batch(2, [7] * 20, list(range(40, 60)))
+    v.add_batch(2, [7], [45])  # one duplicate, in partition 2
+    samples = [Sample(t=1.0, node=0, ok=True, leaders=(0, 1, 2)),
+               Sample(t=2.0, node=1, ok=True, leaders=(-1, 1, 2)),
+               Sample(t=2.0, node=2, ok=False)]
+    assert leaderless_at_end(samples, 3) == {0}
+    rows = attribute(v.report(), leaderless_at_end(samples, 3))
+    assert rows == [
+        {"partition": 0, "leader_at_end": False, "acked": 20, "lost": 0, "unreachable": 10,
+         "duplicates": 0},
+        {"partition": 1, "leader_at_end": True, "acked": 20, "lost": 5, "unreachable": 0,
+         "duplicates": 0},
+        {"partition": 2, "leader_at_end": True, "acked": 20, "lost": 0, "unreachable": 0,
+         "duplicates": 1},
+    ]
+
+
+def test_a_broker_that_did_not_cover_the_topic_leaves_every_partition_leaderless():
+    samples = [Sample(t=1.0, node=0, ok=True, leaders=(0, 1)),
+               Sample(t=1.0, node=1, ok=True, leaders=())]
+    assert leaderless_at_end(samples, 2) == {0, 1}
+    assert leaderless_at_end([Sample(t=1.0, node=0, ok=True, leaders=(0, 1))], 2) == set()

@@ -17,6 +17,7 @@ from harness.studies.latency.steps import (
     backlog_at,
     max_rate_row,
     mean_max,
+    search_config,
     step_row,
     step_verdict,
 )
@@ -120,6 +121,16 @@ def test_rows_and_the_mean_maximum() -> None:
     row = step_row("r", side, cell, 2, 3, 4_000.0, Step("error"))
     assert row["cell_id"] == "latency-32B-b20" and row["verdict"] == "error"
     found = [RateSearch(10_000, 12_000, ()), RateSearch(20_000, float("inf"), ())]
-    assert max_rate_row("r", side, cell, 1, found[1])["failed_rate"] is None
+    bound = max_rate_row("r", side, cell, 1, found[1], 20_000.0)
+    assert bound["failed_rate"] is None and bound["client_bound"] is True
+    assert bound["ceiling"] == 20_000.0
+    measured = max_rate_row("r", side, cell, 1, found[0], 20_000.0)
+    assert measured["failed_rate"] == 12_000 and measured["client_bound"] is False
     assert mean_max(found) == 15_000 and mean_max([]) == 0.0
     assert cell.cell_id == "latency-32B-b20-f50"
+
+
+def test_the_search_uses_the_workloads_ceiling_else_the_clients() -> None:
+    plan = RateSearchPlan(1_000.0)
+    assert search_config(plan, 250_000.0).ceiling == 250_000.0
+    assert search_config(RateSearchPlan(1_000.0, ceiling=5_000.0), 250_000.0).ceiling == 5_000.0

@@ -59,6 +59,36 @@ def test_max_rates_interval_and_ratio_to_the_baseline() -> None:
         stats.t_interval(44_000, math.sqrt(32_000_000), 2))
 
 
+def test_a_maximum_at_the_clients_ceiling_is_a_lower_bound_not_a_measurement() -> None:
+    """dsbs reached the client's ceiling in one of two tries (version 2 says so), zk never
+    (version 1 rows: a failed rate each): dsbs gets no interval, "at least", and its ratio is
+    a lower bound; a cell where both were bound has no ratio at all."""
+    def row(arch: str, t: int, kept: float, failed: float | None, bound: object,
+            cell: str = "latency-32B-b20") -> dict[str, object]:
+        return {"workload": "latency", "side": "*", "cell_id": cell, "label": "",
+                "arch": arch, "try": t, "kept_rate": kept, "failed_rate": failed,
+                "ceiling": 300_000.0 if bound is not None else None, "client_bound": bound}
+    found = pd.DataFrame([
+        row("zk", 1, 10_000.0, 11_000.0, None), row("zk", 2, 12_000.0, 13_000.0, None),
+        row("dsbs", 1, 300_000.0, None, True), row("dsbs", 2, 280_000.0, 290_000.0, False),
+        row("zk", 1, 300_000.0, None, None, "c2"), row("dsbs", 1, 300_000.0, None, True, "c2"),
+    ])
+    out = latency_tables.max_rates(found)
+    d = out[(out["arch"] == "dsbs") & (out["cell_id"] == "latency-32B-b20")].iloc[0]
+    z = out[(out["arch"] == "zk") & (out["cell_id"] == "latency-32B-b20")].iloc[0]
+    assert (d["client_bound"], d["at_least"], d["ceiling"]) == (1, True, 300_000.0)
+    assert math.isnan(d["ci_lo"]) and d["ratio_bound"] == ">="
+    assert d["ratio"] == pytest.approx(290_000 / 11_000)
+    assert z["client_bound"] == 0 and not math.isnan(z["ci_lo"])
+    both = out[(out["arch"] == "dsbs") & (out["cell_id"] == "c2")].iloc[0]
+    assert math.isnan(both["ratio"])
+    from spark_analysis.studies.latency.section import latency_md
+
+    text = latency_md(pd.DataFrame(), out)
+    assert "at least 290,000 (client-bound in 1 of 2 tries)" in text
+    assert ">= 26.4" in text
+
+
 def test_nothing_in_nothing_out() -> None:
     assert latency_tables.curves(pd.DataFrame()).empty
     assert latency_tables.max_rates(pd.DataFrame()).empty
