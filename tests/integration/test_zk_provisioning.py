@@ -143,18 +143,21 @@ def test_unreachable_user_address_is_one_clear_error(tmp_path: Path) -> None:
     t0 = time.monotonic()
     with pytest.raises(zk.ZooKeeperUnavailable, match="does not accept connections"):
         zk.provision(f"127.0.0.1:{port}", 1, tmp_path)
-    assert time.monotonic() - t0 < 5
+    # A refused connection is an answer, not a wait: well inside any retry loop's patience
+    # (generous: this asserts no hang, not a speed).
+    assert time.monotonic() - t0 < 30
 
 
 def test_process_that_dies_at_start_reports_its_log(tmp_path: Path) -> None:
     if zk_fixtures.skip_reason():
         pytest.skip(zk_fixtures.skip_reason() or "")
-    cfg = zk_fixtures.zk_test_config(java="/bin/false", startup_timeout_s=10.0)
+    cfg = zk_fixtures.zk_test_config(java="/bin/false", startup_timeout_s=120.0)
     server = zk.ZooKeeperServer(cfg, tmp_path)
     t0 = time.monotonic()
     with pytest.raises(zk.ZooKeeperStartError, match="exited with code 1"):
         server.start()
-    assert time.monotonic() - t0 < 5
+    # The exit was noticed, not the start-up timeout waited out (half of it at most).
+    assert time.monotonic() - t0 < 60
     assert server.pids == ()
 
 
@@ -164,7 +167,7 @@ def test_no_jars_and_no_docker_is_one_clear_error(tmp_path: Path,
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     t0 = time.monotonic()
     assert not zk.docker_engine_answers()
-    assert time.monotonic() - t0 < 5, "probing for Docker must not hang"
+    assert time.monotonic() - t0 < 30, "probing for Docker must not hang"
     cfg = zk.ZooKeeperConfig(home=tmp_path / "no-such-zookeeper")
     with pytest.raises(zk.ZooKeeperUnavailable, match="apt-get install"):
         zk.provision(None, 1, tmp_path, cfg)

@@ -99,7 +99,8 @@ def test_join_and_topic_record_converge(n, record_property):
     assert periods <= 15 and periods_t <= 15
     assert steady < 4  # ping + ack + occasional anti-entropy
     assert net.stats.max_packet <= 1400
-    assert time.monotonic() - started < 60
+    # What the simulation cost, reported (junit XML), never judged: speed is a benchmark's.
+    record_property("wall_s", round(time.monotonic() - started, 1))
 
 
 @pytest.mark.parametrize(("preset", "n"), [("LOCAL", 3), ("LOCAL", 50), ("LAN", 3),
