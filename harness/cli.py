@@ -200,9 +200,11 @@ def _add_run(sub: Subcommands) -> None:
 def _add_analyze(sub: Subcommands) -> None:
     """``twinbench analyze``: run logs to tables, figures and a report."""
     analyze = sub.add_parser("analyze", help="run logs -> tables, figures and report (PySpark)")
-    analyze.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR",
-                         help="run directories or directories holding runs"
-                              " (default results/runs)")
+    # Text, not Path: a URI (hdfs://, s3a://, file://) would lose its "//" to pathlib.
+    analyze.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                         help="run directories or directories holding runs (default "
+                              "results/runs); on a Spark cluster a path every executor can "
+                              "read, or a URI such as hdfs://... or s3a://...")
     analyze.add_argument("--out", type=Path, default=Path("results/report"),
                          help="report directory (default results/report)")
     analyze.add_argument("--master", default="local[*]", help="Spark master URL")

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from spark_analysis.job import DEFAULT_RUNS
+from twinbench_common.errors import UserError
 
 
 def analyze_command(args: argparse.Namespace) -> int:
@@ -18,7 +19,14 @@ def analyze_command(args: argparse.Namespace) -> int:
     from spark_analysis.job import analyze
     from spark_analysis.session import build_session
 
-    runs: list[Path] = list(args.runs) or [DEFAULT_RUNS]
+    runs: list[str | Path] = list(args.runs) or [DEFAULT_RUNS]
+    if args.write_baseline is not None or args.check_baseline is not None:
+        from spark_analysis.storage import is_uri
+
+        if any(is_uri(str(r)) for r in runs):
+            raise UserError("--write-baseline and --check-baseline read local run "
+                            "directories, not URIs")
+    local = [Path(r) for r in runs]
     started = time.perf_counter()
     spark = build_session(args.master)
     analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures,
@@ -29,11 +37,11 @@ def analyze_command(args: argparse.Namespace) -> int:
     print(f"analyzed {len(analysis.runs)} runs ({analysis.input_rows:,} rows{sessions}) in"
           f" {elapsed:.1f} s: {args.out / 'report.md'}")
     if args.write_baseline is not None:
-        path = regress.write_baseline(regress.read_runs(runs), args.write_baseline)
+        path = regress.write_baseline(regress.read_runs(local), args.write_baseline)
         print(f"wrote {path}")
     if args.check_baseline is not None:
         # Appends its tables to report.md, so the report shows the verdicts too.
-        ok, text = regress.run_check(runs, args.check_baseline, args.out)
+        ok, text = regress.run_check(local, args.check_baseline, args.out)
         print(text)
         if not ok:
             return 1

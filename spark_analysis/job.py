@@ -32,7 +32,7 @@ DEFAULT_RUNS = Path("results/runs")
 DEFAULT_OUT = Path("results/report")
 
 
-def compute(spark: SparkSession, paths: Sequence[Path], reference: str | None = None
+def compute(spark: SparkSession, paths: Sequence[str | Path], reference: str | None = None
             ) -> Analysis:
     """Load and validate the runs and compute every study; every ratio is relative to
     ``reference`` (an architecture's name; default: the labels' baseline, zk)."""
@@ -98,7 +98,7 @@ def write_tables(analysis: Analysis, out: Path) -> list[Path]:
     return written
 
 
-def analyze(paths: Sequence[Path], out: Path, *, master: str = "local[*]",
+def analyze(paths: Sequence[str | Path], out: Path, *, master: str = "local[*]",
             spark: SparkSession | None = None, figures: bool = True,
             reference: str | None = None) -> Analysis:
     """The whole job. Reuses ``spark`` when given (tests), else starts one on ``master``."""

@@ -26,10 +26,14 @@ from pyspark.sql import functions as F
 
 from spark_analysis import archs
 from spark_analysis.schema import AA_LABELS, MANIFEST_KIND, SUPPORTED_FORMAT_VERSIONS, spark_schema
+from spark_analysis.storage import HadoopPath, location
 from twinbench_common import runlog
 from twinbench_common.errors import UserError
 from twinbench_common.runlog import Table
 from twinbench_common.runlog.manifest import table_versions
+
+# A run-log location: a local path, or a URI read through Spark's Hadoop file systems.
+Where = Path | HadoopPath
 
 MANIFEST = "manifest.json"
 RECORDS = runlog.RECORDS.file
@@ -47,7 +51,7 @@ ALWAYS_READ: tuple[Table, ...] = (runlog.RECORDS, runlog.COORDINATION)
 class RunInfo:
     """One run directory and what its manifest says about it."""
 
-    path: Path
+    path: Where
     run_id: str
     arch: str
     label: str
@@ -131,10 +135,13 @@ class RunLogs:
         return self.frames.get(runlog.METRICS.name)
 
 
-def discover_runs(paths: Sequence[Path]) -> list[Path]:
-    """Run directories named by ``paths``: each path is a run directory or holds some."""
-    found: list[Path] = []
-    for path in paths:
+def discover_runs(paths: Sequence[str | Path], spark: SparkSession | None = None
+                  ) -> list[Where]:
+    """Run directories named by ``paths``: each path is a run directory or holds some; a URI
+    (``hdfs://``, ``s3a://``, ``file://``) is listed through Spark's Hadoop file systems."""
+    found: list[Where] = []
+    for given in paths:
+        path = location(given, spark)
         if not path.exists():
             raise UserError(f"{path}: no such directory")
         if not path.is_dir():
@@ -142,7 +149,8 @@ def discover_runs(paths: Sequence[Path]) -> list[Path]:
         if (path / MANIFEST).is_file():
             found.append(path)
             continue
-        children = sorted(p for p in path.iterdir() if (p / MANIFEST).is_file())
+        children: list[Where] = sorted((p for p in path.iterdir() if (p / MANIFEST).is_file()),
+                                       key=str)
         if not children:
             raise UserError(f"{path}: no run directories here (a run directory holds {MANIFEST}"
                             f" and {RECORDS}; run 'twinbench run' first)")
@@ -152,7 +160,7 @@ def discover_runs(paths: Sequence[Path]) -> list[Path]:
     return unique
 
 
-def read_manifest(run_dir: Path) -> RunInfo:
+def read_manifest(run_dir: Where) -> RunInfo:
     path = run_dir / MANIFEST
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -197,7 +205,7 @@ def _versions() -> str:
     return " or ".join(str(v) for v in sorted(SUPPORTED_FORMAT_VERSIONS))
 
 
-def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
+def read_manifests(run_dirs: Sequence[Where]) -> list[RunInfo]:
     """Every manifest; a mixture of versions is fine when this analysis reads them all (format 1
     and 2 runs together: the format-1 runs simply have no fault rows), and refused by name
     otherwise."""
@@ -219,7 +227,7 @@ def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
                         f"format_version {_versions()} - analyse each version with the twinbench"
                         " that wrote it")
     infos = [read_manifest(d) for d in run_dirs]
-    seen: dict[str, Path] = {}
+    seen: dict[str, Where] = {}
     for info in infos:
         if info.run_id in seen:
             raise UserError(
@@ -228,7 +236,7 @@ def read_manifests(run_dirs: Sequence[Path]) -> list[RunInfo]:
     return infos
 
 
-def check_header(path: Path, expected: Sequence[str], what: str = "the run-log format"
+def check_header(path: Where, expected: Sequence[str], what: str = "the run-log format"
                  ) -> bool:
     """True when ``path`` has a header and data may follow; raises on a wrong header."""
     try:
@@ -253,7 +261,7 @@ def check_header(path: Path, expected: Sequence[str], what: str = "the run-log f
     return True
 
 
-def has_rows(path: Path) -> bool:
+def has_rows(path: Where) -> bool:
     """True when a CSV whose header check_header accepted has a data row after the header.
 
     Reads at most the first non-blank line after the header: deciding "header only" must not
@@ -273,10 +281,10 @@ class RunFiles:
 
     runs: list[RunInfo]
     # table name -> version -> files of that version, in run order.
-    files: dict[str, dict[int, list[Path]]] = field(default_factory=dict)
+    files: dict[str, dict[int, list[Where]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def paths(self, table: str, version: int | None = None) -> list[Path]:
+    def paths(self, table: str, version: int | None = None) -> list[Where]:
         """The files of ``table``: of one ``version``, or of every version."""
         by_version = self.files.get(table, {})
         if version is not None:
@@ -284,11 +292,12 @@ class RunFiles:
         return [p for v in sorted(by_version) for p in by_version[v]]
 
 
-def validate_runs(paths: Sequence[Path]) -> RunFiles:
+def validate_runs(paths: Sequence[str | Path], spark: SparkSession | None = None
+                  ) -> RunFiles:
     """Find and check every run named by ``paths`` in plain Python: manifests, the files each
     run's table versions say it has, and every header. Raises a one-line UserError on the first
     problem; reads no data row beyond the first of each file."""
-    run_dirs = discover_runs(paths)
+    run_dirs = discover_runs(paths, spark)
     found = RunFiles(runs=read_manifests(run_dirs))
     notes = found.notes
     for run in found.runs:
@@ -305,7 +314,8 @@ def validate_runs(paths: Sequence[Path]) -> RunFiles:
     return found
 
 
-def _table_file(run: RunInfo, table: Table, version: int, notes: list[str]) -> Path | None:
+def _table_file(run: RunInfo, table: Table, version: int, notes: list[str]
+                ) -> Where | None:
     """The run's file of ``table``, its header checked; None when it has no row to read (an
     optional file the run lacks, a file with a header alone)."""
     path = run.path / table.file
@@ -324,9 +334,9 @@ def _table_file(run: RunInfo, table: Table, version: int, notes: list[str]) -> P
     return path if table in ALWAYS_READ or has_rows(path) else None
 
 
-def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
+def load_runs(spark: SparkSession, paths: Sequence[str | Path]) -> RunLogs:
     """Validate every run named by ``paths`` and return lazily-read Spark DataFrames."""
-    found = validate_runs(paths)
+    found = validate_runs(paths, spark)
     runs = found.runs
     runs_df = spark.createDataFrame(
         [(r.run_id, r.workload, r.security) for r in runs],
@@ -356,7 +366,7 @@ def load_runs(spark: SparkSession, paths: Sequence[Path]) -> RunLogs:
                    notes=found.notes)
 
 
-def _read_files(spark: SparkSession, table: Table, version: int, files: list[Path]
+def _read_files(spark: SparkSession, table: Table, version: int, files: list[Where]
                 ) -> DataFrame:
     schema = spark_schema(table, version)
     if table.kind == "jsonl":

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from spark_analysis.loader import RunInfo, check_header
 from spark_analysis.rows import ok
 from spark_analysis.schema import COUNTER_COLUMNS, PAPER_SCENARIOS
+from spark_analysis.storage import readable
 from twinbench_common.errors import UserError
 
 # What the round-trip-time tables read of a records.csv row, and of its coordination.csv row.
@@ -47,7 +48,7 @@ def read_counters(runs: Sequence[RunInfo], cell_pattern: str) -> pd.DataFrame:
             continue
         check_header(path, COUNTER_COLUMNS)
         try:
-            frame = pd.read_csv(path, keep_default_na=True)
+            frame = pd.read_csv(readable(path), keep_default_na=True)
         except (OSError, ValueError) as exc:
             raise UserError(f"{path}: unreadable ({exc})") from None
         frames.append(frame[frame["cell_id"].astype(str).str.contains(cell_pattern)])
