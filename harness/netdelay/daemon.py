@@ -135,10 +135,14 @@ class _Loop:
         self.wake_r.setblocking(False)
         self.wake_w.setblocking(False)
 
-    def run(self) -> None:
+    def catch_signals(self) -> None:
+        """Take over the signals; done before ``ready=`` is printed, since the harness may
+        signal as soon as it reads that line and SIGUSR1's default action ends the process."""
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda n, _f: self.signals.append(n))
+
+    def run(self) -> None:
         watched = [*self.socks.values(), self.wake_r]
         while True:
             due = min((d for line in self.lines.values()
@@ -208,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         for ns in args.netns:
             socks[ns] = _open(ns, args.queue)
         loop = _Loop(socks, args.config, args.stats)
+        loop.catch_signals()
         print(f"ready={len(socks)}", flush=True)
         loop.run()
     except (DaemonError, OSError, ValueError, KeyError) as exc:
