@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress regress-selftest lint bench bench-zk bench-dsbs perf perf-zk \
+.PHONY: setup system-deps test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn test-scale test-security clean
@@ -30,12 +30,16 @@ test: setup
 	@$(MAKE) --no-print-directory regress
 	@$(MAKE) --no-print-directory regress-selftest
 
-# CI regression, in layers (docs/regression.md): one run of the regress workload on
-# both architectures, interleaved (A B B A), checked against the committed baseline
-# (results/baseline) by spark_analysis/regress.py: exact coordination counts per 1,000 records,
-# CPU cost and throughput as DSBS/ZK ratios, each within the band its measured A/A noise sets.
-# `make baseline` refreshes it deliberately; `make regress-selftest` proves each layer can fail.
+# The CI regression (docs/regression.md): this tree's brokers against the base's, on this
+# machine, in one run: the regress workload on zk and dsbs from here (head) and from BASE (a git
+# ref or a directory; default the accepted base, results/baseline/base.json), interleaved
+# session by session (A B B A). spark_analysis/regress.py then judges head against base per
+# architecture: exact coordination counts per 1,000 records (every counter either side
+# reports), the brokers' ZooKeeper requests against ZooKeeper's own count, CPU per record and
+# records/s, each band set by the spread of the run's own pairs. `make regress-selftest` shows
+# no false alarm on A/A arms and that each planted regression is caught.
 REGRESS_WORKLOAD ?= regress
+BASE ?=
 # The machine settings every measuring target sets for its duration and restores afterwards
 # (`twinbench tune`: guest halt polling on a VM, the performance CPU governor; root, otherwise
 # one warning line and the untuned state recorded in the manifest). TUNE= measures untuned.
@@ -46,17 +50,27 @@ TUNE ?= --tune
 # 6 sd off and nothing else wrong) rarely hits two runs in a row. Both verdicts are printed.
 regress: setup
 	@check() { runs=$$(mktemp -d) && \
-	  $(PY) -m harness.cli run --arch both --workload $(REGRESS_WORKLOAD) --out "$$runs" \
-	    --quiet $(TUNE) >/dev/null && \
-	  $(PY) -m spark_analysis.regress check --baseline $(BASELINE) "$$runs"; \
-	  rc=$$?; rm -rf "$$runs"; return $$rc; } && \
+	  $(PY) -m harness.regression run $(if $(BASE),--base '$(BASE)') \
+	    --workload $(REGRESS_WORKLOAD) --out "$$runs" $(TUNE) 2>"$$runs.log" && \
+	  $(PY) -m spark_analysis.regress check "$$runs"; \
+	  rc=$$?; [ $$rc -ne 2 ] || tail -20 "$$runs.log" >&2; \
+	  rm -rf "$$runs" "$$runs.log"; return $$rc; } && \
 	  { check || { echo "regress: confirming with a second, independent run (the check fails" \
 	      "only if this one fails too)"; check; }; }
 
-# Planted regressions (tests/support/planted): an extra ZooKeeper read per produce on zk, a
-# 200 us busy loop per request in dsbs, offset_commit every_fetch -> none; each must be caught.
+# Planted regressions (tests/support/planted) against this tree's clean brokers, and A/A arms
+# that must not fail: an extra ZooKeeper read (zk), a busy loop per request (dsbs), a slower
+# storage append and an extra copy of fetched data (shared core, both twins), and a subtle plant
+# sized at twice the band just measured.
 regress-selftest: setup
-	@$(PY) -m tests.support.planted.selftest --baseline $(BASELINE) $(TUNE)
+	@$(PY) -m tests.support.planted.selftest --workload $(REGRESS_WORKLOAD) $(TUNE)
+
+# Accept REF's costs (default HEAD) as what `make regress` compares with, after a change meant
+# to move them: REASON says why (written into results/baseline/base.json; commit it).
+REF ?= HEAD
+REASON ?=
+regress-accept: setup
+	@$(PY) -m harness.regression accept '$(REF)' --reason '$(REASON)'
 
 # ruff's lint rules only: the code is laid out by hand to 100 columns, not by `ruff format`.
 lint: setup
@@ -178,36 +192,19 @@ test-hosts: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis results/runs results/report results/perf
+	rm -rf results/regress; git worktree prune 2>/dev/null || true
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # --- analysis ----------------------------------------------------------------------------------
-.PHONY: analyze baseline analyze-scale
+.PHONY: analyze analyze-scale
 RUNS ?= results/runs
 REPORT ?= results/report
 SPARK_MASTER ?= local[*]
-BASELINE ?= results/baseline
-# Under results/runs (git-ignored) but in a subdirectory, so `make analyze` does not mix them in.
-BASELINE_RUNS ?= results/runs/baseline-regress
 
 # Tables, figures and report.md from every run under $(RUNS); SPARK_MASTER=spark://host:7077
 # runs the same job on a cluster.
 analyze: setup
 	@$(PY) -m harness.cli analyze $(RUNS) --out $(REPORT) --master '$(SPARK_MASTER)'
-
-# Deliberately refresh the baseline CI compares against: BASELINE_K calibration runs of the
-# regress workload on both architectures (each as `make regress` runs it); their run-to-run
-# spread sets every layer's band (spark_analysis/regress_layers.py).
-BASELINE_K ?= 12
-# Extra `twinbench run` arguments of the calibration runs, e.g. BASELINE_ARGS='--tries 8' to see
-# whether more tries per run narrow the bands (then `python -m spark_analysis.regress noise`).
-BASELINE_ARGS ?=
-baseline: setup
-	@rm -rf $(BASELINE_RUNS) && mkdir -p $(BASELINE_RUNS)
-	@for i in $$(seq $(BASELINE_K)); do \
-	  $(PY) -m harness.cli run --arch both --workload $(REGRESS_WORKLOAD) --out $(BASELINE_RUNS) \
-	    --quiet $(TUNE) $(BASELINE_ARGS) >/dev/null || exit 1; \
-	done
-	@$(PY) -m spark_analysis.regress write --baseline $(BASELINE) $(BASELINE_RUNS)
 
 # How long the analysis takes on 10 million synthetic records.csv rows (a benchmark, not a test).
 analyze-scale: setup

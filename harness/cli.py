@@ -212,11 +212,10 @@ def _add_analyze(sub: Subcommands) -> None:
     analyze.add_argument("--reference", default=None, metavar="NAME",
                          help="the architecture or external label every ratio is relative to "
                               "(default zk), e.g. kafka-zk to compare kafka-kraft with it")
-    analyze.add_argument("--check-baseline", type=Path, default=None, metavar="DIR",
-                         help="check the inputs (one regression run) against the baseline in "
-                         "DIR, layer by layer; fail (exit 1) when one leaves its band")
-    analyze.add_argument("--write-baseline", type=Path, default=None, metavar="DIR",
-                         help="write the inputs (several regression runs) as the baseline")
+    analyze.add_argument("--check-regression", action="store_true",
+                         help="the inputs are a regression run (make regress): judge head "
+                              "against base layer by layer, add it to report.md, and fail "
+                              "(exit 1) when a statistic leaves its band")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:

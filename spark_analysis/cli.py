@@ -20,13 +20,11 @@ def analyze_command(args: argparse.Namespace) -> int:
     from spark_analysis.session import build_session
 
     runs: list[str | Path] = list(args.runs) or [DEFAULT_RUNS]
-    if args.write_baseline is not None or args.check_baseline is not None:
+    if args.check_regression:
         from spark_analysis.storage import is_uri
 
         if any(is_uri(str(r)) for r in runs):
-            raise UserError("--write-baseline and --check-baseline read local run "
-                            "directories, not URIs")
-    local = [Path(r) for r in runs]
+            raise UserError("--check-regression reads local run directories, not URIs")
     started = time.perf_counter()
     spark = build_session(args.master)
     analysis = analyze(runs, args.out, spark=spark, figures=not args.no_figures,
@@ -36,12 +34,9 @@ def analyze_command(args: argparse.Namespace) -> int:
                 if not analysis.faults.empty else "")
     print(f"analyzed {len(analysis.runs)} runs ({analysis.input_rows:,} rows{sessions}) in"
           f" {elapsed:.1f} s: {args.out / 'report.md'}")
-    if args.write_baseline is not None:
-        path = regress.write_baseline(regress.read_runs(local), args.write_baseline)
-        print(f"wrote {path}")
-    if args.check_baseline is not None:
+    if args.check_regression:
         # Appends its tables to report.md, so the report shows the verdicts too.
-        ok, text = regress.run_check(local, args.check_baseline, args.out)
+        ok, text = regress.run_check([Path(r) for r in runs], args.out)
         print(text)
         if not ok:
             return 1

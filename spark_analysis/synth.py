@@ -99,6 +99,7 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
              format_version: int = 1, labels: bool = False) -> dict[str, object]:
     """``labels``: with the ``architectures`` key (format 2 since the harness's registry wrote
     it; without, a format-2 run written before)."""
+    kind = arch.partition("@")[0]  # a regression's base arm ("zk@base") is its architecture
     data: dict[str, object] = {
         "format_version": format_version, "kind": MANIFEST_KIND, "run_id": run_id,
         "arch": arch,
@@ -106,10 +107,10 @@ def manifest(run_id: str, arch: str, label: str, workload: str, *, seed: int = 1
         "workload_text": f"name: {workload}\n",
         "policies": {"offset_commit": "every_fetch", "metadata_check": "per_request",
                      "flush": "os"},
-        "cluster": {"brokers": 3, "partitions": 3, "zk_nodes": 1 if arch == ZK else None,
-                    "gossip_preset": "lan" if arch == DSBS else None, "start_seconds": 1.0},
+        "cluster": {"brokers": 3, "partitions": 3, "zk_nodes": 1 if kind == ZK else None,
+                    "gossip_preset": "lan" if kind == DSBS else None, "start_seconds": 1.0},
         "versions": {"twinbench": "0.1.0", "python": "3.11", "uvloop": "0.23.0",
-                     "kazoo": "2.11.0", "zookeeper": "3.8" if arch == ZK else None},
+                     "kazoo": "2.11.0", "zookeeper": "3.8" if kind == ZK else None},
         "host": {"cpu_model": "synthetic", "cpu_count": 2, "platform": "linux",
                  "placement": None},
         "git": {"commit": None, "dirty": False},
@@ -162,7 +163,7 @@ def records_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, 
 def coordination_line(run_id: str, arch: str, label: str, cell: Cell, scenario: str, try_: int,
                       *, messages: int = 30_000, per_1000: float = 5.0,
                       broker_cpu: float = 1.0) -> str:
-    zk = arch == ZK
+    zk = arch.partition("@")[0] == ZK  # a base arm ("zk@base") too
     ops = round(messages / 1000 * per_1000)
     fields = [
         run_id, arch, label, cell.cell_id, cell.table, scenario, str(cell.msg_size),
@@ -212,7 +213,10 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
         encoding="utf-8")
     if format_version >= 2:
         _write_fault_files(run_dir)
-    per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a == ZK else 2.0)
+    # A regression run's base arm ("zk@base") counts as its architecture does.
+    kind = arch.partition("@")[0]
+    per_1000 = coordination_per_1000 or (lambda a, c, s: 20.0 if a.partition("@")[0] == ZK
+                                         else 2.0)
     with (run_dir / "records.csv").open("w", encoding="utf-8", newline="") as rec, \
             (run_dir / "coordination.csv").open("w", encoding="utf-8", newline="") as coord:
         # Formats 1 and 2 end at `status`; the later formats' extra columns stay empty here.
@@ -237,7 +241,7 @@ def write_run(root: Path, *, arch: str, label: str, workload: str, index: int,
                         per_1000=per_1000(arch, cell, scenario)) + coord_pad)
                     if counters:
                         ops = round(messages / 1000 * per_1000(arch, cell, scenario))
-                        name = "zk_requests" if arch == ZK else "gossip_packets_out"
+                        name = "zk_requests" if kind == ZK else "gossip_packets_out"
                         key = f"{run_id},{arch},{label},{cell.cell_id},{scenario},{try_}"
                         tlines.extend(f"{key},coordinator,{n},{ops}"
                                       for n in (name, "coordination_ops"))

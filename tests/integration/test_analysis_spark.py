@@ -8,6 +8,7 @@ same small result.
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -18,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from brokers.core.errors import UserError
 from harness.cli import main as twinbench
-from spark_analysis import job, loader, regress, synth
+from spark_analysis import job, loader, synth
 from spark_analysis.session import SPARK_PANDAS_WARNINGS
 
 pytestmark = [pytest.mark.integration,
@@ -196,48 +197,46 @@ def test_cli_writes_report(spark: SparkSession, tmp_path: Path) -> None:
         assert (out / f"{name}.csv").is_file()
 
 
-def regression_runs(root: Path, indexes: range, dsbs_factor: float = 1.0) -> Path:
-    """``--arch both`` regression runs (zk and dsbs run logs sharing a seed) of the fixture
-    cells, with counters.csv; run ``i``'s rps move by a few percent so the bands have a spread
-    to measure; ``dsbs_factor`` multiplies dsbs's rps in every cell."""
-    for i in indexes:
-        for arch in ("zk", "dsbs"):
-            def value(a_: str, lbl: str, cell: synth.Cell, s: str, r: str, t: int,
-                      i: int = i) -> float:
-                wobble = 1 + 0.02 * ((i % 3) - 1)
-                factor = dsbs_factor * wobble if a_ == "dsbs" else 1.0
-                return synth.fixture_value(a_, lbl, cell, s, r, t) * factor
-            synth.write_run(root, arch=arch, label="", workload="tiny", index=i,
-                            cells=synth.FIXTURE_CELLS, tries=4, value=value, latency_tries=0,
-                            format_version=2, counters=True)
+def regression_run(root: Path, index: int, dsbs_factor: float = 1.0) -> Path:
+    """One regression run (``make regress``'s shape) of the fixture cells: zk, zk@base, dsbs
+    and dsbs@base sharing a start and a seed, with counters.csv and regression.json; try
+    ``t``'s rps move by a few percent so the bands have a spread to measure; ``dsbs_factor``
+    multiplies the head dsbs arm's rps in every cell."""
+    for arm in ("zk", "zk@base", "dsbs", "dsbs@base"):
+        def value(a_: str, lbl: str, cell: synth.Cell, s: str, r: str, t: int) -> float:
+            wobble = 1 + 0.02 * ((t * 7 + len(a_)) % 3 - 1)
+            factor = dsbs_factor if a_ == "dsbs" else 1.0
+            return synth.fixture_value(a_.partition("@")[0], lbl, cell, s, r, t) * factor * wobble
+        synth.write_run(root, arch=arm, label="", workload="tiny", index=index,
+                        cells=synth.FIXTURE_CELLS, tries=4, value=value, latency_tries=0,
+                        format_version=2, counters=True)
+    (root / "regression.json").write_text(json.dumps(
+        {"kind": "twinbench.regression", "version": 1, "workload": "tiny",
+         "head": {"commit": "f" * 40}, "base": {"given": "HEAD~1", "commit": "e" * 40},
+         "same_brokers": False, "pairs": [["zk", "zk@base"], ["dsbs", "dsbs@base"]]}))
     return root
 
 
-def test_cli_checks_the_baseline_layer_by_layer(spark: SparkSession, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    cal, out, baseline = tmp_path / "cal", tmp_path / "report", tmp_path / "baseline"
-    regression_runs(cal, range(1, 5))
-    assert twinbench(["analyze", str(cal), "--out", str(out), "--no-figures",
-                      "--write-baseline", str(baseline)]) == 0
-    layers = regress.load_baseline(baseline)["layers"]
-    assert {"exact", "cost", "throughput"} <= set(layers)
-    capsys.readouterr()
-    now = regression_runs(tmp_path / "now", range(9, 10))
-    assert twinbench(["analyze", str(now), "--out", str(out), "--no-figures",
-                      "--check-baseline", str(baseline)]) == 0
+def test_cli_checks_head_against_base_layer_by_layer(spark: SparkSession, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    same = regression_run(tmp_path / "same", 1)
+    assert twinbench(["analyze", str(same), "--out", str(out), "--no-figures",
+                      "--check-regression"]) == 0
     printed = capsys.readouterr().out
     assert "all layers within their bands" in printed
     for layer in ("exact:", "cost:", "throughput:"):
         assert layer in printed
     report = (out / "report.md").read_text()
-    assert "## Regression vs baseline" in report and "split/production" in report
-    # DSBS 1.5x faster everywhere: the throughput layer fails, the counts do not move.
-    moved = regression_runs(tmp_path / "moved", range(9, 10), dsbs_factor=1.5)
+    assert "## Regression: head against base" in report and "split/production" in report
+    # The head's DSBS 1.5x faster everywhere: throughput fails for dsbs alone, counts do not.
+    moved = regression_run(tmp_path / "moved", 2, dsbs_factor=1.5)
     assert twinbench(["analyze", str(moved), "--out", str(out), "--no-figures",
-                      "--check-baseline", str(baseline)]) == 1
+                      "--check-regression"]) == 1
     printed = capsys.readouterr().out
     assert "REGRESSION in throughput" in printed
-    assert printed.count("REGRESSION") == 1 + 4  # the headline, then every scenario x role
+    flagged = [line for line in printed.splitlines() if line.rstrip().endswith("REGRESSION")]
+    assert flagged and all(line.split()[0] == "dsbs" for line in flagged)
 
 
 # --- format 2: fault sessions -------------------------------------------------------------------

@@ -11,12 +11,16 @@ Layout:
 
 * ``__init__.py``      the shared pieces: wrap the request handlers, run a twin's main
 * ``zk_extra_read.py`` zk twin: one more ZooKeeper read per produced partition (exact layer)
-* ``busy_dsbs.py``     dsbs twin: a 200 µs busy loop on every request (cost, throughput layers)
+* ``busy_dsbs.py``     dsbs twin: a busy loop on every request (200 µs, or the subtle plant's
+                       size from TWINBENCH_PLANT_BUSY_US; cost, throughput layers)
+* ``slow_append.py``   shared core: a busy loop in every storage append (either twin)
+* ``fetch_copy.py``    shared core: every fetched read copied once more (either twin)
 * ``selftest.py``      runs every plant (and the workload override) and checks each is caught
 """
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 import time
@@ -50,6 +54,16 @@ async def then(first: Awaitable[Any], rest: Callable[[], Any]) -> Any:
     if isinstance(result, Awaitable):
         return await result
     return result
+
+
+# Which twin a shared-core plant runs (the selftest sets it in the broker's environment).
+TWIN_ENV = "TWINBENCH_PLANT_TWIN"
+# How much CPU a busy plant burns per request (the subtle plant's size), microseconds.
+BUSY_US_ENV = "TWINBENCH_PLANT_BUSY_US"
+
+
+def twin_from_env() -> str:
+    return os.environ[TWIN_ENV]
 
 
 def run_twin(module: str) -> None:

@@ -1,165 +1,228 @@
-"""``python -m tests.support.planted.selftest`` (``make regress-selftest``): proof that the CI
-regression can fail. Each planted regression is run as a real regression run (both twins, real
-ZooKeeper, real brokers) and checked against the committed baseline; the selftest passes when
-every plant is caught by the layers it must move, and prints each layer's verdict and by how
-much it moved.
+"""``python -m tests.support.planted.selftest`` (``make regress-selftest``): proof that the
+regression can fail, and that it does not fail when nothing changed.
 
-Plants (the broker-side ones are entry points in this package, swapped into this process's
-copy of the architecture registry under the twin's own name, never switches in the brokers):
+It runs regression runs whose base is this tree's own clean brokers and whose head arms are
+this tree's brokers with a planted regression (a module in this package, launched in the twin's
+place; never a switch in the shipped brokers), then judges each head arm against its clean base
+as ``make regress`` does (spark_analysis/regress.py). It passes when
 
-* ``zk-extra-read``: one more ZooKeeper read per produced partition on the zk twin; the exact
-  layer must fail (zk_reads and zk_requests per 1,000 records).
-* ``busy-dsbs``: a 200 µs busy loop on every request in the dsbs twin; the cost and throughput
-  layers must fail.
-* ``offset-commit-none``: the workload's offset_commit ``every_fetch`` overridden to ``none``
-  (no OffsetCommit, so no ZooKeeper write per fetch on zk); the exact layer must fail (zk_writes
-  per 1,000 records drop by about 1,000 / batch), and the ratios move.
+* the A/A arms (head = base, the same code) pass every layer: it prints their spread and bands,
+  what the regression's noise is on this machine today;
+* every plant is caught by the layers it must move: it prints which statistics caught it;
+* the subtle plant, a busy loop sized at about twice the dsbs cost band just measured, is
+  caught too.
 
-The exact layer counts, so one try is enough for the plants it must catch; the busy loop is
-checked with the baseline workload's tries, as ``make regress`` runs it.
+Plants (run 1, every arm interleaved in one run):
+
+* ``zk-extra-read``: one more ZooKeeper read per produced partition (zk): exact.
+* ``busy-dsbs``: a 200 µs busy loop per request (dsbs): cost, throughput.
+* ``slow-append``: a 50 µs busy loop in every storage append of the shared core, on each twin:
+  cost (each twin's own CPU per record; a DSBS/ZK ratio would not move).
+* ``fetch-copy``: every fetched read copied once more, in the shared core, on each twin;
+  reported with whatever caught it (not required: on 32 B records a fetch reads little).
+
+Run 2: the subtle plant, dsbs against its clean base, with the workload's own tries.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
+import math
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from brokers.core.errors import UserError
 from harness import architectures
-from harness.architectures.entry import Architecture, Launch, Node, ProcessSpec
-from harness.driver import RunOptions, run
-from harness.workload import load_workload
+from harness.architectures.entry import Architecture
+from harness.regression import arms
+from harness.regression.__main__ import run_arms
 from spark_analysis import regress
 from spark_analysis import regress_layers as L
+from tests.support.planted import BUSY_US_ENV, TWIN_ENV
+
+TWINS = {"zk": "brokers.zk_broker", "dsbs": "brokers.dsbs_broker"}
+# How many tries run 1 takes: enough pairs for a band, few enough for CI's time.
+GROSS_TRIES = 3
 
 
 @dataclass(frozen=True)
 class Plant:
     name: str
     what: str
-    # The layers that must fail.
+    arch: str
+    module: str
+    # The layers that must fail; () = reported, not required.
     expect: tuple[str, ...]
-    # Registry name -> broker entry module swapped in for the run.
-    modules: tuple[tuple[str, str], ...] = ()
-    # Workload policies overridden for the run.
-    policies: tuple[tuple[str, str], ...] = ()
-    # None: the workload's own tries.
-    tries: int | None = None
+
+    @property
+    def arm(self) -> str:
+        return f"{self.arch}+{self.name}"
 
 
 PLANTS = (
-    Plant("zk-extra-read", "an extra ZooKeeper read per produced partition on zk", ("exact",),
-          modules=(("zk", "tests.support.planted.zk_extra_read"),), tries=1),
-    # Two tries: the loop triples dsbs's CPU per request, far outside either band, and the
-    # selftest's time is CI's.
-    Plant("busy-dsbs", "a 200 µs busy loop per request in dsbs", ("cost", "throughput"),
-          modules=(("dsbs", "tests.support.planted.busy_dsbs"),), tries=2),
-    Plant("offset-commit-none", "offset_commit every_fetch -> none (workload override)",
-          ("exact",), policies=(("offset_commit", "none"),), tries=1),
+    Plant("zk-extra-read", "an extra ZooKeeper read per produced partition", "zk",
+          "tests.support.planted.zk_extra_read", ("exact",)),
+    Plant("busy-dsbs", "a 200 µs busy loop per request", "dsbs",
+          "tests.support.planted.busy_dsbs", ("cost", "throughput")),
+    Plant("slow-append", "a 50 µs busy loop per storage append (shared core)", "zk",
+          "tests.support.planted.slow_append", ("cost",)),
+    Plant("slow-append", "a 50 µs busy loop per storage append (shared core)", "dsbs",
+          "tests.support.planted.slow_append", ("cost",)),
+    Plant("fetch-copy", "every fetched read copied once more (shared core)", "zk",
+          "tests.support.planted.fetch_copy", ()),
+    Plant("fetch-copy", "every fetched read copied once more (shared core)", "dsbs",
+          "tests.support.planted.fetch_copy", ()),
 )
 
 
-def launched_through(entry: Architecture, module: str) -> Architecture:
-    """``entry`` with its brokers run as ``python -m module`` (a planted entry point taking
-    the same arguments) instead of its own program."""
-    def command(launch: Launch) -> Callable[[Node], ProcessSpec]:
-        original = entry.command(launch)
-
-        def process(node: Node) -> ProcessSpec:
-            spec = original(node)
-            argv = list(spec.argv)
-            argv[argv.index("-m") + 1] = module
-            return dataclasses.replace(spec, argv=tuple(argv))
-        return process
-    return dataclasses.replace(entry, command=command)
+def planted(plant: Plant, busy_us: float | None = None) -> Architecture:
+    env = {TWIN_ENV: TWINS[plant.arch]}
+    if busy_us is not None:
+        env[BUSY_US_ENV] = f"{busy_us:.1f}"
+    return arms.relaunched(architectures.get(plant.arch), plant.arm, module=plant.module,
+                           env=env, display=plant.name)
 
 
-@contextlib.contextmanager
-def planted_registry(modules: Sequence[tuple[str, str]]) -> Iterator[None]:
-    """This process's registry with each named twin launched through a planted module."""
-    with architectures.registered(*(launched_through(architectures.get(name), module)
-                                    for name, module in modules)):
-        yield
+def clean_base(arch: str) -> Architecture:
+    return arms.relaunched(architectures.get(arch), arms.base_name(arch))
 
 
-def workload_file(workload: str, policies: Sequence[tuple[str, str]], tmp: Path) -> Path:
-    """The workload, or a copy of it with ``policies`` overridden (same name, so the baseline
-    recognises it)."""
-    loaded = load_workload(workload)
-    if not policies:
-        return loaded.path
-    data = yaml.safe_load(loaded.text)
-    data.setdefault("policies", {}).update(dict(policies))
-    path = tmp / loaded.path.name
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+def run_and_check(added: Sequence[Architecture], names: Sequence[str],
+                  pairs: Sequence[tuple[str, str]], workload: str, out: Path,
+                  tries: int | None, tune: bool) -> regress.CheckResult:
+    about = {"head": {"commit": None}, "base": {"given": "this tree (clean)", "commit": None},
+             "selftest": True}
+    code = run_arms(added, names, pairs, workload, out, about, tries=tries, tune=tune)
+    if code != 0:
+        raise UserError(f"the selftest's run in {out} did not complete (exit {code})")
+    return regress.check(regress.pooled(regress.read_runs([out])))
 
 
-def run_plant(plant: Plant, workload: str, baseline: dict[str, object], tmp: Path,
-              tune: bool = False) -> regress.CheckResult:
-    out = tmp / plant.name
-    path = workload_file(workload, plant.policies, tmp)
-    # run() names the run directories on stdout; here they are temporary.
-    with planted_registry(plant.modules), contextlib.redirect_stdout(None):
-        outcome = run(RunOptions(arch=architectures.BOTH, workload=load_workload(path), out=out,
-                                 tries=plant.tries, progress=False, tune=tune))
-    if outcome.exit_code != 0:
-        raise UserError(f"{plant.name}: the planted run did not complete (exit "
-                        f"{outcome.exit_code})")
-    return regress.check(regress.pooled(regress.read_runs([out])), baseline)
+def of_head(result: regress.CheckResult, head: str) -> list[L.Verdict]:
+    return [v for v in result.verdicts if v.statistic.split(" ", 1)[0] == head]
 
 
-def describe(plant: Plant, result: regress.CheckResult) -> tuple[bool, list[str]]:
-    caught = all(result.failed(layer) for layer in plant.expect)
-    lines = [f"{plant.name}: {plant.what}: "
-             + ("CAUGHT" if caught else "NOT CAUGHT") + f" (must fail: {', '.join(plant.expect)})"]
+def layers_failed(verdicts: Sequence[L.Verdict]) -> set[str]:
+    return {v.layer for v in verdicts if v.status != L.OK}
+
+
+def spread_lines(verdicts: Sequence[L.Verdict]) -> list[str]:
+    """Per layer: the A/A pairs' spread and the band it set (the range over statistics)."""
+    lines = []
     for layer in L.LAYERS:
-        verdicts = result.layer(layer)
-        bad = [v for v in verdicts if v.status != L.OK]
-        worst = max(verdicts, key=lambda v: abs(v.change_pct) if v.change_pct == v.change_pct
+        mine = [v for v in verdicts if v.layer == layer]
+        if not mine:
+            continue
+        bands = [v.band_pct for v in mine if math.isfinite(v.band_pct)]
+        spreads = [v.spread for v in mine if math.isfinite(v.spread)]
+        worst = max(mine, key=lambda v: abs(v.change_pct) if math.isfinite(v.change_pct)
                     else 0.0)
-        band = result.baseline["layers"][layer]["half_width_pct"]  # type: ignore[index]
-        verdict = "FAIL" if bad else "ok"
-        lines.append(f"  {layer:<10} {verdict:<4} {len(bad):>3}/{len(verdicts)} outside (band "
-                     f"±{band:.1f}%); largest move {worst.statistic} {worst.change_pct:+.1f}%")
-    return caught, lines
+        what = ("sd of ln(head/base) per pair" if layer in ("cost", "throughput")
+                else "sd of per-try differences")
+        lines.append(
+            f"    {layer:<10} {len(mine):>3} statistics, band ±{min(bands):.1f}%..±"
+            f"{max(bands):.1f}%" + (f", {what} {min(spreads):.3f}..{max(spreads):.3f}"
+                                    if spreads else "")
+            + f"; largest move {worst.statistic} {worst.change_pct:+.1f}%")
+    return lines
+
+
+def caught_lines(verdicts: Sequence[L.Verdict], limit: int = 3) -> list[str]:
+    bad = sorted((v for v in verdicts if v.status != L.OK),
+                 key=lambda v: -abs(v.change_pct) if math.isfinite(v.change_pct) else 0.0)
+    return [f"    caught by {v.layer}: {v.statistic} {v.change_pct:+.1f}% (band "
+            f"±{v.band_pct:.1f}%)" + (f" ({v.note})" if v.note else "") for v in bad[:limit]]
+
+
+def subtle_busy_us(aa: Sequence[L.Verdict], counts_per_record: float) -> tuple[float, float]:
+    """The subtle plant's busy loop per request, µs, and the band it aims at (percent): twice
+    the mean dsbs cost band of the A/A arm, spread over the requests a record costs."""
+    cost = [v for v in aa if v.layer == "cost"]
+    if not cost or counts_per_record <= 0:
+        raise UserError("the A/A dsbs arm measured no cost statistic to size the subtle plant")
+    band = sum(v.band_pct for v in cost) / len(cost)
+    # The cost statistics are CPU seconds per 1,000 records.
+    cpu_per_record_s = sum(v.base for v in cost) / len(cost) / 1000
+    return 2 * band / 100 * cpu_per_record_s / counts_per_record * 1e6, band
+
+
+def requests_per_record(run: regress.RegressionRun, arm: str) -> float:
+    """Kafka requests the brokers of ``arm`` served per record (every API)."""
+    c = run.counters
+    mine = c[(c["arch"] == arm) & (c["source"] == "broker")
+             & c["counter"].astype(str).str.startswith("kafka_requests_")]
+    records = run.coordination[run.coordination["arch"] == arm]["messages"].sum()
+    return float(mine["increase"].sum() / records) if records > 0 else 0.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.planted.selftest",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, default=regress.DEFAULT_BASELINE)
-    parser.add_argument("--only", choices=[p.name for p in PLANTS], action="append",
-                        help="run only this plant (repeatable)")
+    parser.add_argument("--workload", default="regress")
+    parser.add_argument("--tries", type=int, default=None,
+                        help="the subtle plant's tries (default: the workload's)")
     parser.add_argument("--tune", action="store_true",
                         help="run as `make regress` does with TUNE=--tune (twinbench tune)")
     args = parser.parse_args(argv)
+    ok = True
     try:
-        baseline = regress.load_baseline(args.baseline)
-        workload = str(baseline["workload"])
-        caught_all = True
         with tempfile.TemporaryDirectory(prefix="twinbench-selftest-") as tmp:
+            added = [clean_base("zk"), clean_base("dsbs"), *(planted(p) for p in PLANTS)]
+            names = ["zk", "zk@base", "dsbs", "dsbs@base", *(p.arm for p in PLANTS)]
+            pairs = [("zk", "zk@base"), ("dsbs", "dsbs@base"),
+                     *((p.arm, arms.base_name(p.arch)) for p in PLANTS)]
+            out = Path(tmp) / "gross"
+            result = run_and_check(added, names, pairs, args.workload, out, GROSS_TRIES,
+                                   args.tune)
+            for arch in ("zk", "dsbs"):
+                mine = of_head(result, arch)
+                impossible = [x for x in result.impossible
+                              if x.split(" ", 1)[0] in (arch, arms.base_name(arch))]
+                passed = not layers_failed(mine) and not impossible
+                ok &= passed
+                print(f"A/A {arch} (head = base, {GROSS_TRIES} tries): "
+                      + ("passed" if passed else "FAILED: a false alarm"), flush=True)
+                print("\n".join(spread_lines(mine) + ([] if passed else caught_lines(mine))))
             for plant in PLANTS:
-                if args.only and plant.name not in args.only:
-                    continue
-                caught, lines = describe(plant, run_plant(plant, workload, baseline, Path(tmp),
-                                                          args.tune))
-                caught_all &= caught
-                print("\n".join(lines), flush=True)
+                mine = of_head(result, plant.arm)
+                failed = layers_failed(mine)
+                caught = set(plant.expect) <= failed if plant.expect else bool(failed)
+                required = bool(plant.expect)
+                ok &= caught or not required
+                verdict = ("CAUGHT" if caught else "NOT CAUGHT") + (
+                    f" (must fail: {', '.join(plant.expect)})" if required
+                    else " (reported, not required)")
+                print(f"{plant.arm}: {plant.what}: {verdict}", flush=True)
+                print("\n".join(caught_lines(mine) or [
+                    "    nothing left its band; cost moved "
+                    + ", ".join(f"{v.statistic} {v.change_pct:+.1f}% (band ±{v.band_pct:.1f}%)"
+                                for v in mine if v.layer == "cost")]))
+            # The subtle plant: sized from the A/A dsbs arm of this run.
+            run1 = regress.pooled(regress.read_runs([out]))
+            busy_us, band = subtle_busy_us(of_head(result, "dsbs"),
+                                           requests_per_record(run1, "dsbs@base"))
+            subtle = Plant("subtle", f"a {busy_us:.1f} µs busy loop per request (about twice "
+                           f"the {band:.1f}% cost band)", "dsbs",
+                           "tests.support.planted.busy_dsbs", ("cost",))
+            out2 = Path(tmp) / "subtle"
+            result2 = run_and_check([clean_base("dsbs"), planted(subtle, busy_us)],
+                                    [subtle.arm, "dsbs@base"], [(subtle.arm, "dsbs@base")],
+                                    args.workload, out2, args.tries, args.tune)
+            mine = of_head(result2, subtle.arm)
+            caught = "cost" in layers_failed(mine)
+            ok &= caught
+            print(f"{subtle.arm}: {subtle.what}: "
+                  + ("CAUGHT" if caught else "NOT CAUGHT") + " (must fail: cost)", flush=True)
+            print("\n".join(caught_lines(mine) or spread_lines(mine)))
     except UserError as exc:
         print(f"twinbench: error: {exc}", file=sys.stderr)
         return 2
-    print("regress-selftest: " + ("every planted regression was caught" if caught_all
-                                  else "a planted regression went unnoticed"))
-    return 0 if caught_all else 1
+    print("regress-selftest: " + ("no false alarm, and every planted regression was caught"
+                                  if ok else "FAILED (see above)"))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""The CI regression's layers: statistics, band arithmetic and verdicts on hand-made frames
-(no Spark, no processes); the baseline file's round trip on hand-written run directories."""
+"""The regression's layers, head against base: statistics, bands and verdicts on hand-made
+frames of the four arms (no Spark, no processes); reading a run from hand-written run
+directories."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pandas as pd
@@ -25,304 +27,236 @@ from spark_analysis.synth import COORDINATION_COLUMNS_V1, RECORDS_COLUMNS_V1
 CELLS = ("batch_sweep-32B-b1", "batch_sweep-32B-b5")
 SCENARIOS = ("split", "streaming")
 ROLES = ("production", "consumption")
+ARMS = ("zk", "zk@base", "dsbs", "dsbs@base")
 
 
-def frames(*, tries: int = 4, rps: dict[str, float] | None = None,
-           cpu: dict[str, float] | None = None, reads: dict[str, float] | None = None,
-           jitter: float = 0.0, messages: int = 2000
+def frames(*, tries: int = 6, head: dict[str, float] | None = None, noise: float = 0.02,
+           reads: dict[str, float] | None = None, extra_counter: str | None = None,
+           zk_packets_extra: float = 300.0, seed: int = 1, messages: int = 2000
            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """records, coordination and counters of one regression run: ``rps`` and ``cpu`` (seconds
-    per session) per arch, zk_reads per session per arch; ``jitter`` multiplies every rps by
-    1 + jitter on odd tries and 1 - jitter on even ones (dsbs only)."""
-    rps = rps or {"zk": 1000.0, "dsbs": 3000.0}
-    cpu = cpu or {"zk": 2.0, "dsbs": 0.7}
-    reads = reads or {"zk": 4000.0, "dsbs": 0.0}
+    """records, coordination and counters of one regression run. Every value of a head arm is
+    its base's times ``head[arm]`` (default 1: unchanged), each session with a lognormal
+    ``noise``; zk_reads per session per arm (``reads``); ZooKeeper's packets are the brokers'
+    requests plus ``zk_packets_extra``."""
+    rng = random.Random(seed)
+    head = head or {}
+    reads = reads or {}
     records, coordination, counters = [], [], []
-    for arch in ("zk", "dsbs"):
+    for arm in ARMS:
+        arch = L.head_of(arm)
+        factor = head.get(arm, 1.0)
         for cell in CELLS:
             for scenario in SCENARIOS:
                 for t in range(1, tries + 1):
-                    key = {"arch": arch, "cell_id": cell, "scenario": scenario, "try": t}
-                    f = 1 + (jitter if t % 2 else -jitter) if arch == "dsbs" else 1
+                    key = {"arch": arm, "cell_id": cell, "scenario": scenario, "try": t}
+                    base_rps = 1000.0 if arch == "zk" else 3000.0
                     for role in ROLES:
-                        records.append({**key, "role": role, "rps": rps[arch] * f,
-                                        "status": "ok"})
+                        records.append({**key, "role": role, "status": "ok",
+                                        "rps": base_rps / factor
+                                        * math.exp(rng.gauss(0, noise))})
+                    cpu = (2.0 if arch == "zk" else 0.7) * factor * math.exp(rng.gauss(0, noise))
                     coordination.append({**key, "messages": messages,
-                                         "broker_cpu_s": cpu[arch] * (0.6 if arch == "zk"
-                                                                      else 1.0),
-                                         "service_cpu_s": (cpu[arch] * 0.4 if arch == "zk"
-                                                           else None)})
-                    for counter, value in (("zk_reads", reads[arch]),
-                                           ("gossip_packets_out", 7.0 * t),
-                                           ("zk_multi", 0.0)):
-                        counters.append({**key, "source": "coordinator", "counter": counter,
+                                         "broker_cpu_s": cpu * 0.6,
+                                         "service_cpu_s": cpu * 0.4 if arch == "zk" else None})
+                    requests = reads.get(arm, 4000.0 if arch == "zk" else 0.0)
+                    rows = [("coordinator", "zk_reads", requests),
+                            ("coordinator", "gossip_packets_out", 7.0 * t),
+                            ("coordinator", "zk_multi", 0.0)]
+                    if arch == "zk":
+                        rows += [("coordinator", "zk_requests", requests),
+                                 ("zookeeper", "packets_received",
+                                  requests + zk_packets_extra)]
+                    if extra_counter and arm == extra_counter.split(":")[0]:
+                        rows.append(("broker", extra_counter.split(":")[1], 50.0))
+                    for source, counter, value in rows:
+                        counters.append({**key, "source": source, "counter": counter,
                                          "increase": value})
     return pd.DataFrame(records), pd.DataFrame(coordination), pd.DataFrame(counters)
 
 
 def regression_run(**kw: object) -> regress.RegressionRun:
     rec, coord, cnt = frames(**kw)  # type: ignore[arg-type]
-    return regress.RegressionRun("regress", "zk", "dsbs", ["r"], rec, coord, cnt)
+    return regress.RegressionRun("regress", list(ARMS), ["r"], rec, coord, cnt)
 
 
-# --- statistics ---------------------------------------------------------------------------------
+def failing(result: regress.CheckResult) -> set[tuple[str, str]]:
+    return {(v.layer, v.statistic) for v in result.verdicts if v.status != L.OK}
 
 
-def test_exact_statistics_are_counts_per_1000_records_without_the_clock_driven_ones() -> None:
-    _rec, coord, cnt = frames()
-    stats = L.exact_stats(coord, cnt)
-    assert set(stats["counter"]) == {"zk_reads", "zk_multi"}
-    row = stats[(stats["arch"] == "zk") & (stats["counter"] == "zk_reads")].iloc[0]
-    assert row["per_1000"] == pytest.approx(4000 / 2000 * 1000)
-    assert row["records"] == 4 * 2000
+# --- pairs and statistics ------------------------------------------------------------------------
 
 
-def test_every_exclusion_has_a_reason_and_families_match_by_prefix() -> None:
-    assert L.excluded("gossip_packets_out")
-    assert L.excluded("gossip_dropped_replayed") == L.EXCLUDED["gossip_dropped_"]
-    assert L.excluded("zk_reads") is None and L.excluded("zk_writes") is None
-    assert all(reason.strip() for reason in L.EXCLUDED.values())
+def test_each_architecture_is_paired_with_its_base_arm() -> None:
+    assert L.pairs_of(ARMS) == [("dsbs", "dsbs@base"), ("zk", "zk@base")]
+    assert L.pairs_of(["zk", "dsbs@base"]) == []
+    assert L.head_of("zk@base") == "zk" and L.head_of("zk") == "zk"
 
 
-def test_an_unknown_increase_leaves_the_counter_out() -> None:
-    _, coord, cnt = frames()
-    cnt.loc[(cnt["counter"] == "zk_reads") & (cnt["try"] == 2), "increase"] = math.nan
-    stats = L.exact_stats(coord, cnt)
-    assert "zk_reads" not in set(stats["counter"])
+def test_every_exclusion_has_a_reason_and_families_and_sources_match() -> None:
+    assert all(reason for reason in L.EXCLUDED.values())
+    assert L.excluded("coordinator", "gossip_dropped_full") is not None
+    assert L.excluded("zookeeper", "packets_received") is not None  # the zookeeper layer's
+    assert L.excluded("coordinator", "zk_reads") is None
 
 
-def test_cost_and_throughput_are_paired_ratios() -> None:
-    rec, coord, _ = frames(jitter=0.1)
-    cost = L.cost_stats(coord, "zk", "dsbs")
-    assert cost == {"split": pytest.approx(0.35), "streaming": pytest.approx(0.35)}
-    tput = L.throughput_stats(rec, "zk", "dsbs")
-    # Geometric mean of 3.3 and 2.7, tries alternating.
-    assert tput["split/production"] == pytest.approx(3 * math.sqrt(1.1 * 0.9))
-    assert set(tput) == {f"{s}/{r}" for s in SCENARIOS for r in ROLES}
+def test_an_unchanged_run_passes_every_layer() -> None:
+    result = regress.check(regression_run())
+    assert result.ok, failing(result)
+    layers = {v.layer for v in result.verdicts}
+    assert layers == {"exact", "zookeeper", "cost", "throughput"}
+    # Each twin judged on its own (no DSBS/ZK ratio anywhere).
+    cost = {v.statistic for v in result.layer("cost")}
+    assert cost == {f"{a} {s} CPU per 1,000 records" for a in ("zk", "dsbs") for s in SCENARIOS}
 
 
-def test_a_session_only_one_architecture_ran_is_not_paired() -> None:
-    rec, _coord, _ = frames()
-    rec = rec[~((rec["arch"] == "dsbs") & (rec["try"] == 1))]
-    rec.loc[(rec["arch"] == "zk") & (rec["try"] == 1), "rps"] = 1.0  # would halve the mean
-    assert L.throughput_stats(rec, "zk", "dsbs")["split/production"] == pytest.approx(3.0)
-
-
-# --- bands --------------------------------------------------------------------------------------
-
-
-def test_throughput_noise_separates_the_pairs_scatter_from_a_shift_between_runs() -> None:
-    jitter = 0.1
-    d = (math.log(1 + jitter) - math.log(1 - jitter)) / 2  # each pair's distance from its mean
-    steady = [frames(jitter=jitter)[0] for _ in range(3)]
-    noise = L.throughput_noise(steady, "zk", "dsbs").set_index("statistic")
-    assert set(noise.index) == {f"{s}/{r}" for s in SCENARIOS for r in ROLES}
-    # 4 tries per cell: 3 degrees of freedom per cell mean.
-    assert noise["pair_sd"].tolist() == pytest.approx([d * math.sqrt(4 / 3)] * len(noise))
-    assert noise["pairs"].tolist() == [4 * len(CELLS)] * len(noise)
-    assert noise["implied_sd"].tolist() == pytest.approx(
-        (noise["pair_sd"] / math.sqrt(4 * len(CELLS))).tolist())
-    assert noise["run_sd"].tolist() == pytest.approx([0.0] * len(noise), abs=1e-12)
-    # The same scatter, and one run 20% faster on dsbs throughout: only run_sd moves.
-    shifted = [frames(jitter=jitter)[0], frames(jitter=jitter,
-                                                rps={"zk": 1000.0, "dsbs": 3600.0})[0]]
-    moved = L.throughput_noise(shifted, "zk", "dsbs").set_index("statistic")
-    assert moved["pair_sd"].tolist() == pytest.approx(noise["pair_sd"].tolist())
-    assert moved["run_sd"].tolist() == pytest.approx([math.log(1.2) / math.sqrt(2)] * len(moved))
-
-
-def test_the_noise_table_needs_two_runs() -> None:
-    with pytest.raises(UserError, match="at least 2"):
-        regress.noise_table([regression_run()])
-    assert "split/production" in regress.noise_table([regression_run(), regression_run()])
-
-
-def test_band_is_a_prediction_interval_from_the_pooled_run_to_run_spread() -> None:
-    runs = [{"a": 2.0 * math.exp(d), "b": 3.0 * math.exp(-d)} for d in (0.1, -0.1, 0.0)]
-    band = L.derive_band(runs, alpha=0.005, allowance_pct=5.0)
-    # Each statistic's logs deviate 0.1, -0.1, 0: squares 0.02 per statistic, df 2 x 2.
-    assert band.df == 4 and band.statistics == 2 and band.runs == 3
-    assert band.sigma_log == pytest.approx(math.sqrt(0.04 / 4))
-    assert band.k == pytest.approx(sps.t.ppf(1 - 0.005 / 4, 4))
-    assert band.half_width_log == pytest.approx(
-        band.k * band.sigma_log * math.sqrt(1 + 1 / 3) + math.log(1.05))
-    assert band.half_width_pct == pytest.approx(math.expm1(band.half_width_log) * 100)
-
-
-def test_band_shrinks_with_runs_and_needs_two() -> None:
-    with pytest.raises(ValueError, match="at least two"):
-        L.derive_band([{"a": 1.0}], 0.01, 0.0)
-    few = L.derive_band([{"a": 1.1}, {"a": 0.9}], 0.01, 0.0)
-    many = L.derive_band([{"a": 1.1}, {"a": 0.9}] * 4, 0.01, 0.0)
-    assert many.half_width_log < few.half_width_log
-
-
-def test_baseline_values_are_geometric_means_of_the_statistics_every_run_has() -> None:
-    assert L.baseline_values([{"a": 2.0, "b": 1.0}, {"a": 8.0}]) == {"a": pytest.approx(4.0)}
-
-
-def test_exact_tolerance_takes_the_largest_of_floor_spread_and_absolute_floor() -> None:
-    def stats(value: float, counter: str = "zk_reads") -> pd.DataFrame:
-        return pd.DataFrame([{"arch": "zk", "cell_id": "c", "scenario": "split",
-                              "counter": counter, "per_1000": value, "records": 8000}])
-    tol = L.exact_tolerances([stats(1000.0), stats(1000.0)])[("zk", "c", "split", "zk_reads")]
-    assert tol.tol == pytest.approx(1000 * L.FLOOR_PCT / 100)
-    tol = L.exact_tolerances([stats(990.0), stats(1010.0)])[("zk", "c", "split", "zk_reads")]
-    assert tol.tol == pytest.approx(L.HEADROOM * 10)
-    zero = L.exact_tolerances([stats(0.0), stats(0.0)])[("zk", "c", "split", "zk_reads")]
-    assert zero.tol == pytest.approx(L.ABS_FLOOR / 8000 * 1000)
-
-
-def test_fsyncs_have_a_floor_of_their_own_for_group_commit() -> None:
-    def stats(value: float) -> pd.DataFrame:
-        return pd.DataFrame([{"arch": "dsbs", "cell_id": "c", "scenario": "split",
-                              "counter": "fsyncs", "per_1000": value, "records": 8000}])
-    tol = L.exact_tolerances([stats(700.0), stats(702.0)])[("dsbs", "c", "split", "fsyncs")]
-    assert tol.tol == pytest.approx(700.5 * L.COUNTER_FLOOR_PCT["fsyncs"] / 100, rel=1e-3)
-    # Below one extra fsync per commit at batch 1 (+1000 per 1,000 records).
-    assert tol.tol < 1000
-
-
-def test_same_machine_is_cpu_model_count_and_tuning() -> None:
-    host = {"cpu_model": "AMD EPYC", "cpu_count": 2, "conditions": {"tuned": True}}
-    assert L.same_machine(host, dict(host))
-    assert L.same_machine(host, {"cpu_model": "AMD EPYC", "cpu_count": 2})  # older manifest
-    assert not L.same_machine(host, {**host, "cpu_model": "Intel Xeon"})
-    assert not L.same_machine(host, {**host, "cpu_count": 4})
-    assert not L.same_machine(host, {**host, "conditions": {"tuned": False}})
-
-
-# --- verdicts -----------------------------------------------------------------------------------
-
-
-def test_ratio_verdicts() -> None:
-    h = math.log(1.2)
-    assert L.ratio_verdict("cost", "split", 2.0, 2.3, h).status == L.OK
-    v = L.ratio_verdict("cost", "split", 2.0, 2.5, h)
-    assert v.status == L.REGRESSION and v.change_pct == pytest.approx(25.0)
-    assert (v.lo, v.hi) == (pytest.approx(2.0 / 1.2), pytest.approx(2.4))
-    assert L.ratio_verdict("cost", "split", 2.0, 1.6, h).status == L.REGRESSION
-    assert L.ratio_verdict("cost", "split", 2.0, None, h).status == L.MISSING
-
-
-def test_exact_verdicts_name_the_counter() -> None:
-    tol = L.Tolerance(2000.0, 20.0)
-    name = L.exact_name("zk", "batch_sweep-32B-b1", "split", "zk_reads")
-    assert L.exact_verdict(name, tol, 2015.0).status == L.OK
-    v = L.exact_verdict(name, tol, 3000.0)
-    assert v.status == L.REGRESSION and "zk_reads" in v.statistic
-    assert L.exact_verdict(name, tol, None).status == L.MISSING
-
-
-def calibration(n: int = 4) -> list[regress.RegressionRun]:
-    return [regression_run(jitter=0.02 * (i % 3), cpu={"zk": 2.0, "dsbs": 0.7 + 0.01 * i})
-            for i in range(n)]
-
-
-def test_check_passes_an_unchanged_run_and_fails_the_layer_a_change_moves() -> None:
-    base = regress.build_baseline(calibration())
-    assert set(base["layers"]) == set(L.LAYERS)
-    for layer in L.LAYERS:
-        assert base["layers"][layer]["half_width_pct"] >= 0
-    same = regress.check(regression_run(), base)
-    assert same.ok
-    extra = regress.check(regression_run(reads={"zk": 6000.0, "dsbs": 0.0}), base)
-    assert extra.failed("exact") and not extra.failed("cost") and not extra.failed("throughput")
-    assert any("zk_reads" in v.statistic for v in extra.layer("exact") if v.status != L.OK)
-    slow = regress.check(regression_run(rps={"zk": 1000.0, "dsbs": 1500.0},
-                                        cpu={"zk": 2.0, "dsbs": 1.6}), base)
-    assert slow.failed("cost") and slow.failed("throughput") and not slow.failed("exact")
-    text = regress.summarize(slow)
-    assert "REGRESSION in cost, throughput" in text and "split/production" in text
-
-
-def test_a_run_on_another_kind_of_machine_gets_the_wider_band() -> None:
-    base = regress.build_baseline(calibration())
-    base["host"] = {"cpu_model": "AMD EPYC", "cpu_count": 2}
-    for layer in ("cost", "throughput"):
-        info = base["layers"][layer]
-        assert info["foreign_half_width_pct"] > info["half_width_pct"]
-    # Throughput 20% above the baseline: beyond the same-machine band, within the foreign one.
-    moved = regression_run(rps={"zk": 1000.0, "dsbs": 3600.0})
-    moved.host = {"cpu_model": "AMD EPYC", "cpu_count": 2}
-    assert regress.check(moved, base).failed("throughput")
-    moved.host = {"cpu_model": "Intel Xeon", "cpu_count": 2}
-    foreign = regress.check(moved, base)
-    assert not foreign.same_machine and not foreign.failed("throughput")
-    assert "another kind of machine" in regress.summarize(foreign, moved)
-
-
-def test_a_new_family_label_absent_now_counts_as_zero_not_missing() -> None:
-    base = regress.build_baseline(calibration())
-    run = regression_run()
-    run.counters = run.counters[run.counters["counter"] != "zk_multi"]
-    assert regress.check(run, base).ok
-
-
-def test_one_calibration_run_is_refused() -> None:
-    with pytest.raises(UserError, match="at least two"):
-        regress.build_baseline(calibration(1))
-
-
-# --- the baseline file and run directories -----------------------------------------------------
-
-
-def write_regression_run(root: Path, index: int, run: regress.RegressionRun) -> None:
-    """Two run directories (zk, dsbs) of one invocation, in the documented format."""
+def test_a_slower_shared_core_fails_each_twin_on_its_own() -> None:
+    """+10% CPU and -10% records/s on both twins: a DSBS/ZK ratio would not move; each twin's
+    own cost and throughput do."""
+    result = regress.check(regression_run(head={"zk": 1.10, "dsbs": 1.10}))
+    bad = failing(result)
     for arch in ("zk", "dsbs"):
-        run_id = synth.run_id_for(arch, "regress", index)
-        d = root / run_id
-        d.mkdir(parents=True)
-        manifest = synth.manifest(run_id, arch, "", "regress", seed=index, format_version=2)
-        manifest["run_arches"] = ["zk", "dsbs"]
-        (d / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-        for name, columns in (("faults.csv", FAULTS_COLUMNS),
-                              ("fault_events.csv", FAULT_EVENTS_COLUMNS),
-                              ("timeline.csv", TIMELINE_COLUMNS)):
-            (d / name).write_text(",".join(columns) + "\n", encoding="utf-8")
-        for name, frame, columns in (("records.csv", run.records, RECORDS_COLUMNS_V1),
-                                     ("coordination.csv", run.coordination,
-                                      COORDINATION_COLUMNS_V1),
-                                     ("counters.csv", run.counters, COUNTER_COLUMNS)):
-            rows = frame[frame["arch"] == arch].assign(run_id=run_id)
-            rows.reindex(columns=list(columns)).to_csv(d / name, index=False)
+        assert ("cost", f"{arch} split CPU per 1,000 records") in bad
+        assert any(layer == "throughput" and name.startswith(f"{arch} ")
+                   for layer, name in bad)
+    assert not any(layer == "exact" for layer, _ in bad)
+
+
+def test_an_extra_request_per_record_fails_the_exact_layer_naming_the_counter() -> None:
+    result = regress.check(regression_run(reads={"zk": 4400.0}))
+    assert ("exact", "zk batch_sweep-32B-b1 split coordinator:zk_reads") in failing(result)
+    v = next(v for v in result.layer("exact")
+             if v.statistic == "zk batch_sweep-32B-b1 split coordinator:zk_reads")
+    assert v.change_pct == pytest.approx(10.0)
+
+
+def test_a_counter_only_one_side_reports_fails_unless_it_stayed_zero() -> None:
+    result = regress.check(regression_run(extra_counter="dsbs:kafka_requests_new_api"))
+    bad = [v for v in result.layer("exact") if v.status != L.OK]
+    assert bad and all("kafka_requests_new_api" in v.statistic for v in bad)
+    assert bad[0].note == "reported by head only"
+    gone = L.count_verdict("exact", L.CountStat("x", 0.0, None, 100.0, ()), 3.0)
+    assert gone.status == L.OK
+
+
+def test_requests_the_brokers_stop_counting_show_in_the_zookeeper_layer() -> None:
+    """The brokers' own counter says 4000 reads on both sides, but ZooKeeper received 400 more
+    per session on head: uncounted requests."""
+    rec, coord, cnt = frames()
+    more = (cnt["arch"] == "zk") & (cnt["source"] == "zookeeper")
+    cnt.loc[more, "increase"] += 400
+    result = regress.check(regress.RegressionRun("regress", list(ARMS), ["r"], rec, coord,
+                                                 cnt))
+    assert result.failed("zookeeper") and not result.failed("exact")
+    # And a broker claiming more than ZooKeeper received is impossible, whatever the base.
+    claim = (cnt["arch"] == "zk") & (cnt["counter"] == "zk_requests")
+    cnt.loc[claim, "increase"] += 10_000
+    result = regress.check(regress.RegressionRun("regress", list(ARMS), ["r"], rec, coord,
+                                                 cnt))
+    assert result.impossible and result.failed("zookeeper")
+
+
+# --- bands ---------------------------------------------------------------------------------------
+
+
+def test_a_ratio_band_is_a_t_interval_of_the_pairs_with_a_floor() -> None:
+    logs = (0.01, -0.02, 0.03, 0.0, -0.01, 0.02)
+    stat = L.RatioStat("s", logs, 1.0, 1.0)
+    k = L.t_multiplier(0.0025, 4, len(logs))
+    assert k == pytest.approx(float(sps.t.ppf(1 - 0.0025 / 8, 5)))
+    v = L.ratio_verdict("cost", stat, k)
+    sd = float(pd.Series(logs).std(ddof=1))
+    assert v.tolerance == pytest.approx(k * sd / math.sqrt(6))
+    assert v.spread == pytest.approx(sd) and v.n == 6
+    assert v.change_pct == pytest.approx((math.exp(sum(logs) / 6) - 1) * 100)
+    tight = L.ratio_verdict("cost", L.RatioStat("s", (0.0,) * 6, 1.0, 1.0), k)
+    assert tight.tolerance == pytest.approx(math.log1p(L.FLOOR_RATIO_PCT / 100))
+    assert L.ratio_verdict("cost", L.RatioStat("s", (0.1,), 1.0, 1.0), k).status == L.MISSING
+
+
+def test_a_count_tolerance_is_the_largest_of_floor_spread_and_absolute_floor() -> None:
+    exact = L.CountStat("c", 1000.0, 1005.0, 12_000.0, (5.0,) * 6)
+    assert L.count_verdict("exact", exact, 4.0).tolerance == pytest.approx(10.0)  # 1% floor
+    few = L.CountStat("c", 10.0, 10.0, 100.0, (0.0,) * 6)
+    assert L.count_verdict("exact", few, 4.0).tolerance == pytest.approx(20.0)  # 2 events
+    noisy = L.CountStat("c", 1000.0, 1000.0, 12_000.0, (30.0, -30.0) * 3)
+    sd = float(pd.Series((30.0, -30.0) * 3).std(ddof=1))
+    assert L.count_verdict("exact", noisy, 4.0).tolerance == pytest.approx(
+        4.0 * sd / math.sqrt(6))
+
+
+def test_an_aa_run_with_realistic_noise_rarely_fails() -> None:
+    """Twenty A/A runs (head = base, 3% noise per session): at a family-wise 1% a failure
+    among them would be a surprise; the bands are what that noise sets."""
+    failures = sum(not regress.check(regression_run(noise=0.03, seed=s)).ok
+                   for s in range(20))
+    assert failures <= 1
+
+
+def test_a_change_twice_the_band_is_caught() -> None:
+    base = regress.check(regression_run(noise=0.03, seed=7))
+    band = max(v.band_pct for v in base.layer("cost") if v.statistic.startswith("dsbs "))
+    moved = regress.check(regression_run(noise=0.03, seed=7,
+                                         head={"dsbs": 1 + 2 * band / 100}))
+    assert any(v.layer == "cost" and v.statistic.startswith("dsbs ") and v.status != L.OK
+               for v in moved.verdicts)
+
+
+# --- reading runs ---------------------------------------------------------------------------------
+
+
+def _write_arm(root: Path, arm: str, index: int, rec: pd.DataFrame, coord: pd.DataFrame,
+               cnt: pd.DataFrame) -> None:
+    """One arm's run directory of a regression run, in the documented format (format 2)."""
+    run_id = synth.run_id_for(arm, "regress", index)
+    d = root / run_id
+    d.mkdir(parents=True)
+    manifest = synth.manifest(run_id, arm, "", "regress", seed=7, format_version=2)
+    # Every arm of one invocation shares its start time and seed.
+    manifest["started_at"] = "2026-01-01T00:00:00Z"
+    (d / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for name, columns in (("faults.csv", FAULTS_COLUMNS),
+                          ("fault_events.csv", FAULT_EVENTS_COLUMNS),
+                          ("timeline.csv", TIMELINE_COLUMNS)):
+        (d / name).write_text(",".join(columns) + "\n", encoding="utf-8")
+    for name, frame, columns in (("records.csv", rec, RECORDS_COLUMNS_V1),
+                                 ("coordination.csv", coord, COORDINATION_COLUMNS_V1),
+                                 ("counters.csv", cnt, COUNTER_COLUMNS)):
+        rows = frame[frame["arch"] == arm].assign(run_id=run_id, label="")
+        rows.reindex(columns=list(columns)).to_csv(d / name, index=False)
 
 
 @pytest.mark.filesystem
-def test_baseline_round_trip_through_run_directories(tmp_path: Path) -> None:
-    cal = tmp_path / "cal"
-    for i, run in enumerate(calibration(3), start=1):
-        write_regression_run(cal, i, run)
-    runs = regress.read_runs([cal])
-    assert len(runs) == 3 and runs[0].base == "zk" and runs[0].other == "dsbs"
-    path = regress.write_baseline(runs, tmp_path / "baseline")
-    data = json.loads(path.read_text())
-    assert data["version"] == regress.BASELINE_VERSION
-    assert {"exact", "cost", "throughput"} <= set(data["layers"])
-    now = tmp_path / "now"
-    write_regression_run(now, 9, regression_run())
-    ok, text = regress.run_check([now], tmp_path / "baseline", tmp_path / "out")
+def test_a_run_read_from_its_directories_checks_as_the_frames_do(tmp_path: Path) -> None:
+    rec, coord, cnt = frames()
+    rec = rec.assign(table="batch_sweep", msg_size=32, batch=1, clients=1, records=2000,
+                     payload_bytes=64000, offset_commit="every_fetch",
+                     metadata_check="per_request", wall_s=2.0, kbps=1.0)
+    for i, arm in enumerate(ARMS):
+        _write_arm(tmp_path, arm, i, rec, coord, cnt)
+    (tmp_path / "regression.json").write_text(json.dumps(
+        {"pairs": [["zk", "zk@base"], ["dsbs", "dsbs@base"]],
+         "base": {"given": "abc", "commit": "abc"}, "head": {"commit": "def"}}))
+    (run,) = regress.read_runs([tmp_path])
+    assert run.arms == sorted(ARMS) and run.pairs == [("zk", "zk@base"), ("dsbs", "dsbs@base")]
+    ok, text = regress.run_check([tmp_path])
     assert ok, text
-    assert (tmp_path / "out" / "regression.csv").is_file()
+    assert "head def against base abc" in text
 
 
 @pytest.mark.filesystem
-def test_old_or_foreign_baselines_fail_with_one_line(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="no baseline here"):
-        regress.load_baseline(tmp_path)
-    (tmp_path / "baseline.json").write_text(json.dumps(
-        {"kind": regress.BASELINE_KIND, "version": 1}))
-    with pytest.raises(UserError, match=r"baseline version 1 .* rewrite it with 'make baseline'"):
-        regress.load_baseline(tmp_path)
-    (tmp_path / "baseline.json").write_text("{}")
-    with pytest.raises(UserError, match="not a twinbench regression baseline"):
-        regress.load_baseline(tmp_path)
+def test_runs_without_a_base_arm_are_refused_with_one_line(tmp_path: Path) -> None:
+    rec, coord, cnt = frames()
+    rec = rec.assign(table="batch_sweep", msg_size=32, batch=1, clients=1, records=2000,
+                     payload_bytes=64000, offset_commit="every_fetch",
+                     metadata_check="per_request", wall_s=2.0, kbps=1.0)
+    for i, arm in enumerate(("zk", "dsbs")):
+        _write_arm(tmp_path, arm, i, rec, coord, cnt)
+    with pytest.raises(UserError, match="no architecture ran as both head and base"):
+        regress.read_runs([tmp_path])
 
 
-def test_the_committed_baseline_is_of_the_current_version() -> None:
-    root = Path(__file__).resolve().parents[3]
-    data = regress.load_baseline(root / "results" / "baseline")
-    assert data["workload"] == "regress"
-    for layer in L.LAYERS:
-        assert 0 <= data["layers"][layer]["half_width_pct"] < math.inf
-    assert len(data["layers"]["cost"]["calibration"]) >= 2
+def test_the_accepted_base_names_a_commit_and_why() -> None:
+    doc = json.loads((Path(__file__).resolve().parents[3] / "results" / "baseline"
+                      / "base.json").read_text())
+    assert doc["kind"] == "twinbench.regress-base" and len(doc["commit"]) == 40
+    assert doc["reason"].strip()

@@ -1,0 +1,96 @@
+"""``python -m harness.regression``: a code-vs-code regression run, or accepting a base.
+
+    python -m harness.regression run [--base REF|DIR] [--workload regress] --out DIR
+                                     [--tries N] [--arch zk,dsbs] [--tune]
+    python -m harness.regression accept [REF] --reason TEXT
+
+``run`` writes one run log per arm under ``--out`` and ``regression.json`` (what was compared);
+``python -m spark_analysis.regress check DIR`` judges it. Exit 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from brokers.core.errors import UserError
+from harness import architectures
+from harness.architectures.entry import Architecture
+from harness.regression import accepted, arms
+from harness.regression import base as bases
+
+
+def run_arms(arms_added: Sequence[Architecture], names: Sequence[str],
+             pairs: Sequence[tuple[str, str]], workload: str, out: Path,
+             about: dict[str, Any], *, tries: int | None = None, tune: bool = False) -> int:
+    """Run ``workload`` on the arms ``names`` (registered ones and ``arms_added``),
+    interleaved, and write ``regression.json`` (``about``, the arms and which pairs the check
+    compares: head arm, base arm). Returns the run's exit code."""
+    from harness.driver import RunOptions, run
+    from harness.workload import load_workload
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "regression.json").write_text(json.dumps({
+        "kind": "twinbench.regression", "version": 1, "workload": workload, **about,
+        "arms": list(names), "pairs": [list(p) for p in pairs]}, indent=2) + "\n")
+    with architectures.registered(*arms_added), contextlib.redirect_stdout(sys.stderr):
+        outcome = run(RunOptions(arch=",".join(names), workload=load_workload(workload),
+                                 out=out, tries=tries, progress=False, tune=tune))
+    return outcome.exit_code
+
+
+def run_regression(base: str, workload: str, out: Path, *, tries: int | None = None,
+                   archs: Sequence[str] = ("zk", "dsbs"), tune: bool = False) -> int:
+    """Head and base arms of ``archs``, interleaved; returns the run's exit code."""
+    tree = bases.prepare(base)
+    entries = [architectures.get(a) for a in archs]
+    base_arms = [arms.relaunched(e, arms.base_name(e.name), python=tree.python, env=tree.env())
+                 for e in entries]
+    names = [n for e in entries for n in (e.name, arms.base_name(e.name))]
+    pairs = [(e.name, arms.base_name(e.name)) for e in entries]
+    about = {"head": {"commit": bases.head_commit()}, "base": tree.manifest(),
+             "same_brokers": bases.same_brokers(tree)}
+    return run_arms(base_arms, names, pairs, workload, out, about, tries=tries, tune=tune)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.regression",
+                                     description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="head against base, interleaved, one run log per arm")
+    r.add_argument("--base", default=None, metavar="REF|DIR",
+                   help="what to compare with (default: the accepted base, "
+                        "results/baseline/base.json)")
+    r.add_argument("--workload", default="regress")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--tries", type=int, default=None)
+    r.add_argument("--arch", default="zk,dsbs", help="the architectures (comma-separated)")
+    r.add_argument("--tune", action="store_true")
+    a = sub.add_parser("accept", help="accept REF's costs: make it the default base")
+    a.add_argument("ref", nargs="?", default="HEAD")
+    a.add_argument("--reason", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "accept":
+            doc = accepted.write(bases.resolve(args.ref), args.reason)
+            print(f"accepted {doc['commit'][:12]} as the regression's base: {accepted.FILE}")
+            return 0
+        if args.tries is not None and args.tries < 2:
+            raise UserError("--tries must be at least 2: the bands come from the spread of "
+                            "the pairs")
+        base = args.base or accepted.ref()
+        return run_regression(base, args.workload, args.out, tries=args.tries,
+                              archs=[x.strip() for x in args.arch.split(",") if x.strip()],
+                              tune=args.tune)
+    except UserError as exc:
+        print(f"twinbench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
