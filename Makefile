@@ -28,7 +28,6 @@ test: setup
 	@$(PY) -m mypy
 	@$(PY) -m pytest
 	@$(MAKE) --no-print-directory regress
-	@$(MAKE) --no-print-directory regress-selftest
 
 # The CI regression (docs/regression.md): this tree's brokers against the base's, on this
 # machine, in one run: the regress workload on zk and dsbs from here (head) and from BASE (a git
@@ -63,7 +62,7 @@ regress: setup
 # storage append and an extra copy of fetched data (shared core, both twins), and a subtle plant
 # sized at twice the band just measured.
 regress-selftest: setup
-	@$(PY) -m tests.support.planted.selftest --workload $(REGRESS_WORKLOAD) $(TUNE)
+	@$(PY) -m tests.support.regress_selftest --workload $(REGRESS_WORKLOAD) $(TUNE)
 
 # Accept REF's costs (default HEAD) as what `make regress` compares with, after a change meant
 # to move them: REASON says why (written into results/baseline/base.json; commit it).

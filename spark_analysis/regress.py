@@ -6,16 +6,18 @@ one small table per layer. Run directories are read as plain CSV (no Spark: CI p
 a JVM start), validated by the same code as the analysis's (``loader.validate_runs``).
 
 A regression run is one ``python -m harness.regression run`` (``make regress``): one run log
-per arm (``zk``, ``zk@base``, ``dsbs``, ``dsbs@base``) sharing a start time and a seed, and
-``regression.json`` saying what was compared. Several runs given together are pooled, session by
+per arm (``zk``, ``zk@base``, ``dsbs``, ``dsbs@base``, and the positive controls such as
+``dsbs+slow-append``) sharing a start time and a seed, and ``regression.json`` saying what was
+compared and what each control must fail. Several runs given together are pooled, session by
 session, as one longer run would be.
 
 Commands::
 
     python -m spark_analysis.regress check RUN_DIR... [--out DIR]
 
-Exit 0 = every layer within its band, 1 = a regression (or a statistic without data), 2 =
-unusable input (one ``twinbench: error:`` line).
+Exit 0 = every layer within its band and every positive control caught, 1 = a regression (or
+a statistic without data), or a control not caught (the run could not have seen a change of that
+size: inconclusive), 2 = unusable input (one ``twinbench: error:`` line).
 """
 
 from __future__ import annotations
@@ -38,6 +40,18 @@ from twinbench_common.errors import UserError
 # --- reading a regression run -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Control:
+    """A positive control (harness/regression/controls.py): ``arm`` is head with a known
+    regression planted, judged against ``against`` (head); every layer of ``expect`` must
+    fail."""
+
+    arm: str
+    against: str
+    expect: tuple[str, ...]
+    what: str
+
+
 @dataclass
 class RegressionRun:
     """Every arm's sessions of one (or several pooled) regression runs."""
@@ -51,6 +65,14 @@ class RegressionRun:
     host: dict[str, Any] = field(default_factory=dict)
     # regression.json of the run: what was compared (head and base commits), if present.
     about: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def controls(self) -> list[Control]:
+        """The positive controls regression.json lists whose arms ran."""
+        return [Control(str(c["arm"]), str(c["against"]), tuple(c.get("expect") or ()),
+                        str(c.get("what") or ""))
+                for c in self.about.get("controls") or ()
+                if c.get("arm") in self.arms and c.get("against") in self.arms]
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -130,10 +152,27 @@ def pooled(runs: Sequence[RegressionRun]) -> RegressionRun:
 
 
 @dataclass
+class ControlResult:
+    control: Control
+    verdicts: list[L.Verdict]
+    impossible: list[str] = field(default_factory=list)
+
+    @property
+    def failed_layers(self) -> set[str]:
+        return {v.layer for v in self.verdicts if v.status != L.OK} | (
+            {"zookeeper"} if self.impossible else set())
+
+    @property
+    def caught(self) -> bool:
+        return set(self.control.expect) <= self.failed_layers
+
+
+@dataclass
 class CheckResult:
     verdicts: list[L.Verdict]
     # Sessions where the brokers claimed more ZooKeeper requests than ZooKeeper received.
     impossible: list[str] = field(default_factory=list)
+    controls: list[ControlResult] = field(default_factory=list)
 
     def layer(self, name: str) -> list[L.Verdict]:
         return [v for v in self.verdicts if v.layer == name]
@@ -150,11 +189,24 @@ class CheckResult:
                       else 0.0)
 
     @property
+    def regressed(self) -> bool:
+        return bool(self.impossible) or any(v.status != L.OK for v in self.verdicts)
+
+    @property
+    def blind(self) -> list[ControlResult]:
+        """The controls this run did not catch: it could have missed a change that size."""
+        return [c for c in self.controls if not c.caught]
+
+    @property
     def ok(self) -> bool:
-        return not self.impossible and all(v.status == L.OK for v in self.verdicts)
+        return not self.regressed and not self.blind
 
 
-def check(run: RegressionRun) -> CheckResult:
+def judge(run: RegressionRun, pairs: Sequence[tuple[str, str]], family: int
+          ) -> tuple[list[L.Verdict], list[str]]:
+    """Verdicts of ``pairs``, with each layer's Bonferroni count taken as ``family`` pairs'
+    worth of statistics (a control is judged as if it were one more architecture of the
+    check, so its bands are the check's)."""
     verdicts: list[L.Verdict] = []
     impossible: list[str] = []
     counts = L.per_try_counts(run.coordination, run.counters)
@@ -162,22 +214,32 @@ def check(run: RegressionRun) -> CheckResult:
     zookeeper: list[L.CountStat] = []
     cost: list[L.RatioStat] = []
     throughput: list[L.RatioStat] = []
-    for head, base in run.pairs:
+    for head, base in pairs:
         exact += L.exact_stats(counts, head, base)
         z, bad = L.zookeeper_stats(counts, head, base)
         zookeeper += z
         impossible += bad
         cost += L.cost_stats(run.coordination, head, base)
         throughput += L.throughput_stats(run.records, head, base)
+    scale = max(family, 1) / max(len(pairs), 1)
     for layer, stats in (("exact", exact), ("zookeeper", zookeeper)):
         for s in stats:
-            k = L.t_multiplier(L.LAYER_ALPHA[layer], len(stats), len(s.diffs))
+            k = L.t_multiplier(L.LAYER_ALPHA[layer], round(len(stats) * scale), len(s.diffs))
             verdicts.append(L.count_verdict(layer, s, k))
     for layer, ratios in (("cost", cost), ("throughput", throughput)):
         for r in ratios:
-            k = L.t_multiplier(L.LAYER_ALPHA[layer], len(ratios), len(r.logs))
+            k = L.t_multiplier(L.LAYER_ALPHA[layer], round(len(ratios) * scale), len(r.logs))
             verdicts.append(L.ratio_verdict(layer, r, k))
-    return CheckResult(verdicts, impossible)
+    return verdicts, impossible
+
+
+def check(run: RegressionRun) -> CheckResult:
+    """Every head arm against its base; every control against its head."""
+    family = max(len(run.pairs), 1)
+    verdicts, impossible = judge(run, run.pairs, family)
+    controls = [ControlResult(c, *judge(run, [(c.arm, c.against)], family))
+                for c in run.controls]
+    return CheckResult(verdicts, impossible, controls)
 
 
 def _fmt(x: float) -> str:
@@ -240,8 +302,11 @@ def summarize(result: CheckResult, run: RegressionRun) -> str:
     same = run.about.get("same_brokers")
     lines = [f"regression, {what}, workload {run.workload}, {len(run.pairs)} architectures "
              f"(family-wise false-failure rate <= {L.ALPHA:.0%}): "
-             + ("all layers within their bands" if not failed
-                else "REGRESSION in " + ", ".join(failed))]
+             + ("REGRESSION in " + ", ".join(failed) if failed
+                else "INCONCLUSIVE: within the bands, but a control was not caught (bands this "
+                     "wide could hide a regression that size)" if result.blind
+                else "all layers within their bands"
+                + ("; every control caught" if result.controls else ""))]
     if same:
         lines.append("  the brokers' code is the same on both sides: an A/A comparison")
     lines.append(f"machine: {_machine(run.host)}")
@@ -251,7 +316,30 @@ def summarize(result: CheckResult, run: RegressionRun) -> str:
                      "sessions; a cost or throughput verdict may be theirs, not the code's")
     for name in L.LAYERS:
         lines.extend(layer_table(result, name))
+    lines.extend(control_lines(result))
     return "\n".join(lines)
+
+
+def control_lines(result: CheckResult) -> list[str]:
+    """Each positive control: caught or not, by the statistic that moved most in each layer it
+    must fail (what size of change this run could see)."""
+    if not result.controls:
+        return []
+    lines = ["controls: head with a known regression planted, against head; each must fail "
+             "its layers"]
+    for c in result.controls:
+        status = "caught" if c.caught else "NOT CAUGHT"
+        lines.append(f"  {c.control.arm}: {c.control.what}; must fail "
+                     f"{', '.join(c.control.expect)}: {status}")
+        for layer in c.control.expect:
+            mine = [v for v in c.verdicts if v.layer == layer and math.isfinite(v.change_pct)]
+            if not mine:
+                lines.append(f"    {layer}: not measured")
+                continue
+            v = max(mine, key=lambda v: abs(v.change_pct) / max(v.band_pct, 1e-9))
+            lines.append(f"    {layer}: {v.statistic} {v.change_pct:+.1f}% (band "
+                         f"±{v.band_pct:.1f}%) {v.status}")
+    return lines
 
 
 def markdown(result: CheckResult, run: RegressionRun) -> str:
@@ -260,8 +348,11 @@ def markdown(result: CheckResult, run: RegressionRun) -> str:
 
 
 def verdict_frame(result: CheckResult) -> pd.DataFrame:
-    return pd.DataFrame([{**asdict(v), "change_pct": v.change_pct, "band_pct": v.band_pct}
-                         for v in result.verdicts])
+    """Every verdict; ``judged`` is ``head`` for the check's own, else the control's arm."""
+    rows = [(v, "head") for v in result.verdicts] + [
+        (v, c.control.arm) for c in result.controls for v in c.verdicts]
+    return pd.DataFrame([{"judged": who, **asdict(v), "change_pct": v.change_pct,
+                          "band_pct": v.band_pct} for v, who in rows])
 
 
 def run_check(paths: Sequence[Path], out: Path | None = None) -> tuple[bool, str]:

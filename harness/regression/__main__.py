@@ -1,10 +1,11 @@
 """``python -m harness.regression``: a code-vs-code regression run, or accepting a base.
 
     python -m harness.regression run [--base REF|DIR] [--workload regress] --out DIR
-                                     [--tries N] [--arch zk,dsbs] [--tune]
+                                     [--tries N] [--arch zk,dsbs] [--tune] [--no-controls]
     python -m harness.regression accept [REF] --reason TEXT
 
-``run`` writes one run log per arm under ``--out`` and ``regression.json`` (what was compared);
+``run`` writes one run log per arm (head, base, the positive controls) under ``--out`` and
+``regression.json`` (what was compared, and what each control must fail);
 ``python -m spark_analysis.regress check DIR`` judges it. Exit 2 with one line on bad input.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 from brokers.core.errors import UserError
 from harness import architectures
 from harness.architectures.entry import Architecture
-from harness.regression import accepted, arms
+from harness.regression import accepted, arms, controls
 from harness.regression import base as bases
 
 
@@ -45,17 +46,26 @@ def run_arms(arms_added: Sequence[Architecture], names: Sequence[str],
 
 
 def run_regression(base: str, workload: str, out: Path, *, tries: int | None = None,
-                   archs: Sequence[str] = ("zk", "dsbs"), tune: bool = False) -> int:
-    """Head and base arms of ``archs``, interleaved; returns the run's exit code."""
+                   archs: Sequence[str] = ("zk", "dsbs"), tune: bool = False,
+                   with_controls: bool = True,
+                   extra: Sequence[controls.Control] = ()) -> int:
+    """Head and base arms of ``archs`` and the controls (controls.py; ``extra`` ones too),
+    interleaved; returns the run's exit code."""
     tree = bases.prepare(base)
     entries = [architectures.get(a) for a in archs]
-    base_arms = [arms.relaunched(e, arms.base_name(e.name), python=tree.python, env=tree.env())
-                 for e in entries]
-    names = [n for e in entries for n in (e.name, arms.base_name(e.name))]
+    chosen = [*(controls.for_archs(archs) if with_controls else ()), *extra]
+    added = [arms.relaunched(e, arms.base_name(e.name), python=tree.python, env=tree.env())
+             for e in entries] + [c.entry() for c in chosen]
+    # Each architecture's arms side by side, so with the tries' alternating order (A B B A)
+    # a head session and the sessions it is compared with run close together.
+    names = [n for e in entries
+             for n in (e.name, arms.base_name(e.name), *(c.arm for c in chosen
+                                                          if c.arch == e.name))]
     pairs = [(e.name, arms.base_name(e.name)) for e in entries]
     about = {"head": {"commit": bases.head_commit()}, "base": tree.manifest(),
-             "same_brokers": bases.same_brokers(tree)}
-    return run_arms(base_arms, names, pairs, workload, out, about, tries=tries, tune=tune)
+             "same_brokers": bases.same_brokers(tree),
+             "controls": [c.describe() for c in chosen]}
+    return run_arms(added, names, pairs, workload, out, about, tries=tries, tune=tune)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--tries", type=int, default=None)
     r.add_argument("--arch", default="zk,dsbs", help="the architectures (comma-separated)")
     r.add_argument("--tune", action="store_true")
+    r.add_argument("--no-controls", action="store_true",
+                   help="leave out the positive controls (harness/regression/controls.py): "
+                        "faster, but the check cannot say what size of change it would see")
     a = sub.add_parser("accept", help="accept REF's costs: make it the default base")
     a.add_argument("ref", nargs="?", default="HEAD")
     a.add_argument("--reason", required=True)
@@ -86,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = args.base or accepted.ref()
         return run_regression(base, args.workload, args.out, tries=args.tries,
                               archs=[x.strip() for x in args.arch.split(",") if x.strip()],
-                              tune=args.tune)
+                              tune=args.tune, with_controls=not args.no_controls)
     except UserError as exc:
         print(f"twinbench: error: {exc}", file=sys.stderr)
         return 2

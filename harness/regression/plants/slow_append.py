@@ -1,5 +1,6 @@
-"""``python -m tests.support.planted.slow_append``: the shared core's storage append made slower
-(a 50 µs busy loop in every PartitionLog.append), in whichever twin TWINBENCH_PLANT_TWIN names.
+"""``python -m harness.regression.plants.slow_append``: the shared core's storage append made
+slower (a busy loop in every PartitionLog.append: ``TWINBENCH_PLANT_BUSY_US``, default 250 µs),
+in whichever twin ``TWINBENCH_PLANT_TWIN`` names.
 
 A regression of the core both twins share: a DSBS/ZK ratio would barely move, since both slow
 down; each twin's own CPU per record (the cost layer) must catch it.
@@ -10,21 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from brokers.core.storage.log import PartitionLog
-from tests.support.planted import busy, run_twin, twin_from_env
+from harness.regression.plants import busy, busy_s_from_env, run_twin, twin_from_env
 
-SLOW_S = 50e-6
+DEFAULT_US = 250.0
 
 
-def _patch() -> None:
+def _patch(slow_s: float) -> None:
     original = PartitionLog.append
 
     def append(self: PartitionLog, *args: Any, **kwargs: Any) -> Any:
-        busy(SLOW_S)
+        busy(slow_s)
         return original(self, *args, **kwargs)
 
     PartitionLog.append = append  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":
-    _patch()
+    _patch(busy_s_from_env(DEFAULT_US))
     run_twin(twin_from_env())

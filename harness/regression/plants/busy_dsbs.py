@@ -1,4 +1,4 @@
-"""``python -m tests.support.planted.busy_dsbs``: the dsbs twin spending CPU (a busy loop on
+"""``python -m harness.regression.plants.busy_dsbs``: the dsbs twin spending CPU (a busy loop on
 the event loop) before every request it handles: 200 µs, or ``TWINBENCH_PLANT_BUSY_US``.
 
 What the cost layer (dsbs CPU per record) and the throughput layer (dsbs records/s) must catch;
@@ -7,14 +7,12 @@ the selftest's subtle plant is this one sized at about twice the cost band.
 
 from __future__ import annotations
 
-import os
-
 from brokers.core.handlers.context import BrokerContext, Call
-from tests.support.planted import BUSY_US_ENV, Handler, busy, run_twin, wrap_handlers
+from harness.regression.plants import Handler, busy, busy_s_from_env, run_twin, wrap_handlers
 
 TWIN = "brokers.dsbs_broker"
 # The planted cost of every request.
-BUSY_S = float(os.environ.get(BUSY_US_ENV, "200")) / 1e6
+BUSY_S = busy_s_from_env(200.0)
 
 
 def _busy(_key: int, handler: Handler) -> Handler:

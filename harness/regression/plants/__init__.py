@@ -1,21 +1,19 @@
-"""Planted regressions: known changes that the CI regression (spark_analysis/regress.py) must
-catch, living only here, never as switches in the shipped brokers.
+"""Planted regressions: broker entry points with one known change, never switches in the
+shipped brokers. ``make regress`` runs some of them beside head as its positive controls
+(harness/regression/controls.py), and the selftest sizes one at the edge of what the check can
+see (harness/regression/selftest.py).
 
-Each plant is a broker entry point of its own (``python -m tests.support.planted.<name>``) that
-changes one thing in the broker process and then runs a twin's real ``main``; the selftest
-(``selftest.py``, ``make regress-selftest``) swaps it into its own process's copy of the
-architecture registry under the twin's name, so the run logs look like any other run of that
-twin.
+Each plant is an entry point of its own (``python -m harness.regression.plants.<name>``) that
+changes one thing in the broker process and then runs a twin's real ``main`` with the same
+arguments; an arm launched through it (harness/regression/arms.py) writes run logs like any
+other arm of that twin.
 
 Layout:
 
-* ``__init__.py``      the shared pieces: wrap the request handlers, run a twin's main
+* ``__init__.py``      the shared pieces: wrap the request handlers, burn CPU, run a twin's main
 * ``zk_extra_read.py`` zk twin: one more ZooKeeper read per produced partition (exact layer)
-* ``busy_dsbs.py``     dsbs twin: a busy loop on every request (200 µs, or the subtle plant's
-                       size from TWINBENCH_PLANT_BUSY_US; cost, throughput layers)
-* ``slow_append.py``   shared core: a busy loop in every storage append (either twin)
-* ``fetch_copy.py``    shared core: every fetched read copied once more (either twin)
-* ``selftest.py``      runs every plant (and the workload override) and checks each is caught
+* ``slow_append.py``   shared core, either twin: a busy loop in every storage append (cost)
+* ``busy_dsbs.py``     dsbs twin: a busy loop on every request (cost, throughput)
 """
 
 from __future__ import annotations
@@ -56,14 +54,19 @@ async def then(first: Awaitable[Any], rest: Callable[[], Any]) -> Any:
     return result
 
 
-# Which twin a shared-core plant runs (the selftest sets it in the broker's environment).
+# Which twin a shared-core plant runs (set in the broker's environment by its arm).
 TWIN_ENV = "TWINBENCH_PLANT_TWIN"
-# How much CPU a busy plant burns per request (the subtle plant's size), microseconds.
+# How much CPU a busy plant burns per call (per request, per append), microseconds.
 BUSY_US_ENV = "TWINBENCH_PLANT_BUSY_US"
 
 
 def twin_from_env() -> str:
     return os.environ[TWIN_ENV]
+
+
+def busy_s_from_env(default_us: float) -> float:
+    """The plant's CPU per call, seconds: ``BUSY_US_ENV`` or ``default_us``."""
+    return float(os.environ.get(BUSY_US_ENV, default_us)) / 1e6
 
 
 def run_twin(module: str) -> None:

@@ -1,4 +1,4 @@
-"""``python -m tests.support.planted.zk_extra_read``: the zk twin with one extra ZooKeeper
+"""``python -m harness.regression.plants.zk_extra_read``: the zk twin with one extra ZooKeeper
 round trip per produced partition (a fresh partition-state read before the real handler runs).
 
 What the exact layer must catch: zk_reads (and zk_requests) per 1,000 records rise by
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.messages.produce import ProduceRequest
-from tests.support.planted import Handler, run_twin, then, wrap_handlers
+from harness.regression.plants import Handler, run_twin, then, wrap_handlers
 
 TWIN = "brokers.zk_broker"
 PRODUCE = 0  # Kafka API key of Produce
