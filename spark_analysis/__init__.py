@@ -40,10 +40,10 @@ Layout (one concept per module):
   report.py       report.md: the frame around every study's headline and section
   cli.py          body of `twinbench analyze` (harness/cli.py only parses its arguments)
   regress.py      CI regression: read regression runs (plain CSV, counters.csv included),
-                  baseline write/check, one table per layer
-                  (`python -m spark_analysis.regress write|check RUN_DIR...`)
-  regress_layers.py the layers (exact counts, CPU cost, pooled throughput): statistics, bands
-                  from the calibration runs' spread, verdicts (pure)
+                  judge head against base and each control against head, one table per layer
+                  (`python -m spark_analysis.regress check RUN_DIR...`)
+  regress_layers.py the layers (exact counts, ZooKeeper's own count, CPU cost, throughput):
+                  statistics, bands from the run's own pairs, verdicts (pure)
   synth.py        synthetic run directories in the documented format (fixtures, scale bench)
   scale_bench.py  `python -m spark_analysis.scale_bench`: analysis time on 10M records.csv rows
   paper_appendix.csv, paper_qos.csv  the two papers' printed numbers (package data)

@@ -4,11 +4,10 @@ Every arm is an architecture entry (harness/architectures): ``zk`` and ``dsbs`` 
 (head: this tree's brokers), and ``zk@base`` and ``dsbs@base``, the same entries whose broker
 processes run the base tree's code (harness/regression/base.py). Registered in this process only
 (architectures.registered), they run like any architecture: interleaved session by session,
-each on its own clusters, one run log each. A base arm sorts right after its head arm, so with
-the tries' alternating order (A B B A) each pair of sessions runs back to back.
+each on its own clusters, one run log each, in the mirrored order of ``__main__.arm_order``.
 
-The selftest (tests/support/planted) builds its arms the same way, with a planted module in
-place of the base tree.
+The positive controls (controls.py) are built the same way, with a planted module
+(plants/) in place of the twin's own.
 """
 
 from __future__ import annotations

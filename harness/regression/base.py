@@ -15,6 +15,8 @@ environment of its own with its own pins installed, as a fresh clone would.
 
 from __future__ import annotations
 
+import contextlib
+import re
 import shutil
 import subprocess
 import sys
@@ -73,8 +75,15 @@ def resolve(ref: str) -> str:
     try:
         return _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except UserError:
-        raise UserError(f"the base {ref!r} names no commit here (a shallow clone lacks "
-                        "history: git fetch --unshallow)") from None
+        pass
+    # A clone without the commit (shallow, or a single branch): fetch that one commit from
+    # where the clone came from, as CI checkouts often are.
+    if re.fullmatch(r"[0-9a-f]{40}", ref):
+        with contextlib.suppress(UserError):
+            _git("fetch", "--quiet", "origin", ref)
+            return _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    raise UserError(f"the base {ref!r} names no commit here (a shallow clone lacks history: "
+                    "git fetch --unshallow)")
 
 
 def _pins(tree: Path) -> tuple[Any, ...]:

@@ -27,10 +27,8 @@ Child programs (``python -m tests.support.NAME ...``, killed by the test that st
     zk_member.py      one ZkCoordinator registered in ZooKeeper
     dsbs_member.py    one DsbsCoordinator gossiping on loopback
 
-Planted regressions (``planted/``: broker entry points with one known change, and the
-selftest that runs them through the CI regression, ``make regress-selftest``)::
+The regression's selftest (``make regress-selftest``; the plants are harness/regression/plants)::
 
-    planted/zk_extra_read.py  the zk twin with one more ZooKeeper read per produced partition
-    planted/busy_dsbs.py      the dsbs twin with a 200 µs busy loop per request
-    planted/selftest.py       runs every plant, checks each is caught by its layers
+    regress_selftest.py  A/A with this tree as its own base (no false alarm, controls caught),
+                         then a subtle plant at twice the measured dsbs cost band (caught)
 """

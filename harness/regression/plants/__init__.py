@@ -14,6 +14,7 @@ Layout:
 * ``zk_extra_read.py`` zk twin: one more ZooKeeper read per produced partition (exact layer)
 * ``slow_append.py``   shared core, either twin: a busy loop in every storage append (cost)
 * ``busy_dsbs.py``     dsbs twin: a busy loop on every request (cost, throughput)
+* ``fetch_copy.py``    shared core, either twin: every fetched read copied once more
 """
 
 from __future__ import annotations

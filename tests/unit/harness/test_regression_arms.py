@@ -13,6 +13,7 @@ from harness.architectures.entry import Launch, Node
 from harness.cluster.spec import ClusterSpec
 from harness.regression import arms, controls
 from harness.regression import base as bases
+from harness.regression.__main__ import arm_order
 from harness.regression.plants import BUSY_US_ENV, TWIN_ENV, busy_s_from_env
 
 
@@ -71,3 +72,15 @@ def test_a_plants_size_comes_from_its_environment(monkeypatch: pytest.MonkeyPatc
     assert busy_s_from_env(250.0) == pytest.approx(250e-6)
     monkeypatch.setenv(BUSY_US_ENV, "40.5")
     assert busy_s_from_env(250.0) == pytest.approx(40.5e-6)
+
+
+def test_each_head_and_its_base_hold_mirror_positions() -> None:
+    chosen = controls.for_archs(("zk", "dsbs"))
+    order = arm_order(["zk", "dsbs"], chosen)
+    assert order[0] == "zk" and order[-1] == "zk@base"
+    assert order[1] == "dsbs" and order[-2] == "dsbs@base"
+    assert order[2:-2] == [c.arm for c in chosen]
+    # The driver runs even tries in reverse: every pair swaps places, none stays in the middle.
+    back = order[::-1]
+    for head in ("zk", "dsbs"):
+        assert order.index(head) == back.index(f"{head}@base")

@@ -313,3 +313,15 @@ def test_the_accepted_base_names_a_commit_and_why() -> None:
                       / "base.json").read_text())
     assert doc["kind"] == "twinbench.regress-base" and len(doc["commit"]) == 40
     assert doc["reason"].strip()
+
+
+def test_a_reported_plant_never_fails_the_run_and_says_what_moved() -> None:
+    arms = (*ARMS, CONTROL)
+    rec, coord, cnt = frames(arms=arms, head={CONTROL: 1.002})
+    about = {"controls": [{"arm": CONTROL, "against": "dsbs", "expect": [],
+                           "what": "a copy per fetch"}]}
+    run = regress.RegressionRun("regress", list(arms), ["r"], rec, coord, cnt, about=about)
+    result = regress.check(run)
+    assert result.ok and not result.blind
+    text = "\n".join(regress.control_lines(result))
+    assert "reported, not required: not caught" in text and "cost: dsbs+slow-append" in text
