@@ -40,7 +40,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from brokers.core.errors import KafkaError
+from brokers.core.errors import KafkaError, OffsetOutOfRange
 from brokers.core.replication.epochs import LeaderEpochCache
 from brokers.core.replication.leader import LeaderPartition
 from brokers.core.replication.truncation import first_question, next_cut, no_epochs_cut
@@ -218,6 +218,9 @@ class Scenario:
         offset = len(rep.log)
         try:
             moved = lp.on_follower_fetch(i, offset, now_ms)
+        except OffsetOutOfRange:
+            rep.truncated = False  # past the leader's log end: cut again first, as the fetcher
+            return
         except KafkaError:
             return
         del moved

@@ -135,3 +135,44 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_one(cluster):
                what=f"broker {follower} back in the ISR")
     assert produce(_by_node(cluster, leader), topic, 0, build_batch([(None, b"d")]), acks=-1) \
         .error_code == 0
+
+
+def test_deleted_records_stay_deleted_after_a_failover(cluster):
+    """DeleteRecords on the leader of a replicated partition: the followers move their log
+    start too (from their next fetch), so a new leader does not serve what was deleted."""
+    from brokers.core.errors import OffsetOutOfRange
+    from brokers.core.protocol.api import ApiKey
+    from brokers.core.protocol.messages.delete_records import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from brokers.core.storage.log import START_OFFSET_FILE
+    from harness.cluster.kafka_probe import KafkaProbe
+    from tests.support.ops import fetch
+
+    topic = f"delrec-{uuid.uuid4().hex[:10]}"
+    victim = _create(cluster, topic, min_isr=2)
+    node = _by_node(cluster, victim)
+    for i in range(10):
+        assert produce(node, topic, 0, build_batch([(None, b"v%d" % i)]), acks=-1) \
+            .error_code == 0
+    with KafkaProbe(node.host, node.port) as probe:
+        got = probe.request(ApiKey.DELETE_RECORDS, 2, DeleteRecordsRequest(topics=[
+            DeleteRecordsTopic(name=topic, partitions=[
+                DeleteRecordsPartition(partition_index=0, offset=-1)])]))
+    assert got.topics[0].partitions[0].low_watermark == 10  # acks=all: all 10 are in the ISR
+    followers = [b for b in cluster.brokers if b.node_id != victim]
+    for b in followers:
+        path = b.data_dir / "logs" / f"{topic}-0" / START_OFFSET_FILE
+        eventually(lambda p=path: p.exists() and p.read_text().strip() == "10",
+                   what=f"broker {b.node_id}'s log start at 10")
+    cluster.kill_broker(victim)
+    try:
+        new, _ = eventually(lambda: (s := _state(followers[0], topic))[0] not in (
+            -1, victim) and s, timeout_s=60, what="a new leader")
+        leader = _by_node(cluster, new)
+        assert fetch(leader, topic, 0, 0).error_code == OffsetOutOfRange.code
+        assert fetch(leader, topic, 0, 10).log_start_offset == 10
+    finally:
+        cluster.restart_broker(victim)

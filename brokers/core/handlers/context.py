@@ -80,6 +80,24 @@ class BrokerContext:
             return NotCoordinator(f"group {group_id!r} is coordinated by broker {owner.node_id}")
         return None
 
+    def cached_leader_state(self, topic: str, partition: int) -> tuple[KafkaError | None, int]:
+        """``cached_leader_check`` and the partition's replica count (0: unknown)."""
+        state = self.coordinator.cluster().partition(topic, partition)
+        if state is None:
+            return UnknownTopicOrPartition(f"{topic}-{partition}"), 0
+        return self._leader_error(state), len(state.replicas)
+
+    async def fresh_leader_state(self, topic: str, partition: int
+                                 ) -> tuple[KafkaError | None, int]:
+        """``fresh_leader_check`` and the partition's replica count as the store has it."""
+        try:
+            state = await self.coordinator.partition_state(topic, partition, fresh=True)
+        except KafkaError as exc:
+            return exc, 0
+        if state is None:
+            return UnknownTopicOrPartition(f"{topic}-{partition}"), 0
+        return self._leader_error(state), len(state.replicas)
+
     def _leader_error(self, state: PartitionState) -> KafkaError | None:
         if state.leader == self.config.node_id:
             return None

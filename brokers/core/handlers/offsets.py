@@ -78,8 +78,12 @@ def handle_delete_records(
     ctx: BrokerContext, call: Call, req: DeleteRecordsRequest
 ) -> DeleteRecordsResponse:
     """The leader moves each partition's log start offset (-1: to the high watermark) and
-    answers the new one; beyond the high watermark is OFFSET_OUT_OF_RANGE. Without
-    replication the leader's own log is every replica, so there is nothing to wait for."""
+    answers the new one; beyond the high watermark is OFFSET_OUT_OF_RANGE. On a replicated
+    partition the high watermark is what the in-sync replicas hold, not the leader's log end
+    (records above it may yet be cut by a new leader); the followers move their own start when
+    their next fetch brings the leader's (brokers/core/replication/fetcher.py), so deleted
+    records do not come back after a failover. Without replication the log end is the high
+    watermark."""
     topics = []
     for t in req.topics:
         parts = []
@@ -94,7 +98,13 @@ def handle_delete_records(
                         raise OffsetOutOfRange(f"offset {p.offset} outside [0, 0]")
                     low = 0
                 else:
-                    offset = log.log_end_offset if p.offset == HIGH_WATERMARK else p.offset
+                    leader = (ctx.replicas.leaders.get(TopicPartition(t.name, p.partition_index))
+                              if ctx.replicas is not None else None)
+                    high = log.log_end_offset if leader is None else leader.high_watermark
+                    offset = high if p.offset == HIGH_WATERMARK else p.offset
+                    if offset > high:
+                        raise OffsetOutOfRange(f"offset {offset} is beyond the high watermark "
+                                               f"{high}")
                     low = log.delete_records(offset)
             except KafkaError as exc:
                 parts.append(DeleteRecordsPartitionResult(

@@ -14,7 +14,9 @@ Replication is asked once per partition (``ReplicaManager.produce_leader``; one 
 miss for every partition of replication factor 1): a partition with more than one replica that
 this broker leads gets its leader epoch stamped into the batches, the min.insync.replicas check
 for acks=-1, and with acks=-1 an answer that waits until the in-sync replicas have the batch
-(brokers/core/replication/manager.py).
+(brokers/core/replication/manager.py). A partition the leadership check says has several
+replicas is never appended unreplicated: until the replica manager has taken its leadership,
+the answer is NOT_LEADER_OR_FOLLOWER (retriable).
 
 Produce v0-2 (magic 0/1 batches) is advertised, for librdkafka's sake, but not served: the
 dispatcher hands such a request to ``answer_unserved``, which fails every partition with
@@ -33,6 +35,7 @@ from brokers.core.errors import (
     InvalidRequiredAcks,
     KafkaError,
     NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
     UnsupportedVersion,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
@@ -54,31 +57,31 @@ def handle_produce(
         return _all_failed(req, InvalidRequiredAcks(f"acks={req.acks}"))
     if ctx.per_request:
         return _produce_checked(ctx, req)
-    return _append_all(ctx, req, ctx.cached_leader_check)
+    return _append_all(ctx, req, ctx.cached_leader_state)
 
 
 async def _produce_checked(ctx: BrokerContext, req: ProduceRequest) -> ProduceResponse | None:
     # Ask the coordination store first (the per_request policy), then append exactly as the
     # cached path does.
-    errors = {
-        (t.name, pd.index): await ctx.fresh_leader_check(t.name, pd.index)
+    states = {
+        (t.name, pd.index): await ctx.fresh_leader_state(t.name, pd.index)
         for t in req.topic_data
         for pd in t.partition_data
     }
-    result = _append_all(ctx, req, lambda topic, partition: errors[(topic, partition)])
+    result = _append_all(ctx, req, lambda topic, partition: states[(topic, partition)])
     return result if result is None or isinstance(result, ProduceResponse) else await result
 
 
 def _append_all(
     ctx: BrokerContext, req: ProduceRequest,
-    leader_error: Callable[[str, int], KafkaError | None],
+    leader_state: Callable[[str, int], tuple[KafkaError | None, int]],
 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     responses = []
     waits: list[tuple[PartitionProduceResponse, asyncio.Future[KafkaError | None]]] = []
     for topic in req.topic_data:
         name = topic.name
         parts = [
-            _append(ctx, req, name, pd.index, pd.records, leader_error(name, pd.index), waits)
+            _append(ctx, req, name, pd.index, pd.records, *leader_state(name, pd.index), waits)
             for pd in topic.partition_data
         ]
         responses.append(TopicProduceResponse(name=name, partition_responses=parts))
@@ -106,7 +109,7 @@ async def _when_replicated(
 
 def _append(
     ctx: BrokerContext, req: ProduceRequest, topic: str, partition: int, records,
-    error: KafkaError | None,
+    error: KafkaError | None, replica_count: int,
     waits: list[tuple[PartitionProduceResponse, asyncio.Future[KafkaError | None]]],
 ) -> PartitionProduceResponse:
     if error is None:
@@ -117,6 +120,14 @@ def _append(
             tp = TopicPartition(topic, partition)
             replicas = ctx.replicas
             leader = None if replicas is None else replicas.produce_leader(tp, req.acks)
+            if leader is None and replicas is not None and replica_count > 1:
+                # The coordinator says this broker leads a partition with several replicas,
+                # but its replica manager has not taken the leadership yet (a topic just
+                # created, a leadership just moved): appended now, the batch would be
+                # acknowledged unreplicated, with no min.insync check, and lost with this
+                # broker. The client retries, as it does on any leadership move.
+                raise NotLeaderOrFollower(
+                    f"{topic}-{partition}: this broker is taking over its leadership")
             epoch = CLIENT_LEADER_EPOCH if leader is None else leader.leader_epoch
             # producerId's first byte is below 0x80 exactly when producerId >= 0 (idempotent).
             if len(records) > PRODUCER_AT and records[PRODUCER_AT] < 0x80:

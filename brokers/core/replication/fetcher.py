@@ -29,6 +29,7 @@ from brokers.core.coordinator import Coordinator, TopicPartition
 from brokers.core.errors import (
     KafkaError,
     KafkaStorageError,
+    OffsetOutOfRange,
     ProtocolViolation,
     error_for_code,
 )
@@ -214,11 +215,20 @@ class ReplicaFetcher:
                     error = error_for_code(p.error_code)
                     log.info("%s-%d: leader %d answered %s", tp.topic, tp.partition,
                              self.leader_id, error.wire_name if error else p.error_code)
+                    if isinstance(error, OffsetOutOfRange):
+                        # This log reaches past the leader's (records of another leader):
+                        # cut it to the leader's again before the next fetch.
+                        f.truncated = False
                     backoff = True
                     continue
                 self._append(tp, p.records or b"")
                 plog = self.store.get_or_create(tp.topic, tp.partition)
                 f.high_watermark = min(p.high_watermark, plog.log_end_offset)
+                # DeleteRecords on the leader: its log start comes with every answer, and a
+                # follower moves its own there (as far as its log reaches), so the records
+                # stay deleted when it leads.
+                if p.log_start_offset > plog.log_start_offset:
+                    plog.delete_records(min(p.log_start_offset, plog.log_end_offset))
         if backoff:
             await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from brokers.core.errors import NotEnoughReplicas, NotLeaderOrFollower
+from brokers.core.errors import NotEnoughReplicas, NotLeaderOrFollower, OffsetOutOfRange
 
 UNKNOWN_OFFSET = -1
 
@@ -107,7 +107,14 @@ class LeaderPartition:
 
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> int | None:
         """A follower fetched from ``fetch_offset`` (so its log ends there); the new high
-        watermark if it moved. Raises NotLeaderOrFollower for a broker that is no replica."""
+        watermark if it moved. Raises NotLeaderOrFollower for a broker that is no replica, and
+        OffsetOutOfRange for an offset past this leader's log end: that follower's log holds
+        records this leader does not have (another leader's), so its position says nothing of
+        this log; counted, it would raise the high watermark over records the follower does
+        not hold. It must truncate first (OffsetForLeaderEpoch), as Kafka's followers do."""
+        if fetch_offset > self._leo:
+            raise OffsetOutOfRange(f"replica {replica_id} fetched from {fetch_offset}, past "
+                                   f"this leader's log end {self._leo}")
         f = self.follower(replica_id)
         if fetch_offset >= self._leo:
             f.last_caught_up_ms = max(f.last_caught_up_ms, now_ms)

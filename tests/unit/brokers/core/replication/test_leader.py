@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokers.core.errors import NotEnoughReplicas, NotLeaderOrFollower
+from brokers.core.errors import NotEnoughReplicas, NotLeaderOrFollower, OffsetOutOfRange
 from brokers.core.replication.leader import LeaderPartition
 
 LAG = 30_000
@@ -25,6 +25,17 @@ def test_high_watermark_waits_for_every_isr_member():
     assert p.on_follower_fetch(3, 4, 1) == 4
     assert p.on_follower_fetch(3, 10, 2) == 10
     assert p.high_watermark == 10
+
+
+def test_a_follower_past_the_leaders_log_end_is_refused_and_not_counted():
+    """Its log holds another leader's records (two leaders of one epoch, a restarted leader's
+    unflushed tail): counting its offset would commit records it does not hold."""
+    p = _leader()
+    p.on_append(10)
+    assert p.on_follower_fetch(2, 10, 1) is None
+    with pytest.raises(OffsetOutOfRange):
+        p.on_follower_fetch(3, 15, 1)
+    assert p.high_watermark == 0 and p.follower(3).log_end_offset <= 0
 
 
 def test_a_follower_outside_the_isr_does_not_hold_the_high_watermark():
