@@ -182,12 +182,6 @@ class CheckResult:
             return True
         return any(v.status != L.OK for v in self.layer(name))
 
-    def caught_by(self) -> list[L.Verdict]:
-        """The statistics outside their bands, the largest move first."""
-        bad = [v for v in self.verdicts if v.status != L.OK]
-        return sorted(bad, key=lambda v: -abs(v.change_pct) if math.isfinite(v.change_pct)
-                      else 0.0)
-
     @property
     def regressed(self) -> bool:
         return bool(self.impossible) or any(v.status != L.OK for v in self.verdicts)

@@ -56,13 +56,13 @@ from typing import Any
 import pandas as pd
 from scipy import stats as sps
 
+from twinbench_common.labels import base_name, head_of
+
 # Family-wise false-failure rate of the whole check, and its split over the layers.
 ALPHA = 0.01
 LAYER_ALPHA = {"exact": ALPHA / 4, "zookeeper": ALPHA / 4, "cost": ALPHA / 4,
                "throughput": ALPHA / 4}
 LAYERS = ("exact", "zookeeper", "cost", "throughput")
-# The arm of an architecture built from the base (harness/regression/arms.py).
-BASE_SUFFIX = "@base"
 
 # exact and zookeeper layers: the smallest relative tolerance (percent of the base's count), and
 # the absolute floor in events per cell and scenario (summed over tries).
@@ -127,15 +127,11 @@ def excluded(source: str, counter: str) -> str | None:
     return None
 
 
-def head_of(arm: str) -> str:
-    return arm.removesuffix(BASE_SUFFIX)
-
-
 def pairs_of(arms: Sequence[str]) -> list[tuple[str, str]]:
     """(head arm, base arm) for every architecture both arms of which ran."""
     present = set(arms)
-    return [(a, a + BASE_SUFFIX) for a in sorted(present)
-            if not a.endswith(BASE_SUFFIX) and a + BASE_SUFFIX in present]
+    return [(a, base_name(a)) for a in sorted(present)
+            if head_of(a) == a and base_name(a) in present]
 
 
 # --- verdicts -----------------------------------------------------------------------------------

@@ -37,3 +37,17 @@ class ArchLabels:
 
 # The manifest keys of an architecture's labels, in declaration order.
 LABEL_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArchLabels))
+
+
+# A regression run's arm of an architecture whose brokers run the base's code is named
+# "<arch>@base" (harness/regression writes it, spark_analysis/regress.py pairs by it).
+BASE_SUFFIX = "@base"
+
+
+def base_name(arch: str) -> str:
+    return f"{arch}{BASE_SUFFIX}"
+
+
+def head_of(arm: str) -> str:
+    """The head arm a base arm pairs with (itself for a head arm)."""
+    return arm.removesuffix(BASE_SUFFIX)

@@ -24,6 +24,7 @@ from harness import architectures
 from harness.architectures.entry import Architecture
 from harness.regression import accepted, arms, controls
 from harness.regression import base as bases
+from twinbench_common.labels import base_name
 
 
 def run_arms(arms_added: Sequence[Architecture], names: Sequence[str],
@@ -52,7 +53,7 @@ def arm_order(archs: Sequence[str], chosen: Sequence[controls.Control]) -> list[
     the one in the middle, or the one that follows another architecture's session. (Measured:
     with a base arm always in the middle of three, A/A throughput pairs of 70 ms sessions
     differed by a steady 4%.)"""
-    return [*archs, *(c.arm for c in chosen), *(arms.base_name(a) for a in reversed(archs))]
+    return [*archs, *(c.arm for c in chosen), *(base_name(a) for a in reversed(archs))]
 
 
 def run_regression(base: str, workload: str, out: Path, *, tries: int | None = None,
@@ -64,10 +65,10 @@ def run_regression(base: str, workload: str, out: Path, *, tries: int | None = N
     tree = bases.prepare(base)
     entries = [architectures.get(a) for a in archs]
     chosen = [*(controls.for_archs(archs) if with_controls else ()), *extra]
-    added = [arms.relaunched(e, arms.base_name(e.name), python=tree.python, env=tree.env())
+    added = [arms.relaunched(e, base_name(e.name), python=tree.python, env=tree.env())
              for e in entries] + [c.entry() for c in chosen]
     names = arm_order([e.name for e in entries], chosen)
-    pairs = [(e.name, arms.base_name(e.name)) for e in entries]
+    pairs = [(e.name, base_name(e.name)) for e in entries]
     about = {"head": {"commit": bases.head_commit()}, "base": tree.manifest(),
              "same_brokers": bases.same_brokers(tree),
              "controls": [c.describe() for c in chosen]}

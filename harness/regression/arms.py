@@ -17,18 +17,6 @@ from collections.abc import Callable, Mapping
 
 from harness.architectures.entry import Architecture, Launch, Node, ProcessSpec
 
-# How a base arm is named: the head arm's name and this suffix.
-BASE_SUFFIX = "@base"
-
-
-def base_name(arch: str) -> str:
-    return f"{arch}{BASE_SUFFIX}"
-
-
-def head_of(arm: str) -> str:
-    """The head arm a base arm pairs with (itself for a head arm)."""
-    return arm.removesuffix(BASE_SUFFIX)
-
 
 def relaunched(entry: Architecture, name: str, *, python: str | None = None,
                env: Mapping[str, str] | None = None, module: str | None = None,

@@ -98,9 +98,7 @@ def handle_delete_records(
                         raise OffsetOutOfRange(f"offset {p.offset} outside [0, 0]")
                     low = 0
                 else:
-                    leader = (ctx.replicas.leaders.get(TopicPartition(t.name, p.partition_index))
-                              if ctx.replicas is not None else None)
-                    high = log.log_end_offset if leader is None else leader.high_watermark
+                    high = _high_watermark(ctx, t.name, p.partition_index, log.log_end_offset)
                     offset = high if p.offset == HIGH_WATERMARK else p.offset
                     if offset > high:
                         raise OffsetOutOfRange(f"offset {offset} is beyond the high watermark "
@@ -116,13 +114,19 @@ def handle_delete_records(
     return DeleteRecordsResponse(topics=topics)
 
 
+def _high_watermark(ctx: BrokerContext, topic: str, partition: int, log_end: int) -> int:
+    """What the in-sync replicas hold: the leader's high watermark on a replicated partition,
+    the log end on an unreplicated one."""
+    leader = ctx.replicas.leaders.get(TopicPartition(topic, partition)) \
+        if ctx.replicas is not None else None
+    return log_end if leader is None else leader.high_watermark
+
+
 def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
     log = ctx.store.get(topic, partition)
     start, end = (log.log_start_offset, log.log_end_offset) if log else (0, 0)
-    leader = ctx.replicas.leaders.get(TopicPartition(topic, partition)) \
-        if ctx.replicas is not None else None
-    if leader is not None:
-        end = leader.high_watermark  # consumers see only what the in-sync replicas have
+    # Consumers see only what the in-sync replicas have.
+    end = _high_watermark(ctx, topic, partition, end)
     if timestamp == LATEST:
         return end, -1
     if timestamp == EARLIEST:

@@ -35,7 +35,6 @@ from brokers.core.errors import (
     InvalidRequiredAcks,
     KafkaError,
     NotEnoughReplicasAfterAppend,
-    NotLeaderOrFollower,
     UnsupportedVersion,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
@@ -119,15 +118,8 @@ def _append(
             plog = ctx.store.get_or_create(topic, partition)
             tp = TopicPartition(topic, partition)
             replicas = ctx.replicas
-            leader = None if replicas is None else replicas.produce_leader(tp, req.acks)
-            if leader is None and replicas is not None and replica_count > 1:
-                # The coordinator says this broker leads a partition with several replicas,
-                # but its replica manager has not taken the leadership yet (a topic just
-                # created, a leadership just moved): appended now, the batch would be
-                # acknowledged unreplicated, with no min.insync check, and lost with this
-                # broker. The client retries, as it does on any leadership move.
-                raise NotLeaderOrFollower(
-                    f"{topic}-{partition}: this broker is taking over its leadership")
+            leader = (None if replicas is None
+                      else replicas.produce_leader(tp, req.acks, replica_count))
             epoch = CLIENT_LEADER_EPOCH if leader is None else leader.leader_epoch
             # producerId's first byte is below 0x80 exactly when producerId >= 0 (idempotent).
             if len(records) > PRODUCER_AT and records[PRODUCER_AT] < 0x80:

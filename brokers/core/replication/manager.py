@@ -236,19 +236,23 @@ class ReplicaManager:
         return self.epochs(tp, plog).end_offset_for(epoch, plog.log_end_offset)
 
     # --- produce ----------------------------------------------------------------------------
-    def produce_leader(self, tp: TopicPartition, acks: int) -> LeaderPartition | None:
-        """This broker's part in a produce to ``tp``, asked once before the append.
+    def produce_leader(self, tp: TopicPartition, acks: int, replica_count: int
+                       ) -> LeaderPartition | None:
+        """This broker's part in a produce to ``tp``, asked once before the append;
+        ``replica_count``: the partition's replicas as the leadership check found them.
 
-        None: the partition is not replicated here (replication factor 1 costs this one failed
-        dict lookup); append it as it comes. A ``LeaderPartition``: this broker leads it; stamp
-        its ``leader_epoch`` into the batches and report the append with ``appended``. Raises
+        None: the partition has one replica (replication factor 1 costs this one failed dict
+        lookup); append it as it comes. A ``LeaderPartition``: this broker leads it; stamp its
+        ``leader_epoch`` into the batches and report the append with ``appended``. Raises
         NOT_ENOUGH_REPLICAS when acks=-1 finds the ISR below min.insync.replicas, and
-        NOT_LEADER_OR_FOLLOWER when this broker follows the partition: the store already names
-        it (the per_request check) but its view has not caught up, and appending unreplicated
-        would acknowledge too early."""
+        NOT_LEADER_OR_FOLLOWER when the partition has several replicas but this manager does
+        not lead it yet: the store already names this broker (the per_request check, or a view
+        the manager has not caught up with: a topic just created, a leadership just moved), and
+        appending unreplicated would acknowledge with no min.insync check, a batch lost with
+        this broker. The client retries, as on any leadership move."""
         leader = self.leaders.get(tp)
         if leader is None:
-            if self.following and tp in self.following:
+            if replica_count > 1 or (self.following and tp in self.following):
                 raise NotLeaderOrFollower(
                     f"{tp.topic}-{tp.partition}: this broker is taking over its leadership")
             return None

@@ -15,6 +15,7 @@ from harness.regression import arms, controls
 from harness.regression import base as bases
 from harness.regression.__main__ import arm_order
 from harness.regression.plants import BUSY_US_ENV, TWIN_ENV, busy_s_from_env
+from twinbench_common.labels import base_name, head_of
 
 
 def _argv_env(entry: architectures.Architecture, tmp_path: Path
@@ -34,14 +35,14 @@ def flags(argv: tuple[str, ...]) -> list[str]:
 def test_a_base_arm_runs_the_base_trees_brokers_on_its_python(tmp_path: Path) -> None:
     dsbs = architectures.get("dsbs")
     tree = bases.BaseTree(tmp_path, "c" * 40, "HEAD~1", "/base/python", True)
-    arm = arms.relaunched(dsbs, arms.base_name("dsbs"), python=tree.python, env=tree.env())
+    arm = arms.relaunched(dsbs, base_name("dsbs"), python=tree.python, env=tree.env())
     argv, env = _argv_env(arm, tmp_path)
     head_argv, _ = _argv_env(dsbs, tmp_path)
     assert argv[0] == "/base/python" and argv[1:3] == head_argv[1:3]
     assert flags(argv) == flags(head_argv)
     assert env["PYTHONPATH"] == str(tmp_path)
     assert arm.name == "dsbs@base" and not arm.compared and not arm.labels.baseline
-    assert arms.head_of(arm.name) == "dsbs"
+    assert head_of(arm.name) == "dsbs"
 
 
 @pytest.mark.filesystem

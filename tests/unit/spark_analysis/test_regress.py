@@ -23,6 +23,7 @@ from spark_analysis.schema import (
     TIMELINE_COLUMNS,
 )
 from spark_analysis.synth import COORDINATION_COLUMNS_V1, RECORDS_COLUMNS_V1
+from twinbench_common.labels import head_of
 
 CELLS = ("batch_sweep-32B-b1", "batch_sweep-32B-b5")
 SCENARIOS = ("split", "streaming")
@@ -43,7 +44,7 @@ def frames(*, tries: int = 6, head: dict[str, float] | None = None, noise: float
     reads = reads or {}
     records, coordination, counters = [], [], []
     for arm in arms:
-        arch = L.head_of(arm).split("+")[0]  # "dsbs+slow-append" is a dsbs arm
+        arch = head_of(arm).split("+")[0]  # "dsbs+slow-append" is a dsbs arm
         factor = head.get(arm, 1.0)
         for cell in CELLS:
             for scenario in SCENARIOS:
@@ -89,7 +90,7 @@ def failing(result: regress.CheckResult) -> set[tuple[str, str]]:
 def test_each_architecture_is_paired_with_its_base_arm() -> None:
     assert L.pairs_of(ARMS) == [("dsbs", "dsbs@base"), ("zk", "zk@base")]
     assert L.pairs_of(["zk", "dsbs@base"]) == []
-    assert L.head_of("zk@base") == "zk" and L.head_of("zk") == "zk"
+    assert head_of("zk@base") == "zk" and head_of("zk") == "zk"
 
 
 def test_every_exclusion_has_a_reason_and_families_and_sources_match() -> None:
@@ -170,15 +171,16 @@ def test_pings_moving_with_the_clock_stay_inside_the_zookeeper_floor() -> None:
 # --- positive controls ---------------------------------------------------------------------------
 
 CONTROL = "dsbs+slow-append"
-CONTROL_ABOUT = {"controls": [{"arm": CONTROL, "against": "dsbs", "expect": ["cost"],
-                               "what": "a slower storage append"}]}
 
 
-def control_run(factor: float) -> regress.RegressionRun:
+def control_run(factor: float, expect: tuple[str, ...] = ("cost",),
+                what: str = "a slower storage append") -> regress.RegressionRun:
+    """The four arms and a dsbs control whose values are head's times ``factor``."""
     arms = (*ARMS, CONTROL)
     rec, coord, cnt = frames(arms=arms, head={CONTROL: factor})
-    return regress.RegressionRun("regress", list(arms), ["r"], rec, coord, cnt,
-                                 about=CONTROL_ABOUT)
+    about = {"controls": [{"arm": CONTROL, "against": "dsbs", "expect": list(expect),
+                           "what": what}]}
+    return regress.RegressionRun("regress", list(arms), ["r"], rec, coord, cnt, about=about)
 
 
 def test_a_control_is_judged_against_head_and_must_be_caught() -> None:
@@ -316,12 +318,7 @@ def test_the_accepted_base_names_a_commit_and_why() -> None:
 
 
 def test_a_reported_plant_never_fails_the_run_and_says_what_moved() -> None:
-    arms = (*ARMS, CONTROL)
-    rec, coord, cnt = frames(arms=arms, head={CONTROL: 1.002})
-    about = {"controls": [{"arm": CONTROL, "against": "dsbs", "expect": [],
-                           "what": "a copy per fetch"}]}
-    run = regress.RegressionRun("regress", list(arms), ["r"], rec, coord, cnt, about=about)
-    result = regress.check(run)
+    result = regress.check(control_run(1.002, expect=(), what="a copy per fetch"))
     assert result.ok and not result.blind
     text = "\n".join(regress.control_lines(result))
     assert "reported, not required: not caught" in text and "cost: dsbs+slow-append" in text
