@@ -60,11 +60,16 @@ class Control:
                 "what": self.what}
 
 
+# The zk twin's CPU per record is larger and noisier than dsbs's (its brokers also serve
+# ZooKeeper watches), so the same plant moves it less: 250 µs was caught by +19% against a
+# ±17% band in one CI run. 500 µs keeps that control well outside the band (docs/regression.md).
+ZK_APPEND_US = 2 * APPEND_US
+
 CONTROLS = (
     Control("extra-read", "one more ZooKeeper read per produced partition", "zk",
             "harness.regression.plants.zk_extra_read", ("exact",)),
-    Control("slow-append", f"a {APPEND_US:g} µs busy loop per storage append (shared core)",
-            "zk", "harness.regression.plants.slow_append", ("cost",), APPEND_US),
+    Control("slow-append", f"a {ZK_APPEND_US:g} µs busy loop per storage append (shared core)",
+            "zk", "harness.regression.plants.slow_append", ("cost",), ZK_APPEND_US),
     Control("slow-append", f"a {APPEND_US:g} µs busy loop per storage append (shared core)",
             "dsbs", "harness.regression.plants.slow_append", ("cost",), APPEND_US),
 )
