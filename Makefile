@@ -165,9 +165,19 @@ bench: setup
 #   qos         the Kafka + Prometheus paper's QoS table: 100 to 10,000 messages, plaintext
 #               and SASL_SSL, the brokers' metrics sampled into the run log (docs/qos.md)
 NAMED_BENCHES := faults faults-rf3 metadata rtt latency security qos
-.PHONY: $(NAMED_BENCHES:%=bench-%)
+.PHONY: $(NAMED_BENCHES:%=bench-%) bench-offsets-cost
 $(NAMED_BENCHES:%=bench-%): bench-%: setup
 	@$(MAKE) --no-print-directory bench WORKLOAD=$*
+
+# What DSBS's offset guarantee costs (docs/dsbs-metadata.md, "Committed offsets"): dsbs, whose
+# commits are acknowledged once a successor coordinator holds them, beside dsbs-lazy-offsets
+# (the paper's lazy replication), interleaved session by session in one run, on the replication
+# workload (32 B at batch 20, every_fetch commits, replication factor 3).
+OFFSETS_COST_WORKLOAD ?= replication
+bench-offsets-cost: setup
+	@TWINBENCH_ARCHITECTURES=dsbs-lazy-offsets=harness.architectures.variants:DSBS_LAZY_OFFSETS \
+	  $(PY) -m harness.cli run --arch dsbs,dsbs-lazy-offsets --workload $(OFFSETS_COST_WORKLOAD) \
+	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 
 # Several machines (docs/hosts.md): the paper's 32 B batch 20 cell on both twins, with ZooKeeper
 # and the brokers on three hosts and the load on a fourth: here the 4-host test layout (network

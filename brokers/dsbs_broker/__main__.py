@@ -50,6 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="node ids a broker remembers, dead ones included "
                         "(default %(default)s)")
 
+    defaults = DsbsConfig()
+    parser.add_argument("--offset-commit-acks", type=int, metavar="N",
+                        default=defaults.offset_commit_acks,
+                        help="successor coordinators that must hold a committed offset before "
+                        "it is acknowledged (default %(default)s; 0: the paper's lazy "
+                        "replication, which loses commits when the coordinator dies)")
+
     def make(args, config, datadir):
         host, port = _gossip_endpoint(args.gossip)
         seeds = tuple(s.strip() for s in args.seeds.split(",") if s.strip())
@@ -57,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return DsbsCoordinator(config.node_id, config.data_dir, DsbsConfig(
             gossip_host=host, gossip_port=port, seeds=seeds,
             gossip=PRESETS[args.gossip_preset], gossip_key=key,
-            gossip_insecure=args.gossip_insecure,
+            gossip_insecure=args.gossip_insecure, offset_commit_acks=args.offset_commit_acks,
             limits=GossipLimits(max_topic_partitions=args.max_partitions_per_topic,
                                 max_topics=args.max_topics,
                                 max_members=args.gossip_max_members)), datadir=datadir)

@@ -174,10 +174,19 @@ class DsbsConfig:
     # start() waits at most this long for a seed to answer before serving with what it knows
     # (the first broker of a cluster has nobody to answer it).
     join_timeout_s: float = 3.0
-    # Committed offsets are copied lazily to this many successor coordinators of the group
-    # (next ranks of the rendezvous order), so a successor can serve them after a failure.
+    # Committed offsets are copied to this many successor coordinators of the group (next
+    # ranks of the rendezvous order), so a successor can serve them after a failure.
     offset_replicas: int = 2
-    # How often dirty offsets are pushed to successors (and unacknowledged pushes retried).
+    # A commit is acknowledged once this many of those successors hold it (capped by
+    # offset_replicas and by the other members ever known, so one broker commits alone). 1 is
+    # what Kafka's __consumer_offsets gives with min.insync.replicas=2; 0 is the paper's lazy
+    # replication, which loses acknowledged commits when the coordinator dies
+    # (gossip/offset_replication.py).
+    offset_commit_acks: int = 1
+    # A commit not held by enough successors within this long fails with
+    # COORDINATOR_NOT_AVAILABLE (clients retry it).
+    offset_commit_timeout_s: float = 5.0
+    # How often unacknowledged offsets are sent again, and unanswered pulls asked again.
     offset_replication_interval_s: float = 0.5
     # fsync the offsets file before a commit is acknowledged (the durable default); False leaves
     # it to the page cache, as ZooKeeper's forceSync=no would.
@@ -208,6 +217,10 @@ class DsbsConfig:
             raise UserError("join_timeout_s must be >= 0")
         if self.offset_replicas < 0:
             raise UserError("offset_replicas must be >= 0")
+        if self.offset_commit_acks < 0:
+            raise UserError("offset_commit_acks must be >= 0")
+        if self.offset_commit_timeout_s <= 0:
+            raise UserError("offset_commit_timeout_s must be positive")
         if self.offset_replication_interval_s <= 0:
             raise UserError("offset_replication_interval_s must be positive")
         if self.producer_id_block < 1:

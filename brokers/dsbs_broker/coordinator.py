@@ -25,9 +25,12 @@ Behaviour worth knowing:
   record of the name that a tombstone, or a record of another creation, replaced in its table,
   or a tombstone loaded at start (``_deletions``); the offsets committed for the topic are
   deleted by each group's coordinator, as tombstones that replicate.
-* A restarted coordinator serves what its file holds until the successor's newer copies arrive
-  (at most one ``offset_replication_interval_s`` after it is seen alive): consumers may re-read a
-  few records (at-least-once), never skip any.
+* A commit is acknowledged once it is on this broker's disk and ``offset_commit_acks`` of the
+  group's successors hold it; after the live set changed (and after this broker's start) a
+  group's first OffsetCommit or OffsetFetch waits until the group's offsets have been pulled
+  from its other top ranks (``gossip/offset_replication.py``; COORDINATOR_LOAD_IN_PROGRESS if
+  that takes over ``PULL_WAIT_S``), so a new or returning coordinator never serves an offset
+  older than one it could know was acknowledged.
 * Gossip is authenticated with the cluster key unless ``gossip_insecure`` was chosen; start()
   refuses to run with neither. Host names in the gossip address and the seeds are resolved once
   at start (peers are only ever told, and only ever sent to, address literals).
@@ -49,10 +52,12 @@ Behaviour worth knowing:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -71,6 +76,7 @@ from brokers.core.coordinator import (
 )
 from brokers.core.datadir import DataDir
 from brokers.core.errors import (
+    CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     InvalidConfig,
     InvalidPartitions,
@@ -115,8 +121,16 @@ from brokers.dsbs_broker.tables.validation import (
 log = logging.getLogger("twinbench.dsbs")
 
 OFFSETS_FILE = "offsets.jsonl"
+# How long an offset request waits for its group's pull before COORDINATOR_LOAD_IN_PROGRESS.
+PULL_WAIT_S = 1.0
 TOPICS_FILE = "topics.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
+
+
+@dataclass
+class _GroupQueue:
+    lock: asyncio.Lock
+    users: int = 0  # requests holding or waiting for the lock: the queue goes at 0
 
 
 class DsbsCoordinator(GroupRegistry):
@@ -170,6 +184,13 @@ class DsbsCoordinator(GroupRegistry):
         self._creates: dict[int, asyncio.Future[CreateOutcome]] = {}
         # ISR changes this broker's replica manager asked for, by request id.
         self._isr_changes: dict[int, asyncio.Future[IsrOutcome]] = {}
+        # Commits waiting for their successors: request id -> held (True) or not in time.
+        self._commits: dict[int, asyncio.Future[bool]] = {}
+        self._commit_rid = 0
+        # Groups with offset requests waiting their turn (_group_turn).
+        self._group_queues: dict[str, _GroupQueue] = {}
+        # Requests waiting for a group's pull (OffsetReplication.loaded wakes them).
+        self._pull_waiters: dict[str, asyncio.Future[None]] = {}
         self._closed = False
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -235,6 +256,8 @@ class DsbsCoordinator(GroupRegistry):
             kafka_addr=(me.host, me.port), incarnation=state.incarnation, now=loop.time(),
             cluster=cfg.cluster_name, seeds=seeds, offset_replicas=cfg.offset_replicas,
             offset_replication_interval_s=cfg.offset_replication_interval_s,
+            offset_commit_acks=cfg.offset_commit_acks,
+            offset_commit_timeout_s=cfg.offset_commit_timeout_s,
             key=cfg.gossip_key, limits=cfg.limits,
         )
         node.offsets.load(entries)
@@ -365,6 +388,15 @@ class DsbsCoordinator(GroupRegistry):
             self._persist_topics()
         if node.topics.unpersisted_partitions:
             self._persist_partitions()
+        if node.offset_replication.completed:
+            self._settle_commits()
+        loaded = node.offset_replication.loaded
+        if loaded:
+            for group in loaded:
+                waiting = self._pull_waiters.pop(group, None)
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(None)
+            loaded.clear()
         changed = node.leadership.completed
         if changed:
             for rid, result in list(changed.items()):
@@ -726,23 +758,104 @@ class DsbsCoordinator(GroupRegistry):
     ) -> None:
         self._datadir.check()  # a failed write is not retried: the broker is halting
         node = self.node
-        entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
-        node.offsets.mark_dirty([(e.group, e.topic, e.partition) for e in entries],
-                                node.replica_peers(group_id))
-        # Our entries are in this job (nothing awaits between commit() and here), so waiting for
-        # it means they are written, and fsynced when offsets_fsync is on. Other commits queued
-        # while the writer is busy share its next write and fsync.
-        done = self._submit_offsets(fsync=self.config.offsets_fsync, wait=True)
-        if done is not None:
+        async with self._group_turn(group_id):
+            entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
+            # Sent to the successors now; held there is awaited after our own write below.
+            self._commit_rid += 1
+            rid = self._commit_rid
+            held = asyncio.get_running_loop().create_future()
+            self._commits[rid] = held
+            node.offset_replication.commit(rid, group_id, entries, self._now())
+            if self._driver is not None:
+                self._driver.flush()
+            self._settle_commits()
+            # Our entries are in this job (nothing awaits between commit() and here), so waiting
+            # for it means they are written, and fsynced when offsets_fsync is on. Other commits
+            # queued while the writer is busy share its next write and fsync.
+            done = self._submit_offsets(fsync=self.config.offsets_fsync, wait=True)
+        try:
+            if done is not None:
+                try:
+                    await done
+                except OSError as exc:
+                    raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
             try:
-                await done
-            except OSError as exc:
-                raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
+                # The node fails the wait at its deadline; this bound covers a stopped node.
+                ok = await asyncio.wait_for(held, self.config.offset_commit_timeout_s + 1.0)
+            except TimeoutError:
+                ok = False
+        finally:
+            self._commits.pop(rid, None)
+        if not ok:
+            # Not acknowledged; it may still reach the successors later (as a timed-out write
+            # to Kafka's __consumer_offsets may), and the client retries it.
+            raise CoordinatorNotAvailable(
+                f"offset commit for group {group_id!r} not held by "
+                f"{node.offset_replication.required()} successor(s) within "
+                f"{self.config.offset_commit_timeout_s:g}s")
+
+    @contextlib.asynccontextmanager
+    async def _group_turn(self, group_id: str) -> AsyncIterator[None]:
+        """A group's offset requests, one at a time in arrival order, once it may be served.
+
+        Commits are stamped (ordered) when they are applied, so a commit must not overtake an
+        earlier one of its group that waits for the group's pull: while any request of the
+        group waits, later ones queue behind it (asyncio.Lock is first come, first served).
+        The common case, a pulled group nobody waits for, takes no lock."""
+        if group_id not in self._group_queues and self.node.offset_replication.ensure_pulled(
+                group_id, self._now()):
+            yield
+            return
+        queue = self._group_queues.get(group_id)
+        if queue is None:
+            queue = self._group_queues[group_id] = _GroupQueue(asyncio.Lock())
+        queue.users += 1
+        try:
+            async with queue.lock:
+                await self._pulled(group_id)
+                yield
+        finally:
+            queue.users -= 1
+            if queue.users == 0:
+                del self._group_queues[group_id]
+
+    async def _pulled(self, group_id: str) -> None:
+        """Return once this broker may serve ``group_id``'s offsets: at once, unless the live
+        set changed since it last pulled them (``OffsetReplication.ensure_pulled``); then it
+        waits for the pull, up to ``PULL_WAIT_S``, and answers COORDINATOR_LOAD_IN_PROGRESS
+        (the client retries) if that was not enough."""
+        repl = self.node.offset_replication
+        if repl.ensure_pulled(group_id, self._now()):
+            return
+        if self._driver is not None:
+            self._driver.flush()
+        fut = self._pull_waiters.get(group_id)
+        if fut is None:
+            fut = self._pull_waiters[group_id] = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(fut), PULL_WAIT_S)
+        if not repl.is_pulled(group_id, self._now()):
+            raise CoordinatorLoadInProgress(
+                f"group {group_id!r}: the live brokers changed; its committed offsets are "
+                "still being pulled from their other holders")
+
+    def _settle_commits(self) -> None:
+        """Hand finished successor waits (``OffsetReplication.completed``) to their commits."""
+        node = self._node
+        if node is None:
+            return
+        done = node.offset_replication.completed
+        for rid, ok in list(done.items()):
+            del done[rid]
+            fut = self._commits.get(rid)
+            if fut is not None and not fut.done():
+                fut.set_result(ok)
 
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        return self.node.offsets.fetch(group_id, partitions)
+        async with self._group_turn(group_id):
+            return self.node.offsets.fetch(group_id, partitions)
 
     async def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None

@@ -42,6 +42,12 @@ class DsbsCounters(CoordinatorCounters):
     gossip_replies_capped: int = total(
         "replies cut to 3x the request to a sender not yet a verified member")
     gossip_offset_batches_out: int = total("batches of committed offsets sent to successors")
+    gossip_offset_pulls: int = total(
+        "groups whose offsets this broker pulled from their other holders before serving them")
+    gossip_offset_commits_timed_out: int = total(
+        "commits no successor acknowledged in time (refused: COORDINATOR_NOT_AVAILABLE)")
+    gossip_offset_commits_without_successors: int = total(
+        "commits refused at once: fewer live successors than a commit needs")
     gossip_creates_forwarded: int = total("topic creations forwarded to the name's arbiter")
     gossip_creates_redirected: int = total("creations that reached a broker not their arbiter")
     gossip_creates_busy: int = total("creations put off: the name promised, or too many pending")

@@ -34,6 +34,12 @@ class DsbsOptions(Options):
     gossip_preset: str = knob("lan", "gossip timing preset: lan (1 s protocol period) or "
                               "local (fast failure detection on one host)",
                               choices=("lan", "local"))
+    # Successors that must hold a committed offset before the coordinator acknowledges it
+    # (brokers/dsbs_broker/gossip/offset_replication.py): 1, or 0 for the paper's lazy
+    # replication, to measure what the guarantee costs.
+    offset_commit_acks: int = knob(1, "successor coordinators holding a commit before it is "
+                                   "acknowledged (0: the paper's lazy replication)", low=0,
+                                   high=16)
 
 
 def new_gossip_key() -> str:
@@ -63,6 +69,7 @@ def _command(launch: Launch) -> Callable[[Node], ProcessSpec]:
     return core_broker("brokers.dsbs_broker", launch.settings, lambda node: [
         "--gossip", gossip[node.node_id], "--seeds", seeds,
         "--gossip-preset", options.gossip_preset,
+        "--offset-commit-acks", str(options.offset_commit_acks),
         "--gossip-key-file", str(keys[node.node_id])])
 
 

@@ -176,3 +176,86 @@ def test_deleted_records_stay_deleted_after_a_failover(cluster):
         assert fetch(leader, topic, 0, 10).log_start_offset == 10
     finally:
         cluster.restart_broker(victim)
+
+
+def _coordinator_of(cluster, group: str, ask) -> object:
+    """The live broker ``ask`` names as ``group``'s coordinator (None while it names none)."""
+    from brokers.core.protocol.api import ApiKey
+    from brokers.core.protocol.messages.find_coordinator import FindCoordinatorRequest
+
+    try:
+        with connect(ask) as c:
+            found = c.request(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=group))
+    except OSError:
+        return None
+    if found.error_code:
+        return None
+    return next((b for b in cluster.brokers if b.port == found.port), None)
+
+
+def _commit(broker, group: str, topic: str, offset: int) -> int:
+    from brokers.core.protocol.api import ApiKey
+    from brokers.core.protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+
+    with connect(broker) as c:
+        res = c.request(ApiKey.OFFSET_COMMIT, 7, OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            topics=[OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])]))
+    return res.topics[0].partitions[0].error_code
+
+
+def _committed(broker, group: str, topic: str) -> int | None:
+    """The group's committed offset as ``broker`` serves it; None while it cannot say (not the
+    coordinator, loading, unreachable)."""
+    from brokers.core.protocol.api import ApiKey
+    from brokers.core.protocol.messages.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestTopic,
+    )
+
+    try:
+        with connect(broker) as c:
+            got = c.request(ApiKey.OFFSET_FETCH, 5, OffsetFetchRequest(
+                group_id=group,
+                topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
+    except OSError:
+        return None
+    if got.error_code or not got.topics:  # not the coordinator, or loading: no topics
+        return None
+    part = got.topics[0].partitions[0]
+    return None if part.error_code else part.committed_offset
+
+
+def test_a_commit_survives_its_coordinator_killed_right_after_the_ack(cluster):
+    """Issue 31's schedule: commit, SIGKILL the group's coordinator at once, and read the
+    offset from its successor; then the old coordinator returns (with its file, older than the
+    successor's newest commit) and must serve the newest, not its own."""
+    topic, group = f"offs-{uuid.uuid4().hex[:10]}", f"g-{uuid.uuid4().hex[:8]}"
+    _create(cluster, topic, min_isr=2)
+    first = eventually(lambda: _coordinator_of(cluster, group, cluster.brokers[0]),
+                       what="a coordinator")
+    for offset in range(1, 51):
+        assert _commit(first, group, topic, offset) == 0
+    cluster.kill_broker(first.node_id)
+    others = [b for b in cluster.brokers if b is not first]
+    try:
+        second = eventually(lambda: (c := _coordinator_of(cluster, group, others[0]))
+                            not in (None, first) and c, timeout_s=60, what="a new coordinator")
+        got = eventually(lambda: _committed(second, group, topic), timeout_s=30,
+                         what="the successor's committed offset")
+        assert got == 50, f"acknowledged 50, the successor serves {got}"
+        eventually(lambda: _commit(second, group, topic, 80) == 0, what="a commit of 80")
+    finally:
+        cluster.restart_broker(first.node_id)
+    # Whoever coordinates now (the returning broker, on dsbs, ranks first again) serves 80.
+    eventually(lambda: _committed(eventually(
+        lambda: _coordinator_of(cluster, group, cluster.brokers[0]), what="a coordinator"),
+        group, topic) == 80, timeout_s=60, what="80 served after the return")
+    returned = cluster.broker(first.node_id)
+    if _coordinator_of(cluster, group, returned) is returned:
+        assert _committed(returned, group, topic) == 80

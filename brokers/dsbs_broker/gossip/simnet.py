@@ -39,6 +39,7 @@ class SimNet:
         seed: int = 0,
         step_s: float | None = None,
         offset_replicas: int = 2,
+        offset_commit_acks: int = 1,
         key: bytes | None = SIM_KEY,
     ) -> None:
         self.cfg = config
@@ -58,6 +59,7 @@ class SimNet:
         self._side: dict[int, int] = {}  # node id -> side while partitioned; empty when whole
         self.stats = SimStats()
         self.offset_replicas = offset_replicas
+        self.offset_commit_acks = offset_commit_acks
 
     @staticmethod
     def addr(node_id: int) -> Addr:
@@ -72,7 +74,8 @@ class SimNet:
             kafka_addr=(self.addr(node_id)[0], 9092), incarnation=inc, now=self.now,
             seeds=tuple(self.addr(s) for s in seeds),
             rng=random.Random(self._seed * 1_000_003 + node_id * 7919 + inc),
-            offset_replicas=self.offset_replicas, key=self.key,
+            offset_replicas=self.offset_replicas, offset_commit_acks=self.offset_commit_acks,
+            key=self.key,
         )
         self.nodes[node_id] = node
         self.by_addr[node.addr] = node
@@ -94,11 +97,12 @@ class SimNet:
         self.down.add(node_id)
 
     def restart(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
-        """Start a killed member again with the topic and partition records it held, as the
-        broker's topics and partitions files give them back (``add`` alone starts with empty
+        """Start a killed member again with the topic and partition records and the committed
+        offsets it held, as the broker's files give them back (``add`` alone starts with empty
         tables)."""
         old = self.nodes[node_id]
         node = self.add(node_id, seeds)
+        node.offsets.load(old.offsets.entries.values())
         for rec in old.topics.records.values():
             node.topics.apply(rec)
         for held in old.topics.partitions.values():

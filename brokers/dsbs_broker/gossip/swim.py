@@ -26,7 +26,8 @@ reply caps, authentication):
 * anti-entropy and the join through seeds (``antientropy.py``, ``anti_entropy``): SYNC rounds
   with one random peer every ``sync_interval_s``;
 * offset replication (``offset_replication.py``, ``offset_replication``): committed offsets
-  pushed lazily to the group's next rendezvous ranks in OFFSETS batches;
+  held by the group's next rendezvous ranks before they are acknowledged, and pulled from the
+  peers whenever the live set changes, before offsets are served again;
 * topic creation (``creation.py``, ``creations``): CREATE to the name's arbiter, PROPOSE/VOTE
   among the live members, the committed record pushed to all and gossiped;
 * leadership of replicated partitions (``leadership.py``, ``leadership``): elections from the
@@ -74,6 +75,8 @@ from brokers.dsbs_broker.packets.wire import (
     Message,
     Offsets,
     OffsetsAck,
+    OffsetsPull,
+    OffsetsPulled,
     Packet,
     PartitionRecord,
     Ping,
@@ -135,6 +138,8 @@ class SwimNode:
         rng: random.Random | None = None,
         offset_replicas: int = 2,
         offset_replication_interval_s: float = 0.5,
+        offset_commit_acks: int = 1,
+        offset_commit_timeout_s: float = 5.0,
         key: bytes | None = None,
         limits: GossipLimits | None = None,
     ) -> None:
@@ -178,7 +183,8 @@ class SwimNode:
         self._next_repl = now + offset_replication_interval_s
         self.anti_entropy = AntiEntropy(self)
         self.offset_replication = OffsetReplication(
-            self, replicas=offset_replicas, interval_s=offset_replication_interval_s)
+            self, replicas=offset_replicas, interval_s=offset_replication_interval_s,
+            commit_acks=offset_commit_acks, commit_timeout_s=offset_commit_timeout_s)
         self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
         self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
         self._replay = ReplayWindows(self.limits.replay_senders, self.counters)
@@ -206,6 +212,7 @@ class SwimNode:
             d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
+        d = min(d, self.offset_replication.next_deadline())
         return min(d, self.leadership.next_deadline())
 
     def add_topic(self, rec: TopicRecord, now: float) -> bool:
@@ -358,6 +365,7 @@ class SwimNode:
         if now >= self._next_repl:
             self._next_repl = now + self.offset_replication.interval_s
             self.offset_replication.replicate(now)
+        self.offset_replication.tick(now)
         self.creations.tick(now)
         self.leadership.tick(now)
 
@@ -431,6 +439,10 @@ class SwimNode:
             self.offset_replication.on_offsets(msg, h.sender, addr)
         elif isinstance(msg, OffsetsAck):
             self.offset_replication.on_ack(msg, h.sender)
+        elif isinstance(msg, OffsetsPull):
+            self.offset_replication.on_pull(msg, h.sender, addr, now)
+        elif isinstance(msg, OffsetsPulled):
+            self.offset_replication.on_pulled(msg, h.sender)
         elif isinstance(msg, Create):
             self.creations.on_create(msg, h.sender, addr, now)
         elif isinstance(msg, CreateResult):

@@ -24,6 +24,12 @@ epoch, ISR and change count, ``tables/leaders.py``), the LEADER_AND_ISR message 
 it with and its members answer, and to every digest entry a content tag (a CRC of the topic
 record and its partitions' records), so anti-entropy can tell apart two records of equal rank.
 
+Version 5 made committed offsets synchronous (``gossip/offset_replication.py``): OFFSETS_PULL,
+with which a coordinator whose view of the live members changed asks a peer for one group's
+offsets before it serves the group again, and OFFSETS_PULLED, the peer's word that every entry
+it sent for the pull has been acknowledged. A version-4 broker would never answer a pull, so
+the versions do not mix.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -45,7 +51,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 MAGIC = 0xD5B5
-VERSION = 4
+VERSION = 5
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 # The packet budget (the default of GossipConfig.max_packet_bytes): below a 1500-byte Ethernet
 # MTU minus IP/UDP headers, so a gossip datagram is never fragmented (a lost fragment loses the
@@ -95,13 +101,15 @@ class MsgType(IntEnum):
     PING_REQ = 3  # "probe this member for me" (SWIM indirect probe)
     GOSSIP = 4  # nothing but piggybacked updates (fan-out push, leave notice, direct pushes)
     SYNC = 5  # anti-entropy: member chunk in updates + a topic digest over a hash range
-    OFFSETS = 6  # lazy replication of committed offsets to a group's successors
+    OFFSETS = 6  # committed offsets, to a group's successors (on commit, or for a pull)
     OFFSETS_ACK = 7  # the successor stored an OFFSETS batch
     CREATE = 8  # "create this topic": a broker to the name's arbiter (gossip/creation.py)
     CREATE_RESULT = 9  # the arbiter's answer: the record, an error code, or "retry"
     PROPOSE = 10  # the arbiter asks every live member to accept a new record before commit
     VOTE = 11  # a member's answer to PROPOSE: OK, HAVE (with its record), or REFUSE
     LEADER_AND_ISR = 12  # a partition's record from its leader (answer asked), or the answer
+    OFFSETS_PULL = 13  # "send me the offsets of groups I may coordinate" (after a view change)
+    OFFSETS_PULLED = 14  # answer to OFFSETS_PULL: every entry sent for it was acknowledged
 
 
 class Verdict(IntEnum):
@@ -252,6 +260,20 @@ class OffsetsAck:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetsPull:
+    """"Send me ``group``'s offsets": ``rid`` names the pull, so its answer (OFFSETS_PULLED)
+    is told from a stale one."""
+
+    rid: int
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPulled:
+    rid: int
+
+
+@dataclass(frozen=True, slots=True)
 class Create:
     """A creation forwarded to the name's arbiter. ``rid`` is the requester's id for it (the
     answer names it); ``token`` goes into the record, so a retried request recognises it."""
@@ -300,7 +322,7 @@ class LeaderAndIsr:
 
 
 Message = (Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck | Create | CreateResult
-           | Propose | Vote | LeaderAndIsr)
+           | Propose | Vote | LeaderAndIsr | OffsetsPull | OffsetsPulled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,6 +452,10 @@ def encode_message(m: Message) -> bytes:
         ))
     if isinstance(m, OffsetsAck):
         return _U8.pack(MsgType.OFFSETS_ACK) + _U32.pack(m.batch)
+    if isinstance(m, OffsetsPull):
+        return _U8.pack(MsgType.OFFSETS_PULL) + _U32.pack(m.rid) + _str16(m.group)
+    if isinstance(m, OffsetsPulled):
+        return _U8.pack(MsgType.OFFSETS_PULLED) + _U32.pack(m.rid)
     if isinstance(m, Create):
         return b"".join((
             _U8.pack(MsgType.CREATE),
@@ -688,6 +714,14 @@ def _decode_message(r: _Reader) -> Message:
         return Offsets(batch, tuple(_decode_offset_entry(r) for _ in range(r.count(8))))
     if t == MsgType.OFFSETS_ACK:
         return OffsetsAck(r.u32())
+    if t == MsgType.OFFSETS_PULL:
+        rid = r.u32()
+        group = r.str16()
+        if group is None:
+            raise WireError("malformed", "null group")
+        return OffsetsPull(rid, group)
+    if t == MsgType.OFFSETS_PULLED:
+        return OffsetsPulled(r.u32())
     if t == MsgType.CREATE:
         rid, token, flags, nparts, rf = r.unpack(_CREATE_FIXED)
         if flags & ~TOPIC_EXPLICIT:

@@ -64,6 +64,9 @@ class MemberTable:
         self.members: dict[int, Member] = {}
         # Bumped on every accepted change; views and caches compare it to know when to rebuild.
         self.version = 0
+        # Bumped only when the set of live members changes (a join, a death, a return): what
+        # can move a group's coordinator, so offset replication pulls again when it moves.
+        self.live_version = 0
         self._live_sorted: list[int] | None = None
         # Live peers (ourselves excluded) as a list with an index, so random choice, sampling
         # and counting stay O(1)/O(k) on a 1,000-member table (swap-remove on departure).
@@ -86,6 +89,7 @@ class MemberTable:
         self.version += 1
         if old is None or old.live != m.live:
             self._live_sorted = None
+            self.live_version += 1
         if u.node_id != self.my_id:
             pos = self._peer_pos.get(u.node_id)
             if m.live and pos is None:

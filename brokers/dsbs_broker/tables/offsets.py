@@ -1,9 +1,16 @@
 """Committed offsets: the consumer -> offset table of the DSBS paper, local and durable.
 
 ``OffsetTable`` (pure, no I/O) holds the entries, merges replicated copies last-writer-wins on
-(stamp, origin), and tracks which entries still have to reach which peer (lazy replication:
-dirty sets per peer, in-flight batches until acknowledged, retried otherwise). The gossip state
-machine decides the peers (a group's next rendezvous ranks) and carries the batches.
+(stamp, origin), and tracks which entries still have to reach which peer (dirty sets per peer,
+in-flight batches until acknowledged, retried otherwise) and which entries each peer has
+acknowledged (``held``: the newest stamp per key), so a commit can wait until a successor holds
+it. The gossip state machine decides the peers (a group's next rendezvous ranks) and carries the
+batches (``gossip/offset_replication.py``).
+
+A stamp is a Lamport clock seeded with wall-clock time: never behind any stamp this table has
+stored or merged. A coordinator that has pulled its groups' entries from its peers before it
+serves (as ``OffsetReplication`` makes it) therefore stamps every new commit above every older
+one it could conflict with, whatever the clocks say.
 
 A deleted offset (DeleteGroups, OffsetDelete) is an entry with offset -1, a tombstone stamped and
 replicated like any commit, so an older copy arriving later cannot bring the offset back; reads
@@ -33,6 +40,7 @@ from brokers.dsbs_broker.packets.wire import OffsetEntry
 log = logging.getLogger("twinbench.dsbs.offsets")
 
 Key = tuple[str, str, int]  # (group, topic, partition)
+Held = list[tuple[Key, int]]  # entries as (key, stamp): what "holding" them means
 DELETED = -1  # the offset of a tombstone
 
 
@@ -52,7 +60,10 @@ class OffsetTable:
         self._last_stamp = 0
         # Replication bookkeeping: keys still to send per peer, batches awaiting an ack.
         self.dirty: dict[int, set[Key]] = {}
-        self.inflight: dict[int, tuple[int, float, list[Key]]] = {}  # batch -> (peer, sent, keys)
+        self.inflight: dict[int, tuple[int, float, Held]] = {}  # batch -> (peer, sent, entries)
+        # Per peer, the newest stamp it acknowledged per key (reset when it asks for a pull:
+        # it may have restarted and lost what it had not written).
+        self.held: dict[int, dict[Key, int]] = {}
         self._next_batch = 1
         # Entries accepted but not yet written to the OffsetLog (drained by the I/O side).
         self.unpersisted: list[OffsetEntry] = []
@@ -128,23 +139,39 @@ class OffsetTable:
         keys = self.dirty.pop(peer, set())
         return [self.entries[k] for k in keys if k in self.entries]
 
-    def new_batch(self, peer: int, now: float, keys: list[Key]) -> int:
+    def new_batch(self, peer: int, now: float, entries: Iterable[OffsetEntry]) -> int:
         b = self._next_batch
         self._next_batch = (self._next_batch + 1) & 0xFFFFFFFF or 1
-        self.inflight[b] = (peer, now, keys)
+        self.inflight[b] = (peer, now, [(_key(e), e.stamp) for e in entries])
         return b
 
-    def acked(self, peer: int, batch: int) -> None:
+    def acked(self, peer: int, batch: int) -> bool:
+        """Record ``peer``'s acknowledgement of ``batch``; False if it was not one of ours."""
         got = self.inflight.get(batch)
-        if got is not None and got[0] == peer:
-            del self.inflight[batch]
+        if got is None or got[0] != peer:
+            return False
+        del self.inflight[batch]
+        held = self.held.setdefault(peer, {})
+        for k, stamp in got[2]:
+            if held.get(k, -1) < stamp:
+                held[k] = stamp
+        return True
+
+    def holds(self, peer: int, items: Held) -> bool:
+        """Has ``peer`` acknowledged each of these entries, or a newer one of its key?"""
+        held = self.held.get(peer)
+        return held is not None and all(held.get(k, -1) >= stamp for k, stamp in items)
+
+    def forget(self, peer: int) -> None:
+        """``peer`` may have lost what it held (it restarted): send everything again."""
+        self.held.pop(peer, None)
 
     def expire_inflight(self, now: float, timeout: float) -> None:
         """Unacknowledged batches go back to the dirty sets (UDP may have lost them)."""
-        for b, (peer, sent, keys) in list(self.inflight.items()):
+        for b, (peer, sent, items) in list(self.inflight.items()):
             if now - sent >= timeout:
                 del self.inflight[b]
-                self.dirty.setdefault(peer, set()).update(keys)
+                self.dirty.setdefault(peer, set()).update(k for k, _ in items)
 
     def _store(self, e: OffsetEntry) -> None:
         k = _key(e)

@@ -31,6 +31,8 @@ from brokers.dsbs_broker.packets.wire import (
     OffsetEntry,
     Offsets,
     OffsetsAck,
+    OffsetsPull,
+    OffsetsPulled,
     Ping,
     PingReq,
     Status,
@@ -362,7 +364,7 @@ any_message = st.one_of(
               st.lists(st.builds(DigestEntry, st.integers(0, 2**64 - 1), u32, u32),
                        max_size=4)),
     st.builds(lambda b, es: Offsets(b, tuple(es)), u32, st.lists(any_entry, max_size=3)),
-    st.builds(OffsetsAck, u32))
+    st.builds(OffsetsAck, u32), st.builds(OffsetsPull, u32, text8), st.builds(OffsetsPulled, u32))
 
 
 def _still_sane(net: SimNet, node: SwimNode) -> None:

@@ -21,6 +21,8 @@ from brokers.dsbs_broker.packets.wire import (
     OffsetEntry,
     Offsets,
     OffsetsAck,
+    OffsetsPull,
+    OffsetsPulled,
     Packet,
     PartitionRecord,
     Ping,
@@ -69,6 +71,8 @@ messages = st.one_of(
                        max_size=10)),
     st.builds(lambda b, es: Offsets(b, tuple(es)), u32, st.lists(offset_entries, max_size=5)),
     st.builds(OffsetsAck, u32),
+    st.builds(OffsetsPull, u32, st.text(max_size=30)),
+    st.builds(OffsetsPulled, u32),
     # Any name, partition count and factor: the arbiter judges them, not the codec.
     st.builds(Create, u32, u64, st.booleans(), st.text(max_size=30).filter(
         lambda s: len(s.encode()) <= 255), u32, u16, configs),
