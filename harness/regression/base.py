@@ -48,8 +48,11 @@ class BaseTree:
     shared_environment: bool
 
     def env(self) -> dict[str, str]:
-        """Environment variables of a base broker process."""
-        return {"PYTHONPATH": str(self.path)} if self.shared_environment else {}
+        """Environment variables of a base broker process: the base tree first on the path.
+
+        PYTHONSAFEPATH too: ``python -m`` otherwise puts the working directory first, and the
+        harness starts brokers from head's tree, so a base arm would import head's code."""
+        return {"PYTHONPATH": str(self.path), "PYTHONSAFEPATH": "1"}
 
     def manifest(self) -> dict[str, Any]:
         return {"given": self.given, "commit": self.commit, "path": str(self.path),

@@ -1,9 +1,12 @@
 """The arms of a code-vs-code regression run: a base arm runs the base tree's brokers, a
 control runs head's twin through a plant, and neither is a switch in the shipped brokers
-(argv and environment only; no process is started)."""
+(argv and environment; one test starts an interpreter to see what a base arm imports)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from harness.cluster.spec import ClusterSpec
 from harness.regression import arms, controls
 from harness.regression import base as bases
 from harness.regression.__main__ import arm_order
+from harness.regression.base import REPO
 from harness.regression.plants import BUSY_US_ENV, TWIN_ENV, busy_s_from_env
 from twinbench_common.labels import base_name, head_of
 
@@ -40,9 +44,28 @@ def test_a_base_arm_runs_the_base_trees_brokers_on_its_python(tmp_path: Path) ->
     head_argv, _ = _argv_env(dsbs, tmp_path)
     assert argv[0] == "/base/python" and argv[1:3] == head_argv[1:3]
     assert flags(argv) == flags(head_argv)
-    assert env["PYTHONPATH"] == str(tmp_path)
+    assert env["PYTHONPATH"] == str(tmp_path) and env["PYTHONSAFEPATH"] == "1"
     assert arm.name == "dsbs@base" and not arm.compared and not arm.labels.baseline
     assert head_of(arm.name) == "dsbs"
+
+
+@pytest.mark.filesystem
+def test_a_base_arm_imports_the_base_trees_code_when_started_from_heads_tree(
+        tmp_path: Path) -> None:
+    """Started as the harness starts it (from head's tree, whose directory ``python -m`` puts
+    first on the path), a base broker must still import the base's ``brokers`` package."""
+    pkg = tmp_path / "brokers" / "dsbs_broker"
+    pkg.mkdir(parents=True)
+    (tmp_path / "brokers" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text("import brokers\nprint(brokers.__file__)\n")
+    tree = bases.BaseTree(tmp_path, "c" * 40, "HEAD~1", sys.executable, True)
+    argv, env = _argv_env(arms.relaunched(architectures.get("dsbs"), base_name("dsbs"),
+                                          python=tree.python, env=tree.env()), tmp_path)
+    at = argv.index("-m")
+    done = subprocess.run([*argv[:at + 2]], env={**os.environ, **env}, cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert Path(done.stdout.strip()).parent.parent == tmp_path, done.stdout
 
 
 @pytest.mark.filesystem
