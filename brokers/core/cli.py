@@ -132,6 +132,11 @@ def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per connection: unanswered request bytes plus unsent answer "
                         "bytes before the broker stops reading from it "
                         "(queued.max.request.bytes; default %(default)s)")
+    limits.add_argument("--request-memory-bytes", type=int, metavar="BYTES",
+                        default=lc.request_memory_bytes,
+                        help="broker-wide: request bytes held for all connections, unfinished "
+                        "frames included; at the limit large holders stop being read, past "
+                        "9/8 of it the largest is closed (default %(default)s)")
     limits.add_argument("--max-partitions-per-topic", type=int, metavar="N",
                         default=bc.max_partitions_per_topic,
                         help="more is INVALID_PARTITIONS (default %(default)s)")
@@ -211,6 +216,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
             max_connections_per_ip=args.max_connections_per_ip,
             connections_max_idle_ms=args.connections_max_idle_ms,
             queued_max_request_bytes=args.queued_max_request_bytes,
+            request_memory_bytes=args.request_memory_bytes,
         ),
     )
 

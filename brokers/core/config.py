@@ -114,6 +114,12 @@ class ListenerConfig:
     # from it until answers drain, so a client that pipelines without reading its answers, or
     # stacks fetches behind a long poll, holds at most this much plus one request and one answer.
     queued_max_request_bytes: int = 100 * MiB
+    # Broker-wide: request bytes held for every connection at once, unfinished frames included
+    # (Kafka's queued.max.request.bytes is this pool). At the limit, connections holding more
+    # than REQUEST_MEMORY_FLOOR stop reading until the pool is below 7/8 of it, while small
+    # requests (ordinary clients) are still read and served; past 9/8 of it the connection with
+    # the most unfinished or undispatched bytes is closed (server.py says why both).
+    request_memory_bytes: int = 256 * MiB
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -124,6 +130,8 @@ class ListenerConfig:
             raise UserError("connections_max_idle_ms must be positive")
         if self.queued_max_request_bytes < 1:
             raise UserError("queued_max_request_bytes must be positive")
+        if self.request_memory_bytes < 1 * MiB:
+            raise UserError("request_memory_bytes must be at least 1 MiB")
 
 
 # The SASL mechanisms a SASL listener can offer (brokers/core/security/mechanisms.py).

@@ -25,7 +25,17 @@ What one client can hold is bounded (``ListenerConfig``):
   at most the limit plus one answer, and the rest waits in its own socket buffers;
 * idle time: a connection owed no answer and without a complete request for
   ``connections_max_idle_ms`` is closed. Bytes of an unfinished frame do not count, so a frame
-  trickled byte by byte does not keep a connection alive.
+  trickled byte by byte does not keep a connection alive;
+* request bytes broker-wide (``RequestMemory``, ``request_memory_bytes``): the bytes of
+  unfinished frames, of frames read and not dispatched, and of requests dispatched and not yet
+  answered, over every connection. Per-connection budgets alone let many clients that each
+  stall halfway through a large frame take the broker past any bound. At the limit, every
+  connection holding more than ``REQUEST_MEMORY_FLOOR`` stops being read (``pause_reading``:
+  nothing more arrives from it) until the pool is below 7/8 of the limit; connections holding
+  less are still read, so ordinary clients, whose requests are small and answered at once, are
+  served meanwhile. Each of those may add one read before the next check, so the pool can pass
+  the limit; past 9/8 of it the connection with the most unfinished and undispatched bytes is
+  closed (with a log line), which is what bounds it: at most 9/8 of the limit plus one read.
 """
 
 from __future__ import annotations
@@ -69,11 +79,12 @@ ConnectionFactory = Callable[["KafkaServer"], "ServerConnection"]
 
 
 class _Slot:
-    __slots__ = ("buffers", "cost", "done")
+    __slots__ = ("buffers", "cost", "done", "request")
 
     def __init__(self, cost: int) -> None:
         self.buffers: Buffers | None = None
         self.done = False
+        self.request = 0  # request bytes it holds until answered (the broker-wide pool's)
         self.cost = cost  # request bytes, plus the answer's once it is ready
 
 
@@ -82,6 +93,26 @@ def _size(buffers: Buffers) -> int:
     for b in buffers:
         n += len(b)
     return n
+
+
+# A connection holding at most this many request bytes is still read while the broker-wide
+# pool is full: room for any ordinary request (a produce of a few batches, a fetch, metadata).
+REQUEST_MEMORY_FLOOR = 64 * 1024
+
+
+class RequestMemory:
+    """The broker-wide pool of request bytes (see the module docstring). Connections report
+    what they hold (``charge``); the pool says when to stop reading large holders, when to
+    resume, and whom to close past the ceiling."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.resume_at = limit * 7 // 8
+        self.ceiling = limit + limit // 8
+        self.used = 0
+        # Set at the limit, cleared below resume_at: while set, large holders are not read.
+        self.full = False
+        self.closed_total = 0  # connections closed past the ceiling (a counter for metrics)
 
 
 class ServerConnection(asyncio.Protocol):
@@ -102,6 +133,12 @@ class ServerConnection(asyncio.Protocol):
         self._queued: deque[memoryview] = deque()
         # Request bytes dispatched and not yet answered + answers waiting in slots.
         self._held = 0
+        # For the broker-wide pool: bytes of the frames in _queued, of requests dispatched and
+        # not answered, and what this connection has charged to the pool (its footprint).
+        self._queued_bytes = 0
+        self._unanswered = 0
+        self._charged = 0
+        self._pool = server.memory
         self._write_paused = False
         self._read_paused = False
         self._closing = False
@@ -124,6 +161,7 @@ class ServerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        self._uncharge()
         self._server.release(self)
         for task in self._tasks:
             task.cancel()
@@ -148,13 +186,13 @@ class ServerConnection(asyncio.Protocol):
         except ProtocolViolation as exc:
             self.abort(f"bad framing: {exc}")
             return
-        if not frames:
-            return
-        if self._queued or self._write_paused or self._held >= self._limit:
-            self._queued.extend(frames)
-            self._update_reading()
-            return
-        self._dispatch_all(frames)
+        if frames:
+            if self._queued or self._write_paused or self._held >= self._limit:
+                self._queue(frames)
+            else:
+                self._dispatch_all(frames)
+        self._account()
+        self._update_reading()
 
     # --- dispatching ------------------------------------------------------------------------
     def _dispatch_all(self, frames: list[memoryview]) -> None:
@@ -163,10 +201,13 @@ class ServerConnection(asyncio.Protocol):
             if self._closing:
                 return
             if self._write_paused or self._held >= self._limit:
-                self._queued.extend(frames[i:])
-                self._update_reading()
+                self._queue(frames[i:])
                 return
             self._dispatch(frame)
+
+    def _queue(self, frames: list[memoryview]) -> None:
+        self._queued.extend(frames)
+        self._queued_bytes += sum(len(f) for f in frames) + _PREFIX * len(frames)
 
     def _pump(self) -> None:
         """Dispatch queued frames while the connection's budget allows, then read again."""
@@ -174,8 +215,44 @@ class ServerConnection(asyncio.Protocol):
         while queued and not self._closing and not self._write_paused and (
             self._held < self._limit
         ):
-            self._dispatch(queued.popleft())
+            frame = queued.popleft()
+            self._queued_bytes -= len(frame) + _PREFIX
+            self._dispatch(frame)
+        self._account()
         self._update_reading()
+
+    # --- the broker-wide pool ---------------------------------------------------------------
+    def footprint(self) -> int:
+        """Request bytes this connection holds: unfinished frame, undispatched, unanswered."""
+        return self._decoder.buffered + self._queued_bytes + self._unanswered
+
+    def _account(self) -> None:
+        """Report this connection's footprint to the pool, and act on the pool's state."""
+        if self._closing:
+            return
+        now = self.footprint()
+        delta = now - self._charged
+        if not delta:
+            return
+        self._charged = now
+        pool = self._pool
+        pool.used += delta
+        if delta > 0:
+            if pool.used > pool.ceiling:
+                self._server.shed()
+            if not pool.full and pool.used >= pool.limit:
+                pool.full = True
+                self._server.memory_changed()
+        elif pool.full and pool.used < pool.resume_at:
+            pool.full = False
+            self._server.memory_changed()
+
+    def _uncharge(self) -> None:
+        self._pool.used -= self._charged
+        self._charged = 0
+        if self._pool.full and self._pool.used < self._pool.resume_at:
+            self._pool.full = False
+            self._server.memory_changed()
 
     def _dispatch(self, frame: memoryview) -> None:
         self.last_active = time.monotonic()
@@ -201,6 +278,8 @@ class ServerConnection(asyncio.Protocol):
                 self._transport.writelines(reply)  # type: ignore[union-attr]
             return
         slot = _Slot(len(frame) + _PREFIX)
+        slot.request = slot.cost
+        self._unanswered += slot.request
         self._slots.append(slot)
         self._held += slot.cost
         # Buffers come as a list or tuple (handled above); what is left is their awaitable.
@@ -212,7 +291,8 @@ class ServerConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._closing:
             return
-        hold = bool(self._queued) or self._write_paused or self._held >= self._limit
+        hold = (bool(self._queued) or self._write_paused or self._held >= self._limit
+                or (self._pool.full and self._charged > REQUEST_MEMORY_FLOOR))
         if hold and not self._read_paused:
             self._read_paused = True
             transport.pause_reading()
@@ -225,6 +305,7 @@ class ServerConnection(asyncio.Protocol):
         self._tasks.discard(task)
         if task.cancelled() or self._closing:
             return
+        self._unanswered -= slot.request  # answered (or failed): the request is let go
         exc = task.exception()
         if exc is not None:
             if isinstance(exc, ProtocolViolation):
@@ -261,6 +342,9 @@ class ServerConnection(asyncio.Protocol):
 
     def abort(self, reason: str) -> None:
         log.warning("%s: closing connection: %s", self._peer, reason)
+        # Given back now, not at connection_lost: what it held is dropped with it, and the
+        # pool must not shed another connection for bytes already let go.
+        self._uncharge()
         self._closing = True
         if self._transport is not None:
             self._transport.close()
@@ -283,6 +367,7 @@ class KafkaServer:
         self._refused: dict[str, int] = {}
         self._refusal_logged = 0.0
         self.refused_total = 0
+        self.memory = RequestMemory(self.config.request_memory_bytes)
 
     async def start(
         self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
@@ -312,6 +397,28 @@ class KafkaServer:
         or a client not reading its answers, over every connection (for metrics: Kafka's
         RequestQueueSize, the requests no handler has taken yet)."""
         return sum(len(conn._queued) for conn in self.connections)
+
+    # --- the broker-wide request pool --------------------------------------------------------
+    def memory_changed(self) -> None:
+        """The pool filled up or drained: every connection re-decides whether it is read."""
+        for conn in list(self.connections):
+            conn._update_reading()
+
+    def shed(self) -> None:
+        """Past the ceiling: close connections holding the most unfinished and undispatched
+        request bytes (those a stalled or hostile client can pile up) until below it."""
+        pool = self.memory
+        while pool.used > pool.ceiling:
+            # Closing ones have given their bytes back already (abort) and stay in the set
+            # until their transport reports the loss: never pick one twice.
+            victim = max((c for c in self.connections if not c._closing), default=None,
+                         key=lambda c: c._decoder.buffered + c._queued_bytes)
+            if victim is None or victim._decoder.buffered + victim._queued_bytes == 0:
+                return  # only dispatched requests left: they free themselves when answered
+            pool.closed_total += 1
+            victim.abort(f"broker-wide request memory past {pool.ceiling} bytes "
+                         f"(request_memory_bytes={pool.limit}); this connection held the most "
+                         f"unfinished or waiting request bytes ({victim.footprint()})")
 
     # --- connection limits ------------------------------------------------------------------
     def admit(self, conn: ServerConnection) -> bool:

@@ -29,8 +29,8 @@ Behaviour worth knowing:
   group's successors hold it; after the live set changed (and after this broker's start) a
   group's first OffsetCommit or OffsetFetch waits until the group's offsets have been pulled
   from its other top ranks (``gossip/offset_replication.py``; COORDINATOR_LOAD_IN_PROGRESS if
-  that takes over ``PULL_WAIT_S``), so a new or returning coordinator never serves an offset
-  older than one it could know was acknowledged.
+  that takes over ``offset_commit_timeout_s``), so a new or returning coordinator never serves
+  an offset older than one it could know was acknowledged.
 * Gossip is authenticated with the cluster key unless ``gossip_insecure`` was chosen; start()
   refuses to run with neither. Host names in the gossip address and the seeds are resolved once
   at start (peers are only ever told, and only ever sent to, address literals).
@@ -121,8 +121,8 @@ from brokers.dsbs_broker.tables.validation import (
 log = logging.getLogger("twinbench.dsbs")
 
 OFFSETS_FILE = "offsets.jsonl"
-# How long an offset request waits for its group's pull before COORDINATOR_LOAD_IN_PROGRESS.
-PULL_WAIT_S = 1.0
+# How long replicated offsets gather before they are handed to the writer (one thread handoff).
+REPLICA_WRITE_DELAY_S = 0.1
 TOPICS_FILE = "topics.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
 
@@ -187,6 +187,8 @@ class DsbsCoordinator(GroupRegistry):
         # Commits waiting for their successors: request id -> held (True) or not in time.
         self._commits: dict[int, asyncio.Future[bool]] = {}
         self._commit_rid = 0
+        # The pending hand-over of replicated offsets to the writer (_after_io).
+        self._replicas_write: asyncio.TimerHandle | None = None
         # Groups with offset requests waiting their turn (_group_turn).
         self._group_queues: dict[str, _GroupQueue] = {}
         # Requests waiting for a group's pull (OffsetReplication.loaded wakes them).
@@ -337,6 +339,15 @@ class DsbsCoordinator(GroupRegistry):
     async def _shutdown_steps(self, leave: bool, timeout: float) -> None:
         if self._driver is not None:
             await self._driver.close(leave=leave, timeout_s=timeout / 2)
+        for held in self._commits.values():  # no successor can answer them any more
+            if not held.done():
+                held.set_result(False)
+        for waiting in self._pull_waiters.values():
+            if not waiting.done():
+                waiting.set_result(None)
+        if self._replicas_write is not None:
+            self._replicas_write.cancel()
+            self._replicas_write = None
         for t in list(self._background):
             await asyncio.gather(t, return_exceptions=True)
         async with self._io_lock:
@@ -380,10 +391,14 @@ class DsbsCoordinator(GroupRegistry):
                         log.exception("cluster view listener failed")
         if node.incarnation != self._persisted_incarnation:
             self._spawn(self._persist_background())
-        if node.offsets.unpersisted:
+        if node.offsets.unpersisted and self._replicas_write is None and not self._closed:
             # Replicated copies: handed to the writer without fsync (the coordinator holding
-            # them has them durably) and without waiting.
-            self._submit_offsets(fsync=False)
+            # them has them durably) and without waiting, gathered for REPLICA_WRITE_DELAY_S
+            # first: a thread handoff per received commit cost a successor ~half its CPU per
+            # commit. The file matters only after a restart, and a restarted broker pulls a
+            # group's offsets before serving them anyway.
+            self._replicas_write = asyncio.get_running_loop().call_later(
+                REPLICA_WRITE_DELAY_S, self._write_replicas)
         if node.topics.unpersisted:
             self._persist_topics()
         if node.topics.unpersisted_partitions:
@@ -486,6 +501,11 @@ class DsbsCoordinator(GroupRegistry):
             self._state.incarnation = node.incarnation
             await asyncio.to_thread(self._state_file.store, self._state)
             self._persisted_incarnation = node.incarnation
+
+    def _write_replicas(self) -> None:
+        self._replicas_write = None
+        if self._node is not None and self._node.offsets.unpersisted:
+            self._submit_offsets(fsync=False)
 
     def _submit_offsets(self, *, fsync: bool, wait: bool = False) -> asyncio.Future[None] | None:
         """Hand every accepted, unwritten entry to the writer (None: nothing to wait for)."""
@@ -779,11 +799,9 @@ class DsbsCoordinator(GroupRegistry):
                     await done
                 except OSError as exc:
                     raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
-            try:
-                # The node fails the wait at its deadline; this bound covers a stopped node.
-                ok = await asyncio.wait_for(held, self.config.offset_commit_timeout_s + 1.0)
-            except TimeoutError:
-                ok = False
+            # The node fails the wait at its deadline (offset_commit_timeout_s); a node that
+            # stops first fails it in _shutdown_steps.
+            ok = await held
         finally:
             self._commits.pop(rid, None)
         if not ok:
@@ -822,8 +840,11 @@ class DsbsCoordinator(GroupRegistry):
     async def _pulled(self, group_id: str) -> None:
         """Return once this broker may serve ``group_id``'s offsets: at once, unless the live
         set changed since it last pulled them (``OffsetReplication.ensure_pulled``); then it
-        waits for the pull, up to ``PULL_WAIT_S``, and answers COORDINATOR_LOAD_IN_PROGRESS
-        (the client retries) if that was not enough."""
+        waits for the pull, up to ``offset_commit_timeout_s`` (a peer that died unseen answers
+        no pull until gossip declares it dead), and answers COORDINATOR_LOAD_IN_PROGRESS (the
+        client retries) if that was not enough. Waiting rather than answering at once keeps a
+        group's commits in order: a refused commit that the client retries later would land
+        after commits sent behind it."""
         repl = self.node.offset_replication
         if repl.ensure_pulled(group_id, self._now()):
             return
@@ -833,7 +854,7 @@ class DsbsCoordinator(GroupRegistry):
         if fut is None:
             fut = self._pull_waiters[group_id] = asyncio.get_running_loop().create_future()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(fut), PULL_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(fut), self.config.offset_commit_timeout_s)
         if not repl.is_pulled(group_id, self._now()):
             raise CoordinatorLoadInProgress(
                 f"group {group_id!r}: the live brokers changed; its committed offsets are "

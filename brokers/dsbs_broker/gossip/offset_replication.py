@@ -5,8 +5,9 @@ the live members. Should it fail, the next rank takes the group over, so the nex
 ``offset_replicas`` ranks hold copies. Two rules make a takeover lose nothing acknowledged:
 
 * **A commit is acknowledged once enough successors hold it.** ``commit`` sends the entries at
-  once (OFFSETS) to the group's replica peers and completes when ``required`` of them have
-  acknowledged them (OFFSETS_ACK), or fails after ``commit_timeout_s``. ``required`` is
+  once (OFFSETS) to the group's first ``required`` replica peers (the others get them with the
+  next timer batch) and completes when ``required`` of the replica peers have acknowledged them
+  (OFFSETS_ACK), or fails after ``commit_timeout_s``. ``required`` is
   ``commit_acks`` (default 1), capped by ``offset_replicas`` and by the members this broker has
   ever known but itself, so a one-broker cluster commits alone and a coordinator cut off from
   every peer cannot commit at all (like min.insync.replicas on Kafka's __consumer_offsets).
@@ -154,7 +155,10 @@ class OffsetReplication:
             self._commits[rid] = _Commit([(k, e.stamp) for k, e in zip(keys, entries,
                                                                        strict=True)],
                                          peers, need, now + self.commit_timeout_s)
-        for p in peers:
+        # At once to the first `need` ranks only; the others get them with the next timer
+        # batch (gathered and deduplicated), and count for the commit too when they answer, so
+        # a silent first rank delays commits by about one interval, not to their timeout.
+        for p in peers[:need]:
             self._send(p, now)
 
     def _settle_commits(self) -> None:

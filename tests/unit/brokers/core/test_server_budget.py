@@ -132,3 +132,128 @@ def test_bytes_of_an_unfinished_frame_are_not_activity():
         assert conn.idle_for(conn.last_active) == 0
 
     asyncio.run(scenario())
+
+
+# --- the broker-wide request pool -----------------------------------------------------------
+
+CHUNK = 256 * 1024  # what one read hands data_received at most (asyncio's and uvloop's size)
+
+
+class Holding:
+    """Bodies starting with b"W" wait for the test to answer them; others are answered at once
+    with a few bytes."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self.pending: list[asyncio.Future] = []
+
+    def dispatch(self, frame: memoryview, peer: str):
+        self.seen.append(bytes(frame[:8]))
+        if frame[:1] == b"W":
+            fut = asyncio.get_running_loop().create_future()
+            self.pending.append(fut)
+            return fut
+        return [b"ok"]
+
+
+def pool_server(limit: int = 4 * MiB) -> tuple[KafkaServer, Holding]:
+    d = Holding()
+    return KafkaServer(d, 64 * MiB, ListenerConfig(request_memory_bytes=limit)), d
+
+
+def open_conn(server: KafkaServer, ip: str) -> tuple[ServerConnection, Transport]:
+    c, t = ServerConnection(server), Transport(ip)
+    c.connection_made(t)
+    return c, t
+
+
+def consistent(server: KafkaServer) -> None:
+    """The pool holds exactly what the open connections report holding."""
+    assert server.memory.used == sum(c.footprint() for c in server.connections
+                                     if not c._closing)
+
+
+def test_stalling_connections_are_bounded_broker_wide_and_small_clients_are_still_served():
+    """Twelve clients each start a 32 MiB frame and send as much of it as the broker reads,
+    then stall; each alone is within every per-connection limit. The pool (4 MiB) holds: large
+    holders stop being read at the limit, and a client sending small requests meanwhile is
+    read and answered throughout."""
+    async def scenario():
+        server, d = pool_server()
+        pool = server.memory
+        stalls = [open_conn(server, f"10.0.0.{i}") for i in range(12)]
+        for c, _ in stalls:
+            c.data_received(struct.pack(">i", 32 * MiB))
+        small, st = open_conn(server, "10.0.1.1")
+        high = 0
+        for _ in range(40):  # rounds: each reading connection gets one more read
+            for c, t in stalls:
+                if t.reading and not t.closed:
+                    c.data_received(b"x" * CHUNK)
+                    high = max(high, pool.used)
+                    consistent(server)
+            small.data_received(frames(b"produce-small"))
+            assert st.reading and not st.closed
+        assert high <= pool.ceiling + CHUNK, (high, pool.ceiling)
+        assert pool.full and d.seen.count(b"produce-") == 40 and len(st.written) == 40
+        assert all(not t.reading for _, t in stalls)  # muted: nothing more arrives from them
+        for c, t in stalls:
+            c.connection_lost(None)
+        small.connection_lost(None)
+        assert pool.used == 0 and not pool.full
+
+    asyncio.run(scenario())
+
+
+def test_reading_resumes_once_answers_drain_the_pool_below_seven_eighths():
+    async def scenario():
+        server, d = pool_server()
+        pool = server.memory
+        a, ta = open_conn(server, "10.0.0.1")
+        big = b"W" + b"y" * (3 * MiB)
+        a.data_received(frames(big, big))  # two 3 MiB requests awaiting their answers
+        assert pool.used >= pool.limit and pool.full and not ta.reading
+        b, tb = open_conn(server, "10.0.0.2")
+        b.data_received(frames(b"W" + b"z" * (512 * 1024)))  # over the floor: not read on
+        assert not tb.reading
+        for fut in d.pending[:2]:
+            fut.set_result([b"done"])
+        await asyncio.sleep(0)
+        consistent(server)
+        assert pool.used < pool.resume_at and not pool.full
+        assert ta.reading and tb.reading
+
+    asyncio.run(scenario())
+
+
+def test_a_closed_connection_gives_its_bytes_back_at_once():
+    server, _ = pool_server()
+    c, t = open_conn(server, "10.0.0.1")
+    c.data_received(struct.pack(">i", 8 * MiB) + b"x" * MiB)
+    assert server.memory.used == MiB + 4
+    c.abort("test")
+    assert server.memory.used == 0
+    c.connection_lost(None)
+    assert server.memory.used == 0
+
+
+def test_past_nine_eighths_the_largest_unfinished_frames_are_closed():
+    """Once the pool is full, every new connection may still be read once (it holds less than
+    the floor); forty of them each starting a large frame would pass any bound, so past 9/8 of
+    the limit the largest holders of unfinished bytes are closed, and the pool stays under the
+    ceiling plus one read."""
+    async def scenario():
+        server, _ = pool_server()
+        pool = server.memory
+        conns = []
+        for i in range(40):
+            c, t = open_conn(server, f"10.0.{i // 200}.{i % 200}")
+            c.data_received(struct.pack(">i", 32 * MiB) + b"x" * (CHUNK - 4))
+            conns.append((c, t))
+            assert pool.used <= pool.ceiling + CHUNK
+            consistent(server)
+        closed = [t for _, t in conns if t.closed]
+        assert closed and pool.closed_total == len(closed)
+        assert pool.used <= pool.ceiling
+
+    asyncio.run(scenario())
