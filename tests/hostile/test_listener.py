@@ -57,6 +57,8 @@ PER_IP = 20
 # that long between its requests.
 IDLE_MS = 1500
 QUEUED_BYTES = 4 * MiB
+# The broker-wide pool of request bytes (every connection's unfinished and unanswered requests).
+POOL_BYTES = 16 * MiB
 MAX_PARTITIONS = 200
 GROUP_MAX = 20
 OPEN_SEGMENTS = 32
@@ -64,7 +66,7 @@ LIMITS = (
     "--max-connections", str(MAX_CONNECTIONS), "--max-connections-per-ip", str(PER_IP),
     "--connections-max-idle-ms", str(IDLE_MS), "--queued-max-request-bytes", str(QUEUED_BYTES),
     "--max-partitions-per-topic", str(MAX_PARTITIONS), "--group-max-size", str(GROUP_MAX),
-    "--max-open-segments", str(OPEN_SEGMENTS),
+    "--max-open-segments", str(OPEN_SEGMENTS), "--request-memory-bytes", str(POOL_BYTES),
 )
 # What an attack may add to the broker's resident memory: the per-connection budget, one answer,
 # and room for allocator noise. Without the budget these attacks pin hundreds of MiB.
@@ -237,6 +239,38 @@ def test_slow_loris_trickling_a_frame_is_closed(broker):
             for s in lorises:
                 s.close()
     report("10 slow-loris connections", f"closed after ~{IDLE_MS} ms idle", usage)
+
+
+def test_many_connections_stalling_inside_large_frames_are_bounded_broker_wide(broker):
+    """Twelve clients each announce a 32 MiB request and send 24 MiB of it, then stall: each
+    is within every per-connection limit (frames up to 100 MiB), together they would hold
+    288 MiB. The broker-wide pool (16 MiB) stops reading the large holders and closes the
+    largest past 9/8 of it, while a well-behaved client is answered throughout."""
+    frame_bytes, sent_bytes, chunk = 32 * MiB, 24 * MiB, MiB
+    attackers = [connect_from(broker, "127.0.0.8") for _ in range(12)]
+    sent = [0] * len(attackers)
+    with KafkaProbe(broker.host, broker.port) as normal, Usage(broker.process.pid) as usage:
+        for a in attackers:
+            a.sendall(struct.pack(">i", frame_bytes))
+            # A socket with a timeout waits for room before a send, MSG_DONTWAIT or not.
+            a.setblocking(False)
+        deadline = time.monotonic() + ATTACK_S
+        body = b"\0" * chunk
+        while time.monotonic() < deadline:
+            for i, a in enumerate(attackers):
+                if sent[i] >= sent_bytes:
+                    continue
+                with contextlib.suppress(OSError):  # full (not read) or closed by the broker
+                    sent[i] += a.send(body[: sent_bytes - sent[i]])
+            assert still_served(normal)
+        usage.observe(0.2)
+        assert served(broker)
+    report("12 connections stalled 24 MiB into 32 MiB frames",
+           f"RSS +{POOL_BYTES // MiB} MiB pool +{RSS_BOUND_MIB} MiB", usage)
+    for a in attackers:
+        a.close()
+    assert usage.rss_growth_mib < POOL_BYTES / MiB + RSS_BOUND_MIB
+    assert served(broker)
 
 
 # --- pipelining -------------------------------------------------------------------------------
