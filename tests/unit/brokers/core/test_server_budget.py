@@ -197,7 +197,7 @@ def test_stalling_connections_are_bounded_broker_wide_and_small_clients_are_stil
         assert high <= pool.ceiling + CHUNK, (high, pool.ceiling)
         assert pool.full and d.seen.count(b"produce-") == 40 and len(st.written) == 40
         assert all(not t.reading for _, t in stalls)  # muted: nothing more arrives from them
-        for c, t in stalls:
+        for c, _ in stalls:
             c.connection_lost(None)
         small.connection_lost(None)
         assert pool.used == 0 and not pool.full
@@ -228,7 +228,7 @@ def test_reading_resumes_once_answers_drain_the_pool_below_seven_eighths():
 
 def test_a_closed_connection_gives_its_bytes_back_at_once():
     server, _ = pool_server()
-    c, t = open_conn(server, "10.0.0.1")
+    c, _ = open_conn(server, "10.0.0.1")
     c.data_received(struct.pack(">i", 8 * MiB) + b"x" * MiB)
     assert server.memory.used == MiB + 4
     c.abort("test")
