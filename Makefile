@@ -68,8 +68,11 @@ regress-selftest: setup
 # to move them: REASON says why (written into results/baseline/base.json; commit it).
 REF ?= HEAD
 REASON ?=
+# REASON reaches the command through the environment, so quotes in it cannot break the line.
+regress-accept: export TWINBENCH_ACCEPT_REASON := $(REASON)
+regress-accept: export TWINBENCH_ACCEPT_REF := $(REF)
 regress-accept: setup
-	@$(PY) -m harness.regression accept '$(REF)' --reason '$(REASON)'
+	@$(PY) -m harness.regression accept "$$TWINBENCH_ACCEPT_REF" --reason "$$TWINBENCH_ACCEPT_REASON"
 
 # ruff's lint rules only: the code is laid out by hand to 100 columns, not by `ruff format`.
 lint: setup

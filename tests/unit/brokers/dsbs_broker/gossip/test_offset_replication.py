@@ -59,6 +59,13 @@ def _cluster(seed: int, acks: int = 1, n: int = 3) -> SimNet:
     return net
 
 
+def _setup(seed: int, acks: int = 1) -> tuple[SimNet, Commits, SwimNode]:
+    """A converged 3-member cluster, its commits, and the group's coordinator (seed printed)."""
+    print(f"seed {seed} acks {acks}")
+    net = _cluster(seed, acks)
+    return net, Commits(net), _coordinator(net)
+
+
 def _coordinator(net: SimNet, among: SwimNode | None = None) -> SwimNode:
     view = among or next(iter(net.live_nodes()))
     return net.nodes[view.live_order(GROUP)[0]]
@@ -82,10 +89,7 @@ def _takeover(net: SimNet, dead: int) -> SwimNode:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_an_acknowledged_commit_is_held_by_a_successor_before_the_ack(seed):
-    print(f"seed {seed}")
-    net = _cluster(seed)
-    c = Commits(net)
-    coord = _coordinator(net)
+    net, c, coord = _setup(seed)
     rid = c.start(coord, 10, 1_000)
     # Not before a successor answered: the datagram takes a step to get there and one back.
     assert rid not in coord.offset_replication.completed
@@ -100,10 +104,7 @@ def test_an_acknowledged_commit_is_held_by_a_successor_before_the_ack(seed):
 def test_a_coordinator_killed_right_after_an_ack_loses_no_commit(seed, acks):
     """The issue's schedule: commit, kill the coordinator at once, read from the successor.
     With lazy replication (acks=0) the successor serves an older offset: the hole."""
-    print(f"seed {seed} acks {acks}")
-    net = _cluster(seed, acks)
-    c = Commits(net)
-    coord = _coordinator(net)
+    net, c, coord = _setup(seed, acks)
     assert c.run(coord, 100, 1_000)
     net.run_for(1.0)  # the lazy timer has copied 100 everywhere by now
     assert c.run(coord, 200, 2_000)
@@ -120,10 +121,7 @@ def test_a_coordinator_killed_right_after_an_ack_loses_no_commit(seed, acks):
 def test_a_returning_coordinator_serves_nothing_until_it_pulled_the_newer_commits(seed):
     """Killed with 100 in its file; the successor takes 200; the old coordinator returns with
     its wall clock an hour behind. It must not serve 100, and its next commit must beat 200."""
-    print(f"seed {seed}")
-    net = _cluster(seed)
-    c = Commits(net)
-    old = _coordinator(net)
+    net, c, old = _setup(seed)
     assert c.run(old, 100, 10_000_000)
     net.kill(old.node_id)
     new = _takeover(net, old.node_id)
@@ -145,10 +143,7 @@ def test_a_returning_coordinator_serves_nothing_until_it_pulled_the_newer_commit
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_coordinator_cut_off_from_every_peer_cannot_commit(seed):
-    print(f"seed {seed}")
-    net = _cluster(seed)
-    c = Commits(net)
-    coord = _coordinator(net)
+    net, c, coord = _setup(seed)
     assert c.run(coord, 100, 1_000)
     net.partition({coord.node_id})
     # Its successors are unreachable: no acknowledgement, whatever its view says later.
