@@ -22,13 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from brokers.core.errors import (
-    KafkaError,
-    TopicAlreadyExists,
-    UnknownServerError,
-    UserError,
-    error_for_code,
-)
+from brokers.core.errors import KafkaError, TopicAlreadyExists, UserError
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.create_topics import (
     CreatableTopic,
@@ -50,6 +44,7 @@ from harness.architectures.options import split_assignments
 from harness.cluster.kafka_probe import KafkaProbe
 from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec
+from workloads.cluster import raise_for_code
 
 GROUP = "commit-cost"
 TOPIC = "commit-cost"
@@ -70,17 +65,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _raise(code: int, what: str) -> None:
-    if code:
-        raise (error_for_code(code) or UnknownServerError)(f"{what} answered error {code}")
-
-
 def _commit(probe: KafkaProbe, offset: int) -> None:
     got = cast(OffsetCommitResponse, probe.request(ApiKey.OFFSET_COMMIT, 7, OffsetCommitRequest(
         group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
         topics=[OffsetCommitRequestTopic(name=TOPIC, partitions=[
             OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])])))
-    _raise(got.topics[0].partitions[0].error_code, "OffsetCommit")
+    raise_for_code(got.topics[0].partitions[0].error_code, "OffsetCommit")
 
 
 def measure(spec: ClusterSpec, commits: int) -> Cost:
@@ -92,10 +82,10 @@ def measure(spec: ClusterSpec, commits: int) -> Cost:
                     CreatableTopic(name=TOPIC, num_partitions=1, replication_factor=1)],
                     timeout_ms=15_000)))
             if made.topics[0].error_code != TopicAlreadyExists.code:
-                _raise(made.topics[0].error_code, "CreateTopics")
+                raise_for_code(made.topics[0].error_code, "CreateTopics")
             found = cast(FindCoordinatorResponse, probe.request(
                 ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=GROUP)))
-        _raise(found.error_code, "FindCoordinator")
+        raise_for_code(found.error_code, "FindCoordinator")
         coordinator = next(b for b in cluster.brokers if b.node_id == found.node_id)
         others = [b for b in cluster.brokers if b is not coordinator]
         with KafkaProbe(coordinator.host, coordinator.port) as probe:

@@ -162,10 +162,6 @@ class OffsetTable:
         held = self.held.get(peer)
         return held is not None and all(held.get(k, -1) >= stamp for k, stamp in items)
 
-    def forget(self, peer: int) -> None:
-        """``peer`` may have lost what it held (it restarted): send everything again."""
-        self.held.pop(peer, None)
-
     def expire_inflight(self, now: float, timeout: float) -> None:
         """Unacknowledged batches go back to the dirty sets (UDP may have lost them)."""
         for b, (peer, sent, items) in list(self.inflight.items()):

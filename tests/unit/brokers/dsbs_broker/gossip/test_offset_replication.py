@@ -160,3 +160,19 @@ def test_one_broker_commits_alone_and_serves_at_once():
     assert node.offset_replication.required() == 0
     assert Commits(net).run(node, 5, 1_000)
     assert _served(node) == 5
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_silent_first_successor_delays_a_commit_by_a_batch_not_to_its_timeout(seed):
+    """The commit goes at once to the first successor only; when that one is gone (killed, not
+    yet suspected), the next timer batch reaches the second, whose answer completes it."""
+    net, c, coord = _setup(seed)
+    first, second = coord.offset_replication.replica_peers(GROUP)
+    net.kill(first)
+    rid = c.start(coord, 7, 1_000)
+    done = coord.offset_replication.completed
+    took = net.run_until(lambda: rid in done, timeout_s=10)
+    assert took is not None and done.pop(rid) is True
+    # Well before the 5 s commit timeout, and held by the second successor.
+    assert took < 2 * coord.offset_replication.interval_s + 0.5, took
+    assert _served(net.nodes[second]) == 7
