@@ -72,6 +72,14 @@ class JsonJournal:
                 # Only a crash mid-write produces this, and only on the last line.
                 log.warning("%s: skipping unreadable line %d (torn write)", self.path, number)
 
+    def rewrite(self, entries: list[Any]) -> None:
+        """Replace the whole journal with ``entries`` (an owner that reduces its replay to
+        fewer entries than it read keeps only those)."""
+        replace_file(self.path, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self.entries = list(entries)
+
     def append(self, entries: list[Any]) -> None:
         os.write(self._fd, "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries).encode())
         if self._fsync:

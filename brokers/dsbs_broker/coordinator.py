@@ -97,7 +97,7 @@ from brokers.dsbs_broker.gossip.creation import CreateOutcome, refusal
 from brokers.dsbs_broker.gossip.leadership import IsrOutcome
 from brokers.dsbs_broker.gossip.swim import SwimNode
 from brokers.dsbs_broker.gossip.udp import GossipDriver, bind, resolve
-from brokers.dsbs_broker.packets.wire import TopicRecord, encode_update
+from brokers.dsbs_broker.packets.wire import Promise, TopicRecord, encode_update
 from brokers.dsbs_broker.tables import replica_placement
 from brokers.dsbs_broker.tables.leaders import NO_LEADER as NOBODY
 from brokers.dsbs_broker.tables.offset_writer import OffsetWriter
@@ -107,6 +107,8 @@ from brokers.dsbs_broker.tables.topics import (
     grown,
     partition_from_json,
     partition_to_json,
+    promise_from_json,
+    promise_to_json,
     record_from_json,
     record_to_json,
     tombstone,
@@ -125,6 +127,7 @@ OFFSETS_FILE = "offsets.jsonl"
 REPLICA_WRITE_DELAY_S = 0.1
 TOPICS_FILE = "topics.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
+PROMISES_FILE = "promises.jsonl"
 
 
 @dataclass
@@ -155,6 +158,7 @@ class DsbsCoordinator(GroupRegistry):
         self._writer: OffsetWriter | None = None  # owns the open offsets file
         self._topics_file: JsonJournal | None = None
         self._partitions_file: JsonJournal | None = None
+        self._promises_file: JsonJournal | None = None
         # start() has returned: replicated partitions may show a leader (see the docstring).
         self._serving = False
         self._io_lock = asyncio.Lock()  # the state file (incarnation, producer-id blocks)
@@ -290,6 +294,8 @@ class DsbsCoordinator(GroupRegistry):
                 log.warning("%s: skipping %s-%d (%s)", self._partitions_file.path, part.topic,
                             part.partition, problem or "no such replicated partition held")
         node.topics.unpersisted_partitions = []
+        await asyncio.to_thread(self._load_promises, node)
+        node.promise_sink = self._persist_promise
         node.leadership.resume()  # what the files say this broker leads, a majority confirms
         # Tombstones loaded: their files may still be here (a crash before they went).
         for name, rec in list(node.topics.records.items()):
@@ -368,6 +374,9 @@ class DsbsCoordinator(GroupRegistry):
         if self._partitions_file is not None:
             self._partitions_file.close()
             self._partitions_file = None
+        if self._promises_file is not None:
+            self._promises_file.close()
+            self._promises_file = None
 
     # --- change propagation -----------------------------------------------------------------
     def _after_io(self) -> None:
@@ -483,6 +492,39 @@ class DsbsCoordinator(GroupRegistry):
                 self._datadir.fail(f"writing {self._partitions_file.path}", exc)
                 self._partitions_file = None
 
+    def _load_promises(self, node: SwimNode) -> None:
+        """The election promises this broker made (``gossip/leadership.py``), the newest per
+        partition; the file keeps only those."""
+        journal = JsonJournal(self._dir / PROMISES_FILE, fsync=True)
+        newest: dict[tuple[str, int], tuple[int, Promise]] = {}
+        for entry in journal.entries:
+            try:
+                key, token, promise = promise_from_json(entry)
+            except ValueError as exc:
+                log.warning("%s: skipping %s", journal.path, exc)
+                continue
+            cur = newest.get(key)
+            if cur is None or (cur[0], cur[1].epoch) < (token, promise.epoch):
+                newest[key] = (token, promise)
+        if len(newest) < len(journal.entries):
+            journal.rewrite([promise_to_json(k[0], k[1], t, p)
+                             for k, (t, p) in sorted(newest.items())])
+        node.leadership.load_promises(newest)
+        self._promises_file = journal
+
+    def _persist_promise(self, topic: str, partition: int, token: int,
+                         promise: Promise) -> None:
+        """Write and fsync a promise before its ballot is queued: a replica that forgot a
+        grant after a crash could grant the epoch again. A few hundred bytes per election,
+        on the loop: the answer must not leave before the sync, and elections are rare."""
+        if self._promises_file is None:
+            raise OSError(f"{self._dir / PROMISES_FILE} is closed")
+        try:
+            self._promises_file.append([promise_to_json(topic, partition, token, promise)])
+        except OSError as exc:
+            self._promises_file = None
+            raise self._datadir.fail(f"writing {self._dir / PROMISES_FILE}", exc) from exc
+
     def _spawn(self, coro) -> None:
         t = asyncio.get_running_loop().create_task(coro)
         self._background.add(t)
@@ -535,7 +577,8 @@ class DsbsCoordinator(GroupRegistry):
         assert held is not None  # rec is the live record of the name
         leader = held.leader
         if (leader == NOBODY or not self._serving or not node.leadership.live(leader)
-                or (rec.name, p) in node.leadership.resuming):
+                or (rec.name, p) in node.leadership.resuming
+                or node.leadership.pending((rec.name, p), held) is not None):
             leader = NO_LEADER
         return PartitionState(rec.name, p, leader, held.leader_epoch, reps,
                               node.leadership.view_isr(held))

@@ -59,7 +59,19 @@ class DsbsCounters(CoordinatorCounters):
     gossip_proposals_refused: int = total("votes against this broker's proposals")
     gossip_votes_refused: int = total("votes this broker refused to another arbiter")
     gossip_leader_elections: int = total(
-        "replicated partitions this broker took over as leader (its record, one epoch up)")
+        "replicated partitions this broker won a leader epoch of (a majority's votes)")
+    gossip_leader_resignations: int = total(
+        "partitions this broker handed on after a restart (no leader, an ISR without it)")
+    gossip_stand_for_out: int = total("STAND_FOR requests: votes asked for a candidacy")
+    gossip_candidacies_lost: int = total("candidacies refused by too many replicas to win")
+    gossip_ballots_granted: int = total("leader epochs this broker promised to a candidate")
+    gossip_ballots_refused: int = total("votes this broker refused to a candidate")
+    gossip_promises_persisted: int = total(
+        "promises written and fsynced before their ballot left (its own vote included)")
+    gossip_leader_and_isr_fenced: int = total(
+        "pushes of an older epoch's record refused here: a newer epoch was promised")
+    gossip_leader_epoch_conflicts: int = total(
+        "records naming another leader in an epoch already held (votes make it impossible)")
     gossip_isr_changes: int = total("ISR changes this broker wrote as a partition's leader")
     gossip_isr_changes_confirmed: int = total(
         "ISR changes every live in-sync replica answered for")

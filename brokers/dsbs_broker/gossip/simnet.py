@@ -57,6 +57,7 @@ class SimNet:
         self._incarnations: dict[int, int] = {}
         self._inflight: list[tuple[Addr, Addr, bytes]] = []
         self._side: dict[int, int] = {}  # node id -> side while partitioned; empty when whole
+        self._cuts: set[tuple[int, int]] = set()  # (from, to): one-sided cuts
         self.stats = SimStats()
         self.offset_replicas = offset_replicas
         self.offset_commit_acks = offset_commit_acks
@@ -96,10 +97,19 @@ class SimNet:
     def kill(self, node_id: int) -> None:
         self.down.add(node_id)
 
+    def pause(self, node_id: int) -> None:
+        """Stop a member as SIGSTOP does: it neither sends nor receives (what was sent to it
+        meanwhile is lost, as a full socket buffer would lose it) until ``resume``."""
+        self.down.add(node_id)
+
+    def resume(self, node_id: int) -> None:
+        """Continue a paused member with the state it had: its next tick sees the time jump."""
+        self.down.discard(node_id)
+
     def restart(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
-        """Start a killed member again with the topic and partition records and the committed
-        offsets it held, as the broker's files give them back (``add`` alone starts with empty
-        tables)."""
+        """Start a killed member again with the topic and partition records, the election
+        promises and the committed offsets it held, as the broker's files give them back
+        (``add`` alone starts with empty tables)."""
         old = self.nodes[node_id]
         node = self.add(node_id, seeds)
         node.offsets.load(old.offsets.entries.values())
@@ -110,6 +120,7 @@ class SimNet:
                 node.topics.apply_partition(part)
         node.topics.unpersisted = []
         node.topics.unpersisted_partitions = []
+        node.leadership.load_promises(old.leadership.persisted)
         node.leadership.resume()
         return node
 
@@ -119,8 +130,13 @@ class SimNet:
         self._side = {n: i for i, side in enumerate(sides) for n in side}
         self._inflight = [f for f in self._inflight if self._reachable(f[0], f[1])]
 
+    def cut(self, src: int, dst: int) -> None:
+        """Drop every datagram from ``src`` to ``dst`` (one way only) until ``heal``."""
+        self._cuts.add((src, dst))
+
     def heal(self) -> None:
         self._side = {}
+        self._cuts = set()
 
     def connected(self, a: int, b: int) -> bool:
         """Can members ``a`` and ``b`` reach each other (both up, on one side)?"""
@@ -128,11 +144,13 @@ class SimNet:
                 and self._side.get(a, -1) == self._side.get(b, -1))
 
     def _reachable(self, src: Addr, dst: Addr) -> bool:
-        if not self._side:
+        if not self._side and not self._cuts:
             return True
         a, b = self.by_addr.get(src), self.by_addr.get(dst)
         if a is None or b is None:
             return True
+        if (a.node_id, b.node_id) in self._cuts:
+            return False
         return self._side.get(a.node_id, -1) == self._side.get(b.node_id, -1)
 
     def step(self) -> None:
@@ -162,7 +180,7 @@ class SimNet:
             if self.loss and self.rng.random() < self.loss:
                 st.lost += 1
                 continue
-            if self._side and not self._reachable(node.addr, dst):
+            if (self._side or self._cuts) and not self._reachable(node.addr, dst):
                 st.cut += 1
                 continue
             self._inflight.append((node.addr, dst, data))

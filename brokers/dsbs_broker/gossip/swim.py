@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from brokers.dsbs_broker.config import GossipConfig, GossipLimits
@@ -66,6 +67,7 @@ from brokers.dsbs_broker.packets.wire import (
     FLAG_HMAC,
     HEADER_SIZE,
     Ack,
+    Ballot,
     Create,
     CreateResult,
     Gossip,
@@ -81,7 +83,9 @@ from brokers.dsbs_broker.packets.wire import (
     PartitionRecord,
     Ping,
     PingReq,
+    Promise,
     Propose,
+    StandFor,
     Status,
     Sync,
     TopicRecord,
@@ -166,6 +170,10 @@ class SwimNode:
         self.counters: defaultdict[str, int] = defaultdict(int)
         self.creations = Creations(self)
         self.leadership = Leadership(self)
+        # Where this broker's election promises go before it announces them (the coordinator
+        # sets a writer of its promises file; None in the simulation, whose restart carries
+        # ``leadership.persisted`` over as the file would).
+        self.promise_sink: Callable[[str, int, int, Promise], None] | None = None
         self.outbox: list[tuple[Addr, bytes]] = []
         self.seeds = tuple(s for s in seeds if s != gossip_addr)
         self.leaving = False
@@ -279,6 +287,13 @@ class SwimNode:
             self._drop(problem if problem in _CAPACITY else f"invalid_{problem}")
             return False
         return self._store_topic(rec)
+
+    def persist_promise(self, topic: str, partition: int, token: int, promise: Promise) -> None:
+        """Hand a promise to ``promise_sink`` (the coordinator writes and fsyncs it) before
+        the ballot that announces it is queued."""
+        self.counters["promises_persisted"] += 1
+        if self.promise_sink is not None:
+            self.promise_sink(topic, partition, token, promise)
 
     def store_partition(self, rec: PartitionRecord) -> bool:
         """A replicated partition's record, ours or a member's: checked like gossip, stored,
@@ -452,7 +467,11 @@ class SwimNode:
         elif isinstance(msg, Vote):
             self.creations.on_vote(msg, h.sender, now)
         elif isinstance(msg, LeaderAndIsr):
-            self.leadership.on_message(msg, h.sender, addr)
+            self.leadership.on_message(msg, h.sender, addr, now)
+        elif isinstance(msg, StandFor):
+            self.leadership.on_stand(msg, h.sender, addr, now)
+        elif isinstance(msg, Ballot):
+            self.leadership.on_ballot(msg, h.sender, now)
 
     # --- membership -------------------------------------------------------------------------
     def _my_update(self, status: Status) -> MemberUpdate:

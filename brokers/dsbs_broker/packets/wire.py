@@ -30,6 +30,12 @@ offsets before it serves the group again, and OFFSETS_PULLED, the peer's word th
 it sent for the pull has been acknowledged. A version-4 broker would never answer a pull, so
 the versions do not mix.
 
+Version 6 made DSBS elections votes (``gossip/leadership.py``): STAND_FOR, a candidate's
+proposed record for a partition in a new leader epoch, and BALLOT, a replica's answer (granted
+or not, with the record it holds and the epoch it has promised); LEADER_AND_ISR answers carry
+that promise too, so a leader of an older epoch learns it is fenced. A version-5 broker would
+neither vote nor respect a promise.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -51,7 +57,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 MAGIC = 0xD5B5
-VERSION = 5
+VERSION = 6
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 # The packet budget (the default of GossipConfig.max_packet_bytes): below a 1500-byte Ethernet
 # MTU minus IP/UDP headers, so a gossip datagram is never fragmented (a lost fragment loses the
@@ -77,6 +83,7 @@ _PARTITION_FIXED = struct.Struct(">QIiII")
 _CREATE_FIXED = struct.Struct(">IQBIH")  # request id, token, flags, partitions, rf
 _RESULT_FIXED = struct.Struct(">IBh")  # request id, flags, Kafka error code
 _VOTE_FIXED = struct.Struct(">IB")  # proposal id, verdict
+_PROMISE = struct.Struct(">Ii")  # promised leader epoch (0: none), its candidate
 TOPIC_EXPLICIT = 0x01  # topic record / digest / CREATE flag: an explicit CreateTopics
 TOPIC_DELETED = 0x02  # topic record flag: a deletion record (tombstone) of the creation
 RESULT_RETRY = 0x01  # CREATE_RESULT flag: not decided here (not the arbiter, or busy): retry
@@ -110,6 +117,8 @@ class MsgType(IntEnum):
     LEADER_AND_ISR = 12  # a partition's record from its leader (answer asked), or the answer
     OFFSETS_PULL = 13  # "send me the offsets of groups I may coordinate" (after a view change)
     OFFSETS_PULLED = 14  # answer to OFFSETS_PULL: every entry sent for it was acknowledged
+    STAND_FOR = 15  # a candidate asks a replica to promise it a partition's next leader epoch
+    BALLOT = 16  # the replica's answer to STAND_FOR: granted or not, its record and promise
 
 
 class Verdict(IntEnum):
@@ -313,16 +322,46 @@ class Vote:
 
 
 @dataclass(frozen=True, slots=True)
+class Promise:
+    """A replica's word that it takes no record of a partition's creation older than leader
+    epoch ``epoch`` and grants that epoch to ``candidate`` alone (``gossip/leadership.py``)."""
+
+    epoch: int
+    candidate: int
+
+
+@dataclass(frozen=True, slots=True)
 class LeaderAndIsr:
     """A partition's record: from its leader with ``reply`` (the member stores it and answers
-    with the record it then holds), or that answer (``reply`` False)."""
+    with the record it then holds), or that answer (``reply`` False), with the epoch the member
+    has promised when that is newer than the record's (the pusher is then fenced)."""
 
     reply: bool
     record: PartitionRecord
+    promise: Promise | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StandFor:
+    """A candidate's proposed record (naming it leader, in a new leader epoch): "promise me
+    that epoch"."""
+
+    record: PartitionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Ballot:
+    """A replica's answer to STAND_FOR for ``epoch``: ``granted`` (the promise is on its disk),
+    with the record it holds and the promise it holds after answering."""
+
+    granted: bool
+    epoch: int
+    record: PartitionRecord
+    promise: Promise | None = None
 
 
 Message = (Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck | Create | CreateResult
-           | Propose | Vote | LeaderAndIsr | OffsetsPull | OffsetsPulled)
+           | Propose | Vote | LeaderAndIsr | OffsetsPull | OffsetsPulled | StandFor | Ballot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,8 +516,38 @@ def encode_message(m: Message) -> bytes:
                          encode_update(m.record) if m.record else b""))
     if isinstance(m, LeaderAndIsr):
         return b"".join((_U8.pack(MsgType.LEADER_AND_ISR), _U8.pack(1 if m.reply else 0),
-                         encode_update(m.record)))
+                         encode_update(m.record), _encode_promise(m.promise)))
+    if isinstance(m, StandFor):
+        return _U8.pack(MsgType.STAND_FOR) + encode_update(m.record)
+    if isinstance(m, Ballot):
+        return b"".join((_U8.pack(MsgType.BALLOT), _U8.pack(1 if m.granted else 0),
+                         _U32.pack(m.epoch), encode_update(m.record),
+                         _encode_promise(m.promise)))
     raise TypeError(f"not a gossip message: {m!r}")
+
+
+def _encode_promise(p: Promise | None) -> bytes:
+    if p is None:
+        return _PROMISE.pack(0, -1)
+    if p.epoch < 1:
+        raise ValueError("a promise is for a leader epoch of 1 or more")
+    return _PROMISE.pack(p.epoch, p.candidate)
+
+
+def _decode_promise(r: _Reader) -> Promise | None:
+    epoch, candidate = r.unpack(_PROMISE)
+    if epoch == 0:
+        return None
+    if candidate < 0:
+        raise WireError("malformed", "promise without a candidate")
+    return Promise(epoch, candidate)
+
+
+def _decode_partition(r: _Reader) -> PartitionRecord:
+    part = _decode_update(r)
+    if not isinstance(part, PartitionRecord):
+        raise WireError("malformed", "expected a partition record")
+    return part
 
 
 def encode_header(h: Header, flags: int = 0) -> bytes:
@@ -748,10 +817,17 @@ def _decode_message(r: _Reader) -> Message:
         flags = r.u8()
         if flags & ~1:
             raise WireError("malformed", f"leader and isr flags {flags}")
-        part = _decode_update(r)
-        if not isinstance(part, PartitionRecord):
-            raise WireError("malformed", "expected a partition record")
-        return LeaderAndIsr(bool(flags), part)
+        part = _decode_partition(r)
+        return LeaderAndIsr(bool(flags), part, _decode_promise(r))
+    if t == MsgType.STAND_FOR:
+        return StandFor(_decode_partition(r))
+    if t == MsgType.BALLOT:
+        flags = r.u8()
+        if flags & ~1:
+            raise WireError("malformed", f"ballot flags {flags}")
+        epoch = r.u32()
+        part = _decode_partition(r)
+        return Ballot(bool(flags), epoch, part, _decode_promise(r))
     raise WireError("malformed", f"message type {t}")
 
 

@@ -82,8 +82,9 @@ def majority(replicas: Sequence[int], status: Liveness, me: int) -> bool:
 
 
 def successor(rec: PartitionRecord, replicas: Sequence[int], status: Liveness,
-              me: int) -> PartitionRecord | None:
-    """The record broker ``me`` (live) writes to take ``rec``'s partition over, or None when it
+              me: int, epoch: int | None = None) -> PartitionRecord | None:
+    """The record broker ``me`` (live) writes to take ``rec``'s partition over, in leader
+    epoch ``epoch`` (default: one up; a vote may have promised a later one), or None when it
     must not: the leader is live or unknown, ``me`` is not in the ISR, an ISR member before it
     in replica order is live or unknown, or ``me`` sees no majority of the replicas live (it
     may be the cut-off side of a partition)."""
@@ -96,9 +97,41 @@ def successor(rec: PartitionRecord, replicas: Sequence[int], status: Liveness,
             break
         if r in rec.isr and status(r) not in DOWN:
             return None
+    return _led_by(rec, replicas, status, me, epoch)
+
+
+def _led_by(rec: PartitionRecord, replicas: Sequence[int], status: Liveness, me: int,
+            epoch: int | None) -> PartitionRecord:
+    new_epoch = rec.leader_epoch + 1 if epoch is None else epoch
+    if new_epoch <= rec.leader_epoch:
+        raise ValueError(f"leader epoch {new_epoch} is not after {rec.leader_epoch}")
     isr = _ordered(replicas, (r for r in rec.isr if r == me or status(r) not in DOWN))
-    return dataclasses.replace(rec, leader=me, leader_epoch=rec.leader_epoch + 1,
+    return dataclasses.replace(rec, leader=me, leader_epoch=new_epoch,
                                version=rec.version + 1, isr=isr)
+
+
+def restood(rec: PartitionRecord, replicas: Sequence[int], status: Liveness, me: int,
+            epoch: int) -> PartitionRecord | None:
+    """The record with which ``me``, ``rec``'s leader, leads on in the newer ``epoch`` a vote
+    gave it (after a restart with no other ISR member live, or fenced by a promise made to
+    another candidate); None when it is not the leader or sees no majority live."""
+    if rec.leader != me or not majority(replicas, status, me):
+        return None
+    return _led_by(rec, replicas, status, me, epoch)
+
+
+def resigned(rec: PartitionRecord, replicas: Sequence[int], status: Liveness,
+             me: int) -> PartitionRecord | None:
+    """The record with which ``me``, ``rec``'s leader, hands the partition to the rest of its
+    ISR after a restart: no leader, and an ISR without ``me`` (its log may have lost what an
+    OS crash did not flush, so another in-sync replica leads next); None when no other ISR
+    member is live or ``me`` sees no majority live."""
+    if rec.leader != me or not majority(replicas, status, me):
+        return None
+    rest = tuple(r for r in rec.isr if r != me and status(r) not in DOWN)
+    if not any(status(r) in LIVE for r in rest):
+        return None
+    return dataclasses.replace(rec, leader=NO_LEADER, version=rec.version + 1, isr=rest)
 
 
 def with_isr(rec: PartitionRecord, me: int, leader_epoch: int, isr: Iterable[int],

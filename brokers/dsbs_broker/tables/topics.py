@@ -64,6 +64,7 @@ from typing import Any
 from brokers.dsbs_broker.packets.wire import (
     DigestEntry,
     PartitionRecord,
+    Promise,
     TopicRecord,
     encode_update,
     name_hash,
@@ -304,6 +305,26 @@ def partition_from_json(d: Any) -> PartitionRecord:
                                tuple(int(n) for n in d["isr"]))
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"not a partition record: {d!r}") from e
+
+
+def promise_to_json(topic: str, partition: int, token: int, promise: Promise) -> dict[str, Any]:
+    """One line of the promises file."""
+    return {"topic": topic, "partition": partition, "token": token, "epoch": promise.epoch,
+            "candidate": promise.candidate}
+
+
+def promise_from_json(d: Any) -> tuple[tuple[str, int], int, Promise]:
+    """A promises-file line back to (topic, partition), token and promise; ValueError if it
+    is not one."""
+    try:
+        key = (str(d["topic"]), int(d["partition"]))
+        promise = Promise(int(d["epoch"]), int(d["candidate"]))
+        token = int(d["token"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"not a promise: {d!r}") from e
+    if promise.epoch < 1 or promise.candidate < 0:
+        raise ValueError(f"not a promise: {d!r}")
+    return key, token, promise
 
 
 def record_from_json(d: Any) -> TopicRecord:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from brokers.dsbs_broker.packets import wire
 from brokers.dsbs_broker.packets.wire import (
     Ack,
+    Ballot,
     Create,
     CreateResult,
     DigestEntry,
@@ -27,7 +28,9 @@ from brokers.dsbs_broker.packets.wire import (
     PartitionRecord,
     Ping,
     PingReq,
+    Promise,
     Propose,
+    StandFor,
     Status,
     Sync,
     TopicRecord,
@@ -60,6 +63,7 @@ offset_entries = st.builds(
     st.integers(-(2**63), 2**63 - 1), st.none() | st.text(max_size=20),
     st.integers(0, 2**64 - 1), u32,
 )
+promises = st.builds(Promise, st.integers(1, 2**32 - 1), st.integers(0, 2**31 - 1))
 messages = st.one_of(
     st.builds(Ping, u32, u32),
     st.builds(Ack, u32),
@@ -81,7 +85,9 @@ messages = st.one_of(
     st.builds(Propose, u32, topics),
     st.builds(lambda p, v, r: Vote(p, v, r if v == Verdict.HAVE else None), u32,
               st.sampled_from(list(Verdict)), topics),
-    st.builds(LeaderAndIsr, st.booleans(), partitions),
+    st.builds(LeaderAndIsr, st.booleans(), partitions, st.none() | promises),
+    st.builds(StandFor, partitions),
+    st.builds(Ballot, st.booleans(), u32, partitions, st.none() | promises),
 )
 packets = st.builds(Packet, st.builds(Header, u32, u32, u32, u32), messages,
                     st.lists(st.one_of(members, topics, partitions), max_size=6).map(tuple))
