@@ -9,7 +9,7 @@ STAMP := $(VENV)/.twinbench-installed
 .PHONY: setup system-deps test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
-        sim-replication test-churn test-scale test-security clean
+        sim-replication test-churn nemesis test-scale test-security clean
 
 setup: system-deps $(STAMP)
 
@@ -119,6 +119,16 @@ CHURN_ROUNDS ?= 20
 test-churn: setup
 	@TWINBENCH_CHURN_ROUNDS=$(CHURN_ROUNDS) $(PY) -m pytest -s -q \
 	  tests/contract/test_contract_replication_churn.py
+
+# The nemesis (harness/nemesis): seeded schedules of kills, pauses, restarts and one- and
+# two-sided cuts against every replicating architecture under an acks=all producer and a
+# committing consumer group; a table of schedules and violations per architecture, and
+# results/nemesis/nemesis-<time>.json. NEMESIS_SEEDS=1,2 replays given seeds.
+NEMESIS_RUNS ?= 10
+NEMESIS_DURATION ?= 60
+nemesis: setup
+	@$(PY) -m harness.nemesis --runs $(NEMESIS_RUNS) --duration $(NEMESIS_DURATION) \
+	  $(if $(NEMESIS_SEEDS),--seeds $(NEMESIS_SEEDS)) $(if $(NEMESIS_ARCH),--arch $(NEMESIS_ARCH))
 
 # Gossip at scale beyond make test's sizes: 1,000 members bootstrapping through one seed on the
 # simulated network (make test runs 300; ~2 min of CPU).

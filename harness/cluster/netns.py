@@ -176,6 +176,23 @@ class NetnsNetwork:
     def heal(self, index: int) -> None:
         _ip("link", "set", self.hosts[index].link, "up")
 
+    def cut(self, src: int, dst: int) -> None:
+        """Drop every packet host ``src`` sends to host ``dst`` (one way: ``dst``'s packets
+        still reach ``src``). An iptables rule in ``src``'s namespace, gone with it."""
+        self._iptables(src, "-A", dst)
+
+    def uncut(self, src: int, dst: int) -> None:
+        self._iptables(src, "-D", dst)
+
+    def _iptables(self, src: int, verb: str, dst: int) -> None:
+        host = self.hosts[src]
+        cmd = [*host.exec_prefix(), "iptables-legacy", "-w", verb, "OUTPUT", "-d",
+               self.hosts[dst].address, "-j", "DROP"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if proc.returncode != 0:
+            raise NetnsUnavailable(f"{' '.join(cmd)}: {proc.stderr.strip() or proc.returncode}"
+                                   " (a one-way cut needs iptables: apt-get install iptables)")
+
     def isolated(self, index: int) -> bool:
         out = _ip("-o", "link", "show", self.hosts[index].link, check=False).stdout
         flags = out.partition("<")[2].partition(">")[0].split(",")

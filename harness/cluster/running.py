@@ -287,6 +287,18 @@ class ProcessCluster:
         self.network.heal(node_id)
         b.isolated = False
 
+    def cut_link(self, src: int, dst: int) -> None:
+        """Drop what broker ``src`` sends to broker ``dst``, one way (a one-sided partition:
+        ``dst`` still reaches ``src``)."""
+        if self.network is None:
+            raise UserError("a one-way cut needs the cluster started with --network netns")
+        self.network.cut(self.broker(src).node_id, self.broker(dst).node_id)
+
+    def uncut_link(self, src: int, dst: int) -> None:
+        if self.network is None:
+            raise UserError("a one-way cut needs the cluster started with --network netns")
+        self.network.uncut(self.broker(src).node_id, self.broker(dst).node_id)
+
     def _running(self, node_id: int, what: str) -> BrokerProcess:
         b = self.broker(node_id)
         if b.process.poll() is not None:

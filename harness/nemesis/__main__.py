@@ -1,0 +1,113 @@
+"""``python -m harness.nemesis``: seeded fault schedules against every replicating architecture.
+
+``python -m harness.nemesis [--arch zk,dsbs] [--seeds 1,2,3 | --runs N] [--duration 40]
+[--out results/nemesis]`` runs each seed against each architecture (architectures interleaved
+seed by seed), prints a line per run and, at the end, a table per architecture: schedules run,
+records acknowledged, and every kind of violation found (``checker.py``). A run with a
+violation prints its seed, its schedule and examples; ``--seeds <seed>`` replays the schedule
+(fault timing against a live cluster is not exactly reproducible, the schedule is). The result
+file (``nemesis-<UTC time>.json``, format 1) holds every run. Exit status 1 when any run found
+a violation. Needs root (network namespaces) and confluent-kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from brokers.core.errors import KafkaError, UserError
+from harness import architectures
+from harness.bench.common import write_result
+from harness.cluster import netns
+from harness.nemesis.checker import KINDS
+from harness.nemesis.run import BROKERS, PARTITIONS, Outcome, run
+
+FORMAT_VERSION = 1
+
+
+def _replicating() -> list[str]:
+    return [a for a in architectures.names() if architectures.get(a).replicates]
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """One row per architecture: runs, acknowledged records, and each kind of violation."""
+    heads = ["arch", "schedules", "steps", "acknowledged", *KINDS, "not recovered"]
+    rows = []
+    for arch in dict.fromkeys(o.arch for o in outcomes):
+        mine = [o for o in outcomes if o.arch == arch]
+        counts = [sum(o.counts()[k] for o in mine) for k in KINDS]
+        rows.append([arch, str(len(mine)), str(sum(len(o.schedule) for o in mine)),
+                     str(sum(o.acked for o in mine)), *map(str, counts),
+                     str(sum(not o.recovered for o in mine))])
+    widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True))
+                     for r in [heads, *rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.nemesis",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default=",".join(_replicating()),
+                        help="comma-separated architectures (default: every one that "
+                             "replicates)")
+    parser.add_argument("--seeds", help="comma-separated seeds (default: --runs random ones)")
+    parser.add_argument("--runs", type=int, default=3, help="random seeds to run")
+    parser.add_argument("--duration", type=float, default=40.0,
+                        help="seconds of faults per run (then everything heals)")
+    parser.add_argument("--out", type=Path, default=Path("results/nemesis"))
+    args = parser.parse_args(argv)
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    for a in archs:
+        if a not in _replicating():
+            raise UserError(f"--arch {a}: not a replicating architecture (choose from "
+                            f"{', '.join(_replicating())})")
+    if args.seeds:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise UserError(f"--seeds {args.seeds!r}: expected comma-separated integers") from None
+    else:
+        if args.runs < 1:
+            raise UserError("--runs must be at least 1")
+        seeds = [random.randrange(1 << 30) for _ in range(args.runs)]
+    if not 5 <= args.duration <= 3600:
+        raise UserError("--duration must be between 5 and 3600 seconds")
+    if (reason := netns.available()) is not None:
+        raise UserError(f"the nemesis cuts brokers off with network namespaces: {reason}")
+    started = time.time()
+    outcomes: list[Outcome] = []
+    for i, seed in enumerate(seeds):
+        for arch in archs if i % 2 == 0 else archs[::-1]:
+            with tempfile.TemporaryDirectory(prefix=f"nemesis-{arch}-") as work:
+                o = run(arch, seed, args.duration, Path(work))
+            outcomes.append(o)
+            status = "FAILED" if o.failed() else "ok"
+            print(f"{arch} seed {seed}: {status}: {o.acked} acknowledged, {o.delivered} "
+                  f"handed to the group, {o.commits} commits, "
+                  f"{'recovered' if o.recovered else 'NOT recovered'}, {o.seconds:.0f} s",
+                  flush=True)
+            if o.failed():
+                print(f"  schedule: {', '.join(o.schedule)}")
+                for kind, ex in o.as_json()["examples"].items():
+                    print(f"  {kind} ({o.counts()[kind]}): {'; '.join(ex)}")
+    print(table(outcomes))
+    path = write_result(args.out, "nemesis", "nemesis", format_version=FORMAT_VERSION,
+                        config={"architectures": archs, "seeds": seeds,
+                                "duration_s": args.duration, "brokers": BROKERS,
+                                "partitions": PARTITIONS, "replication_factor": 3,
+                                "min_insync_replicas": 2},
+                        body={"runs": [o.as_json() for o in outcomes]}, started=started)
+    print(f"wrote {path}")
+    return 1 if any(o.failed() for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (UserError, KafkaError) as exc:
+        print(f"nemesis: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,358 @@
+"""One nemesis run: a cluster in network namespaces, the clients, the schedule, the history.
+
+The cluster: three brokers of one architecture, each in its own namespace (so one can be cut
+off, or cut one way), failure detection shortened as the contract tests shorten it. The topic:
+``PARTITIONS`` partitions, replication factor 3, min.insync.replicas 2. The clients, in the
+root namespace, are librdkafka's (confluent-kafka): one idempotent acks=all producer writing
+``p<partition>-<sequence>`` to every partition; a consumer group of ``MEMBERS`` members that
+commit synchronously after every batch they are handed; a monitor reading the group's
+committed offsets back; a watcher asking every broker's Metadata for leaders and epochs. The
+schedule (``schedule.py``) runs meanwhile. Then everything heals; the run waits until every
+partition is led and fully in sync again (or ``RECOVERY_S`` passed), lets the group catch up,
+and reads every partition back from the start with a fresh consumer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brokers.core.errors import UserError
+from brokers.core.protocol.api import ApiKey
+from brokers.core.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from brokers.core.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.running import ProcessCluster
+from harness.cluster.spec import ClusterSpec
+from harness.nemesis import checker
+from harness.nemesis.checker import Commit, CommittedRead, Delivery, History, LeaderSeen
+from harness.nemesis.schedule import Step, generate
+
+PARTITIONS = 3
+MEMBERS = 2
+BROKERS = 3
+RECOVERY_S = 90.0  # after the last heal: every partition led and in sync again by then
+CATCH_UP_S = 60.0  # then: the group has been handed every acknowledged record by then
+# Failure detection as the contract tests shorten it (a round of faults takes seconds).
+OPTIONS: dict[str, dict[str, Any]] = {"dsbs": {"gossip_preset": "local"},
+                                      "zk": {"session_timeout_ms": 6000}}
+
+
+@dataclass
+class Outcome:
+    arch: str
+    seed: int
+    schedule: list[str]
+    acked: int
+    delivered: int
+    commits: int
+    recovered: bool
+    found: dict[str, list[str]]
+    seconds: float
+
+    def counts(self) -> dict[str, int]:
+        return checker.counts(self.found)
+
+    def failed(self) -> bool:
+        return any(self.found.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {"arch": self.arch, "seed": self.seed, "schedule": self.schedule,
+                "acknowledged": self.acked, "delivered": self.delivered,
+                "commits": self.commits, "recovered": self.recovered,
+                "violations": self.counts(), "examples": checker.examples(self.found),
+                "seconds": round(self.seconds, 1)}
+
+
+class _Clients:
+    """The producer, the group, the monitor and the watcher, each in its own thread."""
+
+    def __init__(self, cluster: ProcessCluster, topic: str, history: History) -> None:
+        import confluent_kafka as ck
+
+        self.ck = ck
+        self.cluster = cluster
+        self.topic = topic
+        self.group = f"nemesis-{topic}"
+        self.h = history
+        self.lock = threading.Lock()
+        self.stop_producing = threading.Event()
+        self.stop_all = threading.Event()
+        self.threads = [threading.Thread(target=f, name=f"nemesis-{f.__name__}", daemon=True)
+                        for f in (self._produce, self._monitor, self._watch)]
+        self.threads += [threading.Thread(target=self._consume, args=(i,), daemon=True,
+                                          name=f"nemesis-member-{i}") for i in range(MEMBERS)]
+        self.unsent = 0
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def delivered(self) -> int:
+        with self.lock:
+            return len(self.h.deliveries)
+
+    def acked(self) -> int:
+        with self.lock:
+            return sum(len(v) for v in self.h.acked.values())
+
+    def caught_up(self) -> bool:
+        with self.lock:
+            got = {(d.partition, d.value) for d in self.h.deliveries}
+            return all((p, v) in got for p, recs in self.h.acked.items() for v, _ in recs)
+
+    def stop_producer(self) -> None:
+        """Stop producing and wait for the last acknowledgements (or their timeout)."""
+        self.stop_producing.set()
+        self.threads[0].join(90)
+
+    def finish(self) -> None:
+        self.stop_all.set()
+        for t in self.threads:
+            t.join(60)
+
+    # --- threads ---------------------------------------------------------------------------
+    def _producer(self) -> Any:
+        return self.ck.Producer({
+            "bootstrap.servers": self.cluster.bootstrap, "acks": "all",
+            "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 60_000,
+            "topic.metadata.refresh.interval.ms": 1000, "log_level": 2})
+
+    def _produce(self) -> None:
+        acked = self.h.acked
+
+        def done(err: Any, msg: Any) -> None:
+            if err is None:
+                with self.lock:
+                    acked.setdefault(msg.partition(), []).append(
+                        (msg.value().decode(), msg.offset()))
+
+        producer = self._producer()
+        seq = 0
+        while not self.stop_producing.is_set():
+            for p in range(PARTITIONS):
+                try:
+                    producer.produce(self.topic, f"p{p}-{seq:07d}".encode(), partition=p,
+                                     on_delivery=done)
+                except BufferError:
+                    producer.poll(0.05)
+                except self.ck.KafkaException:
+                    # A fatal idempotence error (the producer is unusable): a new one, as an
+                    # application would; its records are new sequences, so nothing repeats.
+                    self.unsent += producer.flush(10)
+                    producer = self._producer()
+            seq += 1
+            producer.poll(0.005)
+        self.unsent += producer.flush(60)
+
+    def _consume(self, member: int) -> None:
+        ck = self.ck
+        consumer = ck.Consumer({
+            "bootstrap.servers": self.cluster.bootstrap, "group.id": self.group,
+            "client.id": f"member-{member}", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 1000, "log_level": 2})
+        consumer.subscribe([self.topic])
+        try:
+            while not self.stop_all.is_set():
+                polled = time.monotonic()
+                msgs = consumer.consume(500, 0.5)
+                got = [Delivery(polled, m.partition(), m.offset(), m.value().decode(), member)
+                       for m in msgs if m.error() is None]
+                if got:
+                    with self.lock:
+                        self.h.deliveries.extend(got)
+                    try:
+                        tps = consumer.commit(asynchronous=False)
+                    except ck.KafkaException:
+                        continue  # not acknowledged: it counts for nothing
+                    done = time.monotonic()
+                    with self.lock:
+                        self.h.commits.extend(Commit(done, tp.partition, tp.offset, member)
+                                              for tp in tps or ()
+                                              if tp.error is None and tp.offset >= 0)
+        finally:
+            with contextlib.suppress(Exception):
+                consumer.close()
+
+    def _monitor(self) -> None:
+        """The group's committed offsets, read back from its coordinator every 0.5 s with the
+        harness's own probe (FindCoordinator, then OffsetFetch): librdkafka's admin client
+        can abort the whole process on an assertion when brokers die under it."""
+        while not self.stop_all.wait(0.5):
+            asked = time.monotonic()
+            try:
+                offsets = self._committed()
+            except (OSError, ConnectionError, ValueError):
+                continue  # unanswered reads prove nothing
+            with self.lock:
+                self.h.committed_reads.extend(CommittedRead(asked, p, o)
+                                              for p, o in offsets.items())
+
+    def _committed(self) -> dict[int, int]:
+        """partition -> committed offset (-1: none), as the group's coordinator answers; {}
+        when it answers with an error."""
+        for b in list(self.cluster.brokers):
+            if b.state != "running":
+                continue
+            with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
+                found = probe.request(ApiKey.FIND_COORDINATOR, 1,
+                                      FindCoordinatorRequest(key=self.group))
+            assert isinstance(found, FindCoordinatorResponse)
+            if found.error_code:
+                continue
+            with KafkaProbe(found.host, found.port, timeout_s=2.0) as probe:
+                got = probe.request(ApiKey.OFFSET_FETCH, 5, OffsetFetchRequest(
+                    group_id=self.group, topics=[OffsetFetchRequestTopic(
+                        name=self.topic, partition_indexes=list(range(PARTITIONS)))]))
+            assert isinstance(got, OffsetFetchResponse)
+            if got.error_code:
+                return {}
+            return {x.partition_index: x.committed_offset for t in got.topics for x in t.partitions
+                    if x.error_code == 0}
+        return {}
+
+    def _watch(self) -> None:
+        while not self.stop_all.wait(0.3):
+            for b in list(self.cluster.brokers):
+                if b.state != "running":
+                    continue
+                try:
+                    with KafkaProbe(b.host, b.port, timeout_s=1.0) as probe:
+                        md = probe.metadata([self.topic])
+                except (OSError, ConnectionError, ValueError):
+                    continue
+                at = time.monotonic()
+                seen = [LeaderSeen(at, b.node_id, x.partition_index, x.leader_epoch,
+                                   x.leader_id)
+                        for t in md.topics if t.name == self.topic for x in t.partitions
+                        if x.error_code == 0]
+                with self.lock:
+                    self.h.leaders.extend(seen)
+
+
+def _apply(cluster: ProcessCluster, step: Step) -> None:
+    if step.op == "kill":
+        cluster.kill_broker(step.target)
+    elif step.op == "restart":
+        cluster.restart_broker(step.target, timeout_s=60)
+    elif step.op == "pause":
+        cluster.pause_broker(step.target)
+    elif step.op == "resume":
+        cluster.resume_broker(step.target)
+    elif step.op == "isolate":
+        cluster.isolate_broker(step.target)
+    elif step.op == "heal":
+        cluster.heal_broker(step.target)
+    elif step.op == "cut":
+        cluster.cut_link(step.target, step.other)
+    elif step.op == "uncut":
+        cluster.uncut_link(step.target, step.other)
+    else:
+        raise UserError(f"unknown nemesis operation {step.op!r}")
+
+
+def _in_sync(cluster: ProcessCluster, topic: str) -> bool:
+    everyone = sorted(b.node_id for b in cluster.brokers)
+    for b in cluster.brokers:
+        try:
+            with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
+                md = probe.metadata([topic])
+        except (OSError, ConnectionError, ValueError):
+            return False
+        parts = [x for t in md.topics if t.name == topic for x in t.partitions]
+        if len(parts) != PARTITIONS or any(
+                x.leader_id < 0 or sorted(x.isr_nodes) != everyone for x in parts):
+            return False
+    return True
+
+
+def _wait(cond: Any, timeout_s: float, every_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(every_s)
+    return bool(cond())
+
+
+def _read_back(ck: Any, bootstrap: str, topic: str) -> dict[int, list[tuple[int, str]]]:
+    """Every partition from its start to its high watermark, with a fresh consumer."""
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"readback-{topic}",
+                            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                            "log_level": 2})
+    try:
+        ends = {p: consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=30)[1]
+                for p in range(PARTITIONS)}
+        consumer.assign([ck.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: dict[int, list[tuple[int, str]]] = {p: [] for p in range(PARTITIONS)}
+        nxt = dict.fromkeys(range(PARTITIONS), 0)
+        deadline = time.monotonic() + 120
+        while any(nxt[p] < ends[p] for p in range(PARTITIONS)):
+            if time.monotonic() > deadline:
+                raise UserError(f"reading {topic} back took over 120 s (at {nxt}, ends {ends})")
+            for m in consumer.consume(1000, 0.5):
+                if m.error() is None:
+                    got[m.partition()].append((m.offset(), m.value().decode()))
+                    nxt[m.partition()] = m.offset() + 1
+        return got
+    finally:
+        consumer.close()
+
+
+def run(arch: str, seed: int, duration_s: float, workdir: Path,
+        log: Any = print) -> Outcome:
+    """One seed against one architecture; ``log`` gets a line per step."""
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    steps = generate(seed, BROKERS, duration_s)
+    started = time.monotonic()
+    spec = ClusterSpec(arch, brokers=BROKERS, data_dir=workdir, network="netns",
+                       options={k: v for k, v in OPTIONS.items() if k == arch})
+    history = History(PARTITIONS)
+    with ProcessCluster(spec) as cluster:
+        topic = f"nemesis-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+        admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=3,
+                                      config={"min.insync.replicas": "2"})],
+                            request_timeout=30)[topic].result(30)
+        if not _wait(lambda: _in_sync(cluster, topic), 60):
+            raise UserError(f"{arch}: {topic} never had a leader and a full ISR")
+        clients = _Clients(cluster, topic, history)
+        clients.start()
+        t0 = time.monotonic()
+        try:
+            for step in steps:
+                delay = t0 + step.at_s - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                log(f"  {arch} seed {seed}: {step}")
+                _apply(cluster, step)
+            recovered = _wait(lambda: _in_sync(cluster, topic), RECOVERY_S)
+            log(f"  {arch} seed {seed}: {'in sync' if recovered else 'NOT in sync'} after "
+                f"{time.monotonic() - t0:.1f} s; {clients.acked()} acknowledged, "
+                f"{clients.delivered()} handed to the group")
+            clients.stop_producer()
+            caught_up = _wait(lambda: clients.caught_up(), CATCH_UP_S)
+            log(f"  {arch} seed {seed}: the group {'caught up' if caught_up else 'lags'} "
+                f"after {time.monotonic() - t0:.1f} s; {clients.acked()} acknowledged, "
+                f"{clients.delivered()} handed to the group")
+        finally:
+            clients.finish()
+        history.final = _read_back(ck, cluster.bootstrap, topic)
+    found = checker.check(history)
+    return Outcome(arch, seed, [str(s) for s in steps], clients.acked(), clients.delivered(),
+                   len(history.commits), recovered, found, time.monotonic() - started)

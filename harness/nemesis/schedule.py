@@ -1,0 +1,113 @@
+"""The fault schedule of a seed: what the nemesis does to which broker, and when (pure).
+
+A schedule is drawn step by step from ``random.Random(seed)`` against a model of the cluster's
+state, so every step is one that can be applied (a killed broker is restarted, not paused) and
+the same seed always gives the same steps. Faults compose and overlap: a broker may be paused
+while another is cut off one way from a third; nothing keeps a majority up (an architecture
+that cannot serve then must say so, not lose data). The last step heals everything.
+
+Operations (``Step.op``):
+
+* ``kill`` / ``restart``: SIGKILL, and a start from the broker's files later.
+* ``pause`` / ``resume``: SIGSTOP and SIGCONT (a long GC pause, a frozen VM).
+* ``isolate`` / ``heal``: the broker's link down: cut off from everyone, both ways.
+* ``cut`` / ``uncut``: packets from ``target`` to ``other`` dropped (one way only).
+
+Clock steps are not among them: no architecture's safety reads the wall clock (DSBS orders
+committed offsets by Lamport stamps), and one machine has one clock for every process.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+OPS = ("kill", "restart", "pause", "resume", "isolate", "heal", "cut", "uncut")
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float  # seconds after the load started
+    op: str
+    target: int
+    other: int = -1  # cut/uncut: the broker the packets no longer reach
+
+    def __str__(self) -> str:
+        tail = f"->{self.other}" if self.other >= 0 else ""
+        return f"{self.at_s:.1f}s {self.op} {self.target}{tail}"
+
+
+@dataclass
+class _Model:
+    killed: set[int] = field(default_factory=set)
+    paused: set[int] = field(default_factory=set)
+    isolated: set[int] = field(default_factory=set)
+    cuts: set[tuple[int, int]] = field(default_factory=set)
+
+    def choices(self, brokers: int) -> list[Step]:
+        """Every step that can be applied now (at time 0; the caller sets it)."""
+        out: list[Step] = []
+        for b in range(brokers):
+            if b in self.killed:
+                # A broker starts only where it can reach what it starts from (a zk broker
+                # gives up without ZooKeeper): restarted once its link is back.
+                out.append(Step(0, "heal" if b in self.isolated else "restart", b))
+                continue
+            out.append(Step(0, "resume" if b in self.paused else "pause", b))
+            out.append(Step(0, "kill", b))
+            out.append(Step(0, "heal" if b in self.isolated else "isolate", b))
+            for o in range(brokers):
+                if o != b:
+                    out.append(Step(0, "uncut" if (b, o) in self.cuts else "cut", b, o))
+        return out
+
+    def apply(self, s: Step) -> None:
+        if s.op == "kill":
+            self.killed.add(s.target)
+            self.paused.discard(s.target)
+        elif s.op == "restart":
+            self.killed.discard(s.target)
+        elif s.op == "pause":
+            self.paused.add(s.target)
+        elif s.op == "resume":
+            self.paused.discard(s.target)
+        elif s.op == "isolate":
+            self.isolated.add(s.target)
+        elif s.op == "heal":
+            self.isolated.discard(s.target)
+        elif s.op == "cut":
+            self.cuts.add((s.target, s.other))
+        elif s.op == "uncut":
+            self.cuts.discard((s.target, s.other))
+
+    def undo(self, at_s: float) -> list[Step]:
+        """The steps that bring every broker back and every link up."""
+        steps = [Step(at_s, "resume", b) for b in sorted(self.paused)]
+        steps += [Step(at_s, "heal", b) for b in sorted(self.isolated)]
+        steps += [Step(at_s, "uncut", a, b) for a, b in sorted(self.cuts)]
+        steps += [Step(at_s, "restart", b) for b in sorted(self.killed)]
+        return steps
+
+
+def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 2.5,
+             first_s: float = 3.0) -> list[Step]:
+    """The steps of ``seed`` over ``duration_s`` seconds of load, for ``brokers`` brokers;
+    the last steps (at ``duration_s``) undo whatever is still in force."""
+    if brokers < 1 or duration_s <= 0 or mean_gap_s <= 0:
+        raise ValueError("a schedule needs brokers, a duration and a gap above 0")
+    rng = random.Random(seed)
+    model = _Model()
+    steps: list[Step] = []
+    t = first_s
+    while t < duration_s:
+        options = model.choices(brokers)
+        # Undoing is as likely as doing: faults overlap without piling up for ever.
+        weights = [1.0 if s.op in ("restart", "resume", "heal", "uncut") else
+                   (0.5 if s.op in ("cut",) else 1.0 / max(brokers - 1, 1)) for s in options]
+        pick = rng.choices(options, weights)[0]
+        step = Step(round(t, 1), pick.op, pick.target, pick.other)
+        model.apply(step)
+        steps.append(step)
+        t += rng.expovariate(1.0 / mean_gap_s)
+    steps += model.undo(round(duration_s, 1))
+    return steps
