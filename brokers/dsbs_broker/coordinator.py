@@ -41,7 +41,10 @@ Behaviour worth knowing:
   ``gossip/leadership.py``), elections included; ``change_isr`` (``IsrChanges``) writes the leader's
   ISR changes and returns once every live in-sync replica holds them. The records are appended
   to ``dsbs/partitions.jsonl`` and loaded at start; a partition they say this broker leads is
-  served only once a majority of its replicas has answered with their records. A replicated
+  handed on (or led in a new epoch) only once a majority of its replicas has answered with
+  their records. Election promises go to ``dsbs/promises.jsonl``, fsynced before the ballot
+  that announces them leaves (``_persist_promise``), and a partition whose epoch a promise
+  fences shows no leader. A replicated
   partition shows no leader until ``start`` has returned, so nothing is appended before the
   broker's replica manager follows the view; view listeners are called synchronously for the
   same reason (a produce must never reach a new leader before its replica manager knows it

@@ -15,6 +15,7 @@ and reads every partition back from the start with a fresh consumer.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 import uuid
@@ -41,6 +42,7 @@ from harness.nemesis.checker import Commit, CommittedRead, Delivery, History, Le
 from harness.nemesis.schedule import Step, generate
 
 PARTITIONS = 3
+DEBUG = os.environ.get("TWINBENCH_NEMESIS_DEBUG", "")  # e.g. cgrp,consumer
 MEMBERS = 2
 BROKERS = 3
 RECOVERY_S = 90.0  # after the last heal: every partition led and in sync again by then
@@ -163,7 +165,9 @@ class _Clients:
             "bootstrap.servers": self.cluster.bootstrap, "group.id": self.group,
             "client.id": f"member-{member}", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 1000, "log_level": 2})
+            "heartbeat.interval.ms": 1000, "log_level": 2,
+            # librdkafka's own debug contexts on stderr, to see why a group stalls.
+            **({"debug": DEBUG, "log_level": 7} if DEBUG else {})})
         consumer.subscribe([self.topic])
         try:
             while not self.stop_all.is_set():

@@ -8,13 +8,15 @@ it keeps. No broker decides for another: each writes only records that name itse
 * **Before any change** a partition's record is implicit (``initial``): the first replica
   leads in epoch 0 with every replica in sync (their logs are all empty). Nothing is gossiped
   for a partition until something changes, so a replicated topic costs no traffic at creation.
-* **Election** (``successor``). When the recorded leader is down (declared dead, or left), the
-  first replica in replica order that is live and in the last ISR this broker knows writes a
-  record naming itself, one epoch up, with the ISR's live members (after reading a majority's
-  records, ``gossip/leadership.py``). Only that broker writes it,
-  so the broker that starts serving is the one the record names. A broker waits while an
-  earlier ISR member's state is unknown (a member table still filling after a restart) or
-  live: that member's turn comes first.
+* **Election** (``successor``). When the recorded leader is down (declared dead, or left) or
+  has resigned (no leader), the first replica in replica order that is live and in the last
+  ISR this broker knows writes a record naming itself in a newer epoch, with the ISR's live
+  members, once a majority of the replicas has voted for that epoch (``gossip/leadership.py``).
+  Only that broker writes it, so the broker that starts serving is the one the record names. A
+  broker waits while an earlier ISR member's state is unknown (a member table still filling
+  after a restart) or live: that member's turn comes first. ``restood`` is a leader's record
+  in a newer epoch it won (fenced by a promise, or alone in its ISR after a restart);
+  ``resigned`` a restarted leader's hand-over (no leader, an ISR without it).
 * **ISR changes** (``with_isr``, ``without_down``) are written by the leader, in its epoch, one
   version up. The leader also drops members declared down at once (as ZooKeeper-era Kafka's
   controller does), without waiting for replica.lag.time.max.ms.
@@ -32,8 +34,8 @@ it keeps. No broker decides for another: each writes only records that name itse
   (the stale leader's late ISR changes included), and of two elections of one epoch the one
   made from the newer ISR (higher version) wins.
 
-What this cannot do without a consensus round (two brokers electing themselves from different
-views, a partitioned minority) is in docs/replication.md, with how often it happens.
+What the votes close, and what remains without a consensus service (acks=1 on a stale leader,
+a partition with more than half of its replicas down), is in docs/replication.md.
 """
 
 from __future__ import annotations

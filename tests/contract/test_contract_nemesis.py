@@ -1,0 +1,38 @@
+"""A short sample of the nemesis on every replicating architecture: a random seed (printed) of
+kills, pauses, restarts and one- and two-sided cuts for ``TWINBENCH_NEMESIS_S`` seconds (20 by
+default) under an acks=all producer and a committing consumer group, then the checker.
+
+The long runs are ``make nemesis`` (harness/nemesis, docs/replication.md). A failure prints the
+seed and the schedule; ``TWINBENCH_NEMESIS_SEED=<seed>`` replays the schedule here.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from harness.cluster import netns
+from harness.nemesis.run import run
+from tests.support.clusters import REPLICATING
+
+DURATION_S = float(os.environ.get("TWINBENCH_NEMESIS_S", "20"))
+
+pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.replicated,
+              pytest.mark.slow, pytest.mark.timeout(300 + 2 * DURATION_S)]
+
+
+@pytest.mark.parametrize("arch", REPLICATING)
+def test_a_random_fault_schedule_breaks_no_guarantee(arch, tmp_path):
+    pytest.importorskip("confluent_kafka")
+    if (reason := netns.available()) is not None:
+        pytest.skip(reason)
+    seed = int(os.environ.get("TWINBENCH_NEMESIS_SEED", random.randrange(1 << 30)))
+    print(f"\nnemesis {arch}: seed {seed}")
+    outcome = run(arch, seed, DURATION_S, tmp_path)
+    print(f"nemesis {arch}: seed {seed}: {outcome.acked} acknowledged, {outcome.delivered} "
+          f"handed to the group, {outcome.commits} commits; violations {outcome.counts()}")
+    assert outcome.acked > 0 and outcome.commits > 0
+    assert not outcome.failed(), (f"seed {seed} schedule {outcome.schedule}: "
+                                  f"{outcome.as_json()['examples']}")
