@@ -824,6 +824,7 @@ class DsbsCoordinator(GroupRegistry):
     ) -> None:
         self._datadir.check()  # a failed write is not retried: the broker is halting
         node = self.node
+        self._check_quorate(group_id)
         async with self._group_turn(group_id):
             entries = node.offsets.commit(group_id, offsets, int(time.time() * 1000))
             # Sent to the successors now; held there is awaited after our own write below.
@@ -857,6 +858,17 @@ class DsbsCoordinator(GroupRegistry):
                 f"offset commit for group {group_id!r} not held by "
                 f"{node.offset_replication.required()} successor(s) within "
                 f"{self.config.offset_commit_timeout_s:g}s")
+
+    def _check_quorate(self, group_id: str) -> None:
+        """COORDINATOR_NOT_AVAILABLE (clients look the coordinator up again) from a broker
+        that is not ``OffsetReplication.quorate``."""
+        node = self.node
+        if not node.offset_replication.quorate():
+            raise CoordinatorNotAvailable(
+                f"group {group_id!r}: this broker sees {node.members.live_count()} of "
+                f"{len(node.members)} known brokers alive"
+                f"{'' if node.has_synced else ' and no seed has answered'}; it serves no "
+                "committed offsets without a majority")
 
     @contextlib.asynccontextmanager
     async def _group_turn(self, group_id: str) -> AsyncIterator[None]:
@@ -921,6 +933,7 @@ class DsbsCoordinator(GroupRegistry):
     async def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        self._check_quorate(group_id)
         async with self._group_turn(group_id):
             return self.node.offsets.fetch(group_id, partitions)
 

@@ -51,6 +51,7 @@ class CommittedRead:
     asked_at: float  # when the read (OffsetFetch) began
     partition: int
     offset: int
+    broker: int = -1  # the coordinator that answered
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ def check(h: History) -> dict[str, list[str]]:
         c = _floor_at(floors.get(r.partition, []), r.asked_at)
         if c is not None and r.offset < c.offset:
             found["offsets_backwards"].append(
-                f"p{r.partition}: committed offset read as {r.offset} at {r.asked_at:.2f} s, "
+                f"p{r.partition}: committed offset read as {r.offset} from broker {r.broker} "
+                f"at {r.asked_at:.2f} s, "
                 f"after member {c.member}'s commit of {c.offset} returned at "
                 f"{c.done_at:.2f} s")
     leaders: dict[tuple[int, int], set[int]] = defaultdict(set)

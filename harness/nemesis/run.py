@@ -97,8 +97,13 @@ class _Clients:
         self.threads += [threading.Thread(target=self._consume, args=(i,), daemon=True,
                                           name=f"nemesis-member-{i}") for i in range(MEMBERS)]
         self.unsent = 0
+        self.t0 = time.monotonic()  # times in the history count from the load's start
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
 
     def start(self) -> None:
+        self.t0 = time.monotonic()
         for t in self.threads:
             t.start()
 
@@ -171,7 +176,7 @@ class _Clients:
         consumer.subscribe([self.topic])
         try:
             while not self.stop_all.is_set():
-                polled = time.monotonic()
+                polled = self.now()
                 msgs = consumer.consume(500, 0.5)
                 got = [Delivery(polled, m.partition(), m.offset(), m.value().decode(), member)
                        for m in msgs if m.error() is None]
@@ -182,7 +187,7 @@ class _Clients:
                         tps = consumer.commit(asynchronous=False)
                     except ck.KafkaException:
                         continue  # not acknowledged: it counts for nothing
-                    done = time.monotonic()
+                    done = self.now()
                     with self.lock:
                         self.h.commits.extend(Commit(done, tp.partition, tp.offset, member)
                                               for tp in tps or ()
@@ -196,18 +201,18 @@ class _Clients:
         harness's own probe (FindCoordinator, then OffsetFetch): librdkafka's admin client
         can abort the whole process on an assertion when brokers die under it."""
         while not self.stop_all.wait(0.5):
-            asked = time.monotonic()
+            asked = self.now()
             try:
-                offsets = self._committed()
+                broker, offsets = self._committed()
             except (OSError, ConnectionError, ValueError):
                 continue  # unanswered reads prove nothing
             with self.lock:
-                self.h.committed_reads.extend(CommittedRead(asked, p, o)
+                self.h.committed_reads.extend(CommittedRead(asked, p, o, broker)
                                               for p, o in offsets.items())
 
-    def _committed(self) -> dict[int, int]:
-        """partition -> committed offset (-1: none), as the group's coordinator answers; {}
-        when it answers with an error."""
+    def _committed(self) -> tuple[int, dict[int, int]]:
+        """The group's coordinator, and partition -> committed offset (-1: none) as it
+        answers; {} when it answers with an error."""
         for b in list(self.cluster.brokers):
             if b.state != "running":
                 continue
@@ -223,10 +228,10 @@ class _Clients:
                         name=self.topic, partition_indexes=list(range(PARTITIONS)))]))
             assert isinstance(got, OffsetFetchResponse)
             if got.error_code:
-                return {}
-            return {x.partition_index: x.committed_offset for t in got.topics for x in t.partitions
-                    if x.error_code == 0}
-        return {}
+                return found.node_id, {}
+            return found.node_id, {x.partition_index: x.committed_offset for t in got.topics
+                                   for x in t.partitions if x.error_code == 0}
+        return -1, {}
 
     def _watch(self) -> None:
         while not self.stop_all.wait(0.3):
@@ -238,7 +243,7 @@ class _Clients:
                         md = probe.metadata([self.topic])
                 except (OSError, ConnectionError, ValueError):
                     continue
-                at = time.monotonic()
+                at = self.now()
                 seen = [LeaderSeen(at, b.node_id, x.partition_index, x.leader_epoch,
                                    x.leader_id)
                         for t in md.topics if t.name == self.topic for x in t.partitions
@@ -337,7 +342,7 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
             raise UserError(f"{arch}: {topic} never had a leader and a full ISR")
         clients = _Clients(cluster, topic, history)
         clients.start()
-        t0 = time.monotonic()
+        t0 = clients.t0
         try:
             for step in steps:
                 delay = t0 + step.at_s - time.monotonic()

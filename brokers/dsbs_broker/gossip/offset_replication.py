@@ -26,9 +26,14 @@ the live members. Should it fail, the next rank takes the group over, so the nex
   clocks say. Pulls are per group and on demand, so a view change costs nothing for groups
   nobody uses, and nothing on a 1,000-member cluster's other members.
 
+A broker serves no group's offsets unless it is ``quorate``: joined, and seeing a majority of
+the members it knows alive; the minority side of a partition (or a broker restarted where no
+seed answers) refuses with COORDINATOR_NOT_AVAILABLE instead of serving what its side holds.
+
 What this cannot give without consensus (docs/dsbs-metadata.md): two members whose views differ
-(a partition) can both consider themselves a group's coordinator; both can commit if each
-reaches a successor that considers it live, and the entries then merge by stamp.
+and that each see a majority alive can both consider themselves a group's coordinator; both
+can commit if each reaches a successor that considers it live, and the entries then merge by
+stamp.
 
 Every ``offset_replication_interval_s`` the member also re-sends, in OFFSETS batches, entries a
 peer has not acknowledged (UDP may lose them), and after a membership change offers every
@@ -68,6 +73,9 @@ class ReplicationHost(Protocol):
     members: MemberTable
     offsets: OffsetTable
     counters: defaultdict[str, int]
+
+    @property
+    def has_synced(self) -> bool: ...
 
     def live_order(self, key: str) -> list[int]: ...
 
@@ -125,6 +133,24 @@ class OffsetReplication:
         self.loaded: list[str] = []
         # --- pulls we answer: (puller, its request id) -> the entries it must acknowledge.
         self._pulls_in: dict[tuple[int, int], Held] = {}
+
+    def quorate(self) -> bool:
+        """May this broker serve committed offsets at all? Only once a seed has answered since
+        it started (or it has no seeds) and while it sees a majority of the members it knows
+        (LEFT ones aside, itself included) alive, suspects not counted. A broker started while
+        no seed answers, or cut off from most of the cluster, holds only what its own file or
+        its side had: it would serve offsets older than ones acknowledged elsewhere (the
+        nemesis read such offsets back on a broker restarted behind a one-way cut). Refusing
+        is what Kafka's minority side does too: it has no leader for __consumer_offsets."""
+        host = self.host
+        if not host.has_synced:
+            return False
+        known = alive = 0
+        for m in host.members.members.values():
+            if m.status != _LEFT:
+                known += 1
+                alive += m.status == Status.ALIVE
+        return 2 * alive > known
 
     def replica_peers(self, group: str) -> list[int]:
         """Peers holding copies of ``group``'s offsets: the other top ranks of its order."""

@@ -253,6 +253,12 @@ class SwimNode:
         a live peer."""
         return not self.seeds or (self.anti_entropy.synced and bool(self.members.live_peers()))
 
+    @property
+    def has_synced(self) -> bool:
+        """Has no seeds, or has had a SYNC answer since it started (its tables are no longer
+        only what its files said)."""
+        return not self.seeds or self.anti_entropy.synced
+
     def topic_arbiter(self, name: str) -> int | None:
         """The live member that decides the creation of ``name``, by this member's view."""
         order = self.live_order(name)

@@ -176,3 +176,43 @@ def test_a_silent_first_successor_delays_a_commit_by_a_batch_not_to_its_timeout(
     # Well before the 5 s commit timeout, and held by the second successor.
     assert took < 2 * coord.offset_replication.interval_s + 0.5, took
     assert _served(net.nodes[second]) == 7
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_broker_restarted_where_no_seed_answers_serves_no_offsets(seed):
+    """The nemesis's find: killed, restarted behind a one-way cut while the other two were
+    down or cut, it served the offsets of its file, older than ones acknowledged since."""
+    net, c, old = _setup(seed)
+    assert c.run(old, 100, 1_000)
+    net.kill(old.node_id)
+    new = _takeover(net, old.node_id)
+    assert c.run(new, 200, 2_000)
+    net.partition({old.node_id})
+    back = net.restart(old.node_id, seeds=tuple(n for n in net.nodes if n != old.node_id))
+    net.run_for(3)
+    assert _served(back) == 100  # its file: stale, and nobody to learn otherwise from
+    assert not back.offset_replication.quorate(), f"seed {seed}"
+    net.heal()
+    assert net.run_until(lambda: back.offset_replication.quorate(), timeout_s=10) is not None
+    assert pulled(net, back) and _served(back) == 200
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_minority_side_of_a_partition_serves_no_offsets(seed):
+    print(f"seed {seed}")
+    net = SimNet(GossipConfig.LOCAL, seed=seed)
+    for i in range(3):  # with seeds: the sides find each other again after the heal
+        net.add(i, seeds=(0, 1, 2))
+    assert net.run_until(lambda: all(len(x.members.live_ids()) == 3 for x in net.live_nodes()),
+                         timeout_s=10) is not None
+    c, coord = Commits(net), _coordinator(net)
+    assert c.run(coord, 100, 1_000)
+    others = [x for x in net.live_nodes() if x is not coord]
+    net.partition({coord.node_id})
+    assert net.run_until(lambda: not coord.offset_replication.quorate(),
+                         timeout_s=10) is not None, f"seed {seed}"
+    net.run_for(2)
+    assert all(x.offset_replication.quorate() for x in others), f"seed {seed}"
+    net.heal()
+    assert net.run_until(lambda: coord.offset_replication.quorate(),
+                         timeout_s=15) is not None, f"seed {seed}"
