@@ -39,7 +39,7 @@ from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import checker
 from harness.nemesis.checker import Commit, CommittedRead, Delivery, History, LeaderSeen
-from harness.nemesis.schedule import Step, generate
+from harness.nemesis.schedule import LEADER, OPS, Step, generate
 
 PARTITIONS = 3
 DEBUG = os.environ.get("TWINBENCH_NEMESIS_DEBUG", "")  # e.g. cgrp,consumer
@@ -252,25 +252,88 @@ class _Clients:
                     self.h.leaders.extend(seen)
 
 
-def _apply(cluster: ProcessCluster, step: Step) -> None:
-    if step.op == "kill":
-        cluster.kill_broker(step.target)
-    elif step.op == "restart":
-        cluster.restart_broker(step.target, timeout_s=60)
-    elif step.op == "pause":
-        cluster.pause_broker(step.target)
-    elif step.op == "resume":
-        cluster.resume_broker(step.target)
-    elif step.op == "isolate":
-        cluster.isolate_broker(step.target)
-    elif step.op == "heal":
-        cluster.heal_broker(step.target)
-    elif step.op == "cut":
-        cluster.cut_link(step.target, step.other)
-    elif step.op == "uncut":
-        cluster.uncut_link(step.target, step.other)
-    else:
-        raise UserError(f"unknown nemesis operation {step.op!r}")
+class _Nemesis:
+    """Applies steps to the cluster as it actually is: a step at the leader is resolved when
+    it runs, and a step that cannot apply (a paused broker paused again, a step at the leader
+    while none is known) is skipped; ``repair`` undoes whatever is in force."""
+
+    def __init__(self, cluster: ProcessCluster, topic: str) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.cuts: set[tuple[int, int]] = set()
+
+    def _leader(self) -> int | None:
+        for b in self.cluster.brokers:
+            if b.state != "running":
+                continue
+            try:
+                with KafkaProbe(b.host, b.port, timeout_s=1.0) as probe:
+                    md = probe.metadata([self.topic])
+            except (OSError, ConnectionError, ValueError):
+                continue
+            for t in md.topics:
+                for x in t.partitions:
+                    if t.name == self.topic and x.partition_index == 0 and x.leader_id >= 0:
+                        return int(x.leader_id)
+        return None
+
+    def apply(self, step: Step) -> str:
+        """Apply ``step``; what was done, for the log ("skipped: why" when nothing was)."""
+        target = step.target
+        if target == LEADER:
+            found = self._leader()
+            if found is None:
+                return "skipped: no leader known"
+            target = found
+        if step.other == target:
+            return "skipped: the leader is the other end of the cut"
+        b = self.cluster.broker(target)
+        state = b.state
+        c = self.cluster
+        op = step.op
+        if op == "kill" and state != "exited":
+            c.kill_broker(target)
+        elif op == "restart" and state == "exited" and not b.isolated:
+            c.restart_broker(target, timeout_s=60)
+        elif op == "pause" and state in ("running", "isolated"):
+            c.pause_broker(target)
+        elif op == "resume" and b.paused and state != "exited":
+            c.resume_broker(target)
+        elif op == "isolate" and not b.isolated and state != "exited":
+            c.isolate_broker(target)
+        elif op == "heal" and b.isolated:
+            c.heal_broker(target)
+        elif op == "cut" and (target, step.other) not in self.cuts and state != "exited":
+            c.cut_link(target, step.other)
+            self.cuts.add((target, step.other))
+        elif op == "uncut" and (target, step.other) in self.cuts:
+            c.uncut_link(target, step.other)
+            self.cuts.discard((target, step.other))
+        elif op not in OPS:
+            raise UserError(f"unknown nemesis operation {op!r}")
+        else:
+            return f"skipped: broker {target} is {state}"
+        return f"{op} {target}" + (f"->{step.other}" if step.other >= 0 else "")
+
+    def repair(self) -> list[str]:
+        """Every broker running and every link up again."""
+        done = []
+        for b in self.cluster.brokers:
+            if b.paused and b.state != "exited":
+                self.cluster.resume_broker(b.node_id)
+                done.append(f"resume {b.node_id}")
+            if b.isolated:
+                self.cluster.heal_broker(b.node_id)
+                done.append(f"heal {b.node_id}")
+        for src, dst in sorted(self.cuts):
+            self.cluster.uncut_link(src, dst)
+            done.append(f"uncut {src}->{dst}")
+        self.cuts.clear()
+        for b in self.cluster.brokers:
+            if b.state == "exited":
+                self.cluster.restart_broker(b.node_id, timeout_s=60)
+                done.append(f"restart {b.node_id}")
+        return done
 
 
 def _in_sync(cluster: ProcessCluster, topic: str) -> bool:
@@ -332,6 +395,7 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
     spec = ClusterSpec(arch, brokers=BROKERS, data_dir=workdir, network="netns",
                        options={k: v for k, v in OPTIONS.items() if k == arch})
     history = History(PARTITIONS)
+    applied: list[str] = []  # the steps as they were applied (leaders resolved, skips named)
     with ProcessCluster(spec) as cluster:
         topic = f"nemesis-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
@@ -343,13 +407,19 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
         clients = _Clients(cluster, topic, history)
         clients.start()
         t0 = clients.t0
+        nemesis = _Nemesis(cluster, topic)
         try:
             for step in steps:
                 delay = t0 + step.at_s - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-                log(f"  {arch} seed {seed}: {step}")
-                _apply(cluster, step)
+                done = nemesis.apply(step)
+                applied.append(f"{step.at_s:.1f}s {done}")
+                log(f"  {arch} seed {seed}: {step}: {done}")
+            fixed = nemesis.repair()
+            if fixed:
+                applied.append(f"{time.monotonic() - t0:.1f}s repair: {', '.join(fixed)}")
+                log(f"  {arch} seed {seed}: repair: {', '.join(fixed)}")
             recovered = _wait(lambda: _in_sync(cluster, topic), RECOVERY_S)
             log(f"  {arch} seed {seed}: {'in sync' if recovered else 'NOT in sync'} after "
                 f"{time.monotonic() - t0:.1f} s; {clients.acked()} acknowledged, "
@@ -363,5 +433,5 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
             clients.finish()
         history.final = _read_back(ck, cluster.bootstrap, topic)
     found = checker.check(history)
-    return Outcome(arch, seed, [str(s) for s in steps], clients.acked(), clients.delivered(),
+    return Outcome(arch, seed, applied, clients.acked(), clients.delivered(),
                    len(history.commits), recovered, found, time.monotonic() - started)

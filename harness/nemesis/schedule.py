@@ -13,6 +13,13 @@ Operations (``Step.op``):
 * ``isolate`` / ``heal``: the broker's link down: cut off from everyone, both ways.
 * ``cut`` / ``uncut``: packets from ``target`` to ``other`` dropped (one way only).
 
+A third of the faults aim at a partition's leader (``target`` ``LEADER``: whoever leads
+partition 0 when the step runs, resolved by the run and logged), as Jepsen's nemeses target
+leaders: a random broker is a follower two times out of three, and the schedules that lose
+data (a leader paused while the others elect, then resumed) need the leader. The model does
+not know whom they hit, so the run checks every step against the cluster's actual state
+(a step that cannot apply is logged as skipped) and repairs everything at the end.
+
 Clock steps are not among them: no architecture's safety reads the wall clock (DSBS orders
 committed offsets by Lamport stamps), and one machine has one clock for every process.
 """
@@ -23,6 +30,10 @@ import random
 from dataclasses import dataclass, field
 
 OPS = ("kill", "restart", "pause", "resume", "isolate", "heal", "cut", "uncut")
+LEADER = -1  # ``Step.target``: the leader of partition 0 when the step runs
+# Faults that may aim at the leader, and the share of steps that do.
+AT_LEADER = ("kill", "pause", "isolate", "cut")
+LEADER_SHARE = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,8 @@ class Step:
 
     def __str__(self) -> str:
         tail = f"->{self.other}" if self.other >= 0 else ""
-        return f"{self.at_s:.1f}s {self.op} {self.target}{tail}"
+        who = "leader" if self.target == LEADER else str(self.target)
+        return f"{self.at_s:.1f}s {self.op} {who}{tail}"
 
 
 @dataclass
@@ -92,7 +104,8 @@ class _Model:
 def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 2.5,
              first_s: float = 3.0) -> list[Step]:
     """The steps of ``seed`` over ``duration_s`` seconds of load, for ``brokers`` brokers;
-    the last steps (at ``duration_s``) undo whatever is still in force."""
+    the last steps (at ``duration_s``) undo what the model knows is in force (the run
+    repairs what steps at the leader did)."""
     if brokers < 1 or duration_s <= 0 or mean_gap_s <= 0:
         raise ValueError("a schedule needs brokers, a duration and a gap above 0")
     rng = random.Random(seed)
@@ -100,6 +113,12 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
     steps: list[Step] = []
     t = first_s
     while t < duration_s:
+        if brokers > 1 and rng.random() < LEADER_SHARE:
+            op = rng.choice(AT_LEADER)
+            other = rng.randrange(brokers) if op == "cut" else -1
+            steps.append(Step(round(t, 1), op, LEADER, other))
+            t += rng.expovariate(1.0 / mean_gap_s)
+            continue
         options = model.choices(brokers)
         # Undoing is as likely as doing: faults overlap without piling up for ever.
         weights = [1.0 if s.op in ("restart", "resume", "heal", "uncut") else
