@@ -25,6 +25,7 @@ from harness.bench.common import write_result
 from harness.cluster import netns
 from harness.nemesis.checker import KINDS
 from harness.nemesis.run import BROKERS, PARTITIONS, Outcome, run
+from harness.nemesis.schedule import parse
 
 FORMAT_VERSION = 1
 
@@ -58,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="random seeds to run")
     parser.add_argument("--duration", type=float, default=40.0,
                         help="seconds of faults per run (then everything heals)")
+    parser.add_argument("--schedule", help="replay these steps, as a run printed them "
+                        "(\"3.0s kill 0, 5.1s cut 2->1, ...\"), with the first seed's number")
     parser.add_argument("--out", type=Path, default=Path("results/nemesis"))
     args = parser.parse_args(argv)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
@@ -74,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.runs < 1:
             raise UserError("--runs must be at least 1")
         seeds = [random.randrange(1 << 30) for _ in range(args.runs)]
+    try:
+        steps = parse(args.schedule) if args.schedule else None
+    except ValueError as exc:
+        raise UserError(f"--schedule: {exc}") from None
+    if steps is not None:
+        seeds = seeds[:1]
     if not 5 <= args.duration <= 3600:
         raise UserError("--duration must be between 5 and 3600 seconds")
     if (reason := netns.available()) is not None:
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, seed in enumerate(seeds):
         for arch in archs if i % 2 == 0 else archs[::-1]:
             with tempfile.TemporaryDirectory(prefix=f"nemesis-{arch}-") as work:
-                o = run(arch, seed, args.duration, Path(work))
+                o = run(arch, seed, args.duration, Path(work), steps=steps)
             outcomes.append(o)
             status = "FAILED" if o.failed() else "ok"
             print(f"{arch} seed {seed}: {status}: {o.acked} acknowledged, {o.delivered} "

@@ -385,12 +385,14 @@ def _read_back(ck: Any, bootstrap: str, topic: str) -> dict[int, list[tuple[int,
 
 
 def run(arch: str, seed: int, duration_s: float, workdir: Path,
-        log: Any = print) -> Outcome:
-    """One seed against one architecture; ``log`` gets a line per step."""
+        log: Any = print, steps: list[Step] | None = None) -> Outcome:
+    """One seed against one architecture (or the given ``steps``); ``log`` gets a line per
+    step."""
     import confluent_kafka as ck
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    steps = generate(seed, BROKERS, duration_s)
+    if steps is None:
+        steps = generate(seed, BROKERS, duration_s)
     started = time.monotonic()
     spec = ClusterSpec(arch, brokers=BROKERS, data_dir=workdir, network="netns",
                        options={k: v for k, v in OPTIONS.items() if k == arch})

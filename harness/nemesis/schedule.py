@@ -130,3 +130,24 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
         t += rng.expovariate(1.0 / mean_gap_s)
     steps += model.undo(round(duration_s, 1))
     return steps
+
+
+def parse(text: str) -> list[Step]:
+    """Steps written as ``str(Step)`` does, comma-separated ("3.0s kill 0, 5.1s cut 2->1,
+    7.0s pause leader"): a schedule printed by a run, replayed as it was."""
+    steps = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            at, op, who = part.split()
+            target, _, other = who.partition("->")
+            step = Step(float(at.removesuffix("s")), op,
+                        LEADER if target == "leader" else int(target),
+                        int(other) if other else -1)
+        except ValueError:
+            raise ValueError(f"not a step: {part!r} (expected like '3.0s kill 0')") from None
+        if step.op not in OPS or (step.op in ("cut", "uncut")) != (step.other >= 0):
+            raise ValueError(f"not a step: {part!r}")
+        steps.append(step)
+    return steps

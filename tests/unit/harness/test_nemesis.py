@@ -15,7 +15,7 @@ from harness.nemesis.checker import (
     LeaderSeen,
     check,
 )
-from harness.nemesis.schedule import AT_LEADER, LEADER, OPS, _Model, generate
+from harness.nemesis.schedule import AT_LEADER, LEADER, OPS, _Model, generate, parse
 
 
 @given(st.integers(0, 2**32), st.integers(1, 5), st.floats(5, 120))
@@ -54,6 +54,18 @@ def test_schedules_compose_faults_and_aim_at_leaders():
     steps = [s for seed in range(20) for s in generate(seed, 3, 60)]
     assert {s.op for s in steps} == set(OPS)
     assert {s.op for s in steps if s.target == LEADER} == set(AT_LEADER)
+
+
+@given(st.integers(0, 2**32))
+def test_a_printed_schedule_parses_back(seed):
+    steps = generate(seed, 3, 30)
+    assert parse(", ".join(map(str, steps))) == steps
+
+
+def test_a_malformed_schedule_is_refused_in_one_line():
+    for bad in ("3.0s kill", "3.0s explode 1", "x kill 1", "3.0s cut 1"):
+        with pytest.raises(ValueError, match="not a step"):
+            parse(bad)
 
 
 def test_a_bad_schedule_request_is_refused():
