@@ -16,7 +16,8 @@ Operations (``Step.op``):
 A third of the faults aim at a partition's leader (``target`` ``LEADER``: whoever leads
 partition 0 when the step runs, resolved by the run and logged), as Jepsen's nemeses target
 leaders: a random broker is a follower two times out of three, and the schedules that lose
-data (a leader paused while the others elect, then resumed) need the leader. The model does
+data (a leader paused while the others elect, then resumed) need the leader. Such a fault
+lasts ``lasts_s`` (0.5 to 6 s, drawn with the step), then the run undoes it. The model does
 not know whom they hit, so the run checks every step against the cluster's actual state
 (a step that cannot apply is logged as skipped) and repairs everything at the end.
 
@@ -42,11 +43,13 @@ class Step:
     op: str
     target: int
     other: int = -1  # cut/uncut: the broker the packets no longer reach
+    lasts_s: float = 0.0  # a fault at the leader: undone this long after it began
 
     def __str__(self) -> str:
         tail = f"->{self.other}" if self.other >= 0 else ""
         who = "leader" if self.target == LEADER else str(self.target)
-        return f"{self.at_s:.1f}s {self.op} {who}{tail}"
+        lasts = f" for {self.lasts_s:.1f}s" if self.lasts_s else ""
+        return f"{self.at_s:.1f}s {self.op} {who}{tail}{lasts}"
 
 
 @dataclass
@@ -116,7 +119,8 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
         if brokers > 1 and rng.random() < LEADER_SHARE:
             op = rng.choice(AT_LEADER)
             other = rng.randrange(brokers) if op == "cut" else -1
-            steps.append(Step(round(t, 1), op, LEADER, other))
+            steps.append(Step(round(t, 1), op, LEADER, other,
+                              round(rng.uniform(0.5, 6.0), 1)))
             t += rng.expovariate(1.0 / mean_gap_s)
             continue
         options = model.choices(brokers)
@@ -134,17 +138,19 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
 
 def parse(text: str) -> list[Step]:
     """Steps written as ``str(Step)`` does, comma-separated ("3.0s kill 0, 5.1s cut 2->1,
-    7.0s pause leader"): a schedule printed by a run, replayed as it was."""
+    7.0s pause leader for 2.5s"): a schedule printed by a run, replayed as it was."""
     steps = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         try:
-            at, op, who = part.split()
+            head, _, lasts = part.partition(" for ")
+            at, op, who = head.split()
             target, _, other = who.partition("->")
             step = Step(float(at.removesuffix("s")), op,
                         LEADER if target == "leader" else int(target),
-                        int(other) if other else -1)
+                        int(other) if other else -1,
+                        float(lasts.removesuffix("s")) if lasts else 0.0)
         except ValueError:
             raise ValueError(f"not a step: {part!r} (expected like '3.0s kill 0')") from None
         if step.op not in OPS or (step.op in ("cut", "uncut")) != (step.other >= 0):

@@ -140,3 +140,9 @@ def test_two_leaders_of_one_epoch_are_found():
     h.leaders.append(LeaderSeen(2.0, 2, 0, 1, 2))
     h.leaders.append(LeaderSeen(2.0, 2, 0, 2, -1))  # no leader: not a claim
     assert check(h)["two_leaders_one_epoch"] == ["p0 epoch 1: [1, 2]"]
+
+
+def test_dsbs_claims_no_offset_order_and_nobody_claims_liveness():
+    assert "offsets_backwards" not in checker.claims("dsbs")
+    assert "lost" in checker.claims("dsbs")
+    assert set(checker.claims("zk")) == set(checker.KINDS) - {"unconsumed"}
