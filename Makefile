@@ -107,7 +107,7 @@ perf-metadata-scale: setup
 
 # How often DSBS replication loses, duplicates or reorders acknowledged records: seeded fault
 # scenarios on the simulated network (harness/bench/replication_sim.py; docs/replication.md has the
-# table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (~10 min at 200 seeds).
+# table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (about 2 min at 200 seeds).
 SIM_ARGS ?= --seeds 200
 sim-replication: setup
 	@$(PY) -m harness.bench.replication_sim $(SIM_ARGS)
