@@ -35,7 +35,7 @@ from brokers.core.protocol.messages.offset_fetch import (
     OffsetFetchResponse,
 )
 from harness.cluster.kafka_probe import KafkaProbe
-from harness.cluster.running import ProcessCluster
+from harness.cluster.running import BrokerProcess, ProcessCluster
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import checker
 from harness.nemesis.checker import Commit, CommittedRead, Delivery, History, LeaderSeen
@@ -241,20 +241,25 @@ class _Clients:
     def _watch(self) -> None:
         while not self.stop_all.wait(0.3):
             for b in list(self.cluster.brokers):
-                if b.state != "running":
-                    continue
-                try:
-                    with KafkaProbe(b.host, b.port, timeout_s=1.0) as probe:
-                        md = probe.metadata([self.topic])
-                except (OSError, ConnectionError, ValueError):
+                parts = _partitions(b, self.topic, 1.0) if b.state == "running" else None
+                if parts is None:
                     continue
                 at = self.now()
                 seen = [LeaderSeen(at, b.node_id, x.partition_index, x.leader_epoch,
-                                   x.leader_id)
-                        for t in md.topics if t.name == self.topic for x in t.partitions
-                        if x.error_code == 0]
+                                   x.leader_id) for x in parts if x.error_code == 0]
                 with self.lock:
                     self.h.leaders.extend(seen)
+
+
+def _partitions(b: BrokerProcess, topic: str, timeout_s: float) -> list[Any] | None:
+    """``topic``'s partitions as broker ``b``'s Metadata shows them; None when it does not
+    answer (down, paused, cut off)."""
+    try:
+        with KafkaProbe(b.host, b.port, timeout_s=timeout_s) as probe:
+            md = probe.metadata([topic])
+    except (OSError, ConnectionError, ValueError):
+        return None
+    return [x for t in md.topics if t.name == topic for x in t.partitions]
 
 
 class _Nemesis:
@@ -269,18 +274,12 @@ class _Nemesis:
         self.undos: list[Step] = []  # the ends of faults at the leader, applied when due
 
     def _leader(self) -> int | None:
+        """Partition 0's leader as the first running broker that answers shows it."""
         for b in self.cluster.brokers:
-            if b.state != "running":
-                continue
-            try:
-                with KafkaProbe(b.host, b.port, timeout_s=1.0) as probe:
-                    md = probe.metadata([self.topic])
-            except (OSError, ConnectionError, ValueError):
-                continue
-            for t in md.topics:
-                for x in t.partitions:
-                    if t.name == self.topic and x.partition_index == 0 and x.leader_id >= 0:
-                        return int(x.leader_id)
+            parts = _partitions(b, self.topic, 1.0) if b.state == "running" else None
+            for x in parts or ():
+                if x.partition_index == 0 and x.leader_id >= 0:
+                    return int(x.leader_id)
         return None
 
     def apply(self, step: Step) -> str:
@@ -357,13 +356,8 @@ def _sleep_until(t: float) -> None:
 def _in_sync(cluster: ProcessCluster, topic: str) -> bool:
     everyone = sorted(b.node_id for b in cluster.brokers)
     for b in cluster.brokers:
-        try:
-            with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
-                md = probe.metadata([topic])
-        except (OSError, ConnectionError, ValueError):
-            return False
-        parts = [x for t in md.topics if t.name == topic for x in t.partitions]
-        if len(parts) != PARTITIONS or any(
+        parts = _partitions(b, topic, 2.0)
+        if parts is None or len(parts) != PARTITIONS or any(
                 x.leader_id < 0 or sorted(x.isr_nodes) != everyone for x in parts):
             return False
     return True

@@ -587,7 +587,7 @@ class Leadership:
             self.host.counters["leader_epoch_conflicts"] += 1
         self.host.store_partition(rec)
 
-    def on_message(self, msg: LeaderAndIsr, sender: int, addr: Addr, now: float = 0.0) -> None:
+    def on_message(self, msg: LeaderAndIsr, sender: int, addr: Addr, now: float) -> None:
         """A record pushed by its leader (answer with the one held then), or an answer."""
         host = self.host
         rec = msg.record
