@@ -15,7 +15,9 @@ from brokers.core.coordinator import TopicPartition
 
 class AppendNotifier:
     def __init__(self) -> None:
-        self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
+        # Waiters per partition in the order they came (a dict as an ordered set): woken in
+        # that order, never in the order of their addresses, so a seeded simulation replays.
+        self._waiters: dict[TopicPartition, dict[asyncio.Future[None], None]] = {}
 
     def notify(self, tp: TopicPartition) -> None:
         waiters = self._waiters.pop(tp, None)
@@ -31,7 +33,7 @@ class AppendNotifier:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         tps = list(partitions)
         for tp in tps:
-            self._waiters.setdefault(tp, set()).add(fut)
+            self._waiters.setdefault(tp, {})[fut] = None
         try:
             await asyncio.wait_for(fut, timeout_s)
             return True
@@ -41,7 +43,7 @@ class AppendNotifier:
             for tp in tps:
                 waiters = self._waiters.get(tp)
                 if waiters is not None:
-                    waiters.discard(fut)
+                    waiters.pop(fut, None)
                     if not waiters:
                         del self._waiters[tp]
 

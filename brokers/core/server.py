@@ -128,7 +128,9 @@ class ServerConnection(asyncio.Protocol):
         self._peer = "?"
         self.ip = ""
         self._slots: deque[_Slot] = deque()
-        self._tasks: set[asyncio.Future] = set()
+        # Ordered (dicts as ordered sets, here and in KafkaServer.connections): cancelled and
+        # walked in the order made, not of their addresses, so a seeded simulation replays.
+        self._tasks: dict[asyncio.Future, None] = {}
         # Frames read but not yet dispatched (only while dispatching is held back).
         self._queued: deque[memoryview] = deque()
         # Request bytes dispatched and not yet answered + answers waiting in slots.
@@ -284,7 +286,7 @@ class ServerConnection(asyncio.Protocol):
         self._held += slot.cost
         # Buffers come as a list or tuple (handled above); what is left is their awaitable.
         task = asyncio.ensure_future(cast(Awaitable[Buffers | None], reply))
-        self._tasks.add(task)
+        self._tasks[task] = None
         task.add_done_callback(lambda t: self._completed(t, slot))
 
     def _update_reading(self) -> None:
@@ -302,7 +304,7 @@ class ServerConnection(asyncio.Protocol):
 
     # --- ordering ---------------------------------------------------------------------------
     def _completed(self, task: asyncio.Future, slot: _Slot) -> None:
-        self._tasks.discard(task)
+        self._tasks.pop(task, None)
         if task.cancelled() or self._closing:
             return
         self._unanswered -= slot.request  # answered (or failed): the request is let go
@@ -361,7 +363,7 @@ class KafkaServer:
         self.config = config or ListenerConfig()
         self._servers: list[asyncio.base_events.Server] = []
         self._idle_task: asyncio.Task[None] | None = None
-        self.connections: set[ServerConnection] = set()
+        self.connections: dict[ServerConnection, None] = {}
         self._per_ip: dict[str, int] = {}
         # Refusals since the last summary line, by reason; and when that line was written.
         self._refused: dict[str, int] = {}
@@ -432,7 +434,7 @@ class KafkaServer:
                          f"{conn.ip}")
             return False
         self._per_ip[conn.ip] = count + 1
-        self.connections.add(conn)
+        self.connections[conn] = None
         conn.admitted = True
         return True
 
@@ -440,7 +442,7 @@ class KafkaServer:
         if not conn.admitted:
             return
         conn.admitted = False
-        self.connections.discard(conn)
+        self.connections.pop(conn, None)
         left = self._per_ip.get(conn.ip, 1) - 1
         if left > 0:
             self._per_ip[conn.ip] = left

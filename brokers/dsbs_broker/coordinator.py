@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -142,9 +143,12 @@ class _GroupQueue:
 class DsbsCoordinator(GroupRegistry):
     def __init__(
         self, node_id: int, data_dir: Path, config: DsbsConfig | None = None,
-        datadir: DataDir | None = None,
+        datadir: DataDir | None = None, rng: random.Random | None = None,
     ) -> None:
         super().__init__()
+        # The gossip's random choices (probe order, fan-out); None: seeded from the OS. A
+        # simulation passes a seeded one, so a run replays from its seed.
+        self._rng = rng
         self._node_id = node_id
         # Our own subdirectory: partition directories are "<topic>-<n>", never "dsbs".
         self._dir = Path(data_dir) / "dsbs"
@@ -267,7 +271,7 @@ class DsbsCoordinator(GroupRegistry):
             offset_replication_interval_s=cfg.offset_replication_interval_s,
             offset_commit_acks=cfg.offset_commit_acks,
             offset_commit_timeout_s=cfg.offset_commit_timeout_s,
-            key=cfg.gossip_key, limits=cfg.limits,
+            key=cfg.gossip_key, limits=cfg.limits, rng=self._rng,
         )
         node.offsets.load(entries)
         self._topics_file = await asyncio.to_thread(JsonJournal, self._dir / TOPICS_FILE)

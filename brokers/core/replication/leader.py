@@ -100,9 +100,14 @@ class LeaderPartition:
 
     # --- inputs -----------------------------------------------------------------------------
     def on_append(self, log_end_offset: int) -> int | None:
-        """The leader's log now ends at ``log_end_offset``; the new high watermark if it moved
-        (only when the leader is the whole ISR)."""
-        self._leo = log_end_offset
+        """The leader's log now ends at ``log_end_offset`` or later; the new high watermark if
+        it moved (only when the leader is the whole ISR). A leader's log never shrinks, so a
+        smaller end changes nothing: a retried batch answered from its first copy reports
+        where that copy ends, below later appends. Taken as the log end, it moved the end
+        back, and every follower already past it was refused as past the leader's log end
+        (OFFSET_OUT_OF_RANGE) from then on: the ISR shrank and never grew again."""
+        if log_end_offset > self._leo:
+            self._leo = log_end_offset
         return self._advance()
 
     def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> int | None:

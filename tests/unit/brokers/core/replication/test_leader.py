@@ -38,6 +38,19 @@ def test_a_follower_past_the_leaders_log_end_is_refused_and_not_counted():
     assert p.high_watermark == 0 and p.follower(3).log_end_offset <= 0
 
 
+def test_a_retry_answered_from_its_first_copy_does_not_move_the_log_end_back():
+    """Found by the whole-broker simulation (nemesis seed 3): an idempotent retry of the batch
+    at offsets 226..227 arrives after the batch ending at 228; the handler reports the first
+    copy's end (227). Taken as the log end, followers at 228 were refused for good."""
+    p = _leader(end=226, hw=226)
+    p.on_append(227)
+    p.on_append(228)
+    p.on_append(227)  # the duplicate
+    assert p.log_end_offset == 228
+    assert p.on_follower_fetch(2, 228, 1) is None  # not refused as past the log end
+    assert p.on_follower_fetch(3, 228, 1) == 228
+
+
 def test_a_follower_outside_the_isr_does_not_hold_the_high_watermark():
     p = _leader(isr=(1, 2))
     p.on_append(10)
