@@ -105,10 +105,11 @@ perf-detection: setup
 perf-metadata-scale: setup
 	@$(PY) -m harness.bench.perf_metadata_scale --runs $(RUNS)
 
-# How often DSBS replication loses, duplicates or reorders acknowledged records: seeded fault
-# scenarios on the simulated network (harness/bench/replication_sim.py; docs/replication.md has the
-# table). SIM_ARGS="--seeds N --mix M --acks A --min-isr I" narrows it (about 2 min at 200 seeds).
-SIM_ARGS ?= --seeds 200
+# How often DSBS replication loses, duplicates or reorders acknowledged records: three whole
+# brokers under seeded fault schedules on a simulated network and clock (harness/sim,
+# harness/bench/replication_sim.py; docs/replication.md has the table). SIM_ARGS="--seeds N
+# --mix M --preset P --acks A --min-isr I --plant BUG" narrows it; about 10 min at 50 seeds.
+SIM_ARGS ?= --seeds 50
 sim-replication: setup
 	@$(PY) -m harness.bench.replication_sim $(SIM_ARGS)
 

@@ -13,6 +13,8 @@ Layout (packages first; each package's __init__ maps its modules):
 - ``netdelay/``       round-trip time between network namespaces: a netfilter-queue delay line
 - ``bench/``          the one-off benchmarks (`make perf`, `perf-cluster`, `perf-zk` ...) and
                       what they share
+- ``sim/``            deterministic simulation of whole broker processes: one event loop per
+                      process on a virtual clock, an in-memory network with faults
 - ``cli.py``          the ``twinbench`` command (broker, cluster, fault, run, analyze, hosts,
                       tune)
 - ``schema.py``       the parsing context of workload files (one-line errors, key checks)

@@ -22,6 +22,7 @@ Layout:
 - ``create_latency.py``      CreateTopics latency (at the arbiter / forwarded); its creation path
                              is the metadata study's topic storm too
 - ``detection.py``           how fast DSBS survivors declare a killed broker dead
-- ``replication_sim.py``     `make sim-replication`: DSBS replication under faults, simulated
+- ``replication_sim.py``     `make sim-replication`: whole DSBS brokers under fault schedules,
+                             simulated (harness/sim)
 - ``code_metrics.py``        module and function sizes, architecture literals
 """
