@@ -864,11 +864,16 @@ class DsbsCoordinator(GroupRegistry):
                 f"{self.config.offset_commit_timeout_s:g}s")
 
     def _check_quorate(self, group_id: str) -> None:
-        """COORDINATOR_NOT_AVAILABLE (clients look the coordinator up again) from a broker
-        that is not ``OffsetReplication.quorate``."""
+        """COORDINATOR_LOAD_IN_PROGRESS from a broker that is not ``OffsetReplication.quorate``:
+        it is the group's coordinator in its own view, not ready to serve it. Clients retry the
+        same request, as they do while Kafka loads a ``__consumer_offsets`` partition, and get
+        an answer once this broker sees a majority. COORDINATOR_NOT_AVAILABLE would be wrong
+        here: librdkafka then looks the coordinator up again and, finding the same broker,
+        never sends again the OffsetFetch of a new assignment (its partitions wait for
+        committed offsets for ever; the nemesis's group stall of seed 668362305)."""
         node = self.node
         if not node.offset_replication.quorate():
-            raise CoordinatorNotAvailable(
+            raise CoordinatorLoadInProgress(
                 f"group {group_id!r}: this broker sees {node.members.live_count()} of "
                 f"{len(node.members)} known brokers alive"
                 f"{'' if node.has_synced else ' and no seed has answered'}; it serves no "

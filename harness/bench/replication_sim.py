@@ -138,6 +138,7 @@ class Result:
     producer_resets: int = 0  # OUT_OF_ORDER / UNKNOWN_PRODUCER_ID: a new producer id taken
     steps: list[str] = field(default_factory=list)
     note: str = ""
+    errors: list[str] = field(default_factory=list)  # the producers' last errors
 
 
 # --- planted bugs: each a known-wrong broker, to show the simulation sees what it checks -------
@@ -273,6 +274,7 @@ class Scenario:
         self.acked: list[tuple[int, int]] = []
         self.producing = True
         self.trace: list[str] = []  # the producers' errors, for a failing seed's post-mortem
+        self.started = 0.0  # when the load (and the schedule's clock) began
         self.killed_leader_at: float | None = None
         local = settings.preset == "local"
         self.gossip = GossipConfig.LOCAL if local else GossipConfig.LAN
@@ -471,7 +473,8 @@ class Scenario:
             self.net.uncut(name, str(step.other))
         if step.target == LEADER and step.lasts_s:
             back = {"kill": "restart", "pause": "resume", "isolate": "heal", "cut": "uncut"}[op]
-            undo.append((self.world.now + step.lasts_s, Step(0, back, target, step.other)))
+            at = self.world.now + step.lasts_s
+            undo.append((at, Step(round(at - self.started, 1), back, target, step.other)))
 
     def _heal_all(self) -> None:
         self.net.uncut_all()
@@ -493,7 +496,7 @@ class Scenario:
         world.run_until(lambda: self.leader() >= 0, 30 * s.stretch, "the first leader")
         world.spawn(CLIENT)
         producers = [world.start(CLIENT, self._producer(k)) for k in range(s.producers)]
-        start = world.now
+        start = self.started = world.now
         pending = sorted(self._schedule(), key=lambda st: st.at_s)
         undo: list[tuple[float, Step]] = []
         while pending or undo:
@@ -570,6 +573,7 @@ class Scenario:
     def check(self) -> Result:
         r = self.result
         r.acked = len(self.acked)
+        r.errors = self.trace[-6:]
         if not r.converged:
             return r
         final = self.final_log()
@@ -696,6 +700,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "replicas diverged" if bad.diverged else f"unsettled: {bad.note}")
             print(f"seed {bad.seed}: {what}; replay: {replay_command(c.settings, bad.seed)}")
             print(f"  schedule: {', '.join(bad.steps)}")
+            for line in bad.errors:
+                print(f"  {line}")
     return 0
 
 

@@ -283,15 +283,10 @@ def virtual_time(world: World) -> Iterator[None]:
         time.monotonic, time.monotonic_ns, time.time, time.time_ns = saved
 
 
-async def never() -> None:
-    """Wait forever (a connect across a cut that never heals)."""
-    await asyncio.get_running_loop().create_future()
-
-
 def later(loop: asyncio.AbstractEventLoop, at: float, fn: Callable[..., Any], *args: Any) -> None:
     """Run ``fn(*args)`` on ``loop`` at world time ``at`` (runs when the loop is next stepped
     from then on: a paused process gets it on resume)."""
     loop.call_at(at + MONOTONIC_BASE, fn, *args)
 
 
-__all__ = ["SimLoop", "SimStalled", "World", "later", "never", "virtual_time"]
+__all__ = ["SimLoop", "SimStalled", "World", "later", "virtual_time"]
