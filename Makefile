@@ -6,16 +6,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn nemesis test-scale test-security clean
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) kafka-jars
 
 # Java + ZooKeeper jars (the zk broker's real ZooKeeper) and kcat (interop checks).
 system-deps:
 	@harness/setup_system.sh
+
+# The pinned Apache Kafka releases (harness/kafka/poms/), resolved from Maven Central into
+# .cache/kafka once; a second run finds them there and resolves nothing (docs/real-kafka.md).
+kafka-jars: $(STAMP)
+	@$(PY) -m harness.kafka.resolve
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

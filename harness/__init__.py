@@ -4,6 +4,7 @@ Layout (packages first; each package's __init__ maps its modules):
 - ``architectures/``  the architecture registry: one entry per architecture (its launch,
                       options, services, coordination counters, labels)
 - ``services/``       services an architecture's cluster starts first (ZooKeeper)
+- ``kafka/``          real Apache Kafka: the pinned releases, resolved from Maven by `make setup`
 - ``studies/``        the study registry: each experiment kind's workload keys, checks,
                       run-log tables and, where its sessions are its own, their plan and runner
 - ``cluster/``        cluster mechanics: spec, layout, processes, machines, namespaces, fault

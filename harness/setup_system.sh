@@ -31,6 +31,8 @@ if [ -z "${ZOOKEEPER_HOME:-}" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then
   missing+=(zookeeper)
 fi
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+# Maven resolves the pinned Apache Kafka releases (harness/kafka/resolve.py).
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v iptables-legacy >/dev/null 2>&1 || missing+=(iptables)
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -62,7 +64,7 @@ if [ "$root" -ne 1 ]; then
   exit 0
 fi
 # After installing, every tool the tests use must be here (an apt mirror can lack one).
-for tool in java kcat ip iptables-legacy prometheus dockerd debootstrap; do
+for tool in java mvn kcat ip iptables-legacy prometheus dockerd debootstrap; do
   command -v "$tool" >/dev/null 2>&1 || need "$tool is still missing after apt-get install"
 done
 [ -x /usr/sbin/sshd ] || need "/usr/sbin/sshd is still missing after apt-get install"
