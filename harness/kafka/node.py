@@ -1,0 +1,245 @@
+"""One real Kafka node: its configuration for a small box, its files, its JVM, its readiness.
+
+A node is a ``kafka.Kafka`` JVM on the release's resolved class path (harness/kafka/resolve.py),
+started as a ``ManagedProcess`` (own session, output to a log, stopped by PID). Everything it
+reads is written here from ``KafkaNode``: ``server.properties`` and a console-only logging
+configuration (Log4j 1 for 3.x, Log4j 2 for 4.x). A KRaft node's directory is formatted first
+(``kafka.tools.StorageTool format``, the cluster id shared by the cluster's nodes). Readiness is
+Kafka's Metadata answered with every expected broker (``wait_brokers``), never a fixed sleep.
+
+``BoxSettings`` are the choices for a 2-core machine; each is written into the node's
+properties, and the run manifest records them (docs/real-kafka.md says what each means for
+fairness with the twins).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import subprocess
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from brokers.core.errors import KafkaError, ProtocolViolation, UserError
+from harness.cluster.kafka_probe import KafkaProbe
+from harness.cluster.processes import ManagedProcess, ProcessError, wait_ready
+from harness.kafka.releases import Release
+from harness.kafka.resolve import lib_dir
+
+MiB = 1024 * 1024
+KAFKA_MAIN = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+# Kafka's Uuid.toString of these two is reserved (the zero id and the metadata topic's id).
+RESERVED_IDS = ("AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ")
+FORMAT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class BoxSettings:
+    # Heap per broker JVM (-Xms = -Xmx, so the heap does not grow mid-run). Kafka's start script
+    # gives 1 GiB; 512 MiB holds a benchmark's working set with room.
+    heap_mb: int = 512
+    # num.network.threads (Kafka's default 3) and num.io.threads (8): sized to 2 cores, as the
+    # twins run one event loop each.
+    network_threads: int = 2
+    io_threads: int = 2
+    # __consumer_offsets partitions (default 50, all created at the first FindCoordinator, 150
+    # replicas at RF 3 mid-benchmark).
+    offsets_partitions: int = 3
+    # The log cleaner's dedupe buffer (default 128 MiB, allocated on the heap at start).
+    cleaner_buffer_bytes: int = 16 * MiB
+    # group.initial.rebalance.delay.ms (default 3000: a short consumer run would spend its first
+    # 3 s waiting; the twins wait 100 ms, group_initial_rebalance_delay_ms).
+    initial_rebalance_delay_ms: int = 100
+    # Topics come from the harness (CreateTopics), never from a producer's first Metadata.
+    auto_create_topics: bool = False
+    # Leaders stay where the run put them (default true: rebalanced every 300 s).
+    auto_leader_rebalance: bool = False
+    # Flushing is left to the OS, as Kafka's default (log.flush.interval.messages is Long.MAX)
+    # and as the twins' default flush policy: neither fsyncs per message.
+    flush_each_message: bool = False
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    release: Release
+    node_id: int
+    host: str
+    port: int
+    data_dir: Path  # log.dirs (and the KRaft metadata log)
+    mode: str  # "kraft" (combined broker and controller) or "zookeeper"
+    # KRaft: this node's controller port and every voter as (node id, host, controller port).
+    controller_port: int = 0
+    voters: tuple[tuple[int, str, int], ...] = ()
+    # ZooKeeper mode: host:port[,...]/chroot (the chroot is created by the broker).
+    zookeeper_connect: str = ""
+    # Brokers in the cluster: the internal topics' replication factor is min(3, this).
+    cluster_brokers: int = 3
+    settings: BoxSettings = field(default_factory=BoxSettings)
+
+    def __post_init__(self) -> None:
+        if self.mode not in self.release.modes:
+            raise UserError(f"Kafka {self.release.version} does not run in {self.mode} mode "
+                            f"(it runs in: {', '.join(self.release.modes)})")
+        if self.mode == "kraft" and not any(v[0] == self.node_id for v in self.voters):
+            raise UserError(f"KRaft node {self.node_id} is not among the voters {self.voters}")
+        if self.mode == "zookeeper" and not self.zookeeper_connect:
+            raise UserError("a ZooKeeper-mode Kafka node needs zookeeper_connect")
+
+
+def server_properties(node: KafkaNode) -> str:
+    s = node.settings
+    lines = [
+        f"log.dirs={node.data_dir}",
+        f"num.network.threads={s.network_threads}",
+        f"num.io.threads={s.io_threads}",
+        f"offsets.topic.num.partitions={s.offsets_partitions}",
+        f"offsets.topic.replication.factor={min(3, node.cluster_brokers)}",
+        f"transaction.state.log.replication.factor={min(3, node.cluster_brokers)}",
+        f"transaction.state.log.min.isr={min(2, node.cluster_brokers)}",
+        f"log.cleaner.dedupe.buffer.size={s.cleaner_buffer_bytes}",
+        f"group.initial.rebalance.delay.ms={s.initial_rebalance_delay_ms}",
+        f"auto.create.topics.enable={str(s.auto_create_topics).lower()}",
+        f"auto.leader.rebalance.enable={str(s.auto_leader_rebalance).lower()}",
+    ]
+    if s.flush_each_message:
+        lines.append("log.flush.interval.messages=1")
+    if node.mode == "kraft":
+        voters = ",".join(f"{i}@{h}:{p}" for i, h, p in node.voters)
+        lines += [
+            "process.roles=broker,controller",
+            f"node.id={node.node_id}",
+            f"controller.quorum.voters={voters}",
+            f"listeners=PLAINTEXT://{node.host}:{node.port},"
+            f"CONTROLLER://{node.host}:{node.controller_port}",
+            f"advertised.listeners=PLAINTEXT://{node.host}:{node.port}",
+            "inter.broker.listener.name=PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        ]
+    else:
+        lines += [
+            f"broker.id={node.node_id}",
+            f"zookeeper.connect={node.zookeeper_connect}",
+            f"listeners=PLAINTEXT://{node.host}:{node.port}",
+            f"advertised.listeners=PLAINTEXT://{node.host}:{node.port}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def log_config(release: Release) -> tuple[str, str]:
+    """(file name, text) of a console-only logging configuration at INFO, the chatty request
+    and state-change loggers at WARN. The readiness of a KRaft node is not read from it (the
+    harness asks Metadata), but a failing start is explained by it."""
+    if release.logging == "reload4j":
+        return "log4j.properties", "\n".join([
+            "log4j.rootLogger=INFO, stdout",
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "log4j.logger.state.change.logger=WARN",
+            "log4j.logger.kafka.request.logger=WARN",
+            "log4j.logger.org.apache.zookeeper=WARN",
+        ]) + "\n"
+    return "log4j2.properties", "\n".join([
+        "status = warn",
+        "appender.console.type = Console",
+        "appender.console.name = STDOUT",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = info",
+        "rootLogger.appenderRef.stdout.ref = STDOUT",
+        "logger.sc.name = state.change.logger",
+        "logger.sc.level = warn",
+        "logger.req.name = kafka.request.logger",
+        "logger.req.level = warn",
+    ]) + "\n"
+
+
+def _logging_flag(release: Release, path: Path) -> str:
+    if release.logging == "reload4j":
+        return f"-Dlog4j.configuration=file:{path}"
+    return f"-Dlog4j2.configurationFile={path}"
+
+
+def java_command(node: KafkaNode, main: str, args: Sequence[str], log_file: Path,
+                 heap_mb: int | None = None) -> list[str]:
+    """java with the start script's GC flags, an English locale (the perf tools' output is
+    printf'd), the release's class path (the wildcard expanded by the JVM) and ``main``."""
+    heap = heap_mb if heap_mb is not None else node.settings.heap_mb
+    return ["java", f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+            "-Djava.awt.headless=true", "-Duser.language=en", "-Duser.country=US",
+            f"-Dkafka.logs.dir={node.data_dir.parent / 'logs'}",
+            _logging_flag(node.release, log_file),
+            "-cp", f"{lib_dir(node.release)}/*", main, *args]
+
+
+def new_cluster_id() -> str:
+    """A Kafka Uuid as Kafka prints it: 16 random bytes, base64url without padding, never a
+    reserved id nor one starting with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-") and text not in RESERVED_IDS:
+            return text
+
+
+@dataclass
+class NodeFiles:
+    properties: Path
+    log_config: Path
+    log: Path  # the JVM's output
+
+
+def write_files(node: KafkaNode, workdir: Path) -> NodeFiles:
+    workdir.mkdir(parents=True, exist_ok=True)
+    node.data_dir.mkdir(parents=True, exist_ok=True)
+    props = workdir / f"node-{node.node_id}.properties"
+    props.write_text(server_properties(node))
+    name, text = log_config(node.release)
+    logcfg = workdir / name
+    logcfg.write_text(text)
+    return NodeFiles(props, logcfg, workdir / f"node-{node.node_id}.log")
+
+
+def format_storage(node: KafkaNode, files: NodeFiles, cluster_id: str) -> None:
+    """KRaft: write the node's meta.properties and bootstrap metadata (once; an already
+    formatted directory is left as it is)."""
+    command = java_command(node, STORAGE_TOOL, ["format", "-t", cluster_id, "-c",
+                                                str(files.properties), "--ignore-formatted"],
+                           files.log_config, heap_mb=256)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S,
+                          check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+        raise ProcessError(f"Kafka {node.release.version} node {node.node_id}: formatting "
+                           f"{node.data_dir} failed (exit {done.returncode}): {tail[0]}")
+
+
+def start(node: KafkaNode, files: NodeFiles) -> ManagedProcess:
+    command = java_command(node, KAFKA_MAIN, [str(files.properties)], files.log_config)
+    return ManagedProcess(command, name=f"kafka-{node.release.version}-{node.node_id}",
+                          log_path=files.log, stdout_to_log=True, tail_lines=12).start()
+
+
+def wait_brokers(processes: dict[ManagedProcess, KafkaNode], timeout_s: float) -> None:
+    """Until every node answers Metadata listing all of them as brokers."""
+    expected = {n.node_id for n in processes.values()}
+
+    def probe(node: KafkaNode) -> int | None:
+        try:
+            with KafkaProbe(node.host, node.port, timeout_s=2.0) as p:
+                ids = {b.node_id for b in p.metadata([]).brokers}
+        except (OSError, ValueError, EOFError, ProtocolViolation, KafkaError):
+            return None  # not listening yet, or not answering Metadata yet
+        return len(ids) if ids == expected else None
+
+    wait_ready({proc: functools.partial(probe, node) for proc, node in processes.items()},
+               timeout_s, what=f"Kafka {next(iter(processes.values())).release.version}")
+
+
+def settings_record(settings: BoxSettings) -> dict[str, object]:
+    """The settings as the run manifest records them."""
+    return asdict(settings)
