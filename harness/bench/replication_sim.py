@@ -53,6 +53,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from unittest import mock
 
 from crc32c import crc32c
 
@@ -142,92 +143,65 @@ class Result:
 
 
 # --- planted bugs: each a known-wrong broker, to show the simulation sees what it checks -------
-@contextlib.contextmanager
-def _plant_fetch_epoch() -> Iterator[None]:
+# Each is one attribute of the product swapped for the run (``mock.patch.object`` puts it back).
+def _plant_fetch_epoch() -> contextlib.AbstractContextManager[object]:
     """The leader serves follower fetches of any epoch (its FENCED_LEADER_EPOCH check gone)."""
     from brokers.core.handlers import fetch
 
-    saved = fetch._check_epoch
-    fetch._check_epoch = lambda leader, current_leader_epoch: None
-    try:
-        yield
-    finally:
-        fetch._check_epoch = saved
+    return mock.patch.object(fetch, "_check_epoch", lambda leader, current_leader_epoch: None)
 
 
-@contextlib.contextmanager
-def _plant_follower_offset() -> Iterator[None]:
+def _plant_follower_offset() -> contextlib.AbstractContextManager[object]:
     """The leader counts a follower's fetch offset even past its own log end."""
-    saved = LeaderPartition.on_follower_fetch
+    checked = LeaderPartition.on_follower_fetch
 
     def unchecked(self: LeaderPartition, replica_id: int, fetch_offset: int, now_ms: int
                   ) -> int | None:
         leo = self._leo
         self._leo = max(leo, fetch_offset)
         try:
-            return saved(self, replica_id, fetch_offset, now_ms)
+            return checked(self, replica_id, fetch_offset, now_ms)
         finally:
             self._leo = leo
 
-    LeaderPartition.on_follower_fetch = unchecked  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        LeaderPartition.on_follower_fetch = saved  # type: ignore[method-assign]
+    return mock.patch.object(LeaderPartition, "on_follower_fetch", unchecked)
 
 
-@contextlib.contextmanager
-def _plant_no_truncation() -> Iterator[None]:
+def _plant_no_truncation() -> contextlib.AbstractContextManager[object]:
     """A new follower appends after its own log end without cutting to its leader's log."""
     from brokers.core.replication import fetcher
 
-    saved = getattr(fetcher, "next_cut")  # noqa: B009 - the module keeps it unexported
-    setattr(fetcher, "next_cut", lambda cache, leo, *answer: Cut(leo, True))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(fetcher, "next_cut", saved)  # noqa: B010
+    return mock.patch.object(fetcher, "next_cut", lambda cache, leo, *answer: Cut(leo, True))
 
 
-@contextlib.contextmanager
-def _plant_no_fencing() -> Iterator[None]:
+def _plant_no_fencing() -> contextlib.AbstractContextManager[object]:
     """DSBS: a replica's promise to a candidate fences nothing (the old leader's ISR changes
     still count it), the hole the adversarial review found."""
     from brokers.dsbs_broker.gossip.leadership import Leadership
 
-    saved = Leadership.pending
-    Leadership.pending = lambda self, key, rec: None  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Leadership.pending = saved  # type: ignore[method-assign]
+    return mock.patch.object(Leadership, "pending", lambda self, key, rec: None)
 
 
-@contextlib.contextmanager
-def _plant_ack_early() -> Iterator[None]:
+def _plant_ack_early() -> contextlib.AbstractContextManager[object]:
     """acks=-1 is answered at the leader's append, before the ISR has the batch."""
     from brokers.core.replication.manager import ReplicaManager
 
-    saved = ReplicaManager.appended
+    waiting = ReplicaManager.appended
 
     def early(self: ReplicaManager, tp: TopicPartition, leader: LeaderPartition,
               end_offset: int, acks: int, timeout_ms: int
               ) -> asyncio.Future[KafkaError | None] | None:
-        saved(self, tp, leader, end_offset, 1, timeout_ms)
+        waiting(self, tp, leader, end_offset, 1, timeout_ms)
         if acks != -1:
             return None
         fut: asyncio.Future[KafkaError | None] = asyncio.get_running_loop().create_future()
         fut.set_result(None)
         return fut
 
-    ReplicaManager.appended = early  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        ReplicaManager.appended = saved  # type: ignore[method-assign]
+    return mock.patch.object(ReplicaManager, "appended", early)
 
 
-PLANTS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+PLANTS: dict[str, Callable[[], contextlib.AbstractContextManager[object]]] = {
     "ack-early": _plant_ack_early,
     "no-fencing": _plant_no_fencing,
     "fetch-epoch": _plant_fetch_epoch,
@@ -560,7 +534,7 @@ class Scenario:
         offset = plog.log_start_offset
         while offset < hw:
             data = memoryview(plog.read(offset, 1 << 20))
-            whole = [h for h in iter_batches(data)]  # a cut tail batch is read next time
+            whole = list(iter_batches(data))  # a cut tail batch is read next time
             if not whole:
                 break
             last = whole[-1]
@@ -586,7 +560,7 @@ class Scenario:
             r.reordered |= kept != sorted(kept)
         # Every replica holds the same records below the high watermark, or one of them is a
         # leader-in-waiting that would serve another history.
-        r.diverged = any(self.final_log(i) != final for i in self.ids)
+        r.diverged = any(self.final_log(i) != final for i in self.ids if i != self.leader())
         return r
 
 

@@ -211,7 +211,7 @@ class _Conn:
     def died(self, name: str) -> None:
         """The process at one end was killed: its end is gone, the other end sees a reset."""
         for side in (0, 1):
-            if self.names[side] == name and self.loops[side] is not None:
+            if self.names[side] == name:
                 end = self.ends[side]
                 end.gone = end.closing = True
                 self._held[side].clear()
