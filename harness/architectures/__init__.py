@@ -20,7 +20,8 @@ Layout:
                       Coordination: what the harness asks of an architecture
 - ``options.py``      Options: an architecture's (or service's) knobs as a frozen dataclass
 - ``core_broker.py``  the command line of a broker built on brokers/core
-- ``zk.py``, ``dsbs.py``, ``local.py``   the entries
+- ``zk.py``, ``dsbs.py``, ``local.py``   the entries of the twins and the single node
+- ``kafka.py``      kafka-zk and kafka-kraft: real Apache Kafka (harness/kafka), a reference
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ REGISTRY: dict[str, str] = {
     "zk": "harness.architectures.zk:ZK",
     "dsbs": "harness.architectures.dsbs:DSBS",
     "local": "harness.architectures.local:LOCAL",
+    "kafka-zk": "harness.architectures.kafka:KAFKA_ZK",
+    "kafka-kraft": "harness.architectures.kafka:KAFKA_KRAFT",
 }
 # Architectures registered from outside the repository: name=module:attribute[,...].
 PLUGINS_ENV = "TWINBENCH_ARCHITECTURES"
@@ -98,6 +101,12 @@ def entries() -> tuple[Architecture, ...]:
 
 def names() -> tuple[str, ...]:
     return tuple(a.name for a in entries())
+
+
+def under_test() -> tuple[str, ...]:
+    """Every architecture but the reference systems: what the contract suite, the nemesis and
+    the benchmarks of the twins' code cover."""
+    return tuple(a.name for a in entries() if not a.reference)
 
 
 def compared() -> tuple[str, ...]:

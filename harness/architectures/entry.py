@@ -74,6 +74,9 @@ class ProcessSpec:
     counters: CounterSource = "signal-dump"
     # SIGTERM, then SIGKILL after this long: a JVM waiting for a lost quorum can wait minutes.
     stop_grace_s: float = 10.0
+    # Readiness "port-open" on a port the command chose itself (the node's was 0): where the
+    # harness then finds it. None: the node's port.
+    port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,10 @@ class Launch:
     # (harness/cluster/machines.py); empty: every broker on this machine, under root.
     machines: tuple[Machine, ...] = ()
     roots: tuple[Path, ...] = ()
+    # Each planned broker's listener port, as its Node will have it (0: not chosen by the
+    # cluster). An architecture whose brokers must know each other's ports before any starts
+    # (a KRaft quorum's voters) reads them here.
+    ports: tuple[int, ...] = ()
 
     def share(self, name: str, text: str) -> list[Path]:
         """A file every broker reads (mode 0600: keys), on each broker's machine; its path
@@ -191,6 +198,14 @@ class Architecture:
     compared: bool = True
     # Replicates partitions (its coordinator implements brokers.core.isr_changes.IsrChanges).
     replicates: bool = True
+    # A reference system measured beside the twins, not under test (real Apache Kafka): the
+    # contract suite, the nemesis, the regression and the benchmarks of the twins' code leave
+    # it out; a run measures it when named (``--arch zk,dsbs,kafka-kraft``).
+    reference: bool = False
+    # The metadata_check policies its brokers can apply (docs/architecture.md, fairness rule
+    # 2). Real Kafka serves leadership from its cache only: a run sweeping both policies
+    # measures it in the cached cells alone, and a cluster asking for another is refused.
+    metadata_checks: tuple[str, ...] = ("per_request", "cached")
     # Top-level workload keys of earlier versions that were this architecture's options:
     # old key -> option name (a workload using one is told the new spelling).
     legacy_keys: Mapping[str, str] = field(default_factory=dict)

@@ -112,7 +112,7 @@ def _line(label: str, c: Cost) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.commit_cost",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", choices=architectures.names(), default="dsbs")
+    parser.add_argument("--arch", choices=architectures.under_test(), default="dsbs")
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--commits", type=int, default=3000)
     parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",

@@ -128,7 +128,7 @@ def measure(spec: ClusterSpec, topics: int, partitions: int) -> dict[str, list[f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.create_latency",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", choices=architectures.names(), default="dsbs")
+    parser.add_argument("--arch", choices=architectures.under_test(), default="dsbs")
     parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",
                         help="an option of the architecture or a service (e.g. "
                         "dsbs.gossip_preset=local)")

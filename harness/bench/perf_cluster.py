@@ -250,7 +250,7 @@ def _run(config: PerfClusterConfig, machine_state: dict[str, object]) -> int:
     where = placement.choose(wl.placement)
     if where is not None:
         placement.pin_this_process(where.client)
-    twins = list(architectures.names())
+    twins = list(architectures.under_test())
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(
             prefix="twinbench-perf-cluster-") as tmp:
         workdir = Path(tmp)

@@ -59,7 +59,7 @@ def _broker_cpu_s(cluster: ProcessCluster) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.perf_security",
                                      description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--arch", choices=[*architectures.names(), "both"], default="both")
+    parser.add_argument("--arch", choices=[*architectures.under_test(), "both"], default="both")
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--messages", type=int, default=300_000,
                         help="records per session (default %(default)s: about a second or more)")
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the two listener protocols compared (default %(default)s)")
     args = parser.parse_args(argv)
     protocols: tuple[str, str] = args.protocols
-    arches = architectures.names() if args.arch == "both" else [args.arch]
+    arches = architectures.under_test() if args.arch == "both" else [args.arch]
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-security-") as tmp:
         root = Path(tmp)
         files = make_run_security(root / "security")

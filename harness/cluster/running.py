@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import signal
 import socket
 import tempfile
 import time
@@ -211,8 +212,11 @@ class ProcessCluster:
         env = [f"{k}={v}" for k, v in spec.env.items()]
         prefix = self.network.hosts[node.node_id].exec_prefix() if self.network else []
         argv = [*prefix, *(["env", *env] if env else []), *spec.argv]
+        # A broker whose readiness is its port prints no line the harness reads: its output
+        # goes to its log, never into a pipe nobody drains (a full pipe stalls the writer).
         process = machine.process(argv, name=f"{self.spec.arch} broker {node.node_id}",
-                                  log_path=self._root(machine) / f"broker-{node.node_id}.log")
+                                  log_path=self._root(machine) / f"broker-{node.node_id}.log",
+                                  stdout_to_log=spec.ready == "port-open")
         return spec, process.start()
 
     def _await_listening(self, b: BrokerProcess, deadline: float) -> None:
@@ -378,7 +382,8 @@ class ProcessCluster:
         self._command = entry.command(Launch(
             spec.settings(), spec.arch_options(), self.root, tuple(hosts),
             self.network is not None, {n: s.endpoint for n, s in self.services.items()},
-            () if layout.local else tuple(machines), () if layout.local else roots))
+            () if layout.local else tuple(machines), () if layout.local else roots,
+            tuple(ports)))
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""
@@ -405,6 +410,10 @@ class ProcessCluster:
             time.sleep(0.05)  # polling interval of a readiness probe, not a wait for start-up
 
     def stop(self) -> None:
+        # Every broker is told at once, so the grace periods overlap: a broker that waits for
+        # peers on its way down (a KRaft node for its quorum) waits no longer for the others'.
+        for b in self.brokers:
+            b.process.signal(signal.SIGTERM)
         for b in self.brokers:
             b.process.stop(b.spec.stop_grace_s if b.spec else 10.0)
         for running in self.services.values():
@@ -545,7 +554,7 @@ def process_cpu_seconds(pid: int) -> float:
 def _known_address(b: BrokerProcess, node: Node) -> None:
     """A broker whose readiness is its port (not a line it prints) is where it was told."""
     if b.spec is not None and b.spec.ready == "port-open":
-        b.host, b.port, b.metrics = node.host, node.port, node.metrics or ""
+        b.host, b.port, b.metrics = node.host, b.spec.port or node.port, node.metrics or ""
 
 
 def _await_port(b: BrokerProcess, deadline: float) -> None:

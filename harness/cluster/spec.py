@@ -82,6 +82,9 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         entry = self.architecture  # UserError for an unknown name
+        if self.metadata_check not in entry.metadata_checks:
+            raise UserError(f"metadata_check {self.metadata_check}: {self.arch} cannot apply it "
+                            f"(it applies {architectures.choice(entry.metadata_checks)} only)")
         if not 1 <= self.brokers <= 64 or not 0 <= self.standby <= 64 - self.brokers:
             raise UserError("--brokers must be between 1 and 64 (standby brokers included)")
         if self.brokers + self.standby > entry.max_brokers:

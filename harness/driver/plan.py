@@ -195,7 +195,10 @@ def sides(
                     if len(levels) > 1:
                         parts.append(f"security={level}")
                     for arch in arches:
-                        out.append(Side(len(out), arch, " ".join(parts), oc, mc, level))
+                        # Real Kafka has no per-request check: its sides are the cached
+                        # cells' alone (workload validation refused a run it has none of).
+                        if mc in architectures.get(arch).metadata_checks:
+                            out.append(Side(len(out), arch, " ".join(parts), oc, mc, level))
     return out
 
 

@@ -140,6 +140,7 @@ class _Run:
             self.arches: tuple[str, ...] = (self.external.name,)
         else:
             self.arches = architectures.expand(opts.arch)
+            _check_policies(wl, self.arches)
         # With hosts the load runs elsewhere: nothing here to pin.
         self.placement = placement.choose(wl.placement) if opts.hosts is None else None
         self.fleet: SshFleet | None = None
@@ -771,6 +772,19 @@ def _check_hosts(wl: Workload) -> None:
         raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
                         "this machine; with --hosts every process has its host's address")
     _refuse(wl, lambda entry: entry.refuse_hosts)
+
+
+def _check_policies(wl: Workload, arches: tuple[str, ...]) -> None:
+    """Every architecture of the run applies at least one of the workload's metadata_check
+    policies (real Kafka applies cached alone: it is measured in those cells only)."""
+    for arch in arches:
+        applies = architectures.get(arch).metadata_checks
+        if not set(wl.metadata_check) & set(applies):
+            asked = ", ".join(wl.metadata_check)
+            raise UserError(
+                f"workload {wl.name}: metadata_check: {asked} has no equivalent on {arch} (it "
+                f"applies {architectures.choice(applies)} only); sweep [{asked}, "
+                f"{applies[0]}] to measure it in those cells beside the others")
 
 
 def _check_external(wl: Workload) -> None:

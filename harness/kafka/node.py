@@ -53,13 +53,8 @@ class BoxSettings:
     # group.initial.rebalance.delay.ms (default 3000: a short consumer run would spend its first
     # 3 s waiting; the twins wait 100 ms, group_initial_rebalance_delay_ms).
     initial_rebalance_delay_ms: int = 100
-    # Topics come from the harness (CreateTopics), never from a producer's first Metadata.
-    auto_create_topics: bool = False
     # Leaders stay where the run put them (default true: rebalanced every 300 s).
     auto_leader_rebalance: bool = False
-    # Flushing is left to the OS, as Kafka's default (log.flush.interval.messages is Long.MAX)
-    # and as the twins' default flush policy: neither fsyncs per message.
-    flush_each_message: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,15 +73,32 @@ class KafkaNode:
     # Brokers in the cluster: the internal topics' replication factor is min(3, this).
     cluster_brokers: int = 3
     settings: BoxSettings = field(default_factory=BoxSettings)
+    # The cluster's policies, as every architecture applies them (harness/architectures/
+    # entry.py, BrokerSettings): the flush policy (os | every_batch | interval_ms:N; os is
+    # Kafka's default, log.flush.interval.messages Long.MAX), an auto-created topic's
+    # partitions, whether a producer's Metadata creates topics, min.insync.replicas.
+    flush: str = "os"
+    num_partitions: int = 1
+    auto_create_topics: bool = False
+    min_insync_replicas: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in self.release.modes:
             raise UserError(f"Kafka {self.release.version} does not run in {self.mode} mode "
                             f"(it runs in: {', '.join(self.release.modes)})")
-        if self.mode == "kraft" and not any(v[0] == self.node_id for v in self.voters):
-            raise UserError(f"KRaft node {self.node_id} is not among the voters {self.voters}")
+        if self.mode == "kraft" and not self.voters:
+            raise UserError(f"KRaft node {self.node_id} has no voters to join")
+        if self.mode == "kraft" and self.voter and self.voter[1:] != (self.host,
+                                                                      self.controller_port):
+            raise UserError(f"KRaft node {self.node_id}: its voter entry {self.voter} is not "
+                            f"its controller listener {self.host}:{self.controller_port}")
         if self.mode == "zookeeper" and not self.zookeeper_connect:
             raise UserError("a ZooKeeper-mode Kafka node needs zookeeper_connect")
+
+    @property
+    def voter(self) -> tuple[int, str, int] | None:
+        """Its entry among the KRaft voters (None: a broker only, or ZooKeeper mode)."""
+        return next((v for v in self.voters if v[0] == self.node_id), None)
 
 
 def server_properties(node: KafkaNode) -> str:
@@ -101,19 +113,24 @@ def server_properties(node: KafkaNode) -> str:
         f"transaction.state.log.min.isr={min(2, node.cluster_brokers)}",
         f"log.cleaner.dedupe.buffer.size={s.cleaner_buffer_bytes}",
         f"group.initial.rebalance.delay.ms={s.initial_rebalance_delay_ms}",
-        f"auto.create.topics.enable={str(s.auto_create_topics).lower()}",
+        f"auto.create.topics.enable={str(node.auto_create_topics).lower()}",
+        f"num.partitions={node.num_partitions}",
         f"auto.leader.rebalance.enable={str(s.auto_leader_rebalance).lower()}",
+        *flush_properties(node.flush),
     ]
-    if s.flush_each_message:
-        lines.append("log.flush.interval.messages=1")
+    if node.min_insync_replicas is not None:
+        lines.append(f"min.insync.replicas={node.min_insync_replicas}")
     if node.mode == "kraft":
         voters = ",".join(f"{i}@{h}:{p}" for i, h, p in node.voters)
+        # A voter is a combined broker and controller (KRaft's combined mode); any further
+        # node is a broker only, which reaches the quorum through the voters' listeners.
+        controller = (f",CONTROLLER://{node.host}:{node.controller_port}"
+                      if node.voter else "")
         lines += [
-            "process.roles=broker,controller",
+            f"process.roles={'broker,controller' if node.voter else 'broker'}",
             f"node.id={node.node_id}",
             f"controller.quorum.voters={voters}",
-            f"listeners=PLAINTEXT://{node.host}:{node.port},"
-            f"CONTROLLER://{node.host}:{node.controller_port}",
+            f"listeners=PLAINTEXT://{node.host}:{node.port}{controller}",
             f"advertised.listeners=PLAINTEXT://{node.host}:{node.port}",
             "inter.broker.listener.name=PLAINTEXT",
             "controller.listener.names=CONTROLLER",
@@ -127,6 +144,22 @@ def server_properties(node: KafkaNode) -> str:
             f"advertised.listeners=PLAINTEXT://{node.host}:{node.port}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def flush_properties(policy: str) -> list[str]:
+    """The twins' flush policy (brokers/core/config.py, FlushPolicy) in Kafka's terms.
+    every_batch: a flush after every append (log.flush.interval.messages=1; an append is one
+    produce request's batch for a partition, as the twins fsync one batch). interval_ms:N: the
+    flusher checks every N ms and flushes a log N ms after its last flush (Kafka's scheduler
+    checks never by default, so both are set). os: nothing, Kafka's default."""
+    if policy == "os":
+        return []
+    if policy == "every_batch":
+        return ["log.flush.interval.messages=1"]
+    kind, _, value = policy.partition(":")
+    if kind == "interval_ms" and value.isdigit() and int(value) > 0:
+        return [f"log.flush.interval.ms={value}", f"log.flush.scheduler.interval.ms={value}"]
+    raise UserError(f"flush policy {policy!r}: choose os, every_batch or interval_ms:N")
 
 
 def log_config(release: Release) -> tuple[str, str]:

@@ -32,7 +32,7 @@ FORMAT_VERSION = 1
 
 
 def _replicating() -> list[str]:
-    return [a for a in architectures.names() if architectures.get(a).replicates]
+    return [a for a in architectures.under_test() if architectures.get(a).replicates]
 
 
 def table(outcomes: list[Outcome]) -> str:

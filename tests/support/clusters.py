@@ -21,7 +21,8 @@ from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec
 from tests.support.security import SecurityFiles
 
-ARCHITECTURES = list(architectures.names())
+# Real Kafka is a reference, not under test: its smoke is tests/integration/test_kafka_archs.py.
+ARCHITECTURES = list(architectures.under_test())
 # Architectures whose coordinator replicates (implements brokers.core.isr_changes.IsrChanges):
 # the contract tests marked ``replicated`` run on these; the others refuse a factor above 1.
 REPLICATING = tuple(a for a in ARCHITECTURES if architectures.get(a).replicates)

@@ -72,9 +72,15 @@ def test_cli_choices_come_from_the_registry() -> None:
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     cluster_arch = next(a for a in sub["cluster"]._actions if a.dest == "arch")
-    assert tuple(cluster_arch.choices) == architectures.names() == ("zk", "dsbs", "local")
-    assert architectures.run_choices() == ("zk", "dsbs", "local", "all", "both")
+    assert tuple(cluster_arch.choices) == architectures.names() == (
+        "zk", "dsbs", "kafka-zk", "kafka-kraft", "local")
+    assert architectures.run_choices() == (
+        "zk", "dsbs", "kafka-zk", "kafka-kraft", "local", "all", "both")
     assert architectures.expand("both") == architectures.expand("all") == ("zk", "dsbs")
+    # Real Kafka is a reference: measured when named, never under test.
+    assert architectures.expand("kafka-kraft,dsbs,zk,kafka-zk") == (
+        "zk", "dsbs", "kafka-zk", "kafka-kraft")
+    assert architectures.under_test() == ("zk", "dsbs", "local")
     assert architectures.expand("dsbs,zk") == ("zk", "dsbs")  # the registry's order
     # run --arch takes a list too, so argparse must not hold choices; its help names them all.
     run_arch = next(a for a in sub["run"]._actions if a.dest == "arch")
@@ -87,11 +93,17 @@ def test_cli_choices_come_from_the_registry() -> None:
 
 
 def test_errors_name_the_choices() -> None:
-    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs or local$"):
+    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, kafka-zk, "
+                                        r"kafka-kraft or local$"):
         ClusterSpec("x")
-    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, local, "
-                                        r"all or both"):
+    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, kafka-zk, "
+                                        r"kafka-kraft, local, all or both"):
         architectures.expand("zk,x")
+    with pytest.raises(UserError, match=r"^metadata_check per_request: kafka-kraft cannot apply "
+                                        r"it \(it applies cached only\)$"):
+        ClusterSpec("kafka-kraft", metadata_check="per_request")
+    with pytest.raises(UserError, match=r"kafka-zk.release: "):
+        ClusterSpec("kafka-zk", options={"kafka-zk": {"release": "4.1.1"}})
     with pytest.raises(UserError, match=r"--arch local runs at most 1 broker"):
         ClusterSpec("local", brokers=3)
     with pytest.raises(UserError, match=r"options for 'nope': no architecture or service"):
@@ -186,7 +198,8 @@ def _argvs(cluster: ProcessCluster) -> list[tuple[str, ...]]:
 @pytest.mark.filesystem
 def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
     with architectures.registered(KRAFT):
-        assert architectures.names() == ("zk", "dsbs", "kraft", "local")
+        assert architectures.names() == ("zk", "dsbs", "kraft", "kafka-zk", "kafka-kraft",
+                                         "local")
         assert architectures.expand("all") == ("zk", "dsbs", "kraft")
         parser = cli.build_parser()
         assert parser.parse_args(["cluster", "--arch", "kraft"]).arch == "kraft"
@@ -200,8 +213,8 @@ def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
         first = argvs[0]
         assert first[first.index("--data-dir") + 2:first.index("--flush")] == (
             "--quorum", "127.0.0.1,127.0.0.1")
-        with pytest.raises(UserError, match="stop-zookeeper applies to zk clusters only; this "
-                                            "one is kraft"):
+        with pytest.raises(UserError, match="stop-zookeeper applies to zk or kafka-zk clusters "
+                                            "only; this one is kraft"):
             cluster.act_on_service("zookeeper", "stop-zookeeper")
     assert "kraft" not in architectures.names()
 

@@ -45,6 +45,30 @@ def test_a_zookeeper_node_has_its_chroot_and_the_box_settings():
     assert "log.flush.interval.messages" not in p  # flushing left to the OS, as Kafka's default
 
 
+def test_a_node_beyond_the_voters_is_a_broker_that_knows_the_quorum():
+    node = kn.KafkaNode(K39, 4, "10.0.0.4", 9092, Path("/d"), "kraft", voters=VOTERS)
+    p = props(kn.server_properties(node))
+    assert p["process.roles"] == "broker"
+    assert p["listeners"] == "PLAINTEXT://10.0.0.4:9092"  # no controller listener of its own
+    assert p["controller.quorum.voters"].startswith("1@10.0.0.1:9093")
+    assert p["controller.listener.names"] == "CONTROLLER"
+
+
+def test_the_cluster_policies_become_kafka_properties():
+    node = kn.KafkaNode(K39, 1, "h", 1, Path("/d"), "zookeeper", zookeeper_connect="z",
+                        flush="interval_ms:250", num_partitions=4, auto_create_topics=True,
+                        min_insync_replicas=2)
+    p = props(kn.server_properties(node))
+    assert p["log.flush.interval.ms"] == p["log.flush.scheduler.interval.ms"] == "250"
+    assert (p["num.partitions"], p["auto.create.topics.enable"]) == ("4", "true")
+    assert p["min.insync.replicas"] == "2"
+    assert kn.flush_properties("every_batch") == ["log.flush.interval.messages=1"]
+    assert kn.flush_properties("os") == []
+    for bad in ("interval_ms:0", "interval_ms:x", "always"):
+        with pytest.raises(UserError, match="flush policy"):
+            kn.flush_properties(bad)
+
+
 def test_a_one_broker_cluster_gets_internal_topics_it_can_hold():
     node = kn.KafkaNode(K39, 1, "h", 1, Path("/d"), "zookeeper", zookeeper_connect="z",
                         cluster_brokers=1)
@@ -56,8 +80,11 @@ def test_a_one_broker_cluster_gets_internal_topics_it_can_hold():
 def test_impossible_nodes_are_refused_in_one_line():
     with pytest.raises(UserError, match="does not run in zookeeper mode"):
         kn.KafkaNode(K41, 1, "h", 1, Path("/d"), "zookeeper", zookeeper_connect="z")
-    with pytest.raises(UserError, match="not among the voters"):
-        kn.KafkaNode(K41, 9, "h", 1, Path("/d"), "kraft", voters=VOTERS)
+    with pytest.raises(UserError, match="has no voters"):
+        kn.KafkaNode(K41, 9, "h", 1, Path("/d"), "kraft")
+    with pytest.raises(UserError, match="is not its controller listener"):
+        kn.KafkaNode(K41, 2, "10.0.0.2", 9092, Path("/d"), "kraft", controller_port=9094,
+                     voters=VOTERS)
     with pytest.raises(UserError, match="needs zookeeper_connect"):
         kn.KafkaNode(K39, 1, "h", 1, Path("/d"), "zookeeper")
 
@@ -65,7 +92,8 @@ def test_impossible_nodes_are_refused_in_one_line():
 @pytest.mark.parametrize(("release", "flag"), [(K39, "-Dlog4j.configuration=file:"),
                                                (K41, "-Dlog4j2.configurationFile=")])
 def test_the_command_line_has_the_release_class_path_and_its_logging(release, flag):
-    node = kn.KafkaNode(release, 1, "h", 1, Path("/run/d"), "kraft", voters=((1, "h", 2),))
+    node = kn.KafkaNode(release, 1, "h", 1, Path("/run/d"), "kraft", controller_port=2,
+                        voters=((1, "h", 2),))
     argv = kn.java_command(node, kn.KAFKA_MAIN, ["/run/p"], Path("/run/log.cfg"))
     assert argv[0] == "java" and "-Xmx512m" in argv and "-Xms512m" in argv
     assert any(a.startswith(flag) for a in argv)
