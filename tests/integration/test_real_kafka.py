@@ -1,31 +1,47 @@
-"""Real Apache Kafka starts from the resolved jars and serves a real client (the smoke test of
-issue 33; full runs are documented targets): one combined KRaft node of each pinned release, and
-a Kafka 3.9 broker on the provisioned ZooKeeper in a chroot of its own. Each is ready when it
-answers Metadata, serves librdkafka (produce at acks=all, consume back), and is stopped by PID."""
+"""Real Apache Kafka through the harness, the smoke test of the reference architectures (full
+runs are documented targets, docs/real-kafka.md): `twinbench cluster --arch kafka-zk|kafka-kraft`
+starts three JVMs from the resolved jars (Kafka 3.9 on the provisioned ZooKeeper; KRaft of each
+pinned release), prints the lines the twins print, serves librdkafka a replicated round trip
+(a topic at replication factor 3, produce at acks=all, consume back in order), and leaves nothing
+running after its signal. `twinbench run` measures both beside each other, in the cached cells
+only (Kafka has no per-request leadership check)."""
 
 from __future__ import annotations
 
-import uuid
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import confluent_kafka as ck
+import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.machines import free_ports
-from harness.cluster.processes import pid_alive
-from harness.kafka import node as kn
-from harness.kafka.releases import RELEASES
-from harness.services.zookeeper import ZooKeeperHandle
+from harness.cluster.processes import ManagedProcess, pid_alive
+
+pytestmark = pytest.mark.integration
 
 RECORDS = 200
-READY_S = 120.0  # JVM start on a loaded 2-core machine; Kafka's own system tests allow 60 s
+READY_S = 180.0  # three JVMs (and a ZooKeeper) on a loaded 2-core machine
 
 
-def round_trip(bootstrap: str) -> None:
+def round_trip(bootstrap: str, replicas: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("smoke", 1, 1)])["smoke"].result(timeout=60)
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    admin.create_topics([NewTopic("smoke", 1, replicas)])["smoke"].result(timeout=60)
+    # CreateTopics answers once the controller decided; a broker serves the topic once it has
+    # applied that decision (KRaft: replayed the metadata log), a moment later.
+    for _ in range(300):
+        partitions = admin.list_topics("smoke", timeout=30).topics["smoke"].partitions
+        if 0 in partitions and len(partitions[0].isrs) == replicas:
+            break
+        time.sleep(0.1)  # polling a readiness condition, not a wait for a duration
+    assert len(partitions[0].replicas) == replicas
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                            "enable.idempotence": True})
     for i in range(RECORDS):
         producer.produce("smoke", str(i).encode())
     assert producer.flush(60) == 0
@@ -45,33 +61,85 @@ def round_trip(bootstrap: str) -> None:
     assert got == [str(i).encode() for i in range(RECORDS)]
 
 
-def run_node(node: kn.KafkaNode, workdir: Path, cluster_id: str | None) -> None:
-    files = kn.write_files(node, workdir)
-    if cluster_id is not None:
-        kn.format_storage(node, files, cluster_id)
-    process = kn.start(node, files)
+@pytest.mark.parametrize(("arch", "release"), [("kafka-zk", "3.9.2"), ("kafka-kraft", "3.9.2"),
+                                               ("kafka-kraft", "4.1.1")])
+def test_a_real_kafka_cluster_serves_a_replicated_round_trip_and_stops(tmp_path, arch, release):
+    proc = ManagedProcess(
+        [sys.executable, "-m", "harness.cli", "cluster", "--arch", arch, "--brokers", "3",
+         "--option", f"{arch}.release={release}", "--data-dir", str(tmp_path / "data")],
+        name="twinbench cluster", log_path=tmp_path / "cluster.log").start()
     try:
-        kn.wait_brokers({process: node}, READY_S)
-        round_trip(f"{node.host}:{node.port}")
+        line = proc.wait_for_line("bootstrap=", READY_S)
+        bootstrap = line.split("=", 1)[1]
+        assert len(bootstrap.split(",")) == 3
+        jvms = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                if p.name() == "java"]
+        assert len(jvms) == (4 if arch == "kafka-zk" else 3)  # kafka-zk: and its ZooKeeper
+        round_trip(bootstrap, 3)
+        proc.signal(signal.SIGTERM)
+        assert proc.wait(timeout_s=60) == 0
+        assert not [p.pid for p in jvms if pid_alive(p.pid)]
+        properties = (tmp_path / "data" / "kafka" / "node-0.properties").read_text()
+        assert "num.io.threads=2" in properties  # the box's settings, written for the JVM
     finally:
-        process.stop(grace_s=15.0)  # SIGTERM, then SIGKILL: a stop never hangs the run
-    assert not pid_alive(process.pid)
+        proc.kill()
 
 
-@pytest.mark.parametrize("version", sorted(RELEASES))
-def test_a_kraft_node_of_each_release_serves_librdkafka(tmp_path, version):
-    release = RELEASES[version]
-    port, controller = free_ports(2)
-    node = kn.KafkaNode(release, 1, "127.0.0.1", port, tmp_path / "data", "kraft",
-                        controller_port=controller, voters=((1, "127.0.0.1", controller),),
-                        cluster_brokers=1)
-    run_node(node, tmp_path, kn.new_cluster_id())
+WORKLOAD = """\
+name: kafka-smoke
+description: the paper's split scenario on two sizes, per-request and cached cells
+messages: 2000
+tries: 1
+brokers: 1
+producers: 1
+consumers: 1
+scenarios: [split]
+policies:
+  offset_commit: every_fetch
+  metadata_check: [per_request, cached]
+consumer_timeout_s: 60
+cells:
+  - table: size_grid
+    msg_sizes: [32]
+    batches: [20]
+"""
 
 
-def test_kafka_39_on_zookeeper_serves_librdkafka(tmp_path, zk: ZooKeeperHandle):
-    (port,) = free_ports(1)
-    chroot = f"/twinbench-kafka-{uuid.uuid4().hex[:8]}"  # away from the zk twin's tree
-    node = kn.KafkaNode(RELEASES["3.9.2"], 1, "127.0.0.1", port, tmp_path / "data",
-                        "zookeeper", zookeeper_connect=f"{zk.connect_string}{chroot}",
-                        cluster_brokers=1)
-    run_node(node, tmp_path, None)
+def test_a_run_measures_real_kafka_beside_a_twin_in_the_cached_cells(tmp_path):
+    workload = tmp_path / "kafka-smoke.yaml"
+    workload.write_text(WORKLOAD)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "kafka-kraft,dsbs,kafka-zk",
+         "--workload", str(workload), "--out", str(tmp_path / "runs"), "--quiet"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    checks: dict[str, set[str]] = {}  # one run log per architecture and policy
+    for run in (tmp_path / "runs").iterdir():
+        manifest = json.loads((run / "manifest.json").read_text())
+        arch = manifest["arch"]
+        with (run / "records.csv").open() as f:
+            rows = list(csv.DictReader(f))
+        checks.setdefault(arch, set()).update(r["metadata_check"] for r in rows)
+        assert {r["status"] for r in rows} == {"ok"}, arch
+        if arch != "dsbs":
+            options = manifest["cluster"]["options"][arch]
+            assert options["heap_mb"] == 512 and options["release"] == "3.9.2"
+            assert manifest["architectures"][arch]["display_name"].startswith("Kafka on")
+    # Kafka has no per-request check: it is measured in the cached cells alone.
+    assert checks == {"dsbs": {"per_request", "cached"}, "kafka-zk": {"cached"},
+                      "kafka-kraft": {"cached"}}
+
+
+def test_a_run_asking_only_what_kafka_cannot_apply_is_refused_in_one_line(tmp_path):
+    workload = tmp_path / "per-request.yaml"
+    workload.write_text(WORKLOAD.replace("[per_request, cached]", "per_request"))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "kafka-zk", "--workload",
+         str(workload), "--out", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "twinbench: error: workload kafka-smoke: metadata_check: per_request has no equivalent "
+        "on kafka-zk (it applies cached only); sweep [per_request, cached] to measure it in "
+        "those cells beside the others"]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
