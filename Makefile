@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn nemesis test-scale test-security clean
@@ -158,6 +158,16 @@ bench-zk: setup
 
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+
+# Real Apache Kafka beside the twins (docs/real-kafka.md): the paper's 32 B x 20 cell under the
+# policies all four apply, on zk, dsbs, Kafka 3.9 on ZooKeeper and on KRaft, interleaved; then
+# the analysis. KAFKA_WORKLOAD names another workload (the paper's grid: paper with
+# metadata_check [per_request, cached]).
+KAFKA_WORKLOAD ?= kafka
+bench-kafka: setup
+	@$(PY) -m harness.cli run --arch zk,dsbs,kafka-zk,kafka-kraft --workload $(KAFKA_WORKLOAD) \
+	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
 perf-delay: setup
