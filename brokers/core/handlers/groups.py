@@ -60,6 +60,7 @@ from brokers.core.protocol.messages.sync_group import SyncGroupRequest, SyncGrou
 
 GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction (not served)
 DEAD = "Dead"  # DescribeGroups state of a group the coordinator does not hold
+EMPTY = "Empty"  # ... of one it holds only by its committed offsets
 
 
 def handle_find_coordinator(
@@ -191,7 +192,7 @@ def handle_list_groups(
         if not wanted or state.value in wanted])
 
 
-def handle_describe_groups(
+async def handle_describe_groups(
     ctx: BrokerContext, call: Call, req: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
     described = []
@@ -202,9 +203,16 @@ def handle_describe_groups(
             continue
         desc = ctx.groups.description(group_id)
         if desc is None:
-            # Kafka's answer for a group it coordinates but does not hold: Dead, no members.
+            # No member and no rebalance here. Kafka keeps such a group while it has committed
+            # offsets (Empty, until they expire or the group is deleted); without any, it is
+            # Dead. Kafka's Java admin reads Empty as "resumable", Dead as "gone".
+            try:
+                committed = await ctx.coordinator.fetch_offsets(group_id, None)
+            except KafkaError as exc:
+                described.append(DescribedGroup(error_code=exc.code, group_id=group_id))
+                continue
             described.append(DescribedGroup(error_code=0, group_id=group_id,
-                                            group_state=DEAD))
+                                            group_state=EMPTY if committed else DEAD))
             continue
         described.append(DescribedGroup(
             error_code=0, group_id=group_id, group_state=desc.state.value,
