@@ -206,6 +206,13 @@ class Architecture:
     # 2). Real Kafka serves leadership from its cache only: a run sweeping both policies
     # measures it in the cached cells alone, and a cluster asking for another is refused.
     metadata_checks: tuple[str, ...] = ("per_request", "cached")
+    # Warm-up beyond the workload's ``warmup_sessions``: unrecorded sessions on a fresh cluster
+    # until two in a row produce within ``STEADY_TOLERANCE`` of each other (at most
+    # ``STEADY_MAX_SESSIONS``). A JVM compiles its hot paths over its first minutes of load
+    # (Kafka's records/s rose threefold over the first ten sessions of a 32 B x 20 cell here);
+    # measured before that, a JIT is compared, not a design. The run manifest records how many
+    # each cluster took (``cluster.warmup_sessions``).
+    warmup_until_steady: bool = False
     # Top-level workload keys of earlier versions that were this architecture's options:
     # old key -> option name (a workload using one is told the new spelling).
     legacy_keys: Mapping[str, str] = field(default_factory=dict)

@@ -204,6 +204,7 @@ KAFKA_ZK = Architecture(
     compared=False,
     reference=True,
     metadata_checks=("cached",),
+    warmup_until_steady=True,
 )
 
 KAFKA_KRAFT = Architecture(
@@ -220,4 +221,5 @@ KAFKA_KRAFT = Architecture(
     compared=False,
     reference=True,
     metadata_checks=("cached",),
+    warmup_until_steady=True,
 )

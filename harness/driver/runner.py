@@ -162,6 +162,8 @@ class _Run:
         self.records: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.coordination: dict[int, list[dict[str, Any]]] = {s.index: [] for s in self.sides}
         self.clusters: dict[plan.ClusterKey, ProcessCluster | ExternalCluster] = {}
+        # Unrecorded warm-up sessions each cluster ran before its first measured one.
+        self.warmups: dict[plan.ClusterKey, int] = {}
         # Throwaway certificates and users, made for the run's first secured cluster and
         # removed with the run (harness/cluster/certs.py).
         self._security_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -370,6 +372,7 @@ class _Run:
             labels = {arch: cluster.external.labels(order=100)}
         else:
             cluster_info["options"] = cluster.spec.options_manifest()
+            cluster_info["warmup_sessions"] = self.warmups.get(side.cluster, 0)
             for name, machines in cluster.layout.services.items():
                 # On hosts a service has one server per host of its role.
                 cluster_info["options"].get(name, {})["nodes"] = len(machines)
@@ -456,26 +459,34 @@ class _Run:
         copies of the first session the cluster will measure (fault, metadata and
         rate-fraction sessions have no such copy, and the clusters of their epochs start
         cold)."""
-        n = self.workload.warmup_sessions
-        if n == 0 or self.external is not None:
+        if self.external is not None:
             return
         for key in epoch.clusters:
+            n = self.workload.warmup_sessions
+            steady = architectures.get(key.arch).warmup_until_steady
             first = next((s for s in epoch.sessions if s.side.cluster == key), None)
-            if first is None or first.case is not None or first.cell.fraction is not None:
+            if (n == 0 and not steady) or first is None or first.case is not None \
+                    or first.cell.fraction is not None:
                 continue
-            for i in range(1, n + 1):
-                self.progress.current(f"[{key}] warm-up {i}/{n}: {first.cell.cell_id} "
-                                      f"{first.scenario}")
+            rates: list[float] = []
+            while len(rates) < n or (steady and not _steady(rates)):
+                i = len(rates) + 1
+                self.progress.current(f"[{key}] warm-up {i}/{n if not steady else '?'}: "
+                                      f"{first.cell.cell_id} {first.scenario}")
                 self.session_no += 1
                 topic = f"{self.name_prefix}-{self.session_no}"
                 try:
                     await clients[key].admin.create_topic(topic, self.workload.partitions,
                                                           self.workload.replication_factor)
-                    await run_session(clients[key], self.workload, first.cell, first.scenario,
-                                      first.side.offset_commit, topic, f"{topic}-group")
+                    done = await run_session(clients[key], self.workload, first.cell,
+                                             first.scenario, first.side.offset_commit, topic,
+                                             f"{topic}-group")
                 except (KafkaError, ConnectionClosed, OSError, TimeoutError) as exc:
                     self.could_not_run(f"{key} warm-up {i}", self.clusters[key], exc)
                     return
+                p = done.production
+                rates.append(p.records / p.wall_s if p.wall_s > 0 else 0.0)
+            self.warmups[key] = len(rates)
 
     # --- rate searches ---------------------------------------------------------------------
     async def run_searches(self, epoch: plan.Epoch, clients: dict[plan.ClusterKey, Load]
@@ -772,6 +783,22 @@ def _check_hosts(wl: Workload) -> None:
         raise UserError(f"workload {wl.name}: network: {wl.network} applies to a cluster on "
                         "this machine; with --hosts every process has its host's address")
     _refuse(wl, lambda entry: entry.refuse_hosts)
+
+
+# warmup_until_steady (harness/architectures/entry.py): two warm-up sessions in a row within
+# this fraction of each other's records/s, or this many sessions at most.
+STEADY_TOLERANCE = 0.10
+STEADY_MAX_SESSIONS = 20
+
+
+def _steady(rates: list[float]) -> bool:
+    """Whether warm-up may stop: the last two sessions agree, or the cap is reached."""
+    if len(rates) >= STEADY_MAX_SESSIONS:
+        return True
+    if len(rates) < 2 or max(rates[-2:]) <= 0:
+        return False
+    a, b = rates[-2:]
+    return abs(a - b) <= STEADY_TOLERANCE * max(a, b)
 
 
 def _check_policies(wl: Workload, arches: tuple[str, ...]) -> None:

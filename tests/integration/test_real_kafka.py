@@ -1,9 +1,10 @@
 """Real Apache Kafka through the harness, the smoke test of the reference architectures (full
 runs are documented targets, docs/real-kafka.md): `twinbench cluster --arch kafka-zk|kafka-kraft`
-starts three JVMs from the resolved jars (Kafka 3.9 on the provisioned ZooKeeper; KRaft on 4.x), prints the lines the twins print, serves librdkafka a replicated round trip
-(a topic at replication factor 3, produce at acks=all, consume back in order), and leaves nothing
-running after its signal. `twinbench run` measures both beside each other, in the cached cells
-only (Kafka has no per-request leadership check)."""
+starts three JVMs from the resolved jars (Kafka 3.9 on the provisioned ZooKeeper; KRaft on
+4.x), prints the lines the twins print, serves librdkafka a replicated round trip (a topic at
+replication factor 3, produce at acks=all, consume back in order), and leaves nothing running
+after its signal. `twinbench run` measures both beside a twin, in the cached cells only (Kafka
+has no per-request leadership check), warming the JVMs up until steady."""
 
 from __future__ import annotations
 
@@ -123,6 +124,7 @@ def test_a_run_measures_real_kafka_beside_a_twin_in_the_cached_cells(tmp_path):
             options = manifest["cluster"]["options"][arch]
             assert options["heap_mb"] == 512 and options["release"] == "3.9.2"
             assert manifest["architectures"][arch]["display_name"].startswith("Kafka on")
+            assert manifest["cluster"]["warmup_sessions"] >= 2  # until two sessions agree
     # Kafka has no per-request check: it is measured in the cached cells alone.
     assert checks == {"dsbs": {"per_request", "cached"}, "kafka-zk": {"cached"},
                       "kafka-kraft": {"cached"}}

@@ -120,3 +120,15 @@ def test_real_kafka_is_a_reference_that_applies_the_cached_policy_only():
         assert entry.metadata_checks == ("cached",)
     assert "kafka-zk" not in architectures.under_test()
     assert architectures.get("kafka-zk").coordination.messages == "zookeeper:packets_received"
+
+
+def test_a_jvm_warms_up_until_two_sessions_agree_or_the_cap():
+    from harness.driver.runner import STEADY_MAX_SESSIONS, _steady
+
+    assert architectures.get("kafka-kraft").warmup_until_steady
+    assert not architectures.get("zk").warmup_until_steady
+    assert not _steady([]) and not _steady([10_000.0])
+    assert not _steady([10_000.0, 20_000.0, 30_000.0])  # still compiling
+    assert _steady([10_000.0, 30_000.0, 31_000.0])
+    assert not _steady([0.0, 0.0])
+    assert _steady([float(i) for i in range(1, STEADY_MAX_SESSIONS + 1)])  # capped
