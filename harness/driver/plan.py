@@ -197,7 +197,9 @@ def sides(
                     for arch in arches:
                         # Real Kafka has no per-request check: its sides are the cached
                         # cells' alone (workload validation refused a run it has none of).
-                        if mc in architectures.get(arch).metadata_checks:
+                        # An external cluster (--bootstrap) is named by its label, no entry.
+                        if (arch not in architectures.names()
+                                or mc in architectures.get(arch).metadata_checks):
                             out.append(Side(len(out), arch, " ".join(parts), oc, mc, level))
     return out
 
