@@ -83,6 +83,11 @@ class KafkaOptions(Options):
 class KafkaZkOptions(KafkaOptions):
     release: str = knob("3.9.2", "the Kafka release (3.9 is the last that runs on ZooKeeper)",
                         choices=tuple(v for v, r in RELEASES.items() if "zookeeper" in r.modes))
+    # As the zk twin's session_timeout_ms: how long a killed broker stays registered. A broker
+    # restarted sooner finds its own ephemeral registration and exits (Kafka refuses to
+    # register over a live session's node).
+    session_timeout_ms: int = knob(18_000, "zookeeper.session.timeout.ms (Kafka's default "
+                                   "18000)", low=2000, high=600_000)
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ def _nodes(launch: Launch, name: str, release: Release, options: KafkaOptions, m
         controller_port=ports[i][1] if mode == "kraft" else 0, voters=voters,
         zookeeper_connect=(f"{launch.services['zookeeper']}{CHROOT}"
                            if mode == "zookeeper" else ""),
+        zookeeper_session_timeout_ms=(options.session_timeout_ms
+                                      if isinstance(options, KafkaZkOptions) else None),
         cluster_brokers=n, settings=options.box(), flush=s.flush,
         num_partitions=s.num_partitions, auto_create_topics=s.auto_create_topics,
         min_insync_replicas=extra) for i in range(n)]

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from brokers.core.atomic_file import replace_file
-from brokers.core.errors import UserError
+from brokers.core.errors import KafkaError, ProtocolViolation, UserError
 from harness import architectures, services
 from harness.architectures.entry import (
     Launch,
@@ -223,6 +223,9 @@ class ProcessCluster:
         assert b.spec is not None
         if b.spec.ready == "port-open":
             _await_port(b, deadline)
+            # A JVM binds its port before it has registered (Kafka on ZooKeeper) or joined its
+            # quorum (KRaft), and may still fail to: it serves once its own Metadata lists it.
+            self._await_self_listed(b, deadline)
             return
         if self.spec.metrics:  # printed before listening=
             line = b.process.wait_for_line("metrics=", max(1.0, deadline - time.monotonic()))
@@ -384,6 +387,25 @@ class ProcessCluster:
             self.network is not None, {n: s.endpoint for n, s in self.services.items()},
             () if layout.local else tuple(machines), () if layout.local else roots,
             tuple(ports)))
+
+    def _await_self_listed(self, b: BrokerProcess, deadline: float) -> None:
+        last = ""
+        while True:
+            if b.process.poll() is not None:
+                raise ProcessError(f"{b.process.name} exited with code {b.process.poll()}"
+                                   f"{b.process.tail()}")
+            try:
+                with KafkaProbe(b.host, b.port, timeout_s=5,
+                                security=self._client_security) as probe:
+                    seen = {f"{x.host}:{x.port}" for x in probe.metadata([]).brokers}
+                if b.address in seen:
+                    return
+                last = f"its Metadata lists {len(seen)} brokers, not itself"
+            except (OSError, EOFError, ValueError, ProtocolViolation, KafkaError) as exc:
+                last = str(exc)
+            if time.monotonic() > deadline:
+                raise ProcessError(f"{b.process.name} did not serve at {b.address}: {last}")
+            time.sleep(0.05)  # polling interval of a readiness probe, not a wait for start-up
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""

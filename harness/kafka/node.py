@@ -68,8 +68,10 @@ class KafkaNode:
     # KRaft: this node's controller port and every voter as (node id, host, controller port).
     controller_port: int = 0
     voters: tuple[tuple[int, str, int], ...] = ()
-    # ZooKeeper mode: host:port[,...]/chroot (the chroot is created by the broker).
+    # ZooKeeper mode: host:port[,...]/chroot (the chroot is created by the broker), and the
+    # brokers' session timeout (None: Kafka's default, 18 s).
     zookeeper_connect: str = ""
+    zookeeper_session_timeout_ms: int | None = None
     # Brokers in the cluster: the internal topics' replication factor is min(3, this).
     cluster_brokers: int = 3
     settings: BoxSettings = field(default_factory=BoxSettings)
@@ -140,6 +142,8 @@ def server_properties(node: KafkaNode) -> str:
         lines += [
             f"broker.id={node.node_id}",
             f"zookeeper.connect={node.zookeeper_connect}",
+            *([] if node.zookeeper_session_timeout_ms is None else
+              [f"zookeeper.session.timeout.ms={node.zookeeper_session_timeout_ms}"]),
             f"listeners=PLAINTEXT://{node.host}:{node.port}",
             f"advertised.listeners=PLAINTEXT://{node.host}:{node.port}",
         ]

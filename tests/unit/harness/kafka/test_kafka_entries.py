@@ -89,6 +89,10 @@ def test_the_box_options_are_validated_and_reach_the_jvm(tmp_path):
     argv = command(node(tmp_path, 0)).argv
     assert "-Xms1024m" in argv and "-Xmx1024m" in argv
     assert properties(Path(argv[-1]))["num.io.threads"] == "4"
+    assert properties(Path(argv[-1]))["zookeeper.session.timeout.ms"] == "18000"
+    fast = launch(tmp_path, "kafka-zk", options={"kafka-zk": {"session_timeout_ms": 4000}})
+    argv = architectures.get("kafka-zk").command(fast)(node(tmp_path, 0)).argv
+    assert properties(Path(argv[-1]))["zookeeper.session.timeout.ms"] == "4000"
     with pytest.raises(UserError, match=r"kafka-zk.heap_mb: "):
         ClusterSpec("kafka-zk", options={"kafka-zk": {"heap_mb": 1}})
     with pytest.raises(UserError, match=r"kafka-kraft.release: "):
