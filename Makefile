@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn nemesis test-scale test-security clean
@@ -168,6 +168,12 @@ bench-kafka: setup
 	@$(PY) -m harness.cli run --arch zk,dsbs,kafka-zk,kafka-kraft --workload $(KAFKA_WORKLOAD) \
 	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
+
+# The fault smoke's schedules on the zk twin and on real Kafka (ZooKeeper and KRaft), about
+# 2 min: detection, failover and acknowledged loss beside each other (docs/real-kafka.md).
+bench-kafka-faults: setup
+	@$(PY) -m harness.cli run --arch zk,kafka-zk,kafka-kraft --workload kafka-faults \
+	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
 
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
 perf-delay: setup
