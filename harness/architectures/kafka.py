@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from brokers.core.errors import UserError
 from harness.architectures.entry import (
@@ -195,6 +196,14 @@ def _command(name: str, mode: str) -> Callable[[Launch], Callable[[Node], Proces
     return command
 
 
+# What both real-Kafka entries are alike: a reference measured beside the twins, applying the
+# cached policy only, warmed up until steady (a JIT), reporting no twinbench counters (the
+# base class stands for "none" in the registry's consistency checks; their ProcessSpec says
+# none are read).
+_REFERENCE: dict[str, Any] = {
+    "counters": "brokers.core.counters:CoordinatorCounters", "compared": False,
+    "reference": True, "metadata_checks": ("cached",), "warmup_until_steady": True}
+
 KAFKA_ZK = Architecture(
     name="kafka-zk",
     summary="real Apache Kafka 3.9 on ZooKeeper (a reference beside the zk twin)",
@@ -203,15 +212,9 @@ KAFKA_ZK = Architecture(
                   cost_label="ZooKeeper requests"),
     options=KafkaZkOptions,
     command=_command("kafka-zk", "zookeeper"),
-    # Real Kafka reports no twinbench counters (its ProcessSpec says so); the base class
-    # stands for "none" in the registry's consistency checks.
-    counters="brokers.core.counters:CoordinatorCounters",
     coordination=Coordination(messages="zookeeper:packets_received"),
     services=("zookeeper",),
-    compared=False,
-    reference=True,
-    metadata_checks=("cached",),
-    warmup_until_steady=True,
+    **_REFERENCE,
 )
 
 KAFKA_KRAFT = Architecture(
@@ -222,11 +225,7 @@ KAFKA_KRAFT = Architecture(
                   cost_label="metadata quorum requests"),
     options=KafkaKraftOptions,
     command=_command("kafka-kraft", "kraft"),
-    counters="brokers.core.counters:CoordinatorCounters",
     # The quorum's traffic is in Kafka's JMX metrics, not read yet.
     coordination=Coordination(messages=None),
-    compared=False,
-    reference=True,
-    metadata_checks=("cached",),
-    warmup_until_steady=True,
+    **_REFERENCE,
 )

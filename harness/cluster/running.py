@@ -225,7 +225,7 @@ class ProcessCluster:
             _await_port(b, deadline)
             # A JVM binds its port before it has registered (Kafka on ZooKeeper) or joined its
             # quorum (KRaft), and may still fail to: it serves once its own Metadata lists it.
-            self._await_self_listed(b, deadline)
+            self._await_listed(b, {b.address}, deadline, f"serve at {b.address}")
             return
         if self.spec.metrics:  # printed before listening=
             line = b.process.wait_for_line("metrics=", max(1.0, deadline - time.monotonic()))
@@ -388,7 +388,10 @@ class ProcessCluster:
             () if layout.local else tuple(machines), () if layout.local else roots,
             tuple(ports)))
 
-    def _await_self_listed(self, b: BrokerProcess, deadline: float) -> None:
+    def _await_listed(self, b: BrokerProcess, want: set[str], deadline: float,
+                      what: str) -> None:
+        """Until broker ``b`` answers Metadata listing every address of ``want``; ``what``
+        names the wait in the error."""
         last = ""
         while True:
             if b.process.poll() is not None:
@@ -398,38 +401,21 @@ class ProcessCluster:
                 with KafkaProbe(b.host, b.port, timeout_s=5,
                                 security=self._client_security) as probe:
                     seen = {f"{x.host}:{x.port}" for x in probe.metadata([]).brokers}
-                if b.address in seen:
+                if seen >= want:
                     return
-                last = f"its Metadata lists {len(seen)} brokers, not itself"
+                last = f"it lists {len(seen & want)} of the {len(want)} brokers awaited"
             except (OSError, EOFError, ValueError, ProtocolViolation, KafkaError) as exc:
                 last = str(exc)
             if time.monotonic() > deadline:
-                raise ProcessError(f"{b.process.name} did not serve at {b.address}: {last}")
+                raise ProcessError(f"{b.process.name} did not {what} within "
+                                   f"{self.spec.ready_timeout_s:.0f} s: {last}")
             time.sleep(0.05)  # polling interval of a readiness probe, not a wait for start-up
 
     def _wait_for_membership(self, deadline: float) -> None:
         """Every broker must answer Metadata listing all N brokers."""
         want = {b.address for b in self.brokers}
-        pending = list(self.brokers)
-        last_error = ""
-        while pending:
-            b = pending[0]
-            if b.process.poll() is not None:
-                raise ProcessError(f"{b.process.name} exited with code {b.process.poll()}")
-            try:
-                with KafkaProbe(b.host, b.port, timeout_s=5,
-                                security=self._client_security) as probe:
-                    seen = {f"{x.host}:{x.port}" for x in probe.metadata([]).brokers}
-                if seen >= want:
-                    pending.pop(0)
-                    continue
-                last_error = f"it lists {len(seen)} of {len(want)} brokers"
-            except (OSError, ConnectionError) as exc:
-                last_error = str(exc)
-            if time.monotonic() > deadline:
-                raise ProcessError(f"{b.process.name} did not see the whole cluster within "
-                                   f"{self.spec.ready_timeout_s:.0f} s: {last_error}")
-            time.sleep(0.05)  # polling interval of a readiness probe, not a wait for start-up
+        for b in self.brokers:
+            self._await_listed(b, want, deadline, "see the whole cluster")
 
     def stop(self) -> None:
         # Every broker is told at once, so the grace periods overlap: a broker that waits for

@@ -9,5 +9,7 @@ Layout:
 - ``releases.py``  the pinned releases: version, coordination modes, logging stack, POM
 - ``resolve.py``   ``python -m harness.kafka.resolve`` (run by `make setup`): Maven once per
                    release, a stamp so a second run resolves nothing
+- ``node.py``      one node's properties, logging configuration, KRaft formatting and java
+                   command line (the kafka-zk and kafka-kraft entries plan them)
 - ``poms/``        one dependency-only POM per release
 """

@@ -1,30 +1,27 @@
-"""One real Kafka node: its configuration for a small box, its files, its JVM, its readiness.
+"""One real Kafka node: its configuration for a small box, its files, its command line.
 
-A node is a ``kafka.Kafka`` JVM on the release's resolved class path (harness/kafka/resolve.py),
-started as a ``ManagedProcess`` (own session, output to a log, stopped by PID). Everything it
-reads is written here from ``KafkaNode``: ``server.properties`` and a console-only logging
-configuration (Log4j 1 for 3.x, Log4j 2 for 4.x). A KRaft node's directory is formatted first
-(``kafka.tools.StorageTool format``, the cluster id shared by the cluster's nodes). Readiness is
-Kafka's Metadata answered with every expected broker (``wait_brokers``), never a fixed sleep.
+A node is a ``kafka.Kafka`` JVM on the release's resolved class path (harness/kafka/resolve.py).
+Everything it reads is written here from ``KafkaNode``: ``server.properties`` and a console-only
+logging configuration (Log4j 1 for 3.x, Log4j 2 for 4.x). A KRaft node's directory is formatted
+first (``kafka.tools.StorageTool format``, the cluster id shared by the cluster's nodes). The
+architecture entries (harness/architectures/kafka.py) plan a cluster's nodes and hand the
+command line to the cluster, which starts, probes and stops the JVMs as it does the twins'.
 
 ``BoxSettings`` are the choices for a 2-core machine; each is written into the node's
-properties, and the run manifest records them (docs/real-kafka.md says what each means for
-fairness with the twins).
+properties (the entries' options carry them, and the run manifest records those).
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import subprocess
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from brokers.core.errors import KafkaError, ProtocolViolation, UserError
-from harness.cluster.kafka_probe import KafkaProbe
-from harness.cluster.processes import ManagedProcess, ProcessError, wait_ready
+from brokers.core.errors import UserError
+from harness.cluster.processes import ProcessError
 from harness.kafka.releases import Release
 from harness.kafka.resolve import lib_dir
 
@@ -227,7 +224,6 @@ def new_cluster_id() -> str:
 class NodeFiles:
     properties: Path
     log_config: Path
-    log: Path  # the JVM's output
 
 
 def write_files(node: KafkaNode, workdir: Path) -> NodeFiles:
@@ -238,7 +234,7 @@ def write_files(node: KafkaNode, workdir: Path) -> NodeFiles:
     name, text = log_config(node.release)
     logcfg = workdir / name
     logcfg.write_text(text)
-    return NodeFiles(props, logcfg, workdir / f"node-{node.node_id}.log")
+    return NodeFiles(props, logcfg)
 
 
 def format_storage(node: KafkaNode, files: NodeFiles, cluster_id: str) -> None:
@@ -253,30 +249,3 @@ def format_storage(node: KafkaNode, files: NodeFiles, cluster_id: str) -> None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         raise ProcessError(f"Kafka {node.release.version} node {node.node_id}: formatting "
                            f"{node.data_dir} failed (exit {done.returncode}): {tail[0]}")
-
-
-def start(node: KafkaNode, files: NodeFiles) -> ManagedProcess:
-    command = java_command(node, KAFKA_MAIN, [str(files.properties)], files.log_config)
-    return ManagedProcess(command, name=f"kafka-{node.release.version}-{node.node_id}",
-                          log_path=files.log, stdout_to_log=True, tail_lines=12).start()
-
-
-def wait_brokers(processes: dict[ManagedProcess, KafkaNode], timeout_s: float) -> None:
-    """Until every node answers Metadata listing all of them as brokers."""
-    expected = {n.node_id for n in processes.values()}
-
-    def probe(node: KafkaNode) -> int | None:
-        try:
-            with KafkaProbe(node.host, node.port, timeout_s=2.0) as p:
-                ids = {b.node_id for b in p.metadata([]).brokers}
-        except (OSError, ValueError, EOFError, ProtocolViolation, KafkaError):
-            return None  # not listening yet, or not answering Metadata yet
-        return len(ids) if ids == expected else None
-
-    wait_ready({proc: functools.partial(probe, node) for proc, node in processes.items()},
-               timeout_s, what=f"Kafka {next(iter(processes.values())).release.version}")
-
-
-def settings_record(settings: BoxSettings) -> dict[str, object]:
-    """The settings as the run manifest records them."""
-    return asdict(settings)
