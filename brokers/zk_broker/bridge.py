@@ -135,10 +135,16 @@ class KazooBridge:
     def transaction(self) -> TransactionRequest:
         return self.client.transaction()
 
-    async def commit(self, txn: TransactionRequest) -> list[Any]:
-        """Commit a multi; returns kazoo's per-operation results (exceptions included)."""
-        self.stats["zk_requests"] += 1
-        self.stats["zk_multi"] += 1
+    async def commit(self, txn: TransactionRequest, *, counted_as: str | None = None
+                     ) -> list[Any]:
+        """Commit a multi; returns kazoo's per-operation results (exceptions included).
+        ``counted_as``: the one request it stands for (a fenced commit's multi is its
+        ``set``, so the tallies do not depend on the fence), else a multi."""
+        if counted_as is not None:
+            self.count(counted_as)
+        else:
+            self.stats["zk_requests"] += 1
+            self.stats["zk_multi"] += 1
         return await self._await(txn.commit_async())
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:

@@ -11,9 +11,10 @@ broker (Java's client, no GIL) never pays.
 
 Scope, on purpose narrow: reads and writes of plain persistent znodes with no watch - the
 leadership ``getData`` of ``metadata_check=per_request`` and the offset ``setData``/``getData``
-of commits. The broker's registration, ephemerals, watches and multis stay on the kazoo session
-(``bridge.py``); this session owns nothing that dies with it, so losing it is harmless: callers
-fall back to kazoo while it reconnects.
+of commits (a commit's setData goes out in one multi with its group's fence check,
+``group_znodes.py``). The broker's registration, ephemerals, watches and other multis stay on
+the kazoo session (``bridge.py``); this session owns nothing that dies with it, so losing it
+is harmless: callers fall back to kazoo while it reconnects.
 
 Consistency: ZooKeeper orders requests per session, and this is a second session. Against one
 server (the benchmark's default) every acknowledged write is visible to both sessions. Against
@@ -47,12 +48,14 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.serialization import (
     Auth,
+    CheckVersion,
     Close,
     Connect,
     Exists,
     GetData,
     ReplyHeader,
     SetData,
+    Transaction,
     int_int_struct,
     int_struct,
 )
@@ -407,6 +410,13 @@ class DirectSession:
     async def set(self, path: str, data: bytes, version: int = -1) -> Any:
         """The new ``ZnodeStat``, as kazoo's ``set``."""
         return await self.call(SetData(path, data, version))
+
+    async def checked_set(self, check_path: str, version: int, path: str, data: bytes
+                          ) -> list[Any]:
+        """One multi: ``check_path`` still at ``version``, then setData ``path``. kazoo's
+        per-operation results (exceptions in place of failed ones), as a kazoo multi."""
+        return cast(list[Any], await self.call(
+            Transaction([CheckVersion(check_path, version), SetData(path, data, -1)])))
 
 
 def _expire(fut: asyncio.Future[Any], timeout_s: float) -> None:

@@ -12,6 +12,8 @@ Layout (every path under an optional chroot, e.g. ``/twinbench-run-7``)::
     /consumers/<group>/ids/<member>                    ephemeral  member registration (JSON)
     /consumers/<group>/owners/<topic>/<partition>      ephemeral  owning member id (text)
     /consumers/<group>/offsets/<topic>/<partition>     persistent committed offset (decimal)
+    /consumers/<group>/generation                      persistent the group's fence (empty;
+                                                                  its version is the token)
     /latest_producer_id_block                          persistent {"version":1,"broker":..}
     /cluster/id                                        persistent {"version":"1","id":".."}
 
@@ -132,6 +134,9 @@ class ZkPaths:
 
     def offsets(self, group: str) -> str:
         return f"{self.group(group)}/offsets"
+
+    def generation(self, group: str) -> str:
+        return f"{self.group(group)}/generation"
 
     def offsets_topic(self, group: str, topic: str) -> str:
         return f"{self.offsets(group)}/{topic}"

@@ -5,8 +5,8 @@ and, with ``data_path == "direct"``, the data path's own asyncio session (``dire
 parts of the coordinator (``cache.py``, ``election.py``, ``group_znodes.py``, ``producer_ids.py``,
 ``topics.py``) reach ZooKeeper only through it:
 
-* ``bridge`` for metadata and registry requests, ``data()`` for the data path's reads and
-  writes (the direct session when it is up, kazoo otherwise);
+* ``bridge`` for metadata and registry requests, ``data()`` and ``checked_set()`` for the
+  data path's reads and writes (the direct session when it is up, kazoo otherwise);
 * ``connected``: a usable session right now. The coordinator's session handling sets it
   (False on SUSPENDED/LOST, True once a reconnection has restored what this broker owns);
 * ``require()`` and ``retriable()``: a group or producer-id call fails with
@@ -187,6 +187,20 @@ class ZkSession:
             with contextlib.suppress(ConnectionLoss):
                 return await getattr(direct, op)(path, *args)
         return await self.bridge.call(op, path, *args)
+
+    async def checked_set(self, check_path: str, version: int, path: str, data: bytes
+                          ) -> list[Any]:
+        """``data("set", path, data)`` in one multi with a check that ``check_path`` is still
+        at ``version``; kazoo's per-operation results. Counted as the setData it carries."""
+        direct = self.direct
+        if direct is not None and direct.connected:
+            self.bridge.count("set", direct=True)
+            with contextlib.suppress(ConnectionLoss):
+                return await direct.checked_set(check_path, version, path, data)
+        txn = self.bridge.transaction()
+        txn.check(check_path, version)
+        txn.set_data(path, data)
+        return await self.bridge.commit(txn, counted_as="set")
 
     async def ensure_path(self, path: str) -> None:
         """Create a persistent path and its parents if missing (remembered once done)."""

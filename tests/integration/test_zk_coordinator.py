@@ -34,6 +34,7 @@ from brokers.core.coordinator import (
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     FencedLeaderEpoch,
+    IllegalGeneration,
     InvalidReplicationFactor,
     InvalidRequest,
     InvalidTopic,
@@ -351,6 +352,49 @@ def test_offsets_live_in_the_offset_registry(
             await b.delete_offsets("g1", None)
             assert kz.exists(f"{chroot}/consumers/g1/offsets") is None
             assert await a.fetch_offsets("g1", None) == {}
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("data_path", ["direct", "kazoo"])
+def test_a_rebalance_elsewhere_fences_this_brokers_commits(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient, data_path: str
+) -> None:
+    """Two brokers that both take themselves for a group's coordinator (their caches disagree
+    for a moment): once the second has recorded a rebalance, a commit through the first fails
+    with ILLEGAL_GENERATION and the offset stays the one the new owner may have read. The check
+    rides in the commit's own request (one per partition, as before)."""
+
+    async def scenario() -> None:
+        async with brokers(config(zk.connect_string, chroot, data_path=data_path), (1, 2)) as cs:
+            a, b = cs[1], cs[2]
+            tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+            offset0 = f"{chroot}/consumers/g/offsets/t/0"
+            await a.record_owners("g", {tp0: "m0"})
+            await a.commit_offsets("g", {tp0: OffsetAndMetadata(10)})  # creates, fenced
+            n0 = a.counters().zk_requests
+            await a.commit_offsets("g", {tp0: OffsetAndMetadata(11)})
+            assert a.counters().zk_requests - n0 == 1  # steady state: still one request
+            assert kz.get(offset0)[0] == b"11"
+            # The group rebalances on broker 2; the partition's new owner reads 11.
+            await b.record_owners("g", {tp0: "m1"})
+            assert await b.fetch_offsets("g", [tp0]) == {tp0: OffsetAndMetadata(11, "")}
+            with pytest.raises(IllegalGeneration):
+                await a.commit_offsets("g", {tp0: OffsetAndMetadata(2522)})
+            with pytest.raises(IllegalGeneration):  # the create path checks too
+                await a.commit_offsets("g", {tp1: OffsetAndMetadata(5)})
+            assert kz.get(offset0)[0] == b"11"
+            assert kz.exists(f"{chroot}/consumers/g/offsets/t/1") is None
+            await b.commit_offsets("g", {tp0: OffsetAndMetadata(12)})
+            # The members rejoin on broker 1: its rebalance takes the fence back.
+            await a.record_owners("g", {tp0: "m0"})
+            await a.commit_offsets("g", {tp0: OffsetAndMetadata(13)})
+            with pytest.raises(IllegalGeneration):
+                await b.commit_offsets("g", {tp0: OffsetAndMetadata(3)})
+            assert kz.get(offset0)[0] == b"13"
+            # A group no broker rebalanced (manual commits) is not fenced.
+            await b.commit_offsets("solo", {tp0: OffsetAndMetadata(1)})
+            assert kz.get(f"{chroot}/consumers/solo/offsets/t/0")[0] == b"1"
 
     run(scenario)
 
