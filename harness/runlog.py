@@ -266,6 +266,7 @@ def base_manifest(
     external: Mapping[str, Any] | None = None,
     hosts: Mapping[str, Any] | None = None,
     client_ceiling: Mapping[str, Any] | None = None,
+    client: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a run that has just started (incomplete until finish())."""
     return {
@@ -301,6 +302,9 @@ def base_manifest(
         # The highest rate a rate search could try, and where it came from
         # (harness/studies/latency/ceiling.py); None when the run searched nothing.
         "client_ceiling": dict(client_ceiling) if client_ceiling is not None else None,
+        # The side's load client (harness/driver/kafka_perf.py): {"name": "twinbench"}, or
+        # Kafka's tools with their release and fixed knobs.
+        "client": dict(client) if client is not None else {"name": "twinbench"},
         # Each table's version (twinbench_common.runlog): format_version stays 9 from now on.
         "tables": manifest_format.current_versions(fmt.TABLES),
     }

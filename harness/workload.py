@@ -46,6 +46,8 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
       metadata_check: per_request  # per_request | cached
     flush: os                    # broker flush policy: os | every_batch | interval_ms:N
     labels: [A, B]               # >1 label: the same arch run as several sides (A/A runs)
+    client: twinbench            # the load client: twinbench | kafka-perf (Kafka's own perf
+                                 # tools); a list runs each as a side on the same cluster
     restart: never               # never | cell | try: fresh cluster (and data) that often
     placement: auto              # auto: pin client and brokers to different CPUs | none
     options:                     # each architecture's and service's own knobs, by its name,
@@ -217,6 +219,10 @@ class Workload:
     # Sides of the run. One label = one run log; several (A/A) = the same architecture measured
     # as if it were several, tries interleaved, one run log per label.
     labels: tuple[str, ...] = ("",)
+    # The load client (harness/driver/kafka_perf.py): "twinbench" (ours) or "kafka-perf"
+    # (Kafka's ProducerPerformance/ConsumerPerformance); several: one side each, interleaved
+    # on the same cluster (the cross-check of the two clients).
+    client: tuple[str, ...] = ("twinbench",)
     # When to start a fresh cluster (with empty data): never (only when metadata_check changes),
     # per cell, or per try (the KiB grid writes gigabytes per session).
     restart: str = "never"
@@ -396,6 +402,7 @@ def parse_workload(data: Any, source: str = "<workload>") -> Workload:
     kw["offset_commit"], kw["metadata_check"] = _policies(ctx, data.get("policies"))
     kw["flush"] = _flush(ctx, _given(data, "flush"))
     kw["labels"] = _labels(ctx, _given(data, "labels"))
+    kw["client"] = _clients(ctx, _given(data, "client"))
     kw |= _cluster(ctx, data)
     kw["options"] = _options(ctx, data.get("options"))
     # Every study reads its own keys (and checks them against the rest of the document).
@@ -543,6 +550,13 @@ def _labels(ctx: Ctx, raw: Any) -> tuple[str, ...]:
         if not isinstance(label, str) or not (label == "" or LABEL_RE.fullmatch(label)):
             raise ctx.fail("labels", f"labels must be short words like A or B, got {label!r}")
     return tuple(labels)
+
+
+CLIENTS = ("twinbench", "kafka-perf")
+
+
+def _clients(ctx: Ctx, raw: Any) -> tuple[str, ...]:
+    return tuple(ctx.choice("client", v, CLIENTS) for v in ctx.string_list("client", raw))
 
 
 def _cluster(ctx: Ctx, data: Mapping[str, Any]) -> dict[str, Any]:

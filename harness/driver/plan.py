@@ -105,6 +105,9 @@ class Side:
     metadata_check: str
     # The brokers' listener security (a workload security level); its clusters are its own.
     security: str = "none"
+    # The load client (harness/driver/kafka_perf.py); sides differing only in it share a
+    # cluster.
+    client: str = "twinbench"
 
     @property
     def cluster(self) -> ClusterKey:
@@ -194,13 +197,17 @@ def sides(
                         parts.append(f"{oc}+{mc}")
                     if len(levels) > 1:
                         parts.append(f"security={level}")
-                    for arch in arches:
-                        # Real Kafka has no per-request check: its sides are the cached
-                        # cells' alone (workload validation refused a run it has none of).
-                        # An external cluster (--bootstrap) is named by its label, no entry.
-                        if (arch not in architectures.names()
-                                or mc in architectures.get(arch).metadata_checks):
-                            out.append(Side(len(out), arch, " ".join(parts), oc, mc, level))
+                    for client in workload.client:
+                        named = [*parts, f"client={client}"] if len(workload.client) > 1 \
+                            else parts
+                        for arch in arches:
+                            # Real Kafka has no per-request check: its sides are the cached
+                            # cells' alone (workload validation refused a run it has none
+                            # of). An external cluster (--bootstrap) is named by its label.
+                            if (arch not in architectures.names()
+                                    or mc in architectures.get(arch).metadata_checks):
+                                out.append(Side(len(out), arch, " ".join(named), oc, mc,
+                                                level, client))
     return out
 
 

@@ -66,7 +66,7 @@ def _role_row(base: dict[str, Any], role: RoleResult, msg_size: int) -> dict[str
 
 def record_rows(run_id: str, arch: str, s: Session, r: SessionResult) -> list[dict[str, Any]]:
     base = {**_common(run_id, arch, s), "offset_commit": s.side.offset_commit,
-            "metadata_check": s.side.metadata_check,
+            "metadata_check": s.side.metadata_check, "client": s.side.client,
             "status": "failed" if r.failed else "ok"}
     prod = _role_row(base, r.production, s.cell.msg_size)
     cons = _role_row(base, r.consumption, s.cell.msg_size)

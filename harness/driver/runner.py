@@ -52,7 +52,7 @@ from harness.cluster.external import External, ExternalCluster
 from harness.cluster.layout import LOCAL_LAYOUT, Layout
 from harness.cluster.running import ProcessCluster, process_cpu_seconds
 from harness.cluster.spec import ClusterSpec
-from harness.driver import counters, kinds, placement, plan, rows
+from harness.driver import counters, kafka_perf, kinds, placement, plan, rows
 from harness.driver.kinds import ClusterDied
 from harness.driver.load import Load
 from harness.driver.progress import RunProgress, summary_table
@@ -156,6 +156,9 @@ class _Run:
         self.sides = plan.sides(wl, opts.label, self.arches)
         # The study whose sessions replace the paper's (faults, metadata), if any.
         self.kind = kinds.session_kind(wl)
+        if kafka_perf.NAME in wl.client:
+            _check_kafka_perf(wl, self.kind is not None, opts.hosts is not None,
+                              {side.security for side in self.sides})
         self.epochs = kinds.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
@@ -410,6 +413,8 @@ class _Run:
             hosts=self.hosts_manifest(arch),
             client_ceiling=(self.client_ceiling.manifest()
                             if self.client_ceiling is not None else None),
+            client=(kafka_perf.manifest(wl) if side.client == kafka_perf.NAME
+                    else {"name": side.client}),
         )
         log = runlog.RunLog(self.opts.out, manifest)
         self.logs[side.index] = log
@@ -624,8 +629,19 @@ class _Run:
             # With hosts the run's processes are elsewhere (or, on test hosts, here but not all
             # counted): this machine's background load is not measured.
             mark = self.background.start() if self.fleet is None else None
-            result = await run_session(clients, self.workload, s.cell, s.scenario,
-                                       s.side.offset_commit, topic, f"{topic}-group")
+            if s.side.client == kafka_perf.NAME:
+                transcript: list[str] = []
+                try:
+                    result = await kafka_perf.run_session(
+                        cluster.bootstrap, self.workload, s.cell, s.scenario,
+                        s.side.offset_commit, topic, f"{topic}-group", transcript)
+                finally:
+                    with (log.path / "kafka-perf.log").open("a") as f:
+                        f.write(f"# {s.cell.cell_id} {s.scenario} try {s.try_no}\n"
+                                + "".join(transcript))
+            else:
+                result = await run_session(clients, self.workload, s.cell, s.scenario,
+                                           s.side.offset_commit, topic, f"{topic}-group")
             load = self.background.stop(mark) if mark is not None else (None, None)
             if sampler is not None:
                 await sampler.stop()
@@ -812,6 +828,21 @@ def _check_policies(wl: Workload, arches: tuple[str, ...]) -> None:
                 f"workload {wl.name}: metadata_check: {asked} has no equivalent on {arch} (it "
                 f"applies {architectures.choice(applies)} only); sweep [{asked}, "
                 f"{applies[0]}] to measure it in those cells beside the others")
+
+
+def _check_kafka_perf(wl: Workload, session_kind: bool, hosts: bool, levels: set[str]
+                      ) -> None:
+    """What Kafka's tools as the load client need (harness/driver/kafka_perf.py), before
+    anything starts: one line for the first thing missing."""
+    where = f"workload {wl.name}: client: {kafka_perf.NAME}"
+    if session_kind:
+        raise UserError(f"{where} runs the paper's split and streaming sessions only")
+    if hosts:
+        raise UserError(f"{where} runs its tools on this machine: not with --hosts")
+    if levels != {"none"}:
+        raise UserError(f"{where} speaks PLAINTEXT only: no security levels")
+    kafka_perf.check(wl)
+    kafka_perf.lib()
 
 
 def _check_external(wl: Workload) -> None:

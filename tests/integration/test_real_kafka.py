@@ -143,3 +143,71 @@ def test_a_run_asking_only_what_kafka_cannot_apply_is_refused_in_one_line(tmp_pa
         "on kafka-zk (it applies cached only); sweep [per_request, cached] to measure it in "
         "those cells beside the others"]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+CLIENTS = """
+name: two-clients
+brokers: 3
+partitions: 3
+producers: 2
+consumers: 1
+producer_partitions: all
+messages: 4000
+tries: 1
+scenarios: [split, streaming]
+client: [twinbench, kafka-perf]
+policies:
+  offset_commit: interval_ms:1000
+  metadata_check: cached
+cells:
+  - table: batch_sweep
+    msg_sizes: [32]
+    batches: [20]
+"""
+
+
+def test_kafkas_perf_tools_load_a_twin_beside_our_client(tmp_path):
+    """``client: [twinbench, kafka-perf]``: one side per client on the same cluster; the tools'
+    rows count every acknowledged record back, and what they printed is kept."""
+    workload = tmp_path / "two-clients.yaml"
+    workload.write_text(CLIENTS)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk", "--workload",
+         str(workload), "--out", str(tmp_path / "runs"), "--quiet"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen: dict[str, list[dict[str, str]]] = {}
+    clusters = set()
+    for run in (tmp_path / "runs").iterdir():
+        manifest = json.loads((run / "manifest.json").read_text())
+        client = manifest["client"]["name"]
+        assert manifest["label"] == f"client={client}"
+        clusters.add(manifest["cluster"]["start_seconds"])  # one cluster served both sides
+        with (run / "records.csv").open() as f:
+            seen[client] = list(csv.DictReader(f))
+        if client == "kafka-perf":
+            assert manifest["client"]["release"] == "3.9.2"
+            log = (run / "kafka-perf.log").read_text()
+            assert "records sent" in log and "nMsg.sec" in log
+    assert set(seen) == {"twinbench", "kafka-perf"} and len(clusters) == 1
+    for client, rows in seen.items():
+        assert {(r["scenario"], r["role"]) for r in rows} == {
+            (s, role) for s in ("split", "streaming") for role in ("production", "consumption")}
+        for r in rows:
+            assert r["client"] == client and r["status"] == "ok"
+            assert int(r["records"]) == 4000 and float(r["rps"]) > 0, r
+            if r["role"] == "consumption":
+                assert int(r["lost"]) == 0
+
+
+def test_the_perf_tools_refuse_a_commit_per_fetch_in_one_line(tmp_path):
+    workload = tmp_path / "every-fetch.yaml"
+    workload.write_text(CLIENTS.replace("interval_ms:1000", "every_fetch"))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk", "--workload",
+         str(workload), "--out", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "twinbench: error: workload two-clients: client: kafka-perf: ConsumerPerformance "
+        "commits on an interval or not at all: offset_commit: interval_ms:N or none"]

@@ -24,7 +24,7 @@ KEYS: tuple[str, ...] = (
     "format_version", "kind", "run_id", "arch", "label", "workload_name", "workload",
     "workload_text", "policies", "cluster", "versions", "host", "git", "seed", "run_arches",
     "architectures", "started_at", "finished_at", "incomplete", "failed_cells", "external",
-    "hosts", "client_ceiling", "tables",
+    "hosts", "client_ceiling", "client", "tables",
 )
 
 

@@ -15,9 +15,9 @@ def _n(name: str) -> Column:
 
 
 RECORDS = Table(
-    name="records", file="records.csv", kind="csv", version=3,
+    name="records", file="records.csv", kind="csv", version=4,
     # v2 (format 3): the rest of the end-to-end percentiles and the open-loop columns;
-    # v3 (format 6): the delay line's round-trip time.
+    # v3 (format 6): the delay line's round-trip time; v4: the load client.
     by_format={1: 1, 2: 1, 3: 2, 4: 2, 5: 2, 6: 3, 7: 3, 8: 3},
     row="one try x cell x scenario x role",
     columns=(
@@ -34,5 +34,6 @@ RECORDS = Table(
         _d("target_rate", 2), _d("achieved_rate", 2), _d("send_delay_p99_us", 2),
         Column("behind", "bool", since=2),
         _d("rtt_ms", 3),
+        Column("client", "string", since=4),
     ),
 )

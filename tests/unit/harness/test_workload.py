@@ -20,7 +20,7 @@ from harness.workload import (
 
 SHIPPED = ("paper", "paper-kb", "policy-sweep", "smoke", "aa", "open-loop-smoke", "latency",
            "latency-smoke", "replication", "replication-rf1", "faults-rf3", "security", "qos",
-           "qos-smoke")
+           "qos-smoke", "kafka-clients")
 MINIMAL = {"name": "t", "cells": [{"table": "size_grid", "msg_sizes": [32], "batches": [20]}]}
 
 
@@ -190,6 +190,8 @@ def test_partitions_default_to_one_per_broker():
         (with_(**SEARCH, rate_fractions=[0.5, 0]),
          "t.yaml: rate_fractions: must be a positive number, got 0"),
         (with_(rate_fractions=[0.5]), "t.yaml: rate_fractions: fractions of what?"),
+        (with_(client="jmeter"), "t.yaml: client: must be one of twinbench, kafka-perf"),
+        (with_(client=["kafka-perf", "kafka-perf"]), "t.yaml: client: lists 'kafka-perf' twice"),
     ],
 )
 def test_bad_workloads_give_one_clear_line(doc, expected):
@@ -348,3 +350,23 @@ def test_cli_refuses_a_bad_workload_before_starting_anything(tmp_path: Path, cap
     assert err.count("\n") == 1
     assert list(tmp_path.iterdir()) == [path]  # no run directory
 
+
+
+@pytest.mark.filesystem
+def test_two_clients_are_two_sides_of_one_cluster_interleaved():
+    wl = load_workload("kafka-clients").workload
+    sides = plan.sides(wl, arches=("zk", "kafka-kraft"))
+    assert [(s.arch, s.client, s.label) for s in sides] == [
+        ("zk", "twinbench", "client=twinbench"),
+        ("kafka-kraft", "twinbench", "client=twinbench"),
+        ("zk", "kafka-perf", "client=kafka-perf"),
+        ("kafka-kraft", "kafka-perf", "client=kafka-perf")]
+    assert len({s.cluster for s in sides}) == 2  # one cluster per architecture
+    (epoch,) = kinds.schedule(wl, sides)
+    assert {s.side.client for s in epoch.sessions[:8]} == {"twinbench", "kafka-perf"}
+
+
+def test_the_client_defaults_to_ours_and_names_no_side():
+    wl = parse_workload(MINIMAL)
+    assert wl.client == ("twinbench",)
+    assert [(s.client, s.label) for s in plan.sides(wl)] == [("twinbench", "")]

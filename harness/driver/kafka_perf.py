@@ -1,0 +1,360 @@
+"""Kafka's own perf tools as a second load client (a workload's ``client: kafka-perf``).
+
+Why: every number twinbench prints was made by its own Python load client. Running Kafka's
+ProducerPerformance and ConsumerPerformance (org.apache.kafka.tools, the kafka-tools jar the
+harness resolves with each release) on the same cluster and cell, interleaved with our client
+session by session (``client: [twinbench, kafka-perf]``: one side each, one cluster), shows
+any bias of our client in the one table (docs/real-kafka.md, "Two load clients").
+
+A session, on the topic the runner created for it (as for our client):
+
+* split: ``producers`` ProducerPerformance processes at once, each with its share of the
+  records; then one ConsumerPerformance reads every record they had acknowledged;
+* streaming: the consumer starts, then the producers, all at once.
+
+The cell in the tool's terms (``producer_props``, ``consumer_props``): record size = msg_size;
+batch.size = the bytes of ``batch`` records of that size in Kafka's record format v2 (61-byte
+batch header, each record's varint-framed body), so a full batch holds the cell's records;
+linger.ms 5; max.in.flight.requests.per.connection = the workload's window (1: the paper's
+synchronous producer); acks = the workload's; idempotence off, as our client is; the tool's
+producer spreads records over every partition a batch at a time (Kafka's sticky partitioner),
+which is our ``producer_partitions: all``. The consumer commits as the workload's
+offset_commit says where the tool can (``interval_ms:N``: auto-commit every N ms; ``none``: no
+commits); the tool cannot commit per fetch, so ``every_fetch`` is refused, as is more than one
+consumer (ConsumerPerformance reads until it has ``--messages`` records, which a member whose
+share the group decides cannot know).
+
+Rows (records.csv, ``client`` = kafka-perf), from the tools' own clocks, which start after
+each JVM has started (its start-up is outside, as it is outside our client's sessions):
+
+* production: records acknowledged (the tool counts only sends that completed without error)
+  over the longest producer's own time (its records / its records/s); ``errors`` = records it
+  was asked to send that did not complete;
+* consumption: records read over the consumer's own time (start to last record, group join
+  included, as the tool's nMsg.sec). The tools check no content, order or duplicates: ``lost``
+  is acknowledged records the consumer did not read before its timeout, the rest are zero.
+
+The tools' latencies are per record from send() to acknowledgement (the batching wait
+included), not per request as ours are, so they are not put in the rows' latency columns; the
+tools' summaries are kept in the run directory (``kafka-perf.log``).
+
+Every tool is a fresh JVM per session, as a user runs them: the JIT has not warmed up, and the
+table says so beside the numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokers.core.errors import UserError
+from harness.driver import plan
+from harness.driver.plan import Cell
+from harness.driver.session import RoleResult, SessionResult
+from harness.kafka.releases import RELEASES, Release
+from harness.kafka.resolve import cached
+from harness.workload import Workload
+from workloads.latency import LatencyRecorder
+from workloads.verify import VerifyReport
+
+NAME = "kafka-perf"
+# The tools' release: the one both Kafka architectures can run (the tools speak to any broker).
+TOOLS_RELEASE = "3.9.2"
+PRODUCER_MAIN = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_MAIN = "org.apache.kafka.tools.ConsumerPerformance"
+# Heap of each tool's JVM (the start scripts' 256 MiB); the load is small.
+TOOL_HEAP_MB = 256
+LINGER_MS = 5
+# Kafka's record format v2: the batch header (base offset 8, length 4, leader epoch 4, magic 1,
+# crc 4, attributes 2, last offset delta 4, base timestamp 8, max timestamp 8, producer id 8,
+# producer epoch 2, base sequence 4, record count 4).
+BATCH_HEADER_BYTES = 61
+# How long past the workload's consumer timeout a tool may run before it is killed.
+TOOL_GRACE_S = 30.0
+_LOG4J = ("log4j.rootLogger=WARN, stderr\n"
+          "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+          "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+          "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+          "log4j.appender.stderr.Target=System.err\n")
+
+# "30000 records sent, 29585.798817 records/sec (0.90 MB/sec), 328.99 ms avg latency, 477.00
+# ms max latency, 340 ms 50th, 471 ms 95th, 476 ms 99th, 477 ms 99.9th."
+_PRODUCED = re.compile(
+    r"^(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99.9th\.$", re.MULTILINE)
+_CONSUMED_HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
+                    "nMsg.sec")
+
+
+@dataclass(frozen=True)
+class Produced:
+    """ProducerPerformance's final summary line."""
+
+    records: int
+    records_per_s: float
+    mb_per_s: float
+    avg_ms: float
+    max_ms: float
+    p50_ms: int
+    p95_ms: int
+    p99_ms: int
+    p999_ms: int
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.records / self.records_per_s if self.records_per_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """ConsumerPerformance's summary row."""
+
+    records: int
+    mb: float
+    records_per_s: float
+    rebalance_ms: float
+    fetch_ms: float
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.records / self.records_per_s if self.records_per_s > 0 else 0.0
+
+
+def parse_produced(output: str) -> Produced:
+    """The last summary line of ProducerPerformance's ``output``; ValueError if none."""
+    found = list(_PRODUCED.finditer(output))
+    if not found:
+        raise ValueError("ProducerPerformance printed no summary line")
+    m = found[-1]
+    return Produced(int(m["records"]), float(m["rps"]), float(m["mbps"]), float(m["avg"]),
+                    float(m["max"]), int(m["p50"]), int(m["p95"]), int(m["p99"]),
+                    int(m["p999"]))
+
+
+def parse_consumed(output: str) -> Consumed:
+    """The row under ConsumerPerformance's header in ``output``; ValueError if none."""
+    lines = [line.strip() for line in output.splitlines()]
+    for i, line in enumerate(lines):
+        if line.startswith(_CONSUMED_HEADER) and i + 1 < len(lines):
+            cells = [c.strip() for c in lines[i + 1].split(",")]
+            if len(cells) >= 10:
+                return Consumed(records=int(cells[4]), mb=float(cells[2]),
+                                records_per_s=float(cells[5]), rebalance_ms=float(cells[6]),
+                                fetch_ms=float(cells[7]))
+    raise ValueError("ConsumerPerformance printed no summary row")
+
+
+def _varint_size(value: int) -> int:
+    """Bytes of Kafka's zig-zag varint of ``value``."""
+    z = (value << 1) ^ (value >> 63)
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+def batch_bytes(msg_size: int, batch: int) -> int:
+    """Bytes of a v2 record batch of ``batch`` unkeyed, header-less records of ``msg_size``
+    bytes written within one millisecond of each other: batch.size for a batch that holds
+    the cell's records."""
+    total = BATCH_HEADER_BYTES
+    for i in range(batch):
+        body = (1 + _varint_size(0) + _varint_size(i) + _varint_size(-1)
+                + _varint_size(msg_size) + msg_size + _varint_size(0))
+        total += _varint_size(body) + body
+    return total
+
+
+def check(wl: Workload) -> None:
+    """What a workload naming ``client: kafka-perf`` must say; UserError (one line)."""
+    why = refusal(wl)
+    if why is not None:
+        raise UserError(f"workload {wl.name}: client: {NAME}: {why}")
+
+
+def refusal(wl: Workload) -> str | None:
+    """Why the tools cannot run ``wl``'s sessions, or None."""
+    if wl.consumers != 1:
+        return ("ConsumerPerformance reads until it has its --messages, which a member of a "
+                "group of several cannot know: consumers: 1")
+    if wl.producer_partitions != "all":
+        return ("Kafka's producer spreads records over every partition a batch at a time: "
+                "producer_partitions: all")
+    if wl.duration_s is not None:
+        return "the tools send a number of records, not for a time: messages, not duration_s"
+    if "every_fetch" in wl.offset_commit:
+        return ("ConsumerPerformance commits on an interval or not at all: offset_commit: "
+                "interval_ms:N or none")
+    return None
+
+
+def release() -> Release:
+    return RELEASES[TOOLS_RELEASE]
+
+
+def lib() -> Path:
+    """The tools' class path directory; UserError when the release is not resolved."""
+    resolved = cached(release())
+    if resolved is None:
+        raise UserError(f"client: {NAME} needs Kafka {TOOLS_RELEASE}'s tools: run make "
+                        "kafka-jars (or make setup) first")
+    return resolved.lib
+
+
+def producer_props(wl: Workload, cell: Cell, bootstrap: str) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": "all" if wl.acks == -1 else str(wl.acks),
+        "batch.size": str(batch_bytes(cell.msg_size, cell.batch)),
+        "linger.ms": str(LINGER_MS),
+        "max.in.flight.requests.per.connection": str(wl.window),
+        "enable.idempotence": "false",
+        "compression.type": "none",
+    }
+
+
+def consumer_props(wl: Workload, offset_commit: str) -> dict[str, str]:
+    props = {"fetch.max.wait.ms": str(wl.fetch_max_wait_ms)}
+    if offset_commit == "none":
+        props["enable.auto.commit"] = "false"
+    else:
+        props |= {"enable.auto.commit": "true",
+                  "auto.commit.interval.ms": offset_commit.split(":", 1)[1]}
+    return props
+
+
+def manifest(wl: Workload) -> dict[str, object]:
+    """The client's part of a side's manifest: the tools, their release and the fixed knobs."""
+    return {"name": NAME, "release": TOOLS_RELEASE, "producer": PRODUCER_MAIN,
+            "consumer": CONSUMER_MAIN, "heap_mb": TOOL_HEAP_MB, "linger_ms": LINGER_MS,
+            "max_in_flight": wl.window, "jvm_per_session": True}
+
+
+def _java(lib_dir: Path, log_config: Path, main: str, args: Sequence[str]) -> list[str]:
+    return ["java", f"-Xms{TOOL_HEAP_MB}m", f"-Xmx{TOOL_HEAP_MB}m", "-XX:+UseG1GC",
+            "-Djava.awt.headless=true", "-Duser.language=en", "-Duser.country=US",
+            f"-Dlog4j.configuration=file:{log_config}", "-cp", f"{lib_dir}/*", main, *args]
+
+
+async def _run_tool(argv: list[str], timeout_s: float) -> str:
+    """The tool's stdout and stderr; the process (its own session) killed on timeout or
+    cancellation."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await proc.wait()
+        raise
+    return out.decode("utf-8", "replace")
+
+
+@dataclass
+class ToolSession:
+    """One session's tools and what they printed (kept in the run directory)."""
+
+    lib_dir: Path
+    workdir: Path
+    transcript: list[str]
+
+    async def produce(self, wl: Workload, cell: Cell, bootstrap: str, topic: str,
+                      records: int) -> Produced:
+        props = producer_props(wl, cell, bootstrap)
+        throughput = (cell.rate / wl.producers) if cell.rate is not None else -1
+        argv = _java(self.lib_dir, self.workdir / "log4j.properties", PRODUCER_MAIN, [
+            "--topic", topic, "--num-records", str(records), "--record-size",
+            str(cell.msg_size), "--throughput", f"{throughput:g}", "--producer-props",
+            *(f"{k}={v}" for k, v in props.items())])
+        out = await _run_tool(argv, wl.consumer_timeout_s + TOOL_GRACE_S)
+        self.transcript.append(f"$ {PRODUCER_MAIN} {topic} {records}\n{out}")
+        try:
+            return parse_produced(out)
+        except ValueError as exc:
+            raise ToolFailed(f"{exc}: {_tail(out)}") from None
+
+    async def consume(self, wl: Workload, offset_commit: str, bootstrap: str, topic: str,
+                      group: str, records: int) -> Consumed:
+        config = self.workdir / f"{group}.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in
+                                  consumer_props(wl, offset_commit).items()))
+        argv = _java(self.lib_dir, self.workdir / "log4j.properties", CONSUMER_MAIN, [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group", group,
+            "--messages", str(records), "--consumer.config", str(config),
+            "--timeout", str(round(wl.consumer_timeout_s * 1000))])
+        out = await _run_tool(argv, wl.consumer_timeout_s + TOOL_GRACE_S)
+        self.transcript.append(f"$ {CONSUMER_MAIN} {topic} {records}\n{out}")
+        try:
+            return parse_consumed(out)
+        except ValueError as exc:
+            raise ToolFailed(f"{exc}: {_tail(out)}") from None
+
+
+class ToolFailed(OSError):
+    """A tool ended without its summary (the runner reports the session as not run)."""
+
+
+def _tail(out: str) -> str:
+    lines = [line for line in out.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+async def run_session(bootstrap: str, wl: Workload, cell: Cell, scenario: str,
+                      offset_commit: str, topic: str, group: str,
+                      transcript: list[str]) -> SessionResult:
+    """The session on Kafka's tools; ``transcript`` gets what they printed."""
+    counts = plan.producer_counts(cell.messages or wl.messages, wl.producers)
+    with tempfile.TemporaryDirectory(prefix="twinbench-kafka-perf-") as tmp:
+        work = Path(tmp)
+        (work / "log4j.properties").write_text(_LOG4J)
+        tools = ToolSession(lib(), work, transcript)
+        if scenario == "split":
+            produced = await asyncio.gather(
+                *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))
+            acked = sum(p.records for p in produced)
+            consumed = await tools.consume(wl, offset_commit, bootstrap, topic, group, acked)
+        elif scenario == "streaming":
+            reading = asyncio.ensure_future(
+                tools.consume(wl, offset_commit, bootstrap, topic, group, sum(counts)))
+            try:
+                produced = await asyncio.gather(
+                    *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))
+                consumed = await reading
+            finally:
+                if not reading.done():
+                    reading.cancel()
+                    with contextlib.suppress(BaseException):
+                        await reading
+            acked = sum(p.records for p in produced)
+        else:
+            raise ValueError(f"client {NAME} runs split and streaming sessions, not {scenario!r}")
+    return _result(counts, produced, consumed, acked)
+
+
+def _result(counts: Sequence[int], produced: Sequence[Produced], consumed: Consumed,
+            acked: int) -> SessionResult:
+    lost = max(0, acked - consumed.records)
+    production = RoleResult(
+        role="production", clients=len(produced), records=acked,
+        wall_s=max(p.elapsed_s for p in produced), latency=LatencyRecorder("produce"),
+        e2e=None, errors=sum(counts) - acked)
+    consumption = RoleResult(
+        role="consumption", clients=1, records=consumed.records, wall_s=consumed.elapsed_s,
+        latency=LatencyRecorder("consume"), e2e=LatencyRecorder("end_to_end"), errors=0)
+    report = VerifyReport(records=consumed.records, unique=min(consumed.records, acked),
+                          lost=lost, duplicates=0, out_of_order=0, unexpected=0,
+                          expected=acked)
+    return SessionResult(production=production, consumption=consumption, report=report,
+                         messages=sum(counts), timed_out=lost > 0)
