@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn nemesis test-scale test-security clean
@@ -174,6 +174,14 @@ bench-kafka: setup
 bench-kafka-faults: setup
 	@$(PY) -m harness.cli run --arch zk,kafka-zk,kafka-kraft --workload kafka-faults \
 	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+
+# Two load clients on the same clusters (docs/real-kafka.md, "Two load clients"): ours and
+# Kafka's ProducerPerformance/ConsumerPerformance, one side each, interleaved, on the zk twin,
+# DSBS and Kafka on KRaft; then the analysis (its "Two load clients" section).
+bench-kafka-clients: setup
+	@$(PY) -m harness.cli run --arch zk,dsbs,kafka-kraft --workload kafka-clients \
+	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # What the delay line itself adds: latency over bare veth at each rtt, CPU per packet (root).
 perf-delay: setup

@@ -69,13 +69,20 @@ class RunInfo:
         that key were all plaintext)."""
         return str((self.manifest.get("policies") or {}).get("security") or "none")
 
+    @property
+    def client(self) -> str:
+        """The side's load client (manifest ``client.name``; runs written before that key
+        were all loaded by ours)."""
+        return str((self.manifest.get("client") or {}).get("name") or "twinbench")
+
 
 @dataclass
 class RunLogs:
     """The loaded logs, one DataFrame per table (None: no run has a row of it, and the
     analysis starts no Spark job for it). Every frame of a table with an ``arch`` column
-    carries three derived columns: ``workload`` and ``security`` (from the manifest) and
-    ``side`` (``"A"``/``"B"`` for A/A calibration runs, ``"*"`` for everything else)."""
+    carries four derived columns: ``workload``, ``security`` and ``client`` (from the
+    manifest; records.csv's own ``client`` column says the same) and ``side`` (``"A"``/``"B"``
+    for A/A calibration runs, ``"*"`` for everything else)."""
 
     runs: list[RunInfo]
     frames: dict[str, DataFrame | None]
@@ -339,8 +346,8 @@ def load_runs(spark: SparkSession, paths: Sequence[str | Path]) -> RunLogs:
     found = validate_runs(paths, spark)
     runs = found.runs
     runs_df = spark.createDataFrame(
-        [(r.run_id, r.workload, r.security) for r in runs],
-        "run_id string, workload string, security string")
+        [(r.run_id, r.workload, r.security, r.client) for r in runs],
+        "run_id string, workload string, security string, run_client string")
 
     def read(table: Table) -> DataFrame | None:
         frames = [_current(_read_files(spark, table, version, files), table, version)
@@ -352,12 +359,15 @@ def load_runs(spark: SparkSession, paths: Sequence[str | Path]) -> RunLogs:
             df = df.unionByName(other)
         if "arch" not in df.columns:
             return df
+        own = [F.col("client")] if "client" in df.columns else []
         return (
             df
             .withColumn("label", F.coalesce(F.col("label"), F.lit("")))
             .join(F.broadcast(runs_df), "run_id", "left")
             .withColumn("workload", F.coalesce(F.col("workload"), F.lit("?")))
             .withColumn("security", F.coalesce(F.col("security"), F.lit("none")))
+            .withColumn("client", F.coalesce(*own, F.col("run_client"), F.lit("twinbench")))
+            .drop("run_client")
             .withColumn("side", F.when(F.col("label").isin(*AA_LABELS), F.col("label"))
                         .otherwise(F.lit("*")))
         )

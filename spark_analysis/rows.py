@@ -39,14 +39,20 @@ def plaintext(df: DataFrame) -> Column:
     return F.col("security") == "none" if "security" in df.columns else F.lit(True)
 
 
+def ours(df: DataFrame) -> Column:
+    """Rows our load client made (Kafka's perf tools' go to the clients section alone)."""
+    return F.col("client") == "twinbench" if "client" in df.columns else F.lit(True)
+
+
 def ok() -> Column:
     """Rows that passed verification (an empty status counts as ok)."""
     return F.coalesce(F.col("status"), F.lit("ok")) == "ok"
 
 
 def paper_only(df: DataFrame) -> DataFrame:
-    """The rows of the paper's scenarios on plaintext clusters (``faults`` sessions,
-    open-loop cells, round-trip-time sweeps, secured clusters and anything newer left out)."""
+    """The rows of the paper's scenarios on plaintext clusters loaded by our client
+    (``faults`` sessions, open-loop cells, round-trip-time sweeps, secured clusters, Kafka's
+    perf tools and anything newer left out)."""
     return df.where(F.col("scenario").isin(*PAPER_SCENARIOS)
                     & ~F.col("cell_id").rlike(OPEN_LOOP_CELL)
-                    & ~F.col("cell_id").rlike(RTT_CELL) & plaintext(df))
+                    & ~F.col("cell_id").rlike(RTT_CELL) & plaintext(df) & ours(df))

@@ -14,6 +14,7 @@ Study and its result), as far as it has them):
   faults/    fault sessions: durations, outcomes, throughput through each fault; faults-*
   metadata/  metadata at scale: cost against size, log-log slopes; metadata-*
   rtt/       the ratio against the network's round-trip time, measured and modelled; rtt-*
+  clients/   our load client beside Kafka's perf tools on the same clusters and cells
 
 A new study is a package here and one line of ``STUDIES``. The registry names each study's
 module as a string and imports it only when asked, so this module imports no study and no
@@ -36,6 +37,7 @@ STUDIES: dict[str, str] = {
     "faults": "spark_analysis.studies.faults.study:STUDY",
     "metadata": "spark_analysis.studies.metadata.study:STUDY",
     "rtt": "spark_analysis.studies.rtt.study:STUDY",
+    "clients": "spark_analysis.studies.clients.study:STUDY",
 }
 
 

@@ -461,3 +461,37 @@ def test_rtt_sweeps_get_their_section_model_and_figure(spark: SparkSession,
     assert sorted(p.name for p in again if p.suffix == ".png") == drawn
     report = (out / "report.md").read_text()
     assert "## Round-trip time" in report and "| split | production | 10 |" in report
+
+
+def test_kafka_perf_rows_go_to_the_clients_section_alone(spark: SparkSession,
+                                                         analysis: job.Analysis,
+                                                         tmp_path: Path) -> None:
+    """A side loaded by Kafka's perf tools (client kafka-perf, harness/driver/kafka_perf.py)
+    on the same cells: none of the paper's tables moves, and the clients section sets the
+    tools' records/s beside ours."""
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    base = analysis.comparison
+    ours = next(p for p in root.iterdir() if p.name.endswith("-zk-tiny-000001"))
+    tools = root / ours.name.replace("000001", "000901")
+    shutil.copytree(ours, tools)
+    for f in tools.iterdir():
+        f.write_text(f.read_text().replace(ours.name, tools.name))
+    manifest = json.loads((tools / "manifest.json").read_text())
+    manifest["client"] = {"name": "kafka-perf", "release": "3.9.2"}
+    (tools / "manifest.json").write_text(json.dumps(manifest))
+    lines = (tools / "records.csv").read_text().splitlines()
+    (tools / "records.csv").write_text("\n".join(
+        [lines[0], *(line.replace(",1000,8,", ",2000,16,") for line in lines[1:])]) + "\n")
+    again = job.compute(spark, [root])
+    pd.testing.assert_frame_equal(again.comparison.reset_index(drop=True),
+                                  base.reset_index(drop=True))
+    compare = again.results["clients"].tables()["clients_compare"]
+    r = row(compare, cell_id="size_grid-8B-b20", scenario="split", role="production",
+            arch="zk", workload="tiny")
+    mine = pd.read_csv(tools / "records.csv")
+    mine = mine[(mine["cell_id"] == "size_grid-8B-b20") & (mine["scenario"] == "split")
+                & (mine["role"] == "production")]
+    assert r["tools_n"] == len(mine) and r["tools_mean"] == pytest.approx(mine["rps"].mean())
+    assert r["ours_mean"] < r["tools_mean"]
+    assert r["ratio"] == pytest.approx(r["tools_mean"] / r["ours_mean"])

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_analysis.loader import RunInfo, check_header
-from spark_analysis.rows import ok
+from spark_analysis.rows import ok, ours
 from spark_analysis.schema import COUNTER_COLUMNS, PAPER_SCENARIOS
 from spark_analysis.storage import readable
 from twinbench_common.errors import UserError
@@ -27,6 +27,7 @@ def rtt_sessions(records: DataFrame, coordination: DataFrame | None) -> pd.DataF
     """Every verified row of a round-trip-time sweep (one per session and role, unlabelled
     sides only), with its session's delay-line columns: a few per rtt and try."""
     rows = records.where(F.col("rtt_ms").isNotNull() & ok() & (F.col("side") == "*")
+                         & ours(records)
                          & F.col("scenario").isin(*PAPER_SCENARIOS)).select(*RTT_COLUMNS)
     if coordination is not None:
         coord = coordination.select("run_id", "cell_id", "scenario", "try",

@@ -7,7 +7,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.rows import GROUP, OPEN_LOOP_CELL, ok
+from spark_analysis.rows import GROUP, OPEN_LOOP_CELL, ok, ours
 from spark_analysis.schema import PAPER_SCENARIOS
 
 # What the security section summarises per cell (n, mean, sd over tries): throughput and the
@@ -23,7 +23,7 @@ def security_stats(records: DataFrame) -> pd.DataFrame:
     if not secured:
         return pd.DataFrame()
     passed = ok()
-    rows = records.where(F.col("workload").isin(*secured)
+    rows = records.where(F.col("workload").isin(*secured) & ours(records)
                          & F.col("scenario").isin(*PAPER_SCENARIOS)
                          & ~F.col("cell_id").rlike(OPEN_LOOP_CELL))
     aggs: list[Column] = []
