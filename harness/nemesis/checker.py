@@ -14,7 +14,13 @@ few examples each:
 * ``reordered``: acknowledged records of one partition that the log holds out of the order the
   producer sent them in (one producer writes each partition's sequence in order).
 * ``consumed_below_commit``: the group handed out an offset below one it had committed, and
-  the commit was acknowledged before the poll began (a commit that did not hold).
+  the commit was acknowledged before the poll began (a commit that did not hold): a member
+  (re)started reading a partition below the commit.
+* ``stale_member_read``: the same, but as the next record of a run the member was already
+  reading (its previous record of the partition was the offset before): a member still
+  reading from its own position after the group, rebalanced without it, committed past it.
+  The classic group protocol fences such a member's commits, never its fetches (Kafka's
+  consumers do this too while their session has not lapsed), so it is counted, not claimed.
 * ``offsets_backwards``: a committed offset read back below one acknowledged before the read.
 * ``two_leaders_one_epoch``: two brokers shown as leader of a partition in one leader epoch.
 """
@@ -26,12 +32,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 KINDS = ("lost", "unconsumed", "rewritten", "reordered", "consumed_below_commit",
-         "offsets_backwards", "two_leaders_one_epoch")
+         "stale_member_read", "offsets_backwards", "two_leaders_one_epoch")
 # What each architecture guarantees (docs/replication.md, "Guarantees, as measured"): a
 # violation of these fails a run; the others are counted and reported. ``unconsumed`` is
 # liveness (the group did not catch up in time; ``lost`` says whether the records are there),
-# claimed by none. DSBS keeps committed offsets in order only while brokers' views agree (no
-# consensus: docs/dsbs-metadata.md), so its offset counts are reported, not claimed.
+# claimed by none, nor is ``stale_member_read`` (the classic group protocol allows it). DSBS
+# keeps committed offsets in order only while brokers' views agree (no consensus:
+# docs/dsbs-metadata.md), so its offset counts are reported, not claimed.
 SAFETY = ("lost", "rewritten", "reordered", "consumed_below_commit", "offsets_backwards",
           "two_leaders_one_epoch")
 _OFFSETS = ("consumed_below_commit", "offsets_backwards")
@@ -151,10 +158,14 @@ def check(h: History) -> dict[str, list[str]]:
             if b <= a:
                 found["reordered"].append(f"p{p}: sequence {b} after {a}")
     floors = _floors(h.commits)
+    # Each member's last offset of each partition, in the order it was handed them.
+    last: dict[tuple[int, int], int] = {}
     for d in h.deliveries:
         c = _floor_at(floors.get(d.partition, []), d.polled_at)
+        continued = last.get((d.member, d.partition)) == d.offset - 1
+        last[(d.member, d.partition)] = d.offset
         if c is not None and d.offset < c.offset:
-            found["consumed_below_commit"].append(
+            found["stale_member_read" if continued else "consumed_below_commit"].append(
                 f"p{d.partition}@{d.offset} handed to member {d.member} in a poll at "
                 f"{d.polled_at:.2f} s, after member {c.member}'s commit of {c.offset} returned "
                 f"at {c.done_at:.2f} s")

@@ -128,6 +128,23 @@ def test_consuming_below_an_acknowledged_commit_is_found_only_after_it_returned(
     assert len(found) == 1 and "member 1" in found[0] and "commit of 2" in found[0]
 
 
+def test_a_member_reading_on_from_its_own_position_below_a_commit_is_a_stale_member():
+    """The classic protocol fences a member's commits, not its fetches: a member the group
+    rebalanced without, still reading on from where it was, is counted apart (and claimed by
+    no architecture); one that starts reading a partition below the commit is not."""
+    h = clean()
+    h.deliveries = [Delivery(1.0, 0, 0, "p0-0000000", member=0),
+                    Delivery(1.0, 0, 1, "p0-0000001", member=1),
+                    Delivery(1.2, 0, 2, "p0-0000002", member=1)]
+    h.commits = [Commit(2.0, 0, 3, member=1)]
+    h.deliveries.append(Delivery(2.5, 0, 1, "p0-0000001", member=0))  # on from offset 0
+    found = check(h)
+    assert len(found["stale_member_read"]) == 1 and not found["consumed_below_commit"]
+    assert "stale_member_read" not in checker.claims("zk")
+    h.deliveries.append(Delivery(2.6, 0, 0, "p0-0000000", member=2))  # starts below it
+    assert len(check(h)["consumed_below_commit"]) == 1
+
+
 def test_a_committed_offset_read_back_below_an_acknowledged_one_is_found():
     h = clean()
     h.committed_reads.append(CommittedRead(3.0, 0, 1))
@@ -145,4 +162,4 @@ def test_two_leaders_of_one_epoch_are_found():
 def test_dsbs_claims_no_offset_order_and_nobody_claims_liveness():
     assert "offsets_backwards" not in checker.claims("dsbs")
     assert "lost" in checker.claims("dsbs")
-    assert set(checker.claims("zk")) == set(checker.KINDS) - {"unconsumed"}
+    assert set(checker.claims("zk")) == set(checker.KINDS) - {"unconsumed", "stale_member_read"}
