@@ -36,6 +36,7 @@ def test_the_consumer_summary_is_parsed():
     c = kp.parse_consumed(CONSUMED)
     assert (c.records, c.rebalance_ms, c.fetch_ms) == (4000, 763, 162)
     assert c.elapsed_s == pytest.approx(4000 / 4324.3243)
+    assert c.fetch_s == pytest.approx(0.162)  # the group join left out
 
 
 @pytest.mark.parametrize("parse", [kp.parse_produced, kp.parse_consumed])
