@@ -526,6 +526,18 @@ class ProcessCluster:
                             "and --network netns)")
         self.delay.set_rtt(rtt_ms)
 
+    def memory(self) -> dict[str, int]:
+        """Resident set size (bytes) of every running broker and service process, keyed by
+        role and name (``broker-0``, ``service-zookeeper-0``); a process not running is left
+        out rather than read as zero."""
+        out = {f"broker-{node}": rss for node, rss in self.rss_bytes().items()}
+        for name, running in self.services.items():
+            for i, process in enumerate(running.processes()):
+                rss = process.rss_bytes()
+                if rss is not None:
+                    out[f"{SERVICE_CPU}{name}-{i}"] = rss
+        return out
+
     def rss_bytes(self) -> dict[int, int]:
         """Resident set size of every running broker process, by node id (psutil)."""
         out: dict[int, int] = {}

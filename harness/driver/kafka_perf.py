@@ -18,9 +18,10 @@ batch header, each record's varint-framed body), so a full batch holds the cell'
 linger.ms 5; max.in.flight.requests.per.connection = the workload's window (1: the paper's
 synchronous producer); acks = the workload's; idempotence off, as our client is; the tool's
 producer spreads records over every partition a batch at a time (Kafka's sticky partitioner),
-which is our ``producer_partitions: all``. The consumer commits as the workload's
-offset_commit says where the tool can (``interval_ms:N``: auto-commit every N ms; ``none``: no
-commits); the tool cannot commit per fetch, so ``every_fetch`` is refused, as is more than one
+which is our ``producer_partitions: all``. A fetch is capped at one batch's bytes (the cell's
+batch is records per fetch too, and Kafka's consumer fetches by bytes). The consumer commits
+as the workload's offset_commit says where the tool can (``interval_ms:N``: auto-commit every
+N ms; ``none``: no commits); the tool cannot commit per fetch, so ``every_fetch`` is refused, as is more than one
 consumer (ConsumerPerformance reads until it has ``--messages`` records, which a member whose
 share the group decides cannot know).
 
@@ -230,8 +231,12 @@ def producer_props(wl: Workload, cell: Cell, bootstrap: str) -> dict[str, str]:
     }
 
 
-def consumer_props(wl: Workload, offset_commit: str) -> dict[str, str]:
-    props = {"fetch.max.wait.ms": str(wl.fetch_max_wait_ms)}
+def consumer_props(wl: Workload, cell: Cell, offset_commit: str) -> dict[str, str]:
+    """The cell's ``batch`` is also records per fetch: Kafka's consumer fetches by bytes, so
+    a fetch is capped at one batch's bytes (Kafka still returns a first batch that is larger)."""
+    one_batch = str(batch_bytes(cell.msg_size, cell.batch))
+    props = {"fetch.max.wait.ms": str(wl.fetch_max_wait_ms), "fetch.max.bytes": one_batch,
+             "max.partition.fetch.bytes": one_batch}
     if offset_commit == "none":
         props["enable.auto.commit"] = "false"
     else:
@@ -293,11 +298,11 @@ class ToolSession:
         except ValueError as exc:
             raise ToolFailed(f"{exc}: {_tail(out)}") from None
 
-    async def consume(self, wl: Workload, offset_commit: str, bootstrap: str, topic: str,
-                      group: str, records: int) -> Consumed:
+    async def consume(self, wl: Workload, cell: Cell, offset_commit: str, bootstrap: str,
+                      topic: str, group: str, records: int) -> Consumed:
         config = self.workdir / f"{group}.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in
-                                  consumer_props(wl, offset_commit).items()))
+                                  consumer_props(wl, cell, offset_commit).items()))
         argv = _java(self.lib_dir, self.workdir / "log4j.properties", CONSUMER_MAIN, [
             "--bootstrap-server", bootstrap, "--topic", topic, "--group", group,
             "--messages", str(records), "--consumer.config", str(config),
@@ -332,10 +337,11 @@ async def run_session(bootstrap: str, wl: Workload, cell: Cell, scenario: str,
             produced = await asyncio.gather(
                 *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))
             acked = sum(p.records for p in produced)
-            consumed = await tools.consume(wl, offset_commit, bootstrap, topic, group, acked)
+            consumed = await tools.consume(wl, cell, offset_commit, bootstrap, topic, group,
+                                           acked)
         elif scenario == "streaming":
             reading = asyncio.ensure_future(
-                tools.consume(wl, offset_commit, bootstrap, topic, group, sum(counts)))
+                tools.consume(wl, cell, offset_commit, bootstrap, topic, group, sum(counts)))
             try:
                 produced = await asyncio.gather(
                     *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))

@@ -376,6 +376,9 @@ class _Run:
         else:
             cluster_info["options"] = cluster.spec.options_manifest()
             cluster_info["warmup_sessions"] = self.warmups.get(side.cluster, 0)
+            # Every process's resident memory once warm, before the side's first session: a
+            # JVM's heap and code cache beside a Python broker's.
+            cluster_info["rss_bytes"] = cluster.memory()
             for name, machines in cluster.layout.services.items():
                 # On hosts a service has one server per host of its role.
                 cluster_info["options"].get(name, {})["nodes"] = len(machines)

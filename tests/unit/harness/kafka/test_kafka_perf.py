@@ -64,10 +64,12 @@ def test_the_cell_becomes_the_tools_settings():
                      "enable.idempotence": "false", "compression.type": "none"}
     all_acks = dataclasses.replace(wl, acks=-1)
     assert kp.producer_props(all_acks, Cell("size_grid", 32, 20), "h:1")["acks"] == "all"
-    assert kp.consumer_props(wl, "interval_ms:1000") == {
-        "fetch.max.wait.ms": "100", "enable.auto.commit": "true",
+    cell = Cell("size_grid", 32, 20)
+    assert kp.consumer_props(wl, cell, "interval_ms:1000") == {
+        "fetch.max.wait.ms": "100", "fetch.max.bytes": str(61 + 20 * 39),
+        "max.partition.fetch.bytes": str(61 + 20 * 39), "enable.auto.commit": "true",
         "auto.commit.interval.ms": "1000"}
-    assert kp.consumer_props(wl, "none")["enable.auto.commit"] == "false"
+    assert kp.consumer_props(wl, cell, "none")["enable.auto.commit"] == "false"
 
 
 @pytest.mark.parametrize(("change", "why"), [
