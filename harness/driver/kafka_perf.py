@@ -21,9 +21,9 @@ producer spreads records over every partition a batch at a time (Kafka's sticky 
 which is our ``producer_partitions: all``. A fetch is capped at one batch's bytes (the cell's
 batch is records per fetch too, and Kafka's consumer fetches by bytes). The consumer commits
 as the workload's offset_commit says where the tool can (``interval_ms:N``: auto-commit every
-N ms; ``none``: no commits); the tool cannot commit per fetch, so ``every_fetch`` is refused, as is more than one
-consumer (ConsumerPerformance reads until it has ``--messages`` records, which a member whose
-share the group decides cannot know).
+N ms; ``none``: no commits); the tool cannot commit per fetch, so ``every_fetch`` is
+refused, as is more than one consumer (ConsumerPerformance reads until it has ``--messages``
+records, which a member whose share the group decides cannot know).
 
 Rows (records.csv, ``client`` = kafka-perf), from the tools' own clocks, which start after
 each JVM has started (its start-up is outside, as it is outside our client's sessions):
