@@ -511,6 +511,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
     10 ms. counters.csv has the counters the model reads, every other file its header."""
     run_id, run_dir = _new_run(root, arch, "rtt", index, hour, format_version=7)
     coordination_columns = names(fmt.COORDINATION, 7)
+    records_columns = names(fmt.RECORDS, 7)
     for name, columns in (("series.csv", SERIES_COLUMNS), ("rate_search.csv", RATE_SEARCH_COLUMNS),
                           ("max_rate.csv", names(fmt.MAX_RATE, 7)),
                           ("metadata.csv", names(fmt.METADATA, 7))):
@@ -526,13 +527,13 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                 trips = requests * per_request * (1 + RTT_COORD[arch]) / clients
                 wall = (RTT_WORK_S[arch] * per_request + trips * rtt / 1000
                         + 0.01 * (try_ - 1))
-                row: dict[str, object] = dict.fromkeys(RECORDS_COLUMNS, "")
+                row: dict[str, object] = dict.fromkeys(records_columns, "")
                 row.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt",
                            scenario="split", role=role, msg_size=32, batch=batch, clients=clients,
                            records=records, wall_s=wall, rps=records / wall,
                            offset_commit="every_fetch", metadata_check="per_request",
                            status="ok", rtt_ms=float(rtt), **{"try": try_})
-                rec.append(",".join(_field(row[c]) for c in RECORDS_COLUMNS))
+                rec.append(",".join(_field(row[c]) for c in records_columns))
             c: dict[str, object] = dict.fromkeys(coordination_columns, "")
             c.update(run_id=run_id, arch=arch, cell_id=cell_id, table="rtt", scenario="split",
                      msg_size=32, batch=batch, messages=records, rtt_ms=float(rtt),
@@ -547,7 +548,7 @@ def write_rtt_run(root: Path, *, arch: str, index: int, rtts: Iterable[float] = 
                 counters += [f"{key},coordinator,zk_requests,{3 * requests}",
                              f"{key},coordinator,zk_direct_requests,{3 * requests}",
                              f"{key},coordinator,zk_writes,{requests}"]
-    for name, columns, lines in (("records.csv", RECORDS_COLUMNS, rec),
+    for name, columns, lines in (("records.csv", records_columns, rec),
                                  ("coordination.csv", coordination_columns, coord),
                                  ("counters.csv", COUNTER_COLUMNS, counters)):
         (run_dir / name).write_text("\n".join([",".join(columns), *lines]) + "\n",
