@@ -1,7 +1,8 @@
 """Small-sample statistics on aggregated cells (mean, sd, n per side), in scipy.
 
 Spark computes the aggregates; everything here works on a handful of numbers per cell, so it is
-plain Python on the collected result. Choices, stated once:
+plain Python on the collected result (``ratio_columns`` applies it to a collected frame's
+two sides at once). Choices, stated once:
 
 * 95% confidence interval of a mean: ``mean ± t(0.975, n-1) · sd/√n``.
 * Difference test: Welch's t-test (unequal variances), two-sided, from the summary statistics;
@@ -21,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
 from scipy import stats as sps
 
 LEVEL = 0.95
@@ -126,3 +128,26 @@ def log_rms(ratios: list[float]) -> float:
     if not vals:
         return math.nan
     return math.sqrt(sum(v * v for v in vals) / len(vals))
+
+
+def ratio_columns(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """``df`` with each side's interval (``<a>_ci_lo``/``_ci_hi``, the same for ``b``) and
+    ``ratio`` = a/b of the means with Fieller's interval (``ratio_ci_lo``/``_hi``) and Welch's
+    ``p_welch``, from its columns ``<a>_n/mean/sd`` and ``<b>_n/mean/sd``."""
+    out = df.copy()
+    for side in (a, b):
+        ci = [t_interval(m, s, int(n)) for m, s, n in
+              zip(out[f"{side}_mean"], out[f"{side}_sd"], out[f"{side}_n"], strict=True)]
+        out[f"{side}_ci_lo"] = [c[0] for c in ci]
+        out[f"{side}_ci_hi"] = [c[1] for c in ci]
+    ratio, lo, hi, p = [], [], [], []
+    for am, asd, an, bm, bsd, bn in zip(out[f"{a}_mean"], out[f"{a}_sd"], out[f"{a}_n"],
+                                         out[f"{b}_mean"], out[f"{b}_sd"], out[f"{b}_n"],
+                                         strict=True):
+        ratio.append(am / bm if bm else math.nan)
+        f = fieller(am, asd, int(an), bm, bsd, int(bn))
+        lo.append(f[0])
+        hi.append(f[1])
+        p.append(welch(am, asd, int(an), bm, bsd, int(bn)).p)
+    out["ratio"], out["ratio_ci_lo"], out["ratio_ci_hi"], out["p_welch"] = ratio, lo, hi, p
+    return out

@@ -37,8 +37,8 @@ each JVM has started (its start-up is outside, as it is outside our client's ses
   is acknowledged records the consumer did not read before its timeout, the rest are zero.
 
 The tools' latencies are per record from send() to acknowledgement (the batching wait
-included), not per request as ours are, so they are not put in the rows' latency columns; the
-tools' summaries are kept in the run directory (``kafka-perf.log``).
+included), not per request as ours are, so they are not put in the rows' latency columns; what
+the tools printed is appended to the run directory's ``kafka-perf.log`` as each one ends.
 
 Every tool is a fresh JVM per session, as a user runs them: the JIT has not warmed up, and the
 table says so beside the numbers.
@@ -52,19 +52,23 @@ import os
 import re
 import signal
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from brokers.core.errors import UserError
 from harness.driver import plan
 from harness.driver.plan import Cell
 from harness.driver.session import RoleResult, SessionResult
-from harness.kafka.releases import RELEASES, Release
+from harness.kafka.node import log_config, logging_flag
+from harness.kafka.releases import RELEASES
 from harness.kafka.resolve import cached
 from harness.workload import Workload
 from workloads.latency import LatencyRecorder
 from workloads.verify import VerifyReport
+
+T = TypeVar("T")
 
 NAME = "kafka-perf"
 # The tools' release: the one both Kafka architectures can run (the tools speak to any broker).
@@ -80,11 +84,6 @@ LINGER_MS = 5
 BATCH_HEADER_BYTES = 61
 # How long past the workload's consumer timeout a tool may run before it is killed.
 TOOL_GRACE_S = 30.0
-_LOG4J = ("log4j.rootLogger=WARN, stderr\n"
-          "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
-          "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-          "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
-          "log4j.appender.stderr.Target=System.err\n")
 
 # "30000 records sent, 29585.798817 records/sec (0.90 MB/sec), 328.99 ms avg latency, 477.00
 # ms max latency, 340 ms 50th, 471 ms 95th, 476 ms 99th, 477 ms 99.9th."
@@ -96,23 +95,23 @@ _CONSUMED_HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.con
                     "nMsg.sec")
 
 
+def _elapsed_s(records: int, records_per_s: float) -> float:
+    """The time a tool's own rate stands for."""
+    return records / records_per_s if records_per_s > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class Produced:
-    """ProducerPerformance's final summary line."""
+    """ProducerPerformance's final summary line (its latencies stay in the transcript)."""
 
     records: int
     records_per_s: float
-    mb_per_s: float
-    avg_ms: float
-    max_ms: float
     p50_ms: int
-    p95_ms: int
-    p99_ms: int
     p999_ms: int
 
     @property
     def elapsed_s(self) -> float:
-        return self.records / self.records_per_s if self.records_per_s > 0 else 0.0
+        return _elapsed_s(self.records, self.records_per_s)
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,6 @@ class Consumed:
     """ConsumerPerformance's summary row."""
 
     records: int
-    mb: float
     records_per_s: float
     rebalance_ms: float
     fetch_ms: float
@@ -128,7 +126,7 @@ class Consumed:
     @property
     def elapsed_s(self) -> float:
         """The tool's time from subscribing to its last record (group join included)."""
-        return self.records / self.records_per_s if self.records_per_s > 0 else 0.0
+        return _elapsed_s(self.records, self.records_per_s)
 
     @property
     def fetch_s(self) -> float:
@@ -143,9 +141,7 @@ def parse_produced(output: str) -> Produced:
     if not found:
         raise ValueError("ProducerPerformance printed no summary line")
     m = found[-1]
-    return Produced(int(m["records"]), float(m["rps"]), float(m["mbps"]), float(m["avg"]),
-                    float(m["max"]), int(m["p50"]), int(m["p95"]), int(m["p99"]),
-                    int(m["p999"]))
+    return Produced(int(m["records"]), float(m["rps"]), int(m["p50"]), int(m["p999"]))
 
 
 def parse_consumed(output: str) -> Consumed:
@@ -155,9 +151,8 @@ def parse_consumed(output: str) -> Consumed:
         if line.startswith(_CONSUMED_HEADER) and i + 1 < len(lines):
             cells = [c.strip() for c in lines[i + 1].split(",")]
             if len(cells) >= 10:
-                return Consumed(records=int(cells[4]), mb=float(cells[2]),
-                                records_per_s=float(cells[5]), rebalance_ms=float(cells[6]),
-                                fetch_ms=float(cells[7]))
+                return Consumed(records=int(cells[4]), records_per_s=float(cells[5]),
+                                rebalance_ms=float(cells[6]), fetch_ms=float(cells[7]))
     raise ValueError("ConsumerPerformance printed no summary row")
 
 
@@ -183,11 +178,17 @@ def batch_bytes(msg_size: int, batch: int) -> int:
     return total
 
 
-def check(wl: Workload) -> None:
-    """What a workload naming ``client: kafka-perf`` must say; UserError (one line)."""
-    why = refusal(wl)
+def check(wl: Workload, *, session_kind: bool, hosts: bool, secured: bool) -> None:
+    """Before anything starts: UserError (one line) for the first thing the tools cannot do
+    in this run (``session_kind``: a study replaces the paper's sessions; ``hosts``: --hosts;
+    ``secured``: a side has a security level), or when their jars are missing."""
+    why = ("runs the paper's split and streaming sessions only" if session_kind
+           else "runs its tools on this machine: not with --hosts" if hosts
+           else "speaks PLAINTEXT only: no security levels" if secured
+           else refusal(wl))
     if why is not None:
         raise UserError(f"workload {wl.name}: client: {NAME}: {why}")
+    lib()
 
 
 def refusal(wl: Workload) -> str | None:
@@ -206,13 +207,9 @@ def refusal(wl: Workload) -> str | None:
     return None
 
 
-def release() -> Release:
-    return RELEASES[TOOLS_RELEASE]
-
-
 def lib() -> Path:
     """The tools' class path directory; UserError when the release is not resolved."""
-    resolved = cached(release())
+    resolved = cached(RELEASES[TOOLS_RELEASE])
     if resolved is None:
         raise UserError(f"client: {NAME} needs Kafka {TOOLS_RELEASE}'s tools: run make "
                         "kafka-jars (or make setup) first")
@@ -252,10 +249,11 @@ def manifest(wl: Workload) -> dict[str, object]:
             "max_in_flight": wl.window, "jvm_per_session": True}
 
 
-def _java(lib_dir: Path, log_config: Path, main: str, args: Sequence[str]) -> list[str]:
+def _java(lib_dir: Path, log_file: Path, main: str, args: Sequence[str]) -> list[str]:
     return ["java", f"-Xms{TOOL_HEAP_MB}m", f"-Xmx{TOOL_HEAP_MB}m", "-XX:+UseG1GC",
             "-Djava.awt.headless=true", "-Duser.language=en", "-Duser.country=US",
-            f"-Dlog4j.configuration=file:{log_config}", "-cp", f"{lib_dir}/*", main, *args]
+            logging_flag(RELEASES[TOOLS_RELEASE], log_file), "-cp", f"{lib_dir}/*", main,
+            *args]
 
 
 async def _run_tool(argv: list[str], timeout_s: float) -> str:
@@ -277,80 +275,84 @@ async def _run_tool(argv: list[str], timeout_s: float) -> str:
 
 @dataclass
 class ToolSession:
-    """One session's tools and what they printed (kept in the run directory)."""
+    """One session's tools; what each printed is appended to ``transcript`` as it ends."""
 
     lib_dir: Path
-    workdir: Path
-    transcript: list[str]
+    log_file: Path
+    transcript: Path
+    timeout_s: float
+
+    async def run(self, main: str, args: list[str]) -> str:
+        out = await _run_tool(_java(self.lib_dir, self.log_file, main, args), self.timeout_s)
+        with self.transcript.open("a") as f:
+            f.write(f"$ {main} {' '.join(args)}\n{out}")
+        return out
 
     async def produce(self, wl: Workload, cell: Cell, bootstrap: str, topic: str,
                       records: int) -> Produced:
         props = producer_props(wl, cell, bootstrap)
         throughput = (cell.rate / wl.producers) if cell.rate is not None else -1
-        argv = _java(self.lib_dir, self.workdir / "log4j.properties", PRODUCER_MAIN, [
+        return _parsed(parse_produced, await self.run(PRODUCER_MAIN, [
             "--topic", topic, "--num-records", str(records), "--record-size",
             str(cell.msg_size), "--throughput", f"{throughput:g}", "--producer-props",
-            *(f"{k}={v}" for k, v in props.items())])
-        out = await _run_tool(argv, wl.consumer_timeout_s + TOOL_GRACE_S)
-        self.transcript.append(f"$ {PRODUCER_MAIN} {topic} {records}\n{out}")
-        try:
-            return parse_produced(out)
-        except ValueError as exc:
-            raise ToolFailed(f"{exc}: {_tail(out)}") from None
+            *(f"{k}={v}" for k, v in props.items())]))
 
     async def consume(self, wl: Workload, cell: Cell, offset_commit: str, bootstrap: str,
                       topic: str, group: str, records: int) -> Consumed:
-        config = self.workdir / f"{group}.properties"
+        config = self.log_file.parent / f"{group}.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in
                                   consumer_props(wl, cell, offset_commit).items()))
-        argv = _java(self.lib_dir, self.workdir / "log4j.properties", CONSUMER_MAIN, [
+        return _parsed(parse_consumed, await self.run(CONSUMER_MAIN, [
             "--bootstrap-server", bootstrap, "--topic", topic, "--group", group,
             "--messages", str(records), "--consumer.config", str(config),
-            "--timeout", str(round(wl.consumer_timeout_s * 1000))])
-        out = await _run_tool(argv, wl.consumer_timeout_s + TOOL_GRACE_S)
-        self.transcript.append(f"$ {CONSUMER_MAIN} {topic} {records}\n{out}")
-        try:
-            return parse_consumed(out)
-        except ValueError as exc:
-            raise ToolFailed(f"{exc}: {_tail(out)}") from None
+            "--timeout", str(round(wl.consumer_timeout_s * 1000))]))
 
 
 class ToolFailed(OSError):
     """A tool ended without its summary (the runner reports the session as not run)."""
 
 
-def _tail(out: str) -> str:
-    lines = [line for line in out.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
+def _parsed(parse: Callable[[str], T], out: str) -> T:
+    try:
+        return parse(out)
+    except ValueError as exc:
+        lines = [line for line in out.strip().splitlines() if line.strip()]
+        raise ToolFailed(f"{exc}: {lines[-1][:300] if lines else 'no output'}") from None
+
+
+async def _together(*coros: Awaitable[T]) -> list[T]:
+    """Every tool at once; the first to fail cancels the others (their JVMs killed)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def run_session(bootstrap: str, wl: Workload, cell: Cell, scenario: str,
                       offset_commit: str, topic: str, group: str,
-                      transcript: list[str]) -> SessionResult:
-    """The session on Kafka's tools; ``transcript`` gets what they printed."""
+                      transcript: Path) -> SessionResult:
+    """The session on Kafka's tools; what they print is appended to ``transcript``."""
     counts = plan.producer_counts(cell.messages or wl.messages, wl.producers)
     with tempfile.TemporaryDirectory(prefix="twinbench-kafka-perf-") as tmp:
-        work = Path(tmp)
-        (work / "log4j.properties").write_text(_LOG4J)
-        tools = ToolSession(lib(), work, transcript)
+        name, text = log_config(RELEASES[TOOLS_RELEASE], "WARN")
+        (Path(tmp) / name).write_text(text)
+        tools = ToolSession(lib(), Path(tmp) / name, transcript,
+                            wl.consumer_timeout_s + TOOL_GRACE_S)
+        producing = [tools.produce(wl, cell, bootstrap, topic, n) for n in counts]
         if scenario == "split":
-            produced = await asyncio.gather(
-                *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))
+            produced = await _together(*producing)
             acked = sum(p.records for p in produced)
             consumed = await tools.consume(wl, cell, offset_commit, bootstrap, topic, group,
                                            acked)
         elif scenario == "streaming":
-            reading = asyncio.ensure_future(
-                tools.consume(wl, cell, offset_commit, bootstrap, topic, group, sum(counts)))
-            try:
-                produced = await asyncio.gather(
-                    *(tools.produce(wl, cell, bootstrap, topic, n) for n in counts))
-                consumed = await reading
-            finally:
-                if not reading.done():
-                    reading.cancel()
-                    with contextlib.suppress(BaseException):
-                        await reading
+            reading = tools.consume(wl, cell, offset_commit, bootstrap, topic, group,
+                                    sum(counts))
+            together: list[Any] = await _together(reading, *producing)
+            consumed, produced = together[0], together[1:]
             acked = sum(p.records for p in produced)
         else:
             raise ValueError(f"client {NAME} runs split and streaming sessions, not {scenario!r}")

@@ -175,9 +175,10 @@ def cells(workload: Workload) -> list[Cell]:
 def sides(
     workload: Workload, label: str | None = None, arches: tuple[str, ...] | None = None
 ) -> list[Side]:
-    """One side per architecture x label x policy combination (``arches``: the baseline
-    architecture alone by default). ``label`` (the CLI's) names a single side; the
-    architecture is not part of the label (each run log records its own)."""
+    """One side per architecture x label x policy combination x load client (``arches``: the
+    baseline architecture alone by default). ``label`` (the CLI's) names a single side; the
+    architecture is not part of the label (each run log records its own); the client is, as
+    ``client=<name>``, when the workload names several."""
     if arches is None:
         arches = (architectures.baseline().name,)
     labels = list(workload.labels)

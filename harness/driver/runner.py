@@ -157,8 +157,9 @@ class _Run:
         # The study whose sessions replace the paper's (faults, metadata), if any.
         self.kind = kinds.session_kind(wl)
         if kafka_perf.NAME in wl.client:
-            _check_kafka_perf(wl, self.kind is not None, opts.hosts is not None,
-                              {side.security for side in self.sides})
+            kafka_perf.check(wl, session_kind=self.kind is not None,
+                             hosts=opts.hosts is not None,
+                             secured=any(side.security != "none" for side in self.sides))
         self.epochs = kinds.schedule(wl, self.sides)
         self.total = sum(len(e.sessions) for e in self.epochs)
         self.logs: dict[int, runlog.RunLog] = {}
@@ -633,15 +634,12 @@ class _Run:
             # counted): this machine's background load is not measured.
             mark = self.background.start() if self.fleet is None else None
             if s.side.client == kafka_perf.NAME:
-                transcript: list[str] = []
-                try:
-                    result = await kafka_perf.run_session(
-                        cluster.bootstrap, self.workload, s.cell, s.scenario,
-                        s.side.offset_commit, topic, f"{topic}-group", transcript)
-                finally:
-                    with (log.path / "kafka-perf.log").open("a") as f:
-                        f.write(f"# {s.cell.cell_id} {s.scenario} try {s.try_no}\n"
-                                + "".join(transcript))
+                transcript = log.path / "kafka-perf.log"
+                with transcript.open("a") as f:
+                    f.write(f"# {s.cell.cell_id} {s.scenario} try {s.try_no}\n")
+                result = await kafka_perf.run_session(
+                    cluster.bootstrap, self.workload, s.cell, s.scenario,
+                    s.side.offset_commit, topic, f"{topic}-group", transcript)
             else:
                 result = await run_session(clients, self.workload, s.cell, s.scenario,
                                            s.side.offset_commit, topic, f"{topic}-group")
@@ -831,21 +829,6 @@ def _check_policies(wl: Workload, arches: tuple[str, ...]) -> None:
                 f"workload {wl.name}: metadata_check: {asked} has no equivalent on {arch} (it "
                 f"applies {architectures.choice(applies)} only); sweep [{asked}, "
                 f"{applies[0]}] to measure it in those cells beside the others")
-
-
-def _check_kafka_perf(wl: Workload, session_kind: bool, hosts: bool, levels: set[str]
-                      ) -> None:
-    """What Kafka's tools as the load client need (harness/driver/kafka_perf.py), before
-    anything starts: one line for the first thing missing."""
-    where = f"workload {wl.name}: client: {kafka_perf.NAME}"
-    if session_kind:
-        raise UserError(f"{where} runs the paper's split and streaming sessions only")
-    if hosts:
-        raise UserError(f"{where} runs its tools on this machine: not with --hosts")
-    if levels != {"none"}:
-        raise UserError(f"{where} speaks PLAINTEXT only: no security levels")
-    kafka_perf.check(wl)
-    kafka_perf.lib()
 
 
 def _check_external(wl: Workload) -> None:

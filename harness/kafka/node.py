@@ -163,13 +163,14 @@ def flush_properties(policy: str) -> list[str]:
     raise UserError(f"flush policy {policy!r}: choose os, every_batch or interval_ms:N")
 
 
-def log_config(release: Release) -> tuple[str, str]:
-    """(file name, text) of a console-only logging configuration at INFO, the chatty request
-    and state-change loggers at WARN. The readiness of a KRaft node is not read from it (the
+def log_config(release: Release, level: str = "INFO") -> tuple[str, str]:
+    """(file name, text) of a console-only logging configuration at ``level`` (a broker's
+    INFO; the perf tools' WARN, so their summaries are not buried), the chatty request and
+    state-change loggers at WARN. The readiness of a KRaft node is not read from it (the
     harness asks Metadata), but a failing start is explained by it."""
     if release.logging == "reload4j":
         return "log4j.properties", "\n".join([
-            "log4j.rootLogger=INFO, stdout",
+            f"log4j.rootLogger={level}, stdout",
             "log4j.appender.stdout=org.apache.log4j.ConsoleAppender",
             "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout",
             "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n",
@@ -183,7 +184,7 @@ def log_config(release: Release) -> tuple[str, str]:
         "appender.console.name = STDOUT",
         "appender.console.layout.type = PatternLayout",
         "appender.console.layout.pattern = [%d] %p %m (%c)%n",
-        "rootLogger.level = info",
+        f"rootLogger.level = {level.lower()}",
         "rootLogger.appenderRef.stdout.ref = STDOUT",
         "logger.sc.name = state.change.logger",
         "logger.sc.level = warn",
@@ -192,7 +193,8 @@ def log_config(release: Release) -> tuple[str, str]:
     ]) + "\n"
 
 
-def _logging_flag(release: Release, path: Path) -> str:
+def logging_flag(release: Release, path: Path) -> str:
+    """The JVM flag that points the release's logging backend at ``path``."""
     if release.logging == "reload4j":
         return f"-Dlog4j.configuration=file:{path}"
     return f"-Dlog4j2.configurationFile={path}"
@@ -207,7 +209,7 @@ def java_command(node: KafkaNode, main: str, args: Sequence[str], log_file: Path
             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
             "-Djava.awt.headless=true", "-Duser.language=en", "-Duser.country=US",
             f"-Dkafka.logs.dir={node.data_dir.parent / 'logs'}",
-            _logging_flag(node.release, log_file),
+            logging_flag(node.release, log_file),
             "-cp", f"{lib_dir(node.release)}/*", main, *args]
 
 

@@ -104,13 +104,27 @@ cells:
 """
 
 
+def twinbench_run(tmp_path, workload_text: str, arch: str, timeout_s: float = 600
+                  ) -> subprocess.CompletedProcess[str]:
+    """``twinbench run --arch ARCH`` on a workload file of ``workload_text``, run logs under
+    ``tmp_path/runs``."""
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(workload_text)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--arch", arch, "--workload",
+         str(workload), "--out", str(tmp_path / "runs"), "--quiet"],
+        capture_output=True, text=True, timeout=timeout_s)
+
+
+def refused_in_one_line(tmp_path, done: subprocess.CompletedProcess[str], line: str) -> None:
+    """The run ended with ``line`` as its only output and left no run log."""
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [line]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
 def test_a_run_measures_real_kafka_beside_a_twin_in_the_cached_cells(tmp_path):
-    workload = tmp_path / "kafka-smoke.yaml"
-    workload.write_text(WORKLOAD)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "kafka-kraft,dsbs,kafka-zk",
-         "--workload", str(workload), "--out", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True, text=True, timeout=600)
+    done = twinbench_run(tmp_path, WORKLOAD, "kafka-kraft,dsbs,kafka-zk")
     assert done.returncode == 0, done.stderr[-2000:]
     checks: dict[str, set[str]] = {}  # one run log per architecture and policy
     for run in (tmp_path / "runs").iterdir():
@@ -136,18 +150,13 @@ def test_a_run_measures_real_kafka_beside_a_twin_in_the_cached_cells(tmp_path):
 
 
 def test_a_run_asking_only_what_kafka_cannot_apply_is_refused_in_one_line(tmp_path):
-    workload = tmp_path / "per-request.yaml"
-    workload.write_text(WORKLOAD.replace("[per_request, cached]", "per_request"))
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "kafka-zk", "--workload",
-         str(workload), "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0
-    assert done.stderr.strip().splitlines() == [
+    done = twinbench_run(tmp_path, WORKLOAD.replace("[per_request, cached]", "per_request"),
+                         "kafka-zk", timeout_s=60)
+    refused_in_one_line(
+        tmp_path, done,
         "twinbench: error: workload kafka-smoke: metadata_check: per_request has no equivalent "
         "on kafka-zk (it applies cached only); sweep [per_request, cached] to measure it in "
-        "those cells beside the others"]
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+        "those cells beside the others")
 
 
 CLIENTS = """
@@ -174,12 +183,7 @@ cells:
 def test_kafkas_perf_tools_load_a_twin_beside_our_client(tmp_path):
     """``client: [twinbench, kafka-perf]``: one side per client on the same cluster; the tools'
     rows count every acknowledged record back, and what they printed is kept."""
-    workload = tmp_path / "two-clients.yaml"
-    workload.write_text(CLIENTS)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk", "--workload",
-         str(workload), "--out", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True, text=True, timeout=600)
+    done = twinbench_run(tmp_path, CLIENTS, "zk")
     assert done.returncode == 0, done.stderr[-2000:]
     seen: dict[str, list[dict[str, str]]] = {}
     clusters = set()
@@ -206,13 +210,9 @@ def test_kafkas_perf_tools_load_a_twin_beside_our_client(tmp_path):
 
 
 def test_the_perf_tools_refuse_a_commit_per_fetch_in_one_line(tmp_path):
-    workload = tmp_path / "every-fetch.yaml"
-    workload.write_text(CLIENTS.replace("interval_ms:1000", "every_fetch"))
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk", "--workload",
-         str(workload), "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0
-    assert done.stderr.strip().splitlines() == [
+    done = twinbench_run(tmp_path, CLIENTS.replace("interval_ms:1000", "every_fetch"), "zk",
+                         timeout_s=60)
+    refused_in_one_line(
+        tmp_path, done,
         "twinbench: error: workload two-clients: client: kafka-perf: ConsumerPerformance "
-        "commits on an interval or not at all: offset_commit: interval_ms:N or none"]
+        "commits on an interval or not at all: offset_commit: interval_ms:N or none")

@@ -17,8 +17,6 @@ OURS = "twinbench"
 def client_stats(records: DataFrame) -> pd.DataFrame:
     """Per cell x arch x client: n/mean/sd of rps over the verified tries; empty when no
     workload ran the tools."""
-    if "client" not in records.columns:
-        return pd.DataFrame()
     workloads = [r["workload"] for r in records.where(F.col("client") == TOOLS)
                  .select("workload").distinct().collect()]
     if not workloads:

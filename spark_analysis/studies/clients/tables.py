@@ -8,8 +8,6 @@ than our client did, so part of what our client measures there is the client.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from spark_analysis import stats
@@ -32,22 +30,7 @@ def compare(long: pd.DataFrame) -> pd.DataFrame:
     pair = side(TOOLS, "tools").merge(side(OURS, "ours"), on=key, how="inner")
     if pair.empty:
         return pd.DataFrame()
-    for prefix in ("ours", "tools"):
-        ci = [stats.t_interval(m, s, int(n)) for m, s, n in
-              zip(pair[f"{prefix}_mean"], pair[f"{prefix}_sd"], pair[f"{prefix}_n"],
-                  strict=True)]
-        pair[f"{prefix}_ci_lo"] = [c[0] for c in ci]
-        pair[f"{prefix}_ci_hi"] = [c[1] for c in ci]
-    ratio, lo, hi, p = [], [], [], []
-    for r in pair.itertuples(index=False):
-        t_m, t_s, t_n = r.tools_mean, r.tools_sd, int(r.tools_n)
-        o_m, o_s, o_n = r.ours_mean, r.ours_sd, int(r.ours_n)
-        ratio.append(t_m / o_m if o_m else math.nan)
-        f = stats.fieller(t_m, t_s, t_n, o_m, o_s, o_n)
-        lo.append(f[0])
-        hi.append(f[1])
-        p.append(stats.welch(t_m, t_s, t_n, o_m, o_s, o_n).p)
-    pair["ratio"], pair["ratio_ci_lo"], pair["ratio_ci_hi"], pair["p_welch"] = ratio, lo, hi, p
+    out = stats.ratio_columns(pair, "tools", "ours")
     cols = [*key, *(f"{p}_{c}" for p in ("ours", "tools") for c in (*_STATS, "ci_lo", "ci_hi")),
             "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch"]
-    return paper_order(pair[cols], extra=["arch"])
+    return paper_order(out[cols], extra=["arch"])

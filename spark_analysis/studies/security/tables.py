@@ -14,8 +14,6 @@ say which (``policies.security``). From the per-cell statistics of those workloa
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from spark_analysis import stats
@@ -28,31 +26,6 @@ METRIC_TITLES = {"rps": "records/s", "lat_p50_us": "request p50 (µs)",
                  "lat_p99_us": "request p99 (µs)", "e2e_p50_us": "end-to-end p50 (µs)",
                  "e2e_p99_us": "end-to-end p99 (µs)"}
 _STATS = ("n", "mean", "sd")
-
-
-def _with_intervals(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    ci = [stats.t_interval(m, s, int(n)) for m, s, n in
-          zip(df[f"{prefix}_mean"], df[f"{prefix}_sd"], df[f"{prefix}_n"], strict=True)]
-    df[f"{prefix}_ci_lo"] = [c[0] for c in ci]
-    df[f"{prefix}_ci_hi"] = [c[1] for c in ci]
-    return df
-
-
-def _ratios(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """ratio = a/b of the means with Fieller's interval and Welch's p, from columns
-    ``<a>_n/mean/sd`` and ``<b>_n/mean/sd``."""
-    out = _with_intervals(_with_intervals(df.copy(), a), b)
-    ratio, lo, hi, p = [], [], [], []
-    for am, asd, an, bm, bsd, bn in zip(out[f"{a}_mean"], out[f"{a}_sd"], out[f"{a}_n"],
-                                         out[f"{b}_mean"], out[f"{b}_sd"], out[f"{b}_n"],
-                                         strict=True):
-        ratio.append(am / bm if bm else math.nan)
-        f = stats.fieller(am, asd, int(an), bm, bsd, int(bn))
-        lo.append(f[0])
-        hi.append(f[1])
-        p.append(stats.welch(am, asd, int(an), bm, bsd, int(bn)).p)
-    out["ratio"], out["ratio_ci_lo"], out["ratio_ci_hi"], out["p_welch"] = ratio, lo, hi, p
-    return out
 
 
 def _prefixed(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -71,7 +44,7 @@ def cost(long: pd.DataFrame) -> pd.DataFrame:
     pair = secured.merge(plain, on=key, how="inner")
     if pair.empty:
         return pd.DataFrame()
-    out = _ratios(pair, "secured", "plain")
+    out = stats.ratio_columns(pair, "secured", "plain")
     cols = [*key[:-1], "security", "metric",
             *(f"{p}_{c}" for p in ("plain", "secured") for c in (*_STATS, "ci_lo", "ci_hi")),
             "ratio", "ratio_ci_lo", "ratio_ci_hi", "p_welch"]
@@ -92,7 +65,7 @@ def between(long: pd.DataFrame, archs: Archs = DEFAULT) -> pd.DataFrame:
                        on=key, how="inner"))
         if pair.empty:
             continue
-        out = _ratios(pair, "other", "base")
+        out = stats.ratio_columns(pair, "other", "base")
         out.insert(0, "other", other.name)
         out.insert(0, "base", base.name)
         frames.append(out)

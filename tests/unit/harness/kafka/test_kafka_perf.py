@@ -3,6 +3,7 @@ the cell translated into their settings, what they cannot do refused (pure, no I
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -81,3 +82,27 @@ def test_what_the_tools_cannot_do_is_refused(change, why):
     wl = parse_workload({**WORKLOAD, **change})
     assert why in (kp.refusal(wl) or "")
     assert kp.refusal(parse_workload(WORKLOAD)) is None
+
+
+def test_a_tool_without_its_summary_fails_the_session_with_its_last_line():
+    with pytest.raises(kp.ToolFailed, match=r"no summary line: .*TimeoutException"):
+        kp._parsed(kp.parse_produced, "starting\norg.apache.kafka.TimeoutException: gone\n")
+
+
+def test_the_first_tool_to_fail_cancels_the_others():
+    cancelled = []
+
+    async def slow() -> int:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return 1
+
+    async def failing() -> int:
+        raise kp.ToolFailed("boom")
+
+    with pytest.raises(kp.ToolFailed):
+        asyncio.run(kp._together(slow(), failing()))
+    assert cancelled == [True]
