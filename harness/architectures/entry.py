@@ -41,9 +41,11 @@ Labels = ArchLabels
 # pick its own free port; "port-open": its port (given, never 0) accepts a TCP connection.
 Readiness = Literal["listening-line", "port-open"]
 # How its counters are read: "signal-dump": SIGUSR1 makes it write ``counters.json`` into its
-# data directory (brokers/core/broker.py), read back through its counters class; None: the
-# architecture reports none (its coordination columns stay empty).
-CounterSource = Literal["signal-dump"] | None
+# data directory (brokers/core/broker.py), read back through its counters class;
+# "jmx-exporter": its JVM serves Kafka's own metrics on ``metrics_port`` (harness/kafka/jmx.py),
+# read into the ``jmx`` source; None: the architecture reports none (its coordination columns
+# stay empty).
+CounterSource = Literal["signal-dump", "jmx-exporter"] | None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class ProcessSpec:
     # Readiness "port-open" on a port the command chose itself (the node's was 0): where the
     # harness then finds it. None: the node's port.
     port: int | None = None
+    # Counters "jmx-exporter": the port its exporter serves on, at the broker's host.
+    metrics_port: int | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ PID, SIGKILL after ``STOP_GRACE_S`` (a KRaft node that lost its quorum can wait 
 SIGTERM). What does not hold is refused in one line before a JVM starts: Kafka has no per-request
 leadership check (``metadata_checks``), and TLS/SASL listeners, Prometheus and clusters on hosts
 are the twins' for now. Real Kafka reports no twinbench counters: kafka-zk's coordination is
-ZooKeeper's own count (mntr), as the zk twin's is.
+ZooKeeper's own count (mntr), as the zk twin's is; kafka-kraft's is its metadata quorum's
+requests and bytes, from Kafka's JMX through the exporter agent every node loads
+(harness/kafka/jmx.py), which also gives both their per-API request counts.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from harness.architectures.entry import (
 )
 from harness.architectures.options import Options, knob
 from harness.cluster.machines import free_ports
+from harness.kafka import jmx
 from harness.kafka import node as kn
-from harness.kafka.releases import RELEASES, Release
+from harness.kafka.releases import JMX_EXPORTER, RELEASES, Release
 from harness.kafka.resolve import INSTALL_HINT, cached
 
 # kafka-zk's znodes live under their own chroot: the ensemble may hold the zk twin's too.
@@ -108,9 +111,11 @@ def _release(name: str, version: str, launch: Launch) -> Release:
     if shutil.which("java") is None:
         raise UserError(f"{name} needs java on the PATH; {INSTALL_HINT}")
     release = RELEASES[version]
-    if cached(release) is None:
-        raise UserError(f"Kafka {version} is not resolved here; run `make kafka-jars` "
-                        "(part of `make setup`)")
+    for bundle, what in ((release, f"Kafka {version}"),
+                         (JMX_EXPORTER, f"the JMX exporter ({JMX_EXPORTER.version})")):
+        if cached(bundle) is None:
+            raise UserError(f"{what} is not resolved here; run `make kafka-jars` (part of "
+                            "`make setup`)")
     return release
 
 
@@ -128,18 +133,20 @@ def min_insync(settings: BrokerSettings, name: str) -> int | None:
     return out
 
 
-def _ports(launch: Launch, per_node: int) -> list[list[int]]:
-    """Per node, its listener port (the cluster's choice, else a free one) then
-    ``per_node - 1`` more free ports (the controller's)."""
+def _ports(launch: Launch, mode: str) -> list[tuple[int, int, int]]:
+    """Per node, its listener port (the cluster's choice, else a free one), its controller
+    port (KRaft; else 0) and its JMX exporter's port, the last two free ones."""
     n = len(launch.hosts)
     given = launch.ports or (0,) * n
+    controller = mode == "kraft"
     if launch.netns:
-        return [[p or 9092, NETNS_CONTROLLER_PORT][:per_node] for p in given]
-    free = iter(free_ports(n * per_node))
+        return [(p or 9092, NETNS_CONTROLLER_PORT if controller else 0, jmx.NETNS_PORT)
+                for p in given]
+    free = iter(free_ports(n * 3))
     out = []
     for p in given:
-        mine = [next(free) for _ in range(per_node)]
-        out.append([p or mine[0], *mine[1:]])
+        listener, ctl, metrics = next(free), next(free), next(free)
+        out.append((p or listener, ctl if controller else 0, metrics))
     return out
 
 
@@ -150,9 +157,11 @@ def _spec(node: Node, planned: kn.KafkaNode, files: kn.NodeFiles) -> ProcessSpec
     if node.data_dir / "kafka" != planned.data_dir:
         raise UserError(f"Kafka node {node.node_id}: data directory {node.data_dir} is not "
                         "the one planned")
-    argv = kn.java_command(planned, kn.KAFKA_MAIN, [str(files.properties)], files.log_config)
-    return ProcessSpec(tuple(argv), ready="port-open", counters=None,
-                       stop_grace_s=STOP_GRACE_S, port=planned.port)
+    argv = kn.java_command(planned, kn.KAFKA_MAIN, [str(files.properties)], files.log_config,
+                           agent=files.agent)
+    return ProcessSpec(tuple(argv), ready="port-open", counters="jmx-exporter",
+                       stop_grace_s=STOP_GRACE_S, port=planned.port,
+                       metrics_port=planned.metrics_port)
 
 
 def _nodes(launch: Launch, name: str, release: Release, options: KafkaOptions, mode: str
@@ -160,21 +169,21 @@ def _nodes(launch: Launch, name: str, release: Release, options: KafkaOptions, m
     extra = min_insync(launch.settings, name)
     s = launch.settings
     n = len(launch.hosts)
-    ports = _ports(launch, 2 if mode == "kraft" else 1)
+    ports = _ports(launch, mode)
     voters: tuple[tuple[int, str, int], ...] = ()
     if mode == "kraft":
         quorum = QUORUM if n >= QUORUM else 1
         voters = tuple((i, launch.hosts[i], ports[i][1]) for i in range(quorum))
     return [kn.KafkaNode(
         release, i, launch.hosts[i], ports[i][0], launch.root / f"broker-{i}" / "kafka", mode,
-        controller_port=ports[i][1] if mode == "kraft" else 0, voters=voters,
+        controller_port=ports[i][1], voters=voters,
         zookeeper_connect=(f"{launch.services['zookeeper']}{CHROOT}"
                            if mode == "zookeeper" else ""),
         zookeeper_session_timeout_ms=(options.session_timeout_ms
                                       if isinstance(options, KafkaZkOptions) else None),
         cluster_brokers=n, settings=options.box(), flush=s.flush,
         num_partitions=s.num_partitions, auto_create_topics=s.auto_create_topics,
-        min_insync_replicas=extra) for i in range(n)]
+        min_insync_replicas=extra, metrics_port=ports[i][2]) for i in range(n)]
 
 
 def _command(name: str, mode: str) -> Callable[[Launch], Callable[[Node], ProcessSpec]]:
@@ -225,7 +234,8 @@ KAFKA_KRAFT = Architecture(
                   cost_label="metadata quorum requests"),
     options=KafkaKraftOptions,
     command=_command("kafka-kraft", "kraft"),
-    # The quorum's traffic is in Kafka's JMX metrics, not read yet.
-    coordination=Coordination(messages=None),
+    # The metadata quorum's traffic: requests served on the CONTROLLER listeners, and their
+    # bytes (harness/kafka/jmx.py).
+    coordination=Coordination(messages="jmx:controller_requests", bytes="jmx:controller_bytes"),
     **_REFERENCE,
 )

@@ -11,6 +11,9 @@
   whatever the class declares, so a counter added to a class needs no change here.
 * Every service of the cluster (harness/services): its own counters (ZooKeeper: ``mntr``,
   summed over the ensemble: ``packets_received`` is the requests it served).
+* Real Kafka's brokers (``ProcessSpec.counters`` "jmx-exporter"): what each node's JMX exporter
+  serves (harness/kafka/jmx.py), the ``jmx`` source: kafka-kraft's quorum traffic, per-API
+  request counts.
 * CPU seconds of every broker and service process (psutil, via ``ProcessCluster.cpu_seconds``).
 * The delay line, where the cluster has one (harness/netdelay): packets it held, how long on
   average a packet from the root namespace (client, ZooKeeper) waited (the round trip added
@@ -46,6 +49,7 @@ from typing import Any
 from brokers.core.counters import BrokerCounters, CoordinatorCounters, Counters
 from harness.architectures.entry import Architecture
 from harness.cluster.running import SERVICE_CPU, BrokerProcess, ProcessCluster
+from harness.kafka import jmx
 from harness.netdelay.control import DelayStats
 from harness.netdelay.control import change as delay_change
 from harness.studies.qos.sampler import Sample
@@ -75,6 +79,9 @@ class Reading:
     brokers: dict[int, BrokerReading] | None
     # The delay line's counters (None: the cluster has none).
     delay: DelayStats | None = None
+    # node id -> what its JMX exporter served (harness/kafka/jmx.py; None: it did not answer);
+    # None: the brokers have no exporter.
+    exported: dict[int, dict[str, float] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,9 @@ class Delta:
     # The delay line's columns (DELAY_COLUMNS); None = no delay line, or not read.
     delay: dict[str, int | float | None] = field(
         default_factory=lambda: dict.fromkeys(DELAY_COLUMNS))
+    # Real Kafka's own counters, their increase summed over the nodes (harness/kafka/jmx.py;
+    # empty: not a Kafka cluster).
+    exported: dict[str, int | float | None] = field(default_factory=dict)
 
 
 def _parse(doc: Mapping[str, Any], counters: type[CoordinatorCounters]) -> BrokerReading | None:
@@ -142,10 +152,22 @@ def _broker_counters(cluster: ProcessCluster) -> dict[int, BrokerReading] | None
     return out
 
 
+def _exported(cluster: ProcessCluster) -> dict[int, dict[str, float] | None] | None:
+    """Every broker's JMX exporter page, where its architecture serves one
+    (``ProcessSpec.counters`` "jmx-exporter")."""
+    ports = {b.node_id: (b.host, b.spec.metrics_port) for b in cluster.brokers
+             if b.spec is not None and b.spec.counters == "jmx-exporter"}
+    if not ports or len(ports) != len(cluster.brokers):
+        return None
+    return {node: jmx.scrape(host, port) if port else None
+            for node, (host, port) in ports.items()}
+
+
 def read(cluster: ProcessCluster) -> Reading:
     services = {name: running.counters() for name, running in cluster.services.items()}
     delay = cluster.delay.stats() if cluster.delay is not None else None
-    return Reading(cluster.cpu_seconds(), services, _broker_counters(cluster), delay)
+    return Reading(cluster.cpu_seconds(), services, _broker_counters(cluster), delay,
+                   _exported(cluster))
 
 
 def increase(before: Iterable[tuple[int, Counters]], after: Iterable[tuple[int, Counters]]
@@ -214,7 +236,10 @@ def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
                                ((n, r.coordinator) for n, r in after.brokers.items()))
         broker = increase(((n, r.broker) for n, r in before.brokers.items()),
                           ((n, r.broker) for n, r in after.brokers.items()))
-    parts = {"coordinator": coordinator, **svc}
+    exported: dict[str, int | float | None] = {}
+    if before.exported is not None and after.exported is not None:
+        exported = dict(jmx.change(before.exported, after.exported))
+    parts = {"coordinator": coordinator, **svc, "jmx": exported}
     columns: dict[str, int | float | None] = dict.fromkeys(COLUMNS)
     columns.update(
         coord_messages=pick(arch.coordination.messages, parts),
@@ -229,7 +254,7 @@ def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:
         line = delay_change(before.delay, after.delay)
         delay.update(rtt_measured_ms=line.gateway_held_ms, delayed_packets=line.packets,
                      delay_cpu_s=_cpu_delta(before.cpu, after.cpu, "netdelay:"))
-    return Delta(columns, coordinator, broker, svc, delay)
+    return Delta(columns, coordinator, broker, svc, delay, exported)
 
 
 # Prometheus names of the counters contract (brokers/core/metrics.py): prefix -> Delta part.

@@ -101,12 +101,13 @@ def counter_rows(run_id: str, arch: str, s: Session, d: Delta) -> list[dict[str,
     """counters.csv: every counter's increase over the session, summed over brokers (source
     ``coordinator``: the architecture's class of the counters contract; ``broker``:
     ``BrokerCounters``; a service's name, e.g. ``zookeeper``: what the service counted itself,
-    which the regression sets against what the brokers say they sent it). An unknown increase
+    which the regression sets against what the brokers say they sent it; ``jmx``: real
+    Kafka's own counters, harness/kafka/jmx.py). An unknown increase
     (a broker or a server restarted) is an empty field."""
     key = {"run_id": run_id, "arch": arch, "label": s.side.label, "cell_id": s.cell.cell_id,
            "scenario": s.scenario, "try": s.try_no}
     sources = [("coordinator", d.coordinator), ("broker", d.broker),
-               *sorted(d.services.items())]
+               *sorted(d.services.items()), *([("jmx", d.exported)] if d.exported else [])]
     return [{**key, "source": source, "counter": name, "increase": value}
             for source, values in sources
             for name, value in sorted(values.items())]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness.cluster.processes import ProcessError
+from harness.kafka import jmx
 from harness.kafka.releases import Release
 from harness.kafka.resolve import lib_dir
 
@@ -80,6 +81,8 @@ class KafkaNode:
     num_partitions: int = 1
     auto_create_topics: bool = False
     min_insync_replicas: int | None = None
+    # The port its JMX exporter serves Kafka's metrics on (harness/kafka/jmx.py); 0: none.
+    metrics_port: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in self.release.modes:
@@ -201,11 +204,13 @@ def logging_flag(release: Release, path: Path) -> str:
 
 
 def java_command(node: KafkaNode, main: str, args: Sequence[str], log_file: Path,
-                 heap_mb: int | None = None) -> list[str]:
+                 heap_mb: int | None = None, agent: str | None = None) -> list[str]:
     """java with the start script's GC flags, an English locale (the perf tools' output is
-    printf'd), the release's class path (the wildcard expanded by the JVM) and ``main``."""
+    printf'd), the release's class path (the wildcard expanded by the JVM) and ``main``;
+    ``agent`` a -javaagent flag (the JMX exporter's) placed before the class path."""
     heap = heap_mb if heap_mb is not None else node.settings.heap_mb
-    return ["java", f"-Xms{heap}m", f"-Xmx{heap}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    return ["java", *([agent] if agent else []), f"-Xms{heap}m", f"-Xmx{heap}m",
+            "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
             "-Djava.awt.headless=true", "-Duser.language=en", "-Duser.country=US",
             f"-Dkafka.logs.dir={node.data_dir.parent / 'logs'}",
@@ -226,6 +231,8 @@ def new_cluster_id() -> str:
 class NodeFiles:
     properties: Path
     log_config: Path
+    # The JMX exporter's flag for a node with a metrics port, else None.
+    agent: str | None = None
 
 
 def write_files(node: KafkaNode, workdir: Path) -> NodeFiles:
@@ -236,7 +243,9 @@ def write_files(node: KafkaNode, workdir: Path) -> NodeFiles:
     name, text = log_config(node.release)
     logcfg = workdir / name
     logcfg.write_text(text)
-    return NodeFiles(props, logcfg)
+    agent = (jmx.agent_flag(node.host, node.metrics_port, jmx.write_config(workdir))
+             if node.metrics_port else None)
+    return NodeFiles(props, logcfg, agent)
 
 
 def format_storage(node: KafkaNode, files: NodeFiles, cluster_id: str) -> None:

@@ -30,6 +30,30 @@ class Release:
     def tools_jar(self) -> str:
         return f"kafka-tools-{self.version}.jar"
 
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The jars a resolution must hold to be complete."""
+        return (self.broker_jar, self.tools_jar)
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """A Java agent the Kafka JVMs load beside any release (resolved like a release, into a
+    directory of its own)."""
+
+    # Its cache directory's name (a release's is its version).
+    version: str
+    # The agent's jar, the one file a JVM's -javaagent names.
+    jar: str
+
+    @property
+    def pom(self) -> Path:
+        return POMS / f"{self.version}.pom.xml"
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return (self.jar,)
+
 
 # 3.9.2: the last line that runs on ZooKeeper as well as KRaft (one code base, two coordinators:
 # the real-world twin pair). 4.1.1: KRaft only, the design that replaced ZooKeeper.
@@ -37,3 +61,7 @@ RELEASES: dict[str, Release] = {
     "3.9.2": Release("3.9.2", ("zookeeper", "kraft"), "reload4j"),
     "4.1.1": Release("4.1.1", ("kraft",), "log4j2"),
 }
+
+# The Prometheus JMX exporter: what reads Kafka's own metrics (the quorum's traffic) for the
+# harness (harness/kafka/jmx.py).
+JMX_EXPORTER = Agent("jmx-exporter-1.0.1", "jmx_prometheus_javaagent-1.0.1.jar")

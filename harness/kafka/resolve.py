@@ -5,7 +5,8 @@ ignores) with Maven's dependency plugin (``copy-dependencies``, runtime scope) r
 release's dependency-only POM. Maven writes into a fresh directory that replaces the old one
 only when complete, and a stamp beside it records the POM's digest and the jars: a second run
 whose POM is unchanged and whose jars are all there runs no Maven at all. Missing Java or Maven
-is one line naming what to install.
+is one line naming what to install. The JMX exporter agent the Kafka JVMs load
+(``JMX_EXPORTER``, harness/kafka/jmx.py) resolves the same way, into a directory of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
-from harness.kafka.releases import RELEASES, Release
+from harness.kafka.releases import JMX_EXPORTER, RELEASES, Agent, Release
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "kafka"
@@ -34,23 +35,28 @@ MAVEN_TIMEOUT_S = 900.0
 INSTALL_HINT = "install a JDK 17 and Maven 3.8 (Debian: openjdk-17-jdk-headless maven)"
 
 
+# What resolves: a release, or the agent the releases' JVMs load.
+Resolvable = Release | Agent
+BUNDLES: dict[str, Resolvable] = {**RELEASES, JMX_EXPORTER.version: JMX_EXPORTER}
+
+
 @dataclass(frozen=True)
 class Resolved:
-    release: Release
+    release: Resolvable
     lib: Path  # every jar of the release's class path
     jars: int
     cached: bool  # nothing was resolved this time
 
 
-def pom_digest(release: Release) -> str:
+def pom_digest(release: Resolvable) -> str:
     return hashlib.sha256(release.pom.read_bytes()).hexdigest()
 
 
-def lib_dir(release: Release, cache: Path = CACHE) -> Path:
+def lib_dir(release: Resolvable, cache: Path = CACHE) -> Path:
     return cache / release.version / "lib"
 
 
-def cached(release: Release, cache: Path = CACHE) -> Resolved | None:
+def cached(release: Resolvable, cache: Path = CACHE) -> Resolved | None:
     """The release's jars if a complete resolution of its current POM is there."""
     lib = lib_dir(release, cache)
     try:
@@ -73,7 +79,7 @@ def check_tools() -> str:
     return mvn
 
 
-def resolve(release: Release, cache: Path = CACHE, mvn: str | None = None) -> Resolved:
+def resolve(release: Resolvable, cache: Path = CACHE, mvn: str | None = None) -> Resolved:
     """The release's jars, resolved by Maven unless a complete resolution is cached."""
     hit = cached(release, cache)
     if hit is not None:
@@ -98,7 +104,7 @@ def resolve(release: Release, cache: Path = CACHE, mvn: str | None = None) -> Re
         raise UserError(f"Kafka {release.version}: Maven could not resolve {release.pom.name}: "
                         f"{why}")
     jars = sorted(p.name for p in fresh.glob("*.jar"))
-    for needed in (release.broker_jar, release.tools_jar):
+    for needed in release.required:
         if needed not in jars:
             raise UserError(f"Kafka {release.version}: {needed} missing from what Maven resolved")
     lib = lib_dir(release, cache)
@@ -112,13 +118,13 @@ def resolve(release: Release, cache: Path = CACHE, mvn: str | None = None) -> Re
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m harness.kafka.resolve", description=(
         "Resolve the pinned Apache Kafka releases from Maven into the checkout's cache."))
-    p.add_argument("--version", action="append", choices=sorted(RELEASES),
-                   help="only this release (default: every pinned one)")
+    p.add_argument("--version", action="append", choices=sorted(BUNDLES),
+                   help="only this release or agent (default: every pinned one)")
     p.add_argument("--cache", type=Path, default=CACHE, help=f"default {CACHE}")
     args = p.parse_args(argv)
     try:
-        for version in args.version or sorted(RELEASES):
-            got = resolve(RELEASES[version], args.cache)
+        for version in args.version or sorted(BUNDLES):
+            got = resolve(BUNDLES[version], args.cache)
             how = "cached" if got.cached else "resolved"
             print(f"kafka {version}: {got.jars} jars in {got.lib} ({how})")
     except UserError as exc:

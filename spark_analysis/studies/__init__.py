@@ -15,6 +15,8 @@ Study and its result), as far as it has them):
   metadata/  metadata at scale: cost against size, log-log slopes; metadata-*
   rtt/       the ratio against the network's round-trip time, measured and modelled; rtt-*
   clients/   our load client beside Kafka's perf tools on the same clusters and cells
+  kafka/     real Kafka on ZooKeeper and KRaft beside the twins: four architectures, the two
+             steps away from ZooKeeper, the zk twin's fidelity; kafka-four-*
 
 A new study is a package here and one line of ``STUDIES``. The registry names each study's
 module as a string and imports it only when asked, so this module imports no study and no
@@ -38,6 +40,7 @@ STUDIES: dict[str, str] = {
     "metadata": "spark_analysis.studies.metadata.study:STUDY",
     "rtt": "spark_analysis.studies.rtt.study:STUDY",
     "clients": "spark_analysis.studies.clients.study:STUDY",
+    "kafka": "spark_analysis.studies.kafka.study:STUDY",
 }
 
 

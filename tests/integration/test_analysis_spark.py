@@ -495,3 +495,45 @@ def test_kafka_perf_rows_go_to_the_clients_section_alone(spark: SparkSession,
     assert r["tools_n"] == len(mine) and r["tools_mean"] == pytest.approx(mine["rps"].mean())
     assert r["ours_mean"] < r["tools_mean"]
     assert r["ratio"] == pytest.approx(r["tools_mean"] / r["ours_mean"])
+
+
+def test_real_kafka_runs_get_their_own_section_beside_the_twins(spark: SparkSession,
+                                                                tmp_path: Path) -> None:
+    """A kafka-zk run on the same cells as the twins (a zk run relabelled, at half the
+    records/s): the Real Kafka study compares the four architectures' cells, sets the zk twin
+    beside Kafka on ZooKeeper and gives each one's coordination per 1,000 records."""
+    root = tmp_path / "runs"
+    shutil.copytree(FIXTURES, root)
+    ours = next(p for p in root.iterdir() if p.name.endswith("-zk-tiny-000001"))
+    kafka = root / ours.name.replace("-zk-", "-kafka-zk-").replace("000001", "000801")
+    shutil.copytree(ours, kafka)
+    for f in kafka.iterdir():
+        f.write_text(f.read_text().replace(ours.name, kafka.name)
+                     .replace(f"{kafka.name},zk,", f"{kafka.name},kafka-zk,"))
+    manifest = json.loads((kafka / "manifest.json").read_text())
+    manifest["arch"] = "kafka-zk"
+    (kafka / "manifest.json").write_text(json.dumps(manifest))
+    lines = (kafka / "records.csv").read_text().splitlines()
+    (kafka / "records.csv").write_text("\n".join(
+        [lines[0], *(line.replace(",1000,8,", ",500,4,") for line in lines[1:])]) + "\n")
+    before = job.compute(spark, [FIXTURES])
+    assert "kafka" not in before.results or before.results["kafka"].empty
+    got = job.compute(spark, [root])
+    tables = got.results["kafka"].tables()
+    four = tables["kafka_four"]
+    cell = four[(four["cell_id"] == "size_grid-8B-b20") & (four["scenario"] == "split")
+                & (four["role"] == "production") & (four["workload"] == "tiny")]
+    assert {"zk", "kafka-zk"} <= set(cell["arch"])
+    fid = row(tables["kafka_fidelity"], cell_id="size_grid-8B-b20", scenario="split",
+              role="production", workload="tiny")
+    mine = pd.read_csv(kafka / "records.csv")
+    mine = mine[(mine["cell_id"] == "size_grid-8B-b20") & (mine["scenario"] == "split")
+                & (mine["role"] == "production")]
+    assert fid["kafka_n"] == len(mine) and fid["kafka_rps"] == pytest.approx(mine["rps"].mean())
+    assert fid["ratio"] == pytest.approx(fid["kafka_rps"] / fid["twin_rps"])
+    coord = pd.read_csv(kafka / "coordination.csv")
+    coord = coord[(coord["cell_id"] == "size_grid-8B-b20") & (coord["scenario"] == "split")]
+    assert fid["kafka_coord_per_1k"] == pytest.approx(
+        coord["zk_requests"].sum() * 1000 / coord["messages"].sum())
+    text = got.results["kafka"].section()
+    assert "Kafka/twin" in text and "KRaft/ZK (Kafka)" in text

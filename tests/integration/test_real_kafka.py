@@ -144,6 +144,22 @@ def test_a_run_measures_real_kafka_beside_a_twin_in_the_cached_cells(tmp_path):
         brokers = {f"broker-{i}" for i in range(manifest["cluster"]["brokers"])}
         assert brokers <= set(rss) and min(rss.values()) > 1 << 20
         assert ("service-zookeeper-0" in rss) == (arch == "kafka-zk")
+        # Kafka's own counters, from every node's JMX exporter: its requests per API, and on
+        # KRaft the quorum's requests and bytes as the coordination columns.
+        with (run / "counters.csv").open() as f:
+            jmx = {r["counter"]: r["increase"] for r in csv.DictReader(f)
+                   if r["source"] == "jmx"}
+        with (run / "coordination.csv").open() as f:
+            coordination = list(csv.DictReader(f))
+        if arch == "dsbs":
+            assert not jmx
+        else:
+            assert float(jmx["requests.Produce"]) > 0, jmx
+            assert float(jmx["requests.OffsetCommit"]) > 0, jmx
+        if arch == "kafka-kraft":
+            assert float(jmx["metadata_records"]) >= 0
+            assert all(r["coord_messages"] != "" and r["coord_bytes"] != ""
+                       for r in coordination), coordination
     # Kafka has no per-request check: it is measured in the cached cells alone.
     assert checks == {"dsbs": {"per_request", "cached"}, "kafka-zk": {"cached"},
                       "kafka-kraft": {"cached"}}

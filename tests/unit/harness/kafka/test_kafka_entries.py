@@ -45,7 +45,10 @@ def test_kafka_zk_runs_java_on_the_release_with_its_own_chroot_and_the_policies(
     assert all(ports) and len(set(ports)) == 3  # chosen, distinct
     first = specs[0]
     assert first.argv[0] == "java" and first.argv[-2] == "kafka.Kafka"
-    assert first.ready == "port-open" and first.counters is None
+    assert first.ready == "port-open" and first.counters == "jmx-exporter"
+    metrics = {s.metrics_port for s in specs}
+    assert len(metrics) == 3 and not metrics & set(ports)  # an exporter's port per node
+    assert first.argv[1].startswith("-javaagent:") and f":{first.metrics_port}:" in first.argv[1]
     assert first.stop_grace_s == kafka.STOP_GRACE_S
     assert "-Xmx512m" in first.argv
     p = properties(Path(first.argv[-1]))

@@ -1,0 +1,122 @@
+"""The Real Kafka study's report section (Markdown)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.markdown import cell_text, fmt, interval, md_table
+
+INTRO = """\
+Apache Kafka 3.9.2 on ZooKeeper (`kafka-zk`) and on KRaft (`kafka-kraft`, three combined
+broker+controller nodes) beside the twins: the same load client, cells, sessions (interleaved
+architecture by architecture) and statistics (docs/real-kafka.md). Kafka serves leadership from
+its cache and has no per-request check, so only the cells with `metadata_check: cached` compare
+like with like, and only those are shown. Kafka's JVMs are warmed up until two sessions agree;
+the twins run the workload's warm-up. Coordination is each design's own measure: ZooKeeper's
+requests served (zk twin, Kafka on ZooKeeper), gossip packets (DSBS), requests on the KRaft
+controllers' listener (Kafka on KRaft: Raft fetches, votes, broker heartbeats, from Kafka's
+JMX).
+"""
+STEPS_INTRO = """\
+**Two steps away from ZooKeeper.** Kafka took one (KRaft: consensus moved into the brokers),
+DSBS another (no consensus at all). Each ratio is of the means, other over ZooKeeper on the
+same code (Fieller 95% interval): above 1 the step made that row faster.
+"""
+FIDELITY_INTRO = """\
+**Fidelity: the zk twin beside Kafka on ZooKeeper**, the same policies and load. Kafka/twin
+above 1: Kafka moved more records per second. Per 1,000 records: ZooKeeper's requests served
+and the brokers' CPU milliseconds. Topic-creation latency and failover time are in the
+metadata and faults sections where those workloads ran on both.
+"""
+
+
+def _ci(mean: float, lo: float, hi: float, n: int) -> str:
+    if not math.isfinite(mean):
+        return "n/a"
+    if n < 2:
+        return f"{fmt(mean)} (n={n})"
+    return f"{fmt(mean)} {interval(lo, hi)}"
+
+
+def _ratio(r: pd.Series, name: str) -> str:
+    value = r.get(name, math.nan)
+    if not pd.notna(value):
+        return "n/a"
+    lo, hi = r.get(f"{name}_ci_lo", math.nan), r.get(f"{name}_ci_hi", math.nan)
+    return fmt(value) if not pd.notna(lo) else f"{fmt(value)} {interval(lo, hi)}"
+
+
+def four_md(four: pd.DataFrame, archs: Archs) -> str:
+    present = [a for a in archs if a.name in set(four["arch"])]
+    rows = []
+    key = ["workload", "cell_id", "table", "scenario", "role", "offset_commit",
+           "metadata_check"]
+    for _, group in four.groupby(key, sort=False):
+        first = group.iloc[0]
+        row = {"workload": first["workload"], "cell": cell_text(first),
+               "scenario": first["scenario"], "role": first["role"]}
+        by = {r["arch"]: r for _, r in group.iterrows()}
+        for a in present:
+            r = by.get(a.name)
+            row[a.display_name] = ("n/a" if r is None else
+                                   _ci(r["mean"], r["ci_lo"], r["ci_hi"], int(r["n"])))
+        rows.append(row)
+    return md_table(pd.DataFrame(rows))
+
+
+def steps_md(steps: pd.DataFrame) -> str:
+    rows = [{"workload": r["workload"], "cell": cell_text(r), "scenario": r["scenario"],
+             "role": r["role"], "KRaft/ZK (Kafka)": _ratio(r, "kraft_over_zk"),
+             "DSBS/ZK (twins)": _ratio(r, "dsbs_over_zk")} for _, r in steps.iterrows()]
+    return md_table(pd.DataFrame(rows))
+
+
+def fidelity_md(fid: pd.DataFrame) -> str:
+    rows = [{"workload": r["workload"], "cell": cell_text(r), "scenario": r["scenario"],
+             "role": r["role"],
+             "zk twin rec/s": _ci(r["twin_rps"], r["twin_ci_lo"], r["twin_ci_hi"],
+                                  int(r["twin_n"])),
+             "Kafka on ZK rec/s": _ci(r["kafka_rps"], r["kafka_ci_lo"], r["kafka_ci_hi"],
+                                      int(r["kafka_n"])),
+             "Kafka/twin": _ratio(r, "ratio"),
+             "ZK requests /1k (twin, Kafka)":
+                 f"{fmt(r['twin_coord_per_1k'])}, {fmt(r['kafka_coord_per_1k'])}",
+             "broker CPU ms /1k (twin, Kafka)":
+                 f"{fmt(r['twin_broker_cpu_ms_per_1k'])}, "
+                 f"{fmt(r['kafka_broker_cpu_ms_per_1k'])}"}
+            for _, r in fid.iterrows()]
+    return md_table(pd.DataFrame(rows))
+
+
+def cost_md(cost: pd.DataFrame, archs: Archs) -> str:
+    rows = []
+    for a in archs:
+        for _, r in cost[cost["arch"] == a.name].iterrows():
+            rows.append({"workload": r["workload"], "cell": cell_text(r),
+                         "scenario": r["scenario"], "architecture": a.display_name,
+                         "measure": a.cost_label, "per 1k records": fmt(r["coord_per_1k"]),
+                         "bytes per 1k": fmt(r["coord_bytes_per_1k"]),
+                         "broker CPU ms per 1k": fmt(r["broker_cpu_ms_per_1k"]),
+                         "tries": int(r["tries"])})
+    return md_table(pd.DataFrame(rows)) if rows else "_No coordination was read._\n"
+
+
+def kafka_md(four: pd.DataFrame, steps: pd.DataFrame, fidelity: pd.DataFrame,
+             cost: pd.DataFrame, archs: Archs = DEFAULT) -> str:
+    if four.empty:
+        return ("_No workload ran real Kafka among the inputs (`--arch "
+                "zk,dsbs,kafka-zk,kafka-kraft`, `make bench-kafka`; docs/real-kafka.md)._\n")
+    parts = [INTRO, "Records/s, mean [95% CI] over tries:\n", four_md(four, archs)]
+    if not steps.empty:
+        parts += [STEPS_INTRO, steps_md(steps)]
+    if not fidelity.empty:
+        parts += [FIDELITY_INTRO, fidelity_md(fidelity)]
+    if not cost.empty:
+        parts += ["**Coordination and CPU per 1,000 records**, every architecture (both roles "
+                  "of a session together):\n", cost_md(cost, archs)]
+    parts.append("Figure: `kafka-four-*`. Every column: `kafka_four.csv`, `kafka_steps.csv`, "
+                 "`kafka_fidelity.csv`, `kafka_cost.csv`.\n")
+    return "\n".join(parts)

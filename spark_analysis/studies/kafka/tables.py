@@ -1,0 +1,107 @@
+"""The Real Kafka study's tables.
+
+``four``: one row per cell (CELL_KEY) x architecture, records/s n/mean/sd and its 95% t
+interval, only in the cells where real Kafka ran (Kafka has no per-request leadership check, so
+those are the cells that compare like with like).
+
+``steps``: per cell, the two steps away from ZooKeeper as ratios of means with Fieller's 95%
+interval: ``kraft_over_zk`` (Kafka on KRaft / Kafka on ZooKeeper: one code base, only the
+coordinator changed) and ``dsbs_over_zk`` (DSBS / the zk twin: the same on our core).
+
+``fidelity``: per cell, the zk twin beside Kafka on ZooKeeper under the same policies:
+records/s of each and their ratio (Kafka / twin), ZooKeeper requests, coordination bytes and
+broker CPU per 1,000 records of each. Topic creation and failover are in the metadata and
+faults sections, where those workloads ran.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from spark_analysis import stats
+from spark_analysis.order import paper_order
+from spark_analysis.schema import CELL_KEY, COORD_KEY
+from spark_analysis.studies.kafka.aggregate import KAFKA_KRAFT, KAFKA_ZK, REAL
+
+_STATS = ("n", "mean", "sd")
+# (column prefix, numerator arch, denominator arch) of the two steps away from ZooKeeper.
+STEPS = (("kraft_over_zk", KAFKA_KRAFT, KAFKA_ZK), ("dsbs_over_zk", "dsbs", "zk"))
+
+
+def four(long: pd.DataFrame) -> pd.DataFrame:
+    if long.empty:
+        return pd.DataFrame()
+    key = list(CELL_KEY)
+    kafka_cells = long[long["arch"].isin(REAL)][key].drop_duplicates()
+    out = long.merge(kafka_cells, on=key, how="inner").copy()
+    ci = [stats.t_interval(m, s, int(n)) for m, s, n in
+          zip(out["mean"], out["sd"], out["n"], strict=True)]
+    out["ci_lo"] = [c[0] for c in ci]
+    out["ci_hi"] = [c[1] for c in ci]
+    return paper_order(out[[*key, "arch", *_STATS, "ci_lo", "ci_hi"]], extra=["arch"])
+
+
+def kafka_cells(cost: pd.DataFrame, four_table: pd.DataFrame) -> pd.DataFrame:
+    """``cost`` in the cells of ``four`` only (where real Kafka ran)."""
+    if cost.empty or four_table.empty:
+        return pd.DataFrame()
+    key = list(COORD_KEY)
+    return paper_order(cost.merge(four_table[key].drop_duplicates(), on=key, how="inner"),
+                       extra=["arch"])
+
+
+def _pair(long: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    key = list(CELL_KEY)
+
+    def side(arch: str, prefix: str) -> pd.DataFrame:
+        mine = long[long["arch"] == arch][[*key, *_STATS]]
+        return mine.rename(columns={c: f"{prefix}_{c}" for c in _STATS})
+
+    return side(a, "a").merge(side(b, "b"), on=key, how="inner")
+
+
+def steps(four_table: pd.DataFrame) -> pd.DataFrame:
+    if four_table.empty:
+        return pd.DataFrame()
+    key = list(CELL_KEY)
+    out: pd.DataFrame | None = None
+    for name, a, b in STEPS:
+        pair = _pair(four_table, a, b)
+        if pair.empty:
+            continue
+        r = stats.ratio_columns(pair, "a", "b")[[*key, "ratio", "ratio_ci_lo", "ratio_ci_hi",
+                                                 "p_welch"]]
+        r = r.rename(columns={c: f"{name}_{c.removeprefix('ratio_')}" if c != "ratio"
+                              else name for c in r.columns if c not in key})
+        out = r if out is None else out.merge(r, on=key, how="outer")
+    if out is None:
+        return pd.DataFrame()
+    return paper_order(out)
+
+
+def fidelity(four_table: pd.DataFrame, cost: pd.DataFrame) -> pd.DataFrame:
+    """The zk twin beside Kafka on ZooKeeper, per cell and role."""
+    if four_table.empty:
+        return pd.DataFrame()
+    pair = _pair(four_table, KAFKA_ZK, "zk")
+    if pair.empty:
+        return pd.DataFrame()
+    out = stats.ratio_columns(pair, "a", "b").rename(columns={
+        "a_mean": "kafka_rps", "b_mean": "twin_rps", "a_ci_lo": "kafka_ci_lo",
+        "a_ci_hi": "kafka_ci_hi", "b_ci_lo": "twin_ci_lo", "b_ci_hi": "twin_ci_hi",
+        "a_n": "kafka_n", "b_n": "twin_n"})
+    out = out.drop(columns=["a_sd", "b_sd"])
+    columns = ("coord_per_1k", "coord_bytes_per_1k", "broker_cpu_ms_per_1k")
+    if not cost.empty:
+        ckey = list(COORD_KEY)
+        for arch, who in ((KAFKA_ZK, "kafka"), ("zk", "twin")):
+            mine = cost[cost["arch"] == arch][[*ckey, *columns]]
+            out = out.merge(mine.rename(columns={c: f"{who}_{c}" for c in columns}), on=ckey,
+                            how="left")
+    for who in ("kafka", "twin"):
+        for c in columns:
+            if f"{who}_{c}" not in out:
+                out[f"{who}_{c}"] = math.nan
+    return paper_order(out)

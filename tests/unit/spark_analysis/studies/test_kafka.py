@@ -1,0 +1,96 @@
+"""spark_analysis.studies.kafka on hand-made per-cell statistics (pandas only, no Spark)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from spark_analysis import stats
+from spark_analysis.archs import Archs
+from spark_analysis.studies.kafka import section
+from spark_analysis.studies.kafka import tables as kafka_tables
+
+
+def _cell(check: str = "cached") -> dict[str, object]:
+    return {"workload": "kafka", "table": "batch_sweep", "cell_id": "batch_sweep-32B-b20",
+            "scenario": "split", "msg_size": 32, "batch": 20, "offset_commit": "every_fetch",
+            "metadata_check": check}
+
+
+def _stat(arch: str, mean: float, sd: float, n: int = 5, role: str = "production",
+          check: str = "cached") -> dict[str, object]:
+    return {**_cell(check), "role": role, "arch": arch, "n": n, "mean": mean, "sd": sd}
+
+
+LONG = pd.DataFrame([
+    _stat("zk", 100_000.0, 5_000.0), _stat("dsbs", 120_000.0, 6_000.0),
+    _stat("kafka-zk", 50_000.0, 2_000.0), _stat("kafka-kraft", 45_000.0, 2_000.0),
+    # A per-request cell: Kafka cannot run it, so it is not compared here.
+    _stat("zk", 80_000.0, 4_000.0, check="per_request"),
+    _stat("dsbs", 90_000.0, 4_000.0, check="per_request"),
+])
+COST = pd.DataFrame([
+    {**_cell(), "arch": "zk", "tries": 5, "coord_per_1k": 40.0, "coord_bytes_per_1k": None,
+     "broker_cpu_ms_per_1k": 10.0, "service_cpu_ms_per_1k": 2.0},
+    {**_cell(), "arch": "kafka-zk", "tries": 5, "coord_per_1k": 0.5,
+     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 60.0, "service_cpu_ms_per_1k": 0.1},
+    {**_cell(), "arch": "kafka-kraft", "tries": 5, "coord_per_1k": 3.0,
+     "coord_bytes_per_1k": 900.0, "broker_cpu_ms_per_1k": 70.0, "service_cpu_ms_per_1k": None},
+    {**_cell("per_request"), "arch": "zk", "tries": 5, "coord_per_1k": 90.0,
+     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 12.0, "service_cpu_ms_per_1k": 3.0},
+])
+ARCHS = Archs.from_manifests([{"architectures": {
+    "kafka-zk": {"display_name": "Kafka on ZooKeeper", "short_name": "KAFKA-ZK",
+                 "color": "#55A868", "order": 50, "baseline": False,
+                 "cost_column": "coord_messages", "cost_label": "ZooKeeper requests"},
+    "kafka-kraft": {"display_name": "Kafka on KRaft", "short_name": "KAFKA-KRAFT",
+                    "color": "#C44E52", "order": 51, "baseline": False,
+                    "cost_column": "coord_messages", "cost_label": "metadata quorum requests"},
+}}])
+
+
+def test_only_the_cells_where_kafka_ran_are_compared() -> None:
+    four = kafka_tables.four(LONG)
+    assert set(four["metadata_check"]) == {"cached"}
+    assert sorted(four["arch"]) == ["dsbs", "kafka-kraft", "kafka-zk", "zk"]
+    z = four[four["arch"] == "zk"].iloc[0]
+    assert (z["ci_lo"], z["ci_hi"]) == pytest.approx(stats.t_interval(100_000.0, 5_000.0, 5))
+    assert kafka_tables.four(LONG[~LONG["arch"].str.startswith("kafka")]).empty
+    cost = kafka_tables.kafka_cells(COST, four)
+    assert set(cost["metadata_check"]) == {"cached"} and len(cost) == 3
+
+
+def test_the_two_steps_from_zookeeper_are_ratios_on_the_same_code() -> None:
+    steps = kafka_tables.steps(kafka_tables.four(LONG))
+    r = steps.iloc[0]
+    assert r["kraft_over_zk"] == pytest.approx(0.9)
+    assert r["dsbs_over_zk"] == pytest.approx(1.2)
+    assert (r["kraft_over_zk_ci_lo"], r["kraft_over_zk_ci_hi"]) == pytest.approx(
+        stats.fieller(45_000.0, 2_000.0, 5, 50_000.0, 2_000.0, 5))
+
+
+def test_the_fidelity_table_sets_the_zk_twin_beside_kafka_on_zookeeper() -> None:
+    four = kafka_tables.four(LONG)
+    fid = kafka_tables.fidelity(four, kafka_tables.kafka_cells(COST, four))
+    assert len(fid) == 1
+    r = fid.iloc[0]
+    assert (r["twin_rps"], r["kafka_rps"], r["ratio"]) == pytest.approx(
+        (100_000.0, 50_000.0, 0.5))
+    assert (r["twin_coord_per_1k"], r["kafka_coord_per_1k"]) == (40.0, 0.5)
+    assert (r["twin_broker_cpu_ms_per_1k"], r["kafka_broker_cpu_ms_per_1k"]) == (10.0, 60.0)
+    # Without coordination readings the throughput still compares, the rest is n/a.
+    bare = kafka_tables.fidelity(four, pd.DataFrame())
+    assert bare.iloc[0]["ratio"] == pytest.approx(0.5) and pd.isna(
+        bare.iloc[0]["kafka_coord_per_1k"])
+
+
+def test_the_section_shows_every_table_and_says_when_kafka_never_ran() -> None:
+    four = kafka_tables.four(LONG)
+    cost = kafka_tables.kafka_cells(COST, four)
+    text = section.kafka_md(four, kafka_tables.steps(four), kafka_tables.fidelity(four, cost),
+                            cost, ARCHS)
+    assert "| Kafka on ZooKeeper | Kafka on KRaft |" in text
+    assert "KRaft/ZK (Kafka)" in text and "0.9 [" in text
+    assert "Kafka/twin" in text and "metadata quorum requests" in text
+    assert "No workload ran real Kafka" in section.kafka_md(
+        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
