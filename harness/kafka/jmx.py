@@ -22,6 +22,11 @@ session, summed over the nodes:
 
 A node that does not answer (paused, killed, restarted: its counters begin again) makes the
 increase unknown rather than partial.
+
+The same page names KRaft's active controller (``raft-metrics`` ``current-leader``), which the
+fault schedules' ``controller`` target needs: a KRaft broker's Metadata answer names a random
+live broker as the controller (clients' admin requests are forwarded), never the quorum's
+leader, so only the quorum itself can say which node to kill (``active_controller``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 import math
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -53,6 +58,7 @@ NETNS_PORT = 9094
 
 _SOCKET = "kafka_server_socket_server_metrics_"
 _LEO = "kafka_server_raft_metrics_log_end_offset"
+_LEADER = "kafka_server_raft_metrics_current_leader"
 _REQUESTS = "kafka_network_requestmetrics_count"
 # The highest of the nodes' values rather than their sum: every voter holds the same log.
 LEVELS = ("metadata_offset",)
@@ -95,13 +101,41 @@ def counters(text: str) -> dict[str, float]:
     return out
 
 
-def scrape(host: str, port: int, timeout_s: float = SCRAPE_TIMEOUT_S) -> dict[str, float] | None:
-    """One node's counters; None when it does not answer in time."""
+def page(host: str, port: int, timeout_s: float = SCRAPE_TIMEOUT_S) -> str | None:
+    """A node's exporter page; None when it does not answer in time."""
     try:
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout_s) as r:
-            return counters(r.read().decode("utf-8", "replace"))
+            text: str = r.read().decode("utf-8", "replace")
+            return text
     except (OSError, urllib.error.URLError, ValueError):
         return None
+
+
+def scrape(host: str, port: int, timeout_s: float = SCRAPE_TIMEOUT_S) -> dict[str, float] | None:
+    """One node's counters; None when it does not answer in time."""
+    text = page(host, port, timeout_s)
+    return None if text is None else counters(text)
+
+
+def leader(text: str) -> int | None:
+    """The quorum leader a node's page names (None: none known, or not a KRaft node)."""
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == _LEADER and math.isfinite(s.value) and s.value >= 0:
+                return int(s.value)
+    return None
+
+
+def active_controller(nodes: Iterable[tuple[str, int]], timeout_s: float = SCRAPE_TIMEOUT_S
+                      ) -> int | None:
+    """KRaft's active controller as the first of ``nodes`` (host, exporter port) that answers
+    and knows one sees it; None when none does (or the nodes are not KRaft's)."""
+    for host, port in nodes:
+        text = page(host, port, timeout_s)
+        found = None if text is None else leader(text)
+        if found is not None:
+            return found
+    return None
 
 
 def change(before: Mapping[int, dict[str, float] | None],

@@ -51,6 +51,7 @@ from harness.driver.kinds import ClusterDied, RunState
 from harness.driver.load import Clients, ConsumerOutcome, Load, ProducerOutcome, timed
 from harness.driver.plan import Cell, Epoch, Session, Side
 from harness.driver.session import SessionResult, consumption_role, production_role
+from harness.kafka import jmx
 from harness.runlog import RunLog
 from harness.studies.faults import FAULT_STUDY
 from harness.studies.faults.schema import SCENARIO, FaultCase
@@ -209,15 +210,31 @@ class Event:
     was_coordinator: bool | None = None
 
 
-async def _resolve(target: str, admin: ClusterClient, topic: str, group: str) -> int:
-    """A schedule's broker target -> node id, asked of the cluster through the protocol."""
+async def _controller(admin: ClusterClient, cluster: ProcessCluster) -> int:
+    """The cluster's controller: KRaft's active controller as its quorum says (a KRaft
+    broker's Metadata names a random broker), else the one Metadata names (the twins, Kafka on
+    ZooKeeper). Metadata must have been refreshed."""
+    exporters = [(b.host, b.spec.metrics_port) for b in cluster.brokers
+                 if b.spec is not None and b.spec.counters == "jmx-exporter"
+                 and b.spec.metrics_port and b.state == "running"]
+    if exporters:
+        found = await asyncio.to_thread(jmx.active_controller, exporters)
+        if found is not None:
+            return found
+    return admin.controller_id
+
+
+async def _resolve(target: str, admin: ClusterClient, topic: str, group: str,
+                   cluster: ProcessCluster) -> int:
+    """A schedule's broker target -> node id, asked of the cluster through the protocol (and,
+    for KRaft's controller, of its quorum)."""
     if target.isdigit():
         return int(target)
     if target == "coordinator":
         return await admin.coordinator_id(group)
     await admin.refresh_metadata([topic])
     if target == "controller":
-        node = admin.controller_id
+        node = await _controller(admin, cluster)
     else:
         node = admin.leader_of(topic, int(target.split(":", 1)[1]))
     if node < 0:
@@ -241,8 +258,8 @@ async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admi
                 node = resolved.get(step.broker)
                 if node is None:
                     node = resolved[step.broker] = await _resolve(step.broker, admin, topic,
-                                                                  group)
-                    roles = await _roles(admin, node, topic, group)
+                                                                  group, cluster)
+                    roles = await _roles(admin, node, topic, group, cluster)
             t = time.perf_counter()
             await asyncio.to_thread(fault_actions.apply, cluster, step.action, node, step.server)
             result = "ok"
@@ -253,11 +270,12 @@ async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admi
     return events
 
 
-async def _roles(admin: ClusterClient, node: int, topic: str, group: str
-                 ) -> dict[str, bool | None]:
+async def _roles(admin: ClusterClient, node: int, topic: str, group: str,
+                 cluster: ProcessCluster) -> dict[str, bool | None]:
     with contextlib.suppress(KafkaError, ConnectionClosed, OSError, TimeoutError):
         coordinator = await asyncio.wait_for(admin.coordinator_id(group), 2.0)
-        return {"was_controller": admin.controller_id == node,
+        controller = await _controller(admin, cluster)
+        return {"was_controller": controller == node,
                 "was_coordinator": coordinator == node}
     return {}
 

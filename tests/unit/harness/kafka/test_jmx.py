@@ -99,3 +99,11 @@ def test_a_node_with_a_metrics_port_loads_the_agent_and_only_the_broker_does(tmp
         kn.KafkaNode(release, 1, "127.0.0.1", 9095, tmp_path / "e" / "kafka", "zookeeper",
                      zookeeper_connect="127.0.0.1:2181/k"), tmp_path / "v")
     assert without.agent is None
+
+
+def test_the_quorum_names_its_leader_and_a_zookeeper_node_names_none():
+    page = ("# TYPE kafka_server_raft_metrics_current_leader untyped\n"
+            "kafka_server_raft_metrics_current_leader 2.0\n")
+    assert jmx.leader(page) == 2
+    assert jmx.leader("kafka_server_raft_metrics_current_leader -1.0\n") is None  # electing
+    assert jmx.leader(PAGE) is None
