@@ -80,7 +80,7 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
       cases:                     # each case is run on every cell and try
         - name: kill-leader
           schedule:              # at_s within [0, duration_s), in order
-            - {at_s: 5, action: kill, broker: "leader:0"}   # or controller, coordinator, N
+            - {at_s: 5, action: kill, broker: "leader:0"}   # or controller, voter, coordinator, N
             - {at_s: 15, action: restart, broker: "leader:0"}
     security: none               # [security] none | tls | sasl_ssl, on every twin (a list
                                  # is swept: one side each, every cluster up at once,

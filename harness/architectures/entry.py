@@ -81,6 +81,8 @@ class ProcessSpec:
     port: int | None = None
     # Counters "jmx-exporter": the port its exporter serves on, at the broker's host.
     metrics_port: int | None = None
+    # One of its architecture's quorum voters (Architecture.quorum).
+    voter: bool = False
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,9 @@ class Architecture:
     compared: bool = True
     # Replicates partitions (its coordinator implements brokers.core.isr_changes.IsrChanges).
     replicates: bool = True
+    # Its metadata is decided by a quorum of voters among its nodes (KRaft): the fault target
+    # "voter" (a voter that is not the active controller) applies to it alone.
+    quorum: bool = False
     # A reference system measured beside the twins, not under test (real Apache Kafka): the
     # contract suite, the nemesis, the regression and the benchmarks of the twins' code leave
     # it out; a run measures it when named (``--arch zk,dsbs,kafka-kraft``).

@@ -161,7 +161,7 @@ def _spec(node: Node, planned: kn.KafkaNode, files: kn.NodeFiles) -> ProcessSpec
                            agent=files.agent)
     return ProcessSpec(tuple(argv), ready="port-open", counters="jmx-exporter",
                        stop_grace_s=STOP_GRACE_S, port=planned.port,
-                       metrics_port=planned.metrics_port)
+                       metrics_port=planned.metrics_port, voter=planned.voter is not None)
 
 
 def _nodes(launch: Launch, name: str, release: Release, options: KafkaOptions, mode: str
@@ -234,6 +234,7 @@ KAFKA_KRAFT = Architecture(
                   cost_label="metadata quorum requests"),
     options=KafkaKraftOptions,
     command=_command("kafka-kraft", "kraft"),
+    quorum=True,
     # The metadata quorum's traffic: requests served on the CONTROLLER listeners, and their
     # bytes (harness/kafka/jmx.py).
     coordination=Coordination(messages="jmx:controller_requests", bytes="jmx:controller_bytes"),

@@ -13,7 +13,7 @@ from harness.schema import NAME_RE, Ctx, defaults, given, keys, required
 
 # The scenario of every session of a fault workload.
 SCENARIO = "faults"
-FAULT_TARGET_RE = re.compile(r"leader:(\d+)|controller|coordinator|(\d+)")
+FAULT_TARGET_RE = re.compile(r"leader:(\d+)|controller|coordinator|voter|(\d+)")
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,11 @@ class FaultStep:
     # A harness.cluster.fault_actions action name: a broker's (kill, pause, resume, restart,
     # partition, heal) or a service's (stop-zookeeper, start-zookeeper, kill-zookeeper).
     action: str
-    # Broker actions: "leader:P" (P's leader when the step runs), "controller",
-    # "coordinator" (of the session's probe group, harness/studies/faults/session.py) or a
-    # node id; resolved once per session and remembered, so a later step naming the same
-    # target means the same broker.
+    # Broker actions: "leader:P" (P's leader when the step runs), "controller" (KRaft: the
+    # quorum's active controller), "coordinator" (of the session's probe group,
+    # harness/studies/faults/session.py), "voter" (a quorum voter that is not the active
+    # controller; architectures with a quorum only) or a node id; resolved once per session
+    # and remembered, so a later step naming the same target means the same broker.
     broker: str | None = None
     # A service action's server: its index in the service's ensemble (kill-zookeeper ...).
     server: int | None = None
@@ -51,6 +52,11 @@ class FaultCase:
         """The services the case acts on (ZooKeeper): it runs only on architectures that have
         them, and has no counterpart on the others."""
         return frozenset(service for s in self.steps if (service := ACTIONS[s.action].service))
+
+    @property
+    def needs_quorum(self) -> bool:
+        """It acts on a quorum voter: it runs only on architectures with a quorum."""
+        return any(s.broker == "voter" for s in self.steps)
 
 
 @dataclass(frozen=True)
@@ -96,13 +102,13 @@ def _fault_step(ctx: Ctx, where: str, raw: Any, duration_s: float, brokers: int,
     broker, server = raw.get("broker"), raw.get("server")
     if a.target == "broker":
         if broker is None:
-            raise ctx.fail(f"{where}.broker", f"{action} needs a broker: leader:P, controller, "
-                           "coordinator or a node id")
+            raise ctx.fail(f"{where}.broker", f"{action} needs a broker: leader:P, "
+                           "controller, voter, coordinator or a node id")
         text = str(broker)
         m = FAULT_TARGET_RE.fullmatch(text)
         if isinstance(broker, bool) or m is None:
-            raise ctx.fail(f"{where}.broker", f"must be leader:P, controller, coordinator or "
-                           f"a node id, got {broker!r}")
+            raise ctx.fail(f"{where}.broker", f"must be leader:P, controller, voter, "
+                           f"coordinator or a node id, got {broker!r}")
         if m.group(1) is not None and int(m.group(1)) >= partitions:
             raise ctx.fail(f"{where}.broker", f"{text}: the topic has partitions 0.."
                            f"{partitions - 1}")

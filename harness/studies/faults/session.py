@@ -224,6 +224,16 @@ async def _controller(admin: ClusterClient, cluster: ProcessCluster) -> int:
     return admin.controller_id
 
 
+async def _voter(admin: ClusterClient, cluster: ProcessCluster) -> int:
+    """The lowest-numbered quorum voter that is not the active controller."""
+    active = await _controller(admin, cluster)
+    voters = sorted(b.node_id for b in cluster.brokers
+                    if b.spec is not None and b.spec.voter and b.node_id != active)
+    if not voters:
+        raise UserError("voter: the cluster has no quorum voter besides its active controller")
+    return voters[0]
+
+
 async def _resolve(target: str, admin: ClusterClient, topic: str, group: str,
                    cluster: ProcessCluster) -> int:
     """A schedule's broker target -> node id, asked of the cluster through the protocol (and,
@@ -235,6 +245,8 @@ async def _resolve(target: str, admin: ClusterClient, topic: str, group: str,
     await admin.refresh_metadata([topic])
     if target == "controller":
         node = await _controller(admin, cluster)
+    elif target == "voter":
+        node = await _voter(admin, cluster)
     else:
         node = admin.leader_of(topic, int(target.split(":", 1)[1]))
     if node < 0:
@@ -559,12 +571,20 @@ def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
     return row, events, timeline, partitions
 
 
+def _applies(case: FaultCase, arch: str) -> bool:
+    """Whether a case has a counterpart on ``arch``: the services it acts on are there, and
+    a quorum if it kills a voter."""
+    entry = architectures.get(arch)
+    return case.services <= set(entry.services) and (entry.quorum or not case.needs_quorum)
+
+
 class FaultSessions:
     """The fault study's session kind (harness/driver/kinds.py)."""
 
     def schedule(self, workload: Workload, sides: list[Side]) -> list[Epoch]:
         """The paper's grid, one session per fault case instead of per scenario; a case that
-        acts on a service has no session on an architecture without it."""
+        acts on a service, or on a quorum voter, has no session on an architecture without
+        it."""
         fp = workload.study(FAULT_STUDY)
         assert fp is not None
 
@@ -575,7 +595,7 @@ class FaultSessions:
                 # log (records.csv has no case column).
                 case_cell = Cell(case.name, cell.msg_size, cell.batch)
                 out.extend(Session(side, case_cell, try_no, SCENARIO, case) for side in order
-                           if case.services <= set(architectures.get(side.arch).services))
+                           if _applies(case, side.arch))
             return out
         return plan.grid_schedule(workload, sides, sessions_of)
 

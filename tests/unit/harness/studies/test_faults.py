@@ -95,6 +95,20 @@ def test_a_zookeeper_case_has_no_dsbs_session_and_sides_alternate():
     assert {s.scenario for s in sessions} == {"faults"}
 
 
+
+def test_a_voter_case_runs_only_where_there_is_a_quorum():
+    voter = case({"at_s": 1, "action": "kill", "broker": "voter"},
+                 {"at_s": 5, "action": "restart", "broker": "voter"}, name="voter")
+    # Leadership from the cache: the one policy real Kafka applies.
+    wl = workload([case(KILL, RESTART, name="kill"), voter],
+                  policies={"metadata_check": "cached"})
+    fp = wl.study(FAULT_STUDY)
+    assert fp is not None and fp.cases[1].needs_quorum and not fp.cases[0].needs_quorum
+    sides = plan.sides(wl, None, ("zk", "kafka-kraft"))
+    got = {(s.case.name, s.side.arch) for e in kinds.schedule(wl, sides) for s in e.sessions}
+    assert got == {("kill", "zk"), ("kill", "kafka-kraft"), ("voter", "kafka-kraft")}
+
+
 class FakeCluster:
     """Records which ProcessCluster method a fault name reaches."""
 
