@@ -12,7 +12,13 @@ few examples each:
   (liveness: whether the records are there is ``lost``'s question).
 * ``rewritten``: an offset seen with two different records (a truncation written over).
 * ``reordered``: acknowledged records of one partition that the log holds out of the order the
-  producer sent them in (one producer writes each partition's sequence in order).
+  producer sent them in (one producer writes each partition's sequence in order), each record
+  at its first copy.
+* ``duplicated``: an acknowledged record the log holds twice (the producer is idempotent, so a
+  retried batch must be answered from its first copy). Counted apart from ``reordered``: a late
+  second copy would otherwise read as one record out of order, and the two have different
+  causes (a broker that forgot a producer's sequences, or a record really appended out of
+  turn).
 * ``consumed_below_commit``: the group handed out an offset below one it had committed, and
   the commit was acknowledged before the poll began (a commit that did not hold): a member
   (re)started reading a partition below the commit.
@@ -31,7 +37,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-KINDS = ("lost", "unconsumed", "rewritten", "reordered", "consumed_below_commit",
+KINDS = ("lost", "unconsumed", "rewritten", "reordered", "duplicated", "consumed_below_commit",
          "stale_member_read", "offsets_backwards", "two_leaders_one_epoch")
 # What each architecture guarantees (docs/replication.md, "Guarantees, as measured"): a
 # violation of these fails a run; the others are counted and reported. ``unconsumed`` is
@@ -39,8 +45,8 @@ KINDS = ("lost", "unconsumed", "rewritten", "reordered", "consumed_below_commit"
 # claimed by none, nor is ``stale_member_read`` (the classic group protocol allows it). DSBS
 # keeps committed offsets in order only while brokers' views agree (no consensus:
 # docs/dsbs-metadata.md), so its offset counts are reported, not claimed.
-SAFETY = ("lost", "rewritten", "reordered", "consumed_below_commit", "offsets_backwards",
-          "two_leaders_one_epoch")
+SAFETY = ("lost", "rewritten", "reordered", "duplicated", "consumed_below_commit",
+          "offsets_backwards", "two_leaders_one_epoch")
 _OFFSETS = ("consumed_below_commit", "offsets_backwards")
 CLAIMS: dict[str, tuple[str, ...]] = {"dsbs": tuple(k for k in SAFETY if k not in _OFFSETS)}
 
@@ -153,7 +159,16 @@ def check(h: History) -> dict[str, list[str]]:
                 found["lost"].append(f"p{p}: {value} (acknowledged at offset {offset})")
             if (p, value) not in consumed:
                 found["unconsumed"].append(f"p{p}: {value}")
-        order = [sequence(v) for _, v in sorted(final) if v in acked_values]
+        order: list[int] = []
+        copies: set[str] = set()
+        for at, v in sorted(final):
+            if v not in acked_values:
+                continue
+            if v in copies:
+                found["duplicated"].append(f"p{p}: {v} again at offset {at}")
+                continue
+            copies.add(v)
+            order.append(sequence(v))
         for a, b in itertools.pairwise(order):
             if b <= a:
                 found["reordered"].append(f"p{p}: sequence {b} after {a}")

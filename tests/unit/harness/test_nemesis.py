@@ -112,6 +112,16 @@ def test_records_out_of_order_are_found():
     assert checker.counts(check(h))["reordered"] == 1
 
 
+def test_a_second_copy_is_a_duplicate_not_a_reorder():
+    h = clean()
+    # The record at offset 1 appended again after offset 2: a retry not answered from its
+    # first copy.
+    h.final = {0: [*h.final[0], (3, "p0-0000001")]}
+    found = check(h)
+    assert found["duplicated"] == ["p0: p0-0000001 again at offset 3"]
+    assert checker.counts(found)["reordered"] == 0
+
+
 def test_a_record_never_handed_to_the_group_is_found():
     h = clean()
     h.deliveries = h.deliveries[:2]
