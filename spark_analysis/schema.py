@@ -64,9 +64,9 @@ METRICS_COLUMNS: tuple[str, ...] = fmt.METRICS.names()
 COUNTER_COLUMNS: tuple[str, ...] = fmt.COUNTERS.names()
 
 # coordination.csv's traffic columns -> their per-1,000-messages columns in the coordination
-# cost table (studies/paper/aggregate.coordination_cost); an architecture's labels name one as
-# its cost.
+# cost table (cost.coordination_cost); an architecture's labels name one as its cost.
 PER_1K: dict[str, str] = {"coord_messages": "coord_messages_per_1k",
+                          "coord_bytes": "coord_bytes_per_1k",
                           "coordination_ops": "coord_ops_per_1k"}
 
 # What identifies a measured cell across runs. The workload name comes from the manifest (two

@@ -130,6 +130,19 @@ def log_rms(ratios: list[float]) -> float:
     return math.sqrt(sum(v * v for v in vals) / len(vals))
 
 
+def pair(long: pd.DataFrame, key: list[str], by: str, a: tuple[str, str],
+         b: tuple[str, str]) -> pd.DataFrame:
+    """Two sides of a long table of per-group ``n``/``mean``/``sd`` side by side, for
+    ``ratio_columns``: the rows where column ``by`` is ``a[0]`` with their statistics named
+    ``<a[1]>_n`` ..., joined on ``key`` with those where it is ``b[0]`` (``<b[1]>_n`` ...);
+    groups with only one side are left out."""
+    def side(value: str, prefix: str) -> pd.DataFrame:
+        mine = long[long[by] == value][[*key, "n", "mean", "sd"]]
+        return mine.rename(columns={c: f"{prefix}_{c}" for c in ("n", "mean", "sd")})
+
+    return side(*a).merge(side(*b), on=key, how="inner")
+
+
 def ratio_columns(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """``df`` with each side's interval (``<a>_ci_lo``/``_ci_hi``, the same for ``b``) and
     ``ratio`` = a/b of the means with Fieller's interval (``ratio_ci_lo``/``_hi``) and Welch's

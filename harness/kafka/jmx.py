@@ -145,15 +145,14 @@ def change(before: Mapping[int, dict[str, float] | None],
     log. A node missing from either reading, or a counter that went down (the node
     restarted), makes that counter unknown: None. Every one is a count, so an integer (the
     exporter serves them as doubles; the run logs' columns are integers)."""
-    names = {k for c in (*before.values(), *after.values()) if c for k in c}
+    names = sorted({k for c in (*before.values(), *after.values()) if c for k in c})
+    pairs = [(before[n], c) for n, c in after.items() if n in before]
+    if set(before) != set(after) or any(a is None or b is None for a, b in pairs):
+        return {_shown(name): None for name in names}
     out: dict[str, int | None] = {}
-    for name in sorted(names):
-        olds = [before.get(n) for n in after]
-        if set(before) != set(after) or any(c is None for c in (*olds, *after.values())):
-            out[_shown(name)] = None
-            continue
-        was = [(c or {}).get(name, 0.0) for c in olds]
-        now = [(c or {}).get(name, 0.0) for c in after.values()]
+    for name in names:
+        was = [(a or {}).get(name, 0.0) for a, _ in pairs]
+        now = [(b or {}).get(name, 0.0) for _, b in pairs]
         if name in LEVELS:
             step = max(now) - max(was)
             out[_shown(name)] = round(step) if step >= 0 else None

@@ -57,7 +57,12 @@ NEW_COLUMNS: dict[str, dict[str, str]] = {
     # A format-8 search that reached its ceiling left failed_rate empty; none of the fixture's
     # did, so no maximum is client-bound and nothing is known of the ceiling.
     "max_rates": {"client_bound": "0", "at_least": "False", "ceiling": "", "ratio_bound": ""},
+    # Coordination bytes are a format-9 column of coordination.csv: unknown in format 8.
+    "coordination_cost": {"coord_bytes_per_1k": ""},
 }
+# (table, column) -> the factor a format-8 value is multiplied by: broker_cpu_ms_per_1k held CPU
+# seconds per 1,000 records under its name until 2026-11-28 (now milliseconds, as it says).
+RESCALED: dict[tuple[str, str], float] = {("coordination_cost", "broker_cpu_ms_per_1k"): 1000.0}
 
 
 def migrate(name: str, old: pd.DataFrame) -> pd.DataFrame:
@@ -71,6 +76,9 @@ def migrate(name: str, old: pd.DataFrame) -> pd.DataFrame:
             merged = old[present].replace("", pd.NA).bfill(axis=1).iloc[:, 0].fillna("")
             old = old.drop(columns=present)
             old.insert(at, new, merged)
+    for (table, column), factor in RESCALED.items():
+        if table == name and column in old.columns:
+            old[column] = [repr(float(v) * factor) if v else v for v in old[column]]
     old = old.rename(columns={c: RENAMED.get((name, c), c) for c in old.columns})
     return old.map(lambda v: RENAMED_VALUES.get(v, v))
 

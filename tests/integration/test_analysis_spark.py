@@ -533,7 +533,7 @@ def test_real_kafka_runs_get_their_own_section_beside_the_twins(spark: SparkSess
     assert fid["ratio"] == pytest.approx(fid["kafka_rps"] / fid["twin_rps"])
     coord = pd.read_csv(kafka / "coordination.csv")
     coord = coord[(coord["cell_id"] == "size_grid-8B-b20") & (coord["scenario"] == "split")]
-    assert fid["kafka_coord_per_1k"] == pytest.approx(
+    assert fid["kafka_coord_messages_per_1k"] == pytest.approx(
         coord["zk_requests"].sum() * 1000 / coord["messages"].sum())
     text = got.results["kafka"].section()
     assert "Kafka/twin" in text and "KRaft/ZK (Kafka)" in text

@@ -213,7 +213,7 @@ class Event:
 async def _controller(admin: ClusterClient, cluster: ProcessCluster) -> int:
     """The cluster's controller: KRaft's active controller as its quorum says (a KRaft
     broker's Metadata names a random broker), else the one Metadata names (the twins, Kafka on
-    ZooKeeper). Metadata must have been refreshed."""
+    ZooKeeper). The admin client's metadata must be fresh."""
     exporters = [(b.host, b.spec.metrics_port) for b in cluster.brokers
                  if b.spec is not None and b.spec.counters == "jmx-exporter"
                  and b.spec.metrics_port and b.state == "running"]
@@ -224,9 +224,8 @@ async def _controller(admin: ClusterClient, cluster: ProcessCluster) -> int:
     return admin.controller_id
 
 
-async def _voter(admin: ClusterClient, cluster: ProcessCluster) -> int:
+def _voter(cluster: ProcessCluster, active: int) -> int:
     """The lowest-numbered quorum voter that is not the active controller."""
-    active = await _controller(admin, cluster)
     voters = sorted(b.node_id for b in cluster.brokers
                     if b.spec is not None and b.spec.voter and b.node_id != active)
     if not voters:
@@ -235,18 +234,17 @@ async def _voter(admin: ClusterClient, cluster: ProcessCluster) -> int:
 
 
 async def _resolve(target: str, admin: ClusterClient, topic: str, group: str,
-                   cluster: ProcessCluster) -> int:
+                   cluster: ProcessCluster, controller: int) -> int:
     """A schedule's broker target -> node id, asked of the cluster through the protocol (and,
-    for KRaft's controller, of its quorum)."""
+    for KRaft's controller, of its quorum: ``controller``, read with the metadata fresh)."""
     if target.isdigit():
         return int(target)
     if target == "coordinator":
         return await admin.coordinator_id(group)
-    await admin.refresh_metadata([topic])
     if target == "controller":
-        node = await _controller(admin, cluster)
+        node = controller
     elif target == "voter":
-        node = await _voter(admin, cluster)
+        node = _voter(cluster, controller)
     else:
         node = admin.leader_of(topic, int(target.split(":", 1)[1]))
     if node < 0:
@@ -269,9 +267,13 @@ async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admi
             if step.broker is not None:
                 node = resolved.get(step.broker)
                 if node is None:
-                    node = resolved[step.broker] = await _resolve(step.broker, admin, topic,
-                                                                  group, cluster)
-                    roles = await _roles(admin, node, topic, group, cluster)
+                    # The controller read once per new target: it resolves the target and says
+                    # whether the target was the controller (KRaft: a scrape of its quorum).
+                    await admin.refresh_metadata([topic])
+                    controller = await _controller(admin, cluster)
+                    node = resolved[step.broker] = await _resolve(
+                        step.broker, admin, topic, group, cluster, controller)
+                    roles = await _roles(admin, node, group, controller)
             t = time.perf_counter()
             await asyncio.to_thread(fault_actions.apply, cluster, step.action, node, step.server)
             result = "ok"
@@ -282,11 +284,10 @@ async def run_schedule(case: FaultCase, t0: float, cluster: ProcessCluster, admi
     return events
 
 
-async def _roles(admin: ClusterClient, node: int, topic: str, group: str,
-                 cluster: ProcessCluster) -> dict[str, bool | None]:
+async def _roles(admin: ClusterClient, node: int, group: str, controller: int
+                 ) -> dict[str, bool | None]:
     with contextlib.suppress(KafkaError, ConnectionClosed, OSError, TimeoutError):
         coordinator = await asyncio.wait_for(admin.coordinator_id(group), 2.0)
-        controller = await _controller(admin, cluster)
         return {"was_controller": controller == node,
                 "was_coordinator": coordinator == node}
     return {}

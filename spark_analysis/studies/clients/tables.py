@@ -23,11 +23,7 @@ def compare(long: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     key = [*CELL_KEY, "arch"]
 
-    def side(client: str, prefix: str) -> pd.DataFrame:
-        mine = long[long["client"] == client][[*key, *_STATS]]
-        return mine.rename(columns={c: f"{prefix}_{c}" for c in _STATS})
-
-    pair = side(TOOLS, "tools").merge(side(OURS, "ours"), on=key, how="inner")
+    pair = stats.pair(long, key, "client", (TOOLS, "tools"), (OURS, "ours"))
     if pair.empty:
         return pd.DataFrame()
     out = stats.ratio_columns(pair, "tools", "ours")

@@ -2,8 +2,8 @@
 
 * kafka-four-<workload>-<policies>: records/s of every architecture side by side, one panel
   per scenario (rows) and role (columns), a group of bars per cell (record size x batch) in
-  each. Bars are means over tries, error bars the 95% t interval, dots the tries' spread is
-  not drawn (the table has it). The twins and the two Kafkas share each panel's axis, so the
+  each. Bars are means over tries, error bars the 95% t interval (the tries themselves are in
+  the table). The twins and the two Kafkas share each panel's axis, so the
   gap between them, and between each pair's two coordinators, reads at a glance.
 """
 

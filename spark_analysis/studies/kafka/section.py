@@ -83,7 +83,7 @@ def fidelity_md(fid: pd.DataFrame) -> str:
                                       int(r["kafka_n"])),
              "Kafka/twin": _ratio(r, "ratio"),
              "ZK requests /1k (twin, Kafka)":
-                 f"{fmt(r['twin_coord_per_1k'])}, {fmt(r['kafka_coord_per_1k'])}",
+                 f"{fmt(r['twin_coord_messages_per_1k'])}, {fmt(r['kafka_coord_messages_per_1k'])}",
              "broker CPU ms /1k (twin, Kafka)":
                  f"{fmt(r['twin_broker_cpu_ms_per_1k'])}, "
                  f"{fmt(r['kafka_broker_cpu_ms_per_1k'])}"}
@@ -97,7 +97,8 @@ def cost_md(cost: pd.DataFrame, archs: Archs) -> str:
         for _, r in cost[cost["arch"] == a.name].iterrows():
             rows.append({"workload": r["workload"], "cell": cell_text(r),
                          "scenario": r["scenario"], "architecture": a.display_name,
-                         "measure": a.cost_label, "per 1k records": fmt(r["coord_per_1k"]),
+                         "measure": a.cost_label,
+                         "per 1k records": fmt(r["coord_messages_per_1k"]),
                          "bytes per 1k": fmt(r["coord_bytes_per_1k"]),
                          "broker CPU ms per 1k": fmt(r["broker_cpu_ms_per_1k"]),
                          "tries": int(r["tries"])})

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.cost import coordination_cost
 from spark_analysis.studies.kafka import aggregate, figures, section
 from spark_analysis.studies.kafka import tables as kafka_tables
 from spark_analysis.study import Context, Study, table
@@ -70,8 +71,9 @@ class KafkaStudy:
         four = kafka_tables.four(long)
         if four.empty:
             return KafkaTables(archs=context.archs)
-        cost = kafka_tables.kafka_cells(
-            aggregate.cost(context.logs.coordination, context.records), four)
+        coordination = context.logs.coordination
+        cost = (kafka_tables.kafka_cells(coordination_cost(coordination, context.records), four)
+                if coordination is not None else pd.DataFrame())
         return KafkaTables(four=four, steps=kafka_tables.steps(four),
                            fidelity=kafka_tables.fidelity(four, cost), cost=cost,
                            archs=context.archs)

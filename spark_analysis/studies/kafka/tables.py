@@ -44,22 +44,18 @@ def four(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def kafka_cells(cost: pd.DataFrame, four_table: pd.DataFrame) -> pd.DataFrame:
-    """``cost`` in the cells of ``four`` only (where real Kafka ran)."""
+    """The shared cost table (spark_analysis/cost.py) in the cells of ``four`` only (where
+    real Kafka ran), A/A sides left out."""
     if cost.empty or four_table.empty:
         return pd.DataFrame()
     key = list(COORD_KEY)
-    return paper_order(cost.merge(four_table[key].drop_duplicates(), on=key, how="inner"),
+    mine = cost[cost["side"] == "*"] if "side" in cost else cost
+    return paper_order(mine.merge(four_table[key].drop_duplicates(), on=key, how="inner"),
                        extra=["arch"])
 
 
 def _pair(long: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    key = list(CELL_KEY)
-
-    def side(arch: str, prefix: str) -> pd.DataFrame:
-        mine = long[long["arch"] == arch][[*key, *_STATS]]
-        return mine.rename(columns={c: f"{prefix}_{c}" for c in _STATS})
-
-    return side(a, "a").merge(side(b, "b"), on=key, how="inner")
+    return stats.pair(long, list(CELL_KEY), "arch", (a, "a"), (b, "b"))
 
 
 def steps(four_table: pd.DataFrame) -> pd.DataFrame:
@@ -93,7 +89,7 @@ def fidelity(four_table: pd.DataFrame, cost: pd.DataFrame) -> pd.DataFrame:
         "a_ci_hi": "kafka_ci_hi", "b_ci_lo": "twin_ci_lo", "b_ci_hi": "twin_ci_hi",
         "a_n": "kafka_n", "b_n": "twin_n"})
     out = out.drop(columns=["a_sd", "b_sd"])
-    columns = ("coord_per_1k", "coord_bytes_per_1k", "broker_cpu_ms_per_1k")
+    columns = ("coord_messages_per_1k", "coord_bytes_per_1k", "broker_cpu_ms_per_1k")
     if not cost.empty:
         ckey = list(COORD_KEY)
         for arch, who in ((KAFKA_ZK, "kafka"), ("zk", "twin")):

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis import rows
 from spark_analysis.rows import GROUP
-from spark_analysis.schema import CELL_KEY, COORD_KEY, LATENCY_COLUMNS, METRICS, PER_1K
+from spark_analysis.schema import CELL_KEY, LATENCY_COLUMNS, METRICS
 
 # Tries shown as columns in the paper-layout tables; more tries are still in n, mean and sd.
 MAX_TRY_COLUMNS = 10
@@ -70,28 +70,6 @@ def per_try(records: DataFrame) -> pd.DataFrame:
     )
     return grouped.melt(id_vars=[*GROUP, "try"], value_vars=list(METRICS), var_name="metric",
                         value_name="value")
-
-
-def coordination_cost(coordination: DataFrame, records: DataFrame) -> pd.DataFrame:
-    """Per cell (without role) x arch x side: coordination requests per 1,000 messages and CPU
-    seconds per try. Policies come from records.csv (coordination.csv does not repeat them)."""
-    policies = records.select("run_id", "cell_id", "scenario", "try", "offset_commit",
-                              "metadata_check").distinct()
-    joined = coordination.join(policies, ["run_id", "cell_id", "scenario", "try"], "left")
-    per_k = 1000.0
-    out = (
-        joined.groupBy(*COORD_KEY, "arch", "side")
-        .agg(
-            F.count(F.lit(1)).alias("tries"),
-            F.sum("messages").alias("messages"),
-            *((F.sum(c) * per_k / F.sum("messages")).alias(per) for c, per in PER_1K.items()),
-            F.avg("broker_cpu_s").alias("broker_cpu_s"),
-            F.avg("service_cpu_s").alias("service_cpu_s"),
-            (F.sum("broker_cpu_s") * per_k / F.sum("messages")).alias("broker_cpu_ms_per_1k"),
-        )
-        .toPandas()
-    )
-    return out
 
 
 def latency_histograms(latency: DataFrame, records: DataFrame) -> pd.DataFrame:

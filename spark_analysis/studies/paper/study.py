@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from spark_analysis.archs import DEFAULT, Archs
+from spark_analysis.cost import coordination_cost
 from spark_analysis.rows import paper_only
 from spark_analysis.studies.paper import aggregate, printed, section
 from spark_analysis.studies.paper import tables as paper_tables
@@ -90,7 +91,7 @@ class PaperStudy:
         rps_n = cell_stats.loc[cell_stats["metric"] == "rps", "n"]
         max_try = int(rps_n.max()) if not rps_n.empty else 0
         coordination = paper_only(logs.coordination) if logs.coordination is not None else None
-        cost = (aggregate.coordination_cost(coordination, records)
+        cost = (coordination_cost(coordination, records)
                 if coordination is not None else pd.DataFrame())
         hists = (aggregate.latency_histograms(paper_only(logs.latency), records)
                  if logs.latency is not None else pd.DataFrame())

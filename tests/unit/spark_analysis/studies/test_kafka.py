@@ -30,14 +30,14 @@ LONG = pd.DataFrame([
     _stat("dsbs", 90_000.0, 4_000.0, check="per_request"),
 ])
 COST = pd.DataFrame([
-    {**_cell(), "arch": "zk", "tries": 5, "coord_per_1k": 40.0, "coord_bytes_per_1k": None,
-     "broker_cpu_ms_per_1k": 10.0, "service_cpu_ms_per_1k": 2.0},
-    {**_cell(), "arch": "kafka-zk", "tries": 5, "coord_per_1k": 0.5,
-     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 60.0, "service_cpu_ms_per_1k": 0.1},
-    {**_cell(), "arch": "kafka-kraft", "tries": 5, "coord_per_1k": 3.0,
-     "coord_bytes_per_1k": 900.0, "broker_cpu_ms_per_1k": 70.0, "service_cpu_ms_per_1k": None},
-    {**_cell("per_request"), "arch": "zk", "tries": 5, "coord_per_1k": 90.0,
-     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 12.0, "service_cpu_ms_per_1k": 3.0},
+    {**_cell(), "arch": "zk", "tries": 5, "coord_messages_per_1k": 40.0, "coord_bytes_per_1k": None,
+     "broker_cpu_ms_per_1k": 10.0, "side": "*"},
+    {**_cell(), "arch": "kafka-zk", "tries": 5, "coord_messages_per_1k": 0.5,
+     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 60.0, "side": "*"},
+    {**_cell(), "arch": "kafka-kraft", "tries": 5, "coord_messages_per_1k": 3.0,
+     "coord_bytes_per_1k": 900.0, "broker_cpu_ms_per_1k": 70.0, "side": "*"},
+    {**_cell("per_request"), "arch": "zk", "tries": 5, "coord_messages_per_1k": 90.0,
+     "coord_bytes_per_1k": None, "broker_cpu_ms_per_1k": 12.0, "side": "*"},
 ])
 ARCHS = Archs.from_manifests([{"architectures": {
     "kafka-zk": {"display_name": "Kafka on ZooKeeper", "short_name": "KAFKA-ZK",
@@ -76,12 +76,12 @@ def test_the_fidelity_table_sets_the_zk_twin_beside_kafka_on_zookeeper() -> None
     r = fid.iloc[0]
     assert (r["twin_rps"], r["kafka_rps"], r["ratio"]) == pytest.approx(
         (100_000.0, 50_000.0, 0.5))
-    assert (r["twin_coord_per_1k"], r["kafka_coord_per_1k"]) == (40.0, 0.5)
+    assert (r["twin_coord_messages_per_1k"], r["kafka_coord_messages_per_1k"]) == (40.0, 0.5)
     assert (r["twin_broker_cpu_ms_per_1k"], r["kafka_broker_cpu_ms_per_1k"]) == (10.0, 60.0)
     # Without coordination readings the throughput still compares, the rest is n/a.
     bare = kafka_tables.fidelity(four, pd.DataFrame())
     assert bare.iloc[0]["ratio"] == pytest.approx(0.5) and pd.isna(
-        bare.iloc[0]["kafka_coord_per_1k"])
+        bare.iloc[0]["kafka_coord_messages_per_1k"])
 
 
 def test_the_section_shows_every_table_and_says_when_kafka_never_ran() -> None:
