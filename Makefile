@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults bench-kafka-clients perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication test-churn nemesis test-scale test-security clean
@@ -177,6 +177,14 @@ KAFKA_FAULTS_WORKLOAD ?= kafka-faults
 bench-kafka-faults: setup
 	@$(PY) -m harness.cli run --arch zk,kafka-zk,kafka-kraft --workload $(KAFKA_FAULTS_WORKLOAD) \
 	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+
+# Metadata on real Kafka beside the twins (docs/real-kafka.md, "Metadata"): topic creation alone
+# and in storms, partitions, group churn and a broker joining, every size on fresh clusters of
+# all four architectures, 3 tries; then the analysis (about 25 min).
+bench-kafka-metadata: setup
+	@$(PY) -m harness.cli run --arch zk,dsbs,kafka-zk,kafka-kraft --workload kafka-metadata \
+	  --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # Two load clients on the same clusters (docs/real-kafka.md, "Two load clients"): ours and
 # Kafka's ProducerPerformance/ConsumerPerformance, one side each, interleaved, on the zk twin,

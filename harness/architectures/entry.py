@@ -207,6 +207,11 @@ class Architecture:
     # Its metadata is decided by a quorum of voters among its nodes (KRaft): the fault target
     # "voter" (a voter that is not the active controller) applies to it alone.
     quorum: bool = False
+    # Its admin requests (CreateTopics) go to the broker Metadata names as the controller, as
+    # Kafka's own admin client sends them: a ZooKeeper-mode Kafka broker that is not the
+    # controller answers NOT_CONTROLLER (a KRaft broker forwards to its quorum). The twins
+    # take them at any broker.
+    admin_via_controller: bool = False
     # A reference system measured beside the twins, not under test (real Apache Kafka): the
     # contract suite, the nemesis, the regression and the benchmarks of the twins' code leave
     # it out; a run measures it when named (``--arch zk,dsbs,kafka-kraft``).

@@ -537,3 +537,28 @@ def test_real_kafka_runs_get_their_own_section_beside_the_twins(spark: SparkSess
         coord["zk_requests"].sum() * 1000 / coord["messages"].sum())
     text = got.results["kafka"].section()
     assert "Kafka/twin" in text and "KRaft/ZK (Kafka)" in text
+
+
+def test_topic_creation_and_failover_join_the_fidelity_table(spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    """Metadata and fault runs of the zk twin and Kafka on ZooKeeper (no rate cell at all):
+    the Real Kafka study pairs their topic creation per size and their failover per case,
+    each mean the mean of that architecture's sessions."""
+    root = tmp_path / "runs"
+    twin = synth.write_metadata_run(root, arch="zk", workload="km", index=1, tries=3,
+                                    sizes=(1, 10))
+    kafka = synth.write_metadata_run(root, arch="kafka-zk", workload="km", index=2, tries=3,
+                                     sizes=(1, 10))
+    synth.write_fault_run(root, arch="zk", workload="kf", index=3, tries=3, hour=10)
+    synth.write_fault_run(root, arch="kafka-zk", workload="kf", index=4, tries=3, hour=10)
+    got = job.compute(spark, [root])
+    events = got.results["kafka"].tables()["kafka_fidelity_events"]
+    r = row(events, source="metadata", case="topic-storm", size=10, measure="converge_s")
+    mine, theirs = (pd.read_csv(d / "metadata.csv") for d in (twin, kafka))
+    assert r["twin_n"] == 3 and r["twin_mean"] == pytest.approx(
+        mine[mine["n"] == 10]["converge_s"].mean())
+    assert r["kafka_mean"] == pytest.approx(theirs[theirs["n"] == 10]["converge_s"].mean())
+    assert r["ratio"] == pytest.approx(r["kafka_mean"] / r["twin_mean"])
+    leader = row(events, source="faults", case="kill-leader", measure="produce_gap_s")
+    assert leader["twin_n"] == 3 and leader["kafka_n"] == 3
+    assert "Fidelity in events" in got.results["kafka"].section()

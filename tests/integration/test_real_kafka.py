@@ -232,3 +232,36 @@ def test_the_perf_tools_refuse_a_commit_per_fetch_in_one_line(tmp_path):
         tmp_path, done,
         "twinbench: error: workload two-clients: client: kafka-perf: ConsumerPerformance "
         "commits on an interval or not at all: offset_commit: interval_ms:N or none")
+
+
+METADATA = """
+name: kafka-metadata-smoke
+description: a storm of three topics on Kafka on ZooKeeper, the limits of the twins given
+brokers: 3
+tries: 1
+policies:
+  metadata_check: cached
+metadata:
+  probe_ms: 20
+  timeout_s: 120
+  idle_s: 0.2
+  max_topics: 100
+  max_partitions_per_topic: 100
+  cases:
+    - {name: topic-storm, kind: topic-storm, n: [3], partitions: 2}
+"""
+
+
+def test_a_topic_storm_on_kafka_on_zookeeper_goes_through_its_controller(tmp_path):
+    """Three topics at once from three admin connections: on ZooKeeper-mode Kafka a broker
+    that is not the controller answers CreateTopics NOT_CONTROLLER, so the storm is sent to the
+    controller Metadata names, as Kafka's admin client sends it; the twins' broker limits bound
+    nothing there. The session is timed like a twin's."""
+    done = twinbench_run(tmp_path, METADATA, "kafka-zk")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    with (run / "metadata.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["status"] == "ok" and row["topics"] == "3" and row["create_timeouts"] == "0"
+    assert 0 < float(row["create_s"]) <= float(row["converge_s"])
+    assert float(row["coord_messages"]) > 0  # ZooKeeper's requests over the storm

@@ -7,7 +7,8 @@ coordination messages it takes, and what a large table costs at rest. Each case 
 
 * topic-storm: ``n`` topics of the case's ``partitions`` each, created at once through
   ``harness.bench.create_latency.create_topics`` (one admin connection per broker, one request in
-  flight on each, topic i to broker i mod B);
+  flight on each, topic i to broker i mod B; on Kafka all B connections go to the controller
+  Metadata names, as its admin client sends them);
 * partition-scale: one topic of ``n`` partitions, one CreateTopics.
 
 What is measured, from outside the brokers through the Kafka protocol (the same way on every
@@ -195,6 +196,27 @@ async def _open(cluster: ProcessCluster, timeout_s: float) -> list[BrokerConnect
     return conns
 
 
+async def _admin(cluster: ProcessCluster, timeout_s: float) -> list[BrokerConnection]:
+    """The admin connections a storm is sent through: one per broker, each to its broker, or,
+    where the architecture takes admin requests at its controller (Kafka), each to the
+    broker Metadata names as controller, as Kafka's admin client sends them. Either way as
+    many requests are in flight at once."""
+    conns = await _open(cluster, timeout_s)
+    if not cluster.spec.architecture.admin_via_controller:
+        return conns
+    try:
+        controller = (await _metadata(conns[0], [])).controller_id
+        at = {b.node_id: b for b in cluster.brokers}.get(controller)
+        if at is None:
+            raise TimeoutError(f"Metadata names controller {controller}, not one of the "
+                               "cluster's brokers")
+        config = conns[0].config
+        return [await BrokerConnection.open(at.host, at.port, config) for _ in conns]
+    finally:
+        for c in conns:
+            c.close()
+
+
 async def idle_traffic(cluster: ProcessCluster, seconds: float) -> dict[str, float | None]:
     """Coordination traffic per second over ``seconds`` with nothing asked of the cluster."""
     if seconds <= 0:
@@ -235,7 +257,7 @@ async def _topics(cluster: ProcessCluster, plan: MetadataPlan, case: MetadataCas
         partitions = n
     # The client's limit sits above the brokers' own (timeout_ms), so a creation that takes
     # too long comes back as the broker's REQUEST_TIMED_OUT, not a dropped connection.
-    admin = await _open(cluster, plan.timeout_s + 10)
+    admin = await _admin(cluster, plan.timeout_s + 10)
     probes = await _open(cluster, plan.timeout_s + 10)
     try:
         arch = cluster.spec.architecture
@@ -349,13 +371,14 @@ async def _group_churn(cluster: ProcessCluster, plan: MetadataPlan, case: Metada
     committing every partition's offset."""
     partitions = case.partitions
     topic, group = prefix, f"{prefix}-group"
+    admin = await _admin(cluster, plan.timeout_s + 10)
     conns = await _open(cluster, plan.timeout_s + 10)
     try:
-        await create_topics(conns[:1], [topic], partitions, concurrent=False)
+        await create_topics(admin[:1], [topic], partitions, concurrent=False)
         await watch_convergence(conns, [topic], partitions, plan.probe_ms / 1000,
                                 time.perf_counter() + plan.timeout_s)
     finally:
-        for c in conns:
+        for c in [*admin, *conns]:
             c.close()
     config = GroupMemberConfig(group=group, topic=topic, session_timeout_ms=30_000,
                                rebalance_timeout_ms=30_000, heartbeat_ms=MEMBER_HEARTBEAT_MS,

@@ -28,9 +28,25 @@ same code (Fieller 95% interval): above 1 the step made that row faster.
 FIDELITY_INTRO = """\
 **Fidelity: the zk twin beside Kafka on ZooKeeper**, the same policies and load. Kafka/twin
 above 1: Kafka moved more records per second. Per 1,000 records: ZooKeeper's requests served
-and the brokers' CPU milliseconds. Topic-creation latency and failover time are in the
-metadata and faults sections where those workloads ran on both.
+and the brokers' CPU milliseconds.
 """
+EVENTS_INTRO = """\
+**Fidelity in events: topic creation and failover**, the zk twin beside Kafka on ZooKeeper
+where a workload ran both (`make bench-kafka-metadata`, `make bench-kafka-faults`), mean [95%
+CI] over tries, each on fresh clusters. Topic creation: a CreateTopics round trip's median, and
+the time until every broker's Metadata lists every topic led (a storm of `size` topics, or one
+topic of `size` partitions); Kafka's are sent to the controller its Metadata names, as its
+admin client does, the twins' to every broker. Failover: detection and the longest produce
+gap of each fault case. Kafka/twin below 1: Kafka was quicker. The metadata and faults
+sections show all four architectures.
+"""
+# What each measure of fidelity_events is called in the report.
+EVENT_TITLES = {
+    "create_p50_ms": "CreateTopics p50 (ms)",
+    "converge_s": "listed by every broker (s)",
+    "detection_s": "detection (s)",
+    "produce_gap_s": "longest produce gap (s)",
+}
 
 
 def _ci(mean: float, lo: float, hi: float, n: int) -> str:
@@ -91,6 +107,17 @@ def fidelity_md(fid: pd.DataFrame) -> str:
     return md_table(pd.DataFrame(rows))
 
 
+def events_md(events: pd.DataFrame) -> str:
+    rows = [{"workload": r["workload"], "case": r["case"],
+             "size": fmt(r["size"]) if r["source"] == "metadata" else "",
+             "measure": EVENT_TITLES.get(r["measure"], r["measure"]),
+             "zk twin": _ci(r["twin_mean"], r["twin_ci_lo"], r["twin_ci_hi"], int(r["twin_n"])),
+             "Kafka on ZK": _ci(r["kafka_mean"], r["kafka_ci_lo"], r["kafka_ci_hi"],
+                                int(r["kafka_n"])),
+             "Kafka/twin": _ratio(r, "ratio")} for _, r in events.iterrows()]
+    return md_table(pd.DataFrame(rows))
+
+
 def cost_md(cost: pd.DataFrame, archs: Archs) -> str:
     rows = []
     for a in archs:
@@ -106,11 +133,15 @@ def cost_md(cost: pd.DataFrame, archs: Archs) -> str:
 
 
 def kafka_md(four: pd.DataFrame, steps: pd.DataFrame, fidelity: pd.DataFrame,
-             cost: pd.DataFrame, archs: Archs = DEFAULT) -> str:
-    if four.empty:
+             cost: pd.DataFrame, events: pd.DataFrame | None = None,
+             archs: Archs = DEFAULT) -> str:
+    has_events = events is not None and not events.empty
+    if four.empty and not has_events:
         return ("_No workload ran real Kafka among the inputs (`--arch "
                 "zk,dsbs,kafka-zk,kafka-kraft`, `make bench-kafka`; docs/real-kafka.md)._\n")
-    parts = [INTRO, "Records/s, mean [95% CI] over tries:\n", four_md(four, archs)]
+    parts = [INTRO]
+    if not four.empty:
+        parts += ["Records/s, mean [95% CI] over tries:\n", four_md(four, archs)]
     if not steps.empty:
         parts += [STEPS_INTRO, steps_md(steps)]
     if not fidelity.empty:
@@ -118,6 +149,9 @@ def kafka_md(four: pd.DataFrame, steps: pd.DataFrame, fidelity: pd.DataFrame,
     if not cost.empty:
         parts += ["**Coordination and CPU per 1,000 records**, every architecture (both roles "
                   "of a session together):\n", cost_md(cost, archs)]
+    if has_events:
+        assert events is not None
+        parts += [EVENTS_INTRO, events_md(events)]
     parts.append("Figure: `kafka-four-*`. Every column: `kafka_four.csv`, `kafka_steps.csv`, "
-                 "`kafka_fidelity.csv`, `kafka_cost.csv`.\n")
+                 "`kafka_fidelity.csv`, `kafka_cost.csv`, `kafka_fidelity_events.csv`.\n")
     return "\n".join(parts)

@@ -23,23 +23,26 @@ def _empty() -> pd.DataFrame:
 class KafkaTables:
     """``four``: records/s per cell and architecture where real Kafka ran; ``steps``:
     KRaft/ZK and DSBS/ZK per cell; ``fidelity``: the zk twin beside Kafka on ZooKeeper;
-    ``cost``: coordination and CPU per 1,000 records per cell and architecture."""
+    ``cost``: coordination and CPU per 1,000 records per cell and architecture;
+    ``events``: the zk twin beside Kafka on ZooKeeper in topic creation and failover."""
 
     four: pd.DataFrame = field(default_factory=_empty)
     steps: pd.DataFrame = field(default_factory=_empty)
     fidelity: pd.DataFrame = field(default_factory=_empty)
     cost: pd.DataFrame = field(default_factory=_empty)
+    events: pd.DataFrame = field(default_factory=_empty)
     archs: Archs = DEFAULT
 
     @property
     def empty(self) -> bool:
-        return bool(self.four.empty)
+        return bool(self.four.empty and self.events.empty)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         if self.empty:
             return {}
         named = {"kafka_four": self.four, "kafka_steps": self.steps,
-                 "kafka_fidelity": self.fidelity, "kafka_cost": self.cost}
+                 "kafka_fidelity": self.fidelity, "kafka_cost": self.cost,
+                 "kafka_fidelity_events": self.events}
         return {k: v for k, v in named.items() if not v.empty}
 
     def figures(self, out: Path, archs: Archs) -> list[Path]:
@@ -59,7 +62,8 @@ class KafkaTables:
                 + "; ".join(lines) + " (section Real Kafka).\n")
 
     def section(self) -> str:
-        return section.kafka_md(self.four, self.steps, self.fidelity, self.cost, self.archs)
+        return section.kafka_md(self.four, self.steps, self.fidelity, self.cost, self.events,
+                                self.archs)
 
 
 class KafkaStudy:
@@ -69,19 +73,22 @@ class KafkaStudy:
     def compute(self, context: Context) -> KafkaTables:
         long = aggregate.cell_stats(context.records)
         four = kafka_tables.four(long)
+        events = kafka_tables.fidelity_events(
+            aggregate.event_stats(context.logs.metadata, context.logs.faults))
         if four.empty:
-            return KafkaTables(archs=context.archs)
+            return KafkaTables(events=events, archs=context.archs)
         coordination = context.logs.coordination
         cost = (kafka_tables.kafka_cells(coordination_cost(coordination, context.records), four)
                 if coordination is not None else pd.DataFrame())
         return KafkaTables(four=four, steps=kafka_tables.steps(four),
                            fidelity=kafka_tables.fidelity(four, cost), cost=cost,
-                           archs=context.archs)
+                           events=events, archs=context.archs)
 
     def from_tables(self, tables: Mapping[str, pd.DataFrame], archs: Archs) -> KafkaTables:
         return KafkaTables(four=table(tables, "kafka_four"), steps=table(tables, "kafka_steps"),
                            fidelity=table(tables, "kafka_fidelity"),
-                           cost=table(tables, "kafka_cost"), archs=archs)
+                           cost=table(tables, "kafka_cost"),
+                           events=table(tables, "kafka_fidelity_events"), archs=archs)
 
 
 STUDY: Study = KafkaStudy()

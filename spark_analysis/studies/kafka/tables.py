@@ -10,8 +10,12 @@ coordinator changed) and ``dsbs_over_zk`` (DSBS / the zk twin: the same on our c
 
 ``fidelity``: per cell, the zk twin beside Kafka on ZooKeeper under the same policies:
 records/s of each and their ratio (Kafka / twin), ZooKeeper requests, coordination bytes and
-broker CPU per 1,000 records of each. Topic creation and failover are in the metadata and
-faults sections, where those workloads ran.
+broker CPU per 1,000 records of each.
+
+``fidelity_events``: the same pair for what is not a rate: topic creation (a CreateTopics round
+trip's median; until every broker lists the topics) at each metadata size, and failover
+(detection; the longest produce gap) in each fault case, where a workload ran both. The
+metadata and faults sections show every architecture.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ import pandas as pd
 from spark_analysis import stats
 from spark_analysis.order import paper_order
 from spark_analysis.schema import CELL_KEY, COORD_KEY
-from spark_analysis.studies.kafka.aggregate import KAFKA_KRAFT, KAFKA_ZK, REAL
+from spark_analysis.studies.kafka.aggregate import EVENT_MEASURES, KAFKA_KRAFT, KAFKA_ZK, REAL
+
+# What identifies one row of fidelity_events (aggregate.EVENT_COLUMNS less the statistics).
+EVENT_KEY = ["source", "workload", "case", "size", "measure"]
 
 _STATS = ("n", "mean", "sd")
 # (column prefix, numerator arch, denominator arch) of the two steps away from ZooKeeper.
@@ -101,3 +108,23 @@ def fidelity(four_table: pd.DataFrame, cost: pd.DataFrame) -> pd.DataFrame:
             if f"{who}_{c}" not in out:
                 out[f"{who}_{c}"] = math.nan
     return paper_order(out)
+
+
+def fidelity_events(events: pd.DataFrame) -> pd.DataFrame:
+    """The zk twin beside Kafka on ZooKeeper per event (EVENT_KEY): each side's mean and 95%
+    interval, and Kafka / twin with Fieller's interval; topic creation first, by case, size
+    and measure (EVENT_MEASURES' order), then the fault cases."""
+    if events.empty:
+        return pd.DataFrame()
+    pair = stats.pair(events, EVENT_KEY, "arch", (KAFKA_ZK, "a"), ("zk", "b"))
+    if pair.empty:
+        return pd.DataFrame()
+    out = stats.ratio_columns(pair, "a", "b").rename(columns={
+        "a_mean": "kafka_mean", "b_mean": "twin_mean", "a_ci_lo": "kafka_ci_lo",
+        "a_ci_hi": "kafka_ci_hi", "b_ci_lo": "twin_ci_lo", "b_ci_hi": "twin_ci_hi",
+        "a_n": "kafka_n", "b_n": "twin_n"}).drop(columns=["a_sd", "b_sd"])
+    rank = {m: i for i, m in enumerate(m for ms in EVENT_MEASURES.values() for m in ms)}
+    out = out.assign(_m=out["measure"].map(rank).fillna(len(rank)))
+    return out.sort_values(["source", "workload", "case", "size", "_m"],
+                           ascending=[False, True, True, True, True],
+                           kind="stable").drop(columns=["_m"]).reset_index(drop=True)

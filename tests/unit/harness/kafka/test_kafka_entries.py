@@ -105,9 +105,9 @@ def test_the_box_options_are_validated_and_reach_the_jvm(tmp_path):
 def test_what_is_not_built_for_real_kafka_is_refused_in_one_line(tmp_path):
     entry = architectures.get("kafka-zk")
     with pytest.raises(UserError, match=r"^kafka-zk: the broker setting "
-                                        r"--max-partitions-per-topic has no Kafka translation"):
+                                        r"--replica-lag-time-max-ms has no Kafka translation"):
         entry.command(launch(tmp_path, "kafka-zk",
-                             broker_args=("--max-partitions-per-topic", "10")))
+                             broker_args=("--replica-lag-time-max-ms", "10")))
     with pytest.raises(UserError, match=r"^kafka-zk runs on this machine only"):
         entry.command(dataclasses.replace(launch(tmp_path, "kafka-zk"), machines=(LOCAL,) * 3,
                                           roots=(tmp_path,) * 3))
@@ -118,6 +118,19 @@ def test_what_is_not_built_for_real_kafka_is_refused_in_one_line(tmp_path):
     command = entry.command(launch(tmp_path, "kafka-zk"))
     with pytest.raises(UserError, match=r"^--metrics: real Kafka's metrics are JMX"):
         command(node(tmp_path, 0, metrics="127.0.0.1:0"))
+
+
+def test_the_metadata_studys_limits_bound_nothing_on_kafka(tmp_path):
+    """The twins' --max-topics and --max-partitions-per-topic guard one Python process's
+    tables; Kafka has no such limit, so they are accepted and set nothing, beside a setting
+    that does translate."""
+    given = ("--max-topics", "1000", "--max-partitions-per-topic", "10000",
+             "--min-insync-replicas", "2")
+    argv = architectures.get("kafka-zk").command(
+        launch(tmp_path, "kafka-zk", broker_args=given))(node(tmp_path, 0)).argv
+    props = properties(Path(argv[-1]))
+    assert props["min.insync.replicas"] == "2"
+    assert not {"1000", "10000"} & set(props.values())
 
 
 def test_real_kafka_is_a_reference_that_applies_the_cached_policy_only():

@@ -88,9 +88,55 @@ def test_the_section_shows_every_table_and_says_when_kafka_never_ran() -> None:
     four = kafka_tables.four(LONG)
     cost = kafka_tables.kafka_cells(COST, four)
     text = section.kafka_md(four, kafka_tables.steps(four), kafka_tables.fidelity(four, cost),
-                            cost, ARCHS)
+                            cost, archs=ARCHS)
     assert "| Kafka on ZooKeeper | Kafka on KRaft |" in text
     assert "KRaft/ZK (Kafka)" in text and "0.9 [" in text
     assert "Kafka/twin" in text and "metadata quorum requests" in text
     assert "No workload ran real Kafka" in section.kafka_md(
         pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
+
+
+def _event(source: str, case: str, size: int, measure: str, arch: str, mean: float,
+           sd: float, n: int = 3) -> dict[str, object]:
+    return {"source": source, "workload": "kafka-metadata" if source == "metadata" else "kf",
+            "case": case, "size": size, "measure": measure, "arch": arch, "n": n,
+            "mean": mean, "sd": sd}
+
+
+EVENTS = pd.DataFrame([
+    _event("faults", "kill-leader", 0, "produce_gap_s", "zk", 6.0, 0.5),
+    _event("faults", "kill-leader", 0, "produce_gap_s", "kafka-zk", 7.0, 0.5),
+    _event("metadata", "topic-storm", 10, "converge_s", "zk", 2.0, 0.2),
+    _event("metadata", "topic-storm", 10, "converge_s", "kafka-zk", 1.0, 0.1),
+    _event("metadata", "topic-storm", 1, "create_p50_ms", "zk", 40.0, 4.0),
+    _event("metadata", "topic-storm", 1, "create_p50_ms", "kafka-zk", 120.0, 30.0),
+    # KRaft and DSBS are in the metadata section's tables, not in this pair.
+    _event("metadata", "topic-storm", 1, "create_p50_ms", "kafka-kraft", 90.0, 9.0),
+    # A case run on the twin alone has no Kafka side to stand beside.
+    _event("faults", "stop-zookeeper", 0, "produce_gap_s", "zk", 9.0, 1.0),
+])
+
+
+def test_topic_creation_and_failover_pair_the_zk_twin_with_kafka_on_zookeeper() -> None:
+    ev = kafka_tables.fidelity_events(EVENTS)
+    assert list(zip(ev["source"], ev["case"], ev["size"], strict=True)) == [
+        ("metadata", "topic-storm", 1), ("metadata", "topic-storm", 10),
+        ("faults", "kill-leader", 0)]
+    lone = ev.iloc[0]
+    assert (lone["twin_mean"], lone["kafka_mean"], lone["ratio"]) == pytest.approx(
+        (40.0, 120.0, 3.0))
+    assert (lone["ratio_ci_lo"], lone["ratio_ci_hi"]) == pytest.approx(
+        stats.fieller(120.0, 30.0, 3, 40.0, 4.0, 3))
+    assert (lone["twin_ci_lo"], lone["twin_ci_hi"]) == pytest.approx(
+        stats.t_interval(40.0, 4.0, 3))
+    assert kafka_tables.fidelity_events(EVENTS[EVENTS["arch"] != "kafka-zk"]).empty
+    assert kafka_tables.fidelity_events(pd.DataFrame()).empty
+
+
+def test_the_section_shows_the_events_even_without_a_rate_cell() -> None:
+    ev = kafka_tables.fidelity_events(EVENTS)
+    text = section.kafka_md(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                            ev, archs=ARCHS)
+    assert "Fidelity in events" in text and "CreateTopics p50 (ms)" in text
+    assert "longest produce gap (s)" in text and "Records/s" not in text
+    assert "| 3 [" in text  # Kafka / twin of the lone topic, with its interval
