@@ -1,0 +1,15 @@
+"""The Raft twin's metadata: the records its quorum commits and the image every broker
+applies them to (KRaft's metadata log and image, KIP-631, on this project's core).
+
+* ``records.py``   the record types (brokers, topics and partitions, groups, offsets, producer
+                   ids) and their JSON codec.
+* ``image.py``     ``MetadataImage``: the records applied in log order, deterministically, to
+                   what the Coordinator seam serves; its snapshot for log compaction.
+"""
+
+from __future__ import annotations
+
+from brokers.raft_broker.metadata.image import MetadataImage, Outcome
+from brokers.raft_broker.metadata.records import Record, RecordDecodeError, decode, encode
+
+__all__ = ["MetadataImage", "Outcome", "Record", "RecordDecodeError", "decode", "encode"]

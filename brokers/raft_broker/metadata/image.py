@@ -1,0 +1,352 @@
+"""The metadata image: what the committed metadata log says, applied record by record.
+
+Every broker of the Raft twin, voter or not, applies the same committed records in the same
+order to its own ``MetadataImage``, so every image at index i is the same image (the
+state-machine safety Raft gives). ``apply`` is therefore deterministic and total: it never
+raises, it never reads a clock or a random source, and a record that no longer holds (a
+partition changed since the decision, a name already taken, a commit of an older generation)
+is rejected the same way everywhere, its ``Outcome`` saying why. The broker that proposed a
+record learns its fate from the outcome at the record's index.
+
+What the image holds is what the Coordinator seam serves (brokers/core/coordinator.py):
+brokers with their registration epoch and fencing, topics with their ids, partitions (replicas,
+ISR, leader, leader epoch, partition epoch), configs, the groups' member and owner registries
+with a generation, committed offsets, and the next producer id. ``view()`` is the
+``ClusterView`` the core reads; ``snapshot()``/``restore()`` the state Raft's log compaction
+keeps in place of the records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from brokers.core.coordinator import (
+    BrokerInfo,
+    ClusterView,
+    MemberRecord,
+    OffsetAndMetadata,
+    PartitionState,
+    TopicInfo,
+    TopicPartition,
+)
+from brokers.raft_broker.metadata.records import (
+    NO_LEADER,
+    AddPartitions,
+    AllocateProducerIds,
+    ChangePartition,
+    CommitOffsets,
+    CreateTopic,
+    DeleteOffsets,
+    DeleteTopic,
+    FenceBroker,
+    PartitionInit,
+    Record,
+    RecordOwners,
+    RegisterBroker,
+    RegisterMember,
+    SetTopicConfigs,
+    UnregisterBroker,
+    UnregisterMember,
+)
+
+# The snapshot format; a snapshot of another version is refused, never guessed at.
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What applying one record did: ``applied``, or why not (``reason``). ``topic_id`` is the
+    topic a CreateTopic made, ``first_producer_id`` the block an AllocateProducerIds gave,
+    ``deleted`` the name of the topic a DeleteTopic removed (its data must go)."""
+
+    applied: bool
+    reason: str = ""
+    topic_id: int | None = None
+    first_producer_id: int | None = None
+    deleted: str | None = None
+
+
+@dataclass(slots=True)
+class BrokerEntry:
+    info: BrokerInfo
+    epoch: int
+    fenced: bool = True
+
+
+@dataclass(slots=True)
+class PartitionEntry:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+
+@dataclass(slots=True)
+class TopicEntry:
+    topic_id: int
+    name: str
+    partitions: list[PartitionEntry]
+    configs: dict[str, str]
+    config_version: int = 0
+
+
+@dataclass(slots=True)
+class GroupEntry:
+    members: dict[str, MemberRecord] = field(default_factory=dict)
+    owners: dict[TopicPartition, str] = field(default_factory=dict)
+    # Bumped by every RecordOwners: commits decided at an older generation are fenced.
+    generation: int = 0
+    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+
+
+def _partition(init: PartitionInit) -> PartitionEntry:
+    return PartitionEntry(init.replicas, init.isr, init.leader)
+
+
+def _valid_init(init: PartitionInit) -> bool:
+    """A partition's first state is coherent: replicas distinct, ISR among them, the leader in
+    the ISR (or none)."""
+    replicas = set(init.replicas)
+    return (bool(init.replicas) and len(replicas) == len(init.replicas)
+            and set(init.isr) <= replicas
+            and (init.leader == NO_LEADER or init.leader in init.isr))
+
+
+class MetadataImage:
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerEntry] = {}
+        self.topics: dict[str, TopicEntry] = {}
+        self.by_id: dict[int, str] = {}
+        self.groups: dict[str, GroupEntry] = {}
+        self.next_producer_id = 0
+        # The index of the last record applied (0: none; Raft indexes start at 1).
+        self.applied_index = 0
+
+    # --- applying ---------------------------------------------------------------------------
+    def apply(self, index: int, record: Record) -> Outcome:
+        """Apply the record committed at ``index`` (the next one: indexes only grow)."""
+        if index <= self.applied_index:
+            return Outcome(False, f"index {index} already applied")
+        self.applied_index = index
+        handler = _HANDLERS[type(record)]
+        return handler(self, index, record)
+
+    def _register_broker(self, index: int, r: RegisterBroker) -> Outcome:
+        # Fenced until the controller sees it caught up (KRaft unfences a broker once it has
+        # replayed the log to its registration); its new epoch fences its earlier life.
+        self.brokers[r.broker_id] = BrokerEntry(BrokerInfo(r.broker_id, r.host, r.port, r.rack),
+                                                epoch=index)
+        return Outcome(True)
+
+    def _fence_broker(self, index: int, r: FenceBroker) -> Outcome:
+        entry = self.brokers.get(r.broker_id)
+        if entry is None or entry.epoch != r.epoch:
+            return Outcome(False, f"broker {r.broker_id} is not registered at epoch {r.epoch}")
+        entry.fenced = r.fenced
+        return Outcome(True)
+
+    def _unregister_broker(self, index: int, r: UnregisterBroker) -> Outcome:
+        entry = self.brokers.get(r.broker_id)
+        if entry is None or entry.epoch != r.epoch:
+            return Outcome(False, f"broker {r.broker_id} is not registered at epoch {r.epoch}")
+        del self.brokers[r.broker_id]
+        return Outcome(True)
+
+    def _create_topic(self, index: int, r: CreateTopic) -> Outcome:
+        if r.name in self.topics:
+            return Outcome(False, f"topic {r.name!r} already exists")
+        if not r.partitions or not all(_valid_init(p) for p in r.partitions):
+            return Outcome(False, "incoherent partition states")
+        self.topics[r.name] = TopicEntry(index, r.name, [_partition(p) for p in r.partitions],
+                                         dict(r.configs))
+        self.by_id[index] = r.name
+        return Outcome(True, topic_id=index)
+
+    def _topic(self, topic_id: int) -> TopicEntry | None:
+        name = self.by_id.get(topic_id)
+        return None if name is None else self.topics[name]
+
+    def _add_partitions(self, index: int, r: AddPartitions) -> Outcome:
+        topic = self._topic(r.topic_id)
+        if topic is None:
+            return Outcome(False, f"no topic of id {r.topic_id}")
+        if len(topic.partitions) != r.first:
+            return Outcome(False, f"topic {topic.name!r} has {len(topic.partitions)} "
+                                  f"partitions, not {r.first}")
+        if not r.partitions or not all(_valid_init(p) for p in r.partitions):
+            return Outcome(False, "incoherent partition states")
+        topic.partitions.extend(_partition(p) for p in r.partitions)
+        return Outcome(True, topic_id=r.topic_id)
+
+    def _change_partition(self, index: int, r: ChangePartition) -> Outcome:
+        topic = self._topic(r.topic_id)
+        if topic is None or not 0 <= r.partition < len(topic.partitions):
+            return Outcome(False, f"no partition {r.partition} of topic id {r.topic_id}")
+        p = topic.partitions[r.partition]
+        if p.partition_epoch != r.partition_epoch:
+            return Outcome(False, f"partition epoch {p.partition_epoch}, not {r.partition_epoch}")
+        if not set(r.isr) <= set(p.replicas) or (r.leader != NO_LEADER and r.leader not in r.isr):
+            return Outcome(False, "the leader must be in the ISR, the ISR among the replicas")
+        p.leader = r.leader
+        p.isr = tuple(b for b in p.replicas if b in set(r.isr))
+        p.partition_epoch += 1
+        if r.new_leader_epoch:
+            p.leader_epoch += 1
+        return Outcome(True, topic_id=r.topic_id)
+
+    def _set_topic_configs(self, index: int, r: SetTopicConfigs) -> Outcome:
+        topic = self._topic(r.topic_id)
+        if topic is None:
+            return Outcome(False, f"no topic of id {r.topic_id}")
+        if topic.config_version != r.version:
+            return Outcome(False, f"configs at version {topic.config_version}, not {r.version}")
+        topic.configs = dict(r.configs)
+        topic.config_version += 1
+        return Outcome(True, topic_id=r.topic_id)
+
+    def _delete_topic(self, index: int, r: DeleteTopic) -> Outcome:
+        name = self.by_id.pop(r.topic_id, None)
+        if name is None:
+            return Outcome(False, f"no topic of id {r.topic_id}")
+        del self.topics[name]
+        # Its committed offsets go with it, as the seam's delete_topic says.
+        for group in self.groups.values():
+            for tp in [tp for tp in group.offsets if tp.topic == name]:
+                del group.offsets[tp]
+        return Outcome(True, topic_id=r.topic_id, deleted=name)
+
+    def _group(self, name: str) -> GroupEntry:
+        return self.groups.setdefault(name, GroupEntry())
+
+    def _register_member(self, index: int, r: RegisterMember) -> Outcome:
+        self._group(r.group).members[r.member_id] = MemberRecord(r.member_id, r.client_id,
+                                                                 r.client_host)
+        return Outcome(True)
+
+    def _unregister_member(self, index: int, r: UnregisterMember) -> Outcome:
+        group = self.groups.get(r.group)
+        if group is not None:
+            group.members.pop(r.member_id, None)
+        return Outcome(True)
+
+    def _record_owners(self, index: int, r: RecordOwners) -> Outcome:
+        group = self._group(r.group)
+        group.owners = {TopicPartition(o.topic, o.partition): o.member_id for o in r.owners}
+        group.generation += 1
+        return Outcome(True)
+
+    def _commit_offsets(self, index: int, r: CommitOffsets) -> Outcome:
+        group = self._group(r.group)
+        if r.generation >= 0 and r.generation != group.generation:
+            return Outcome(False, f"group {r.group!r} is at generation {group.generation}, "
+                                  f"the commit was decided at {r.generation}")
+        for c in r.offsets:
+            group.offsets[TopicPartition(c.topic, c.partition)] = OffsetAndMetadata(
+                c.offset, c.metadata, c.leader_epoch, c.commit_timestamp_ms)
+        return Outcome(True)
+
+    def _delete_offsets(self, index: int, r: DeleteOffsets) -> Outcome:
+        group = self.groups.get(r.group)
+        if group is not None:
+            if r.partitions is None:
+                group.offsets.clear()
+            else:
+                for t, p in r.partitions:
+                    group.offsets.pop(TopicPartition(t, p), None)
+        return Outcome(True)
+
+    def _allocate_producer_ids(self, index: int, r: AllocateProducerIds) -> Outcome:
+        first = self.next_producer_id
+        self.next_producer_id += r.size
+        return Outcome(True, first_producer_id=first)
+
+    # --- reading ----------------------------------------------------------------------------
+    def live_brokers(self) -> list[int]:
+        """Registered, unfenced brokers, by id."""
+        return sorted(b for b, e in self.brokers.items() if not e.fenced)
+
+    def view(self, controller_id: int, cluster_id: str = "twinbench") -> ClusterView:
+        """The ``ClusterView`` of this image: unfenced brokers only (a fenced one is not
+        served to clients, as KRaft leaves it out of Metadata)."""
+        brokers = tuple(self.brokers[b].info for b in self.live_brokers())
+        topics = {name: TopicInfo(name, tuple(
+            PartitionState(name, i, p.leader, p.leader_epoch, p.replicas, p.isr)
+            for i, p in enumerate(t.partitions)), dict(t.configs))
+            for name, t in self.topics.items()}
+        return ClusterView(brokers, controller_id, topics, cluster_id)
+
+    # --- snapshots --------------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """The whole image, as Raft's snapshot data (what compaction keeps of the records)."""
+        doc: dict[str, Any] = {
+            "version": SNAPSHOT_VERSION,
+            "applied_index": self.applied_index,
+            "next_producer_id": self.next_producer_id,
+            "brokers": [[e.info.node_id, e.info.host, e.info.port, e.info.rack, e.epoch,
+                         e.fenced] for _, e in sorted(self.brokers.items())],
+            "topics": [[t.topic_id, t.name, sorted(t.configs.items()), t.config_version,
+                        [[list(p.replicas), list(p.isr), p.leader, p.leader_epoch,
+                          p.partition_epoch] for p in t.partitions]]
+                       for _, t in sorted(self.topics.items())],
+            "groups": [[name, g.generation,
+                        [[m.member_id, m.client_id, m.client_host]
+                         for _, m in sorted(g.members.items())],
+                        [[tp.topic, tp.partition, o] for tp, o in sorted(g.owners.items())],
+                        [[tp.topic, tp.partition, o.offset, o.metadata, o.leader_epoch,
+                          o.commit_timestamp_ms] for tp, o in sorted(g.offsets.items())]]
+                       for name, g in sorted(self.groups.items())],
+        }
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+    @classmethod
+    def restore(cls, data: bytes) -> MetadataImage:
+        """The image a ``snapshot()`` holds; ValueError for anything else."""
+        try:
+            doc = json.loads(data)
+            if doc.get("version") != SNAPSHOT_VERSION:
+                raise ValueError(f"snapshot version {doc.get('version')!r}, expected "
+                                 f"{SNAPSHOT_VERSION}")
+            image = cls()
+            image.applied_index = int(doc["applied_index"])
+            image.next_producer_id = int(doc["next_producer_id"])
+            for node_id, host, port, rack, epoch, fenced in doc["brokers"]:
+                image.brokers[node_id] = BrokerEntry(BrokerInfo(node_id, host, port, rack),
+                                                     epoch, bool(fenced))
+            for topic_id, name, configs, version, parts in doc["topics"]:
+                image.topics[name] = TopicEntry(
+                    topic_id, name,
+                    [PartitionEntry(tuple(r), tuple(i), leader, le, pe)
+                     for r, i, leader, le, pe in parts],
+                    {k: v for k, v in configs}, version)
+                image.by_id[topic_id] = name
+            for name, generation, members, owners, offsets in doc["groups"]:
+                image.groups[name] = GroupEntry(
+                    {m: MemberRecord(m, c, h) for m, c, h in members},
+                    {TopicPartition(t, p): o for t, p, o in owners}, generation,
+                    {TopicPartition(t, p): OffsetAndMetadata(off, md, le, ts)
+                     for t, p, off, md, le, ts in offsets})
+            return image
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a metadata snapshot: {exc}") from None
+
+
+_HANDLERS: Mapping[type, Any] = {
+    RegisterBroker: MetadataImage._register_broker,
+    FenceBroker: MetadataImage._fence_broker,
+    UnregisterBroker: MetadataImage._unregister_broker,
+    CreateTopic: MetadataImage._create_topic,
+    AddPartitions: MetadataImage._add_partitions,
+    ChangePartition: MetadataImage._change_partition,
+    SetTopicConfigs: MetadataImage._set_topic_configs,
+    DeleteTopic: MetadataImage._delete_topic,
+    RegisterMember: MetadataImage._register_member,
+    UnregisterMember: MetadataImage._unregister_member,
+    RecordOwners: MetadataImage._record_owners,
+    CommitOffsets: MetadataImage._commit_offsets,
+    DeleteOffsets: MetadataImage._delete_offsets,
+    AllocateProducerIds: MetadataImage._allocate_producer_ids,
+}

@@ -1,0 +1,160 @@
+"""The metadata image: records applied in log order, the same way on every broker."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brokers.core.coordinator import NO_LEADER, OffsetAndMetadata, TopicPartition
+from brokers.raft_broker.metadata import records as r
+from brokers.raft_broker.metadata.image import MetadataImage
+
+
+def _image(*records: r.Record) -> tuple[MetadataImage, list]:
+    image = MetadataImage()
+    outcomes = [image.apply(i, rec) for i, rec in enumerate(records, start=1)]
+    return image, outcomes
+
+
+def _topic(name: str, n: int = 2) -> r.CreateTopic:
+    return r.CreateTopic(name, tuple(r.PartitionInit((0, 1), (0, 1), 0) for _ in range(n)),
+                         (("cleanup.policy", "delete"),))
+
+
+BROKERS = (r.RegisterBroker(0, "h0", 9092, None), r.RegisterBroker(1, "h1", 9092, "r1"))
+
+
+def test_a_name_is_created_once_whoever_proposed_it() -> None:
+    image, out = _image(_topic("a"), _topic("a", 5))
+    assert out[0].applied and out[0].topic_id == 1
+    assert not out[1].applied and "already exists" in out[1].reason
+    assert len(image.topics["a"].partitions) == 2
+    # Deleted, the name can be created again, under a new id.
+    _, out = _image(_topic("a"), r.DeleteTopic(1), _topic("a"))
+    assert out[1].deleted == "a" and out[2].applied and out[2].topic_id == 3
+
+
+def test_brokers_are_served_once_unfenced_and_fenced_by_their_epoch() -> None:
+    image, out = _image(*BROKERS, r.FenceBroker(0, 1, False), r.FenceBroker(1, 1, False))
+    assert out[2].applied and not out[3].applied  # broker 1 registered at index 2, not 1
+    assert [b.node_id for b in image.view(0).brokers] == [0]
+    image.apply(5, r.RegisterBroker(0, "h0", 9093, None))  # a restart: a new epoch, fenced
+    assert image.view(0).brokers == ()
+    assert not image.apply(6, r.FenceBroker(0, 1, False)).applied  # its old life's epoch
+    assert image.apply(7, r.FenceBroker(0, 5, False)).applied
+    assert image.view(0).brokers[0].port == 9093
+
+
+def test_a_partition_changes_only_from_the_epoch_it_was_decided_on() -> None:
+    image, _ = _image(_topic("a"))
+    first = r.ChangePartition(1, 0, 0, 1, (1,), True)
+    assert image.apply(2, first).applied
+    assert not image.apply(3, r.ChangePartition(1, 0, 0, 0, (0,), True)).applied
+    p = image.view(1).partition("a", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.isr) == (1, 1, (1,))
+    assert image.apply(4, r.ChangePartition(1, 0, 1, 1, (1, 0), False)).applied  # ISR grows
+    p = image.view(1).partition("a", 0)
+    assert p is not None and (p.leader_epoch, p.isr) == (1, (0, 1))  # in replica order
+    # A leader outside the ISR, or an ISR outside the replicas, never applies.
+    assert not image.apply(5, r.ChangePartition(1, 0, 2, 0, (1,), True)).applied
+    assert not image.apply(6, r.ChangePartition(1, 0, 2, 1, (1, 7), True)).applied
+    assert image.apply(7, r.ChangePartition(1, 0, 2, NO_LEADER, (), True)).applied
+
+
+def test_partitions_grow_once_from_the_count_they_were_decided_on() -> None:
+    image, _ = _image(_topic("a"))
+    more = (r.PartitionInit((1,), (1,), 1),)
+    assert image.apply(2, r.AddPartitions(1, 2, more)).applied
+    assert not image.apply(3, r.AddPartitions(1, 2, more)).applied
+    assert len(image.topics["a"].partitions) == 3
+
+
+def test_commits_of_an_older_generation_are_fenced() -> None:
+    offset = r.CommittedOffset("a", 0, 42, "", 3, 1000)
+    image, out = _image(_topic("a"), r.RecordOwners("g", (r.Owner("a", 0, "m1"),)),
+                        r.CommitOffsets("g", 1, (offset,)),
+                        r.RecordOwners("g", (r.Owner("a", 0, "m2"),)),
+                        r.CommitOffsets("g", 1, (dataclasses.replace(offset, offset=99),)))
+    assert out[2].applied and not out[4].applied and "generation 2" in out[4].reason
+    assert image.groups["g"].offsets[TopicPartition("a", 0)] == OffsetAndMetadata(42, "", 3,
+                                                                                  1000)
+    # Deleting the topic deletes its offsets.
+    image.apply(6, r.DeleteTopic(1))
+    assert image.groups["g"].offsets == {}
+
+
+def test_producer_id_blocks_never_overlap() -> None:
+    _, out = _image(r.AllocateProducerIds(0, 1000), r.AllocateProducerIds(1, 1000))
+    assert (out[0].first_producer_id, out[1].first_producer_id) == (0, 1000)
+
+
+def test_an_index_is_applied_once() -> None:
+    image, _ = _image(_topic("a"))
+    assert not image.apply(1, _topic("b")).applied and "b" not in image.topics
+
+
+# A random log: brokers, topics (some names twice), changes from right and stale epochs,
+# groups, commits, deletions.
+def _random_log(rng: random.Random, n: int) -> list[r.Record]:
+    out: list[r.Record] = []
+    for _ in range(n):
+        k = rng.randrange(9)
+        tid = rng.randrange(1, max(2, len(out)))
+        if k == 0:
+            out.append(r.RegisterBroker(rng.randrange(4), "h", 9092, None))
+        elif k == 1:
+            out.append(r.FenceBroker(rng.randrange(4), rng.randrange(1, len(out) + 2),
+                                     rng.random() < 0.5))
+        elif k == 2:
+            out.append(_topic(f"t{rng.randrange(5)}", rng.randrange(1, 4)))
+        elif k == 3:
+            leader = rng.choice((0, 1, NO_LEADER))
+            isr = (0, 1) if leader == NO_LEADER else (leader,)
+            out.append(r.ChangePartition(tid, rng.randrange(3), rng.randrange(3), leader, isr,
+                                         rng.random() < 0.5))
+        elif k == 4:
+            out.append(r.RecordOwners("g", (r.Owner("t0", 0, f"m{rng.randrange(3)}"),)))
+        elif k == 5:
+            out.append(r.CommitOffsets("g", rng.randrange(-1, 3), (r.CommittedOffset(
+                f"t{rng.randrange(5)}", 0, rng.randrange(100), None, -1, -1),)))
+        elif k == 6:
+            out.append(r.DeleteTopic(tid))
+        elif k == 7:
+            out.append(r.RegisterMember("g", f"m{rng.randrange(3)}", "c", "h"))
+        else:
+            out.append(r.AllocateProducerIds(rng.randrange(4), 100))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_the_same_log_makes_the_same_image_and_a_snapshot_restores_it(seed: int) -> None:
+    log = _random_log(random.Random(seed), 60)
+    a, out_a = _image(*log)
+    # Every broker decodes the committed bytes, not the proposer's objects.
+    b, out_b = _image(*(r.decode(r.encode(rec)) for rec in log))
+    assert out_a == out_b, f"seed {seed}"
+    assert a.snapshot() == b.snapshot(), f"seed {seed}"
+    restored = MetadataImage.restore(a.snapshot())
+    assert restored.snapshot() == a.snapshot() and restored.view(0) == a.view(0)
+    # A snapshot taken halfway, then the rest of the log, is the same image.
+    half = MetadataImage()
+    for i, rec in enumerate(log[:30], start=1):
+        half.apply(i, rec)
+    resumed = MetadataImage.restore(half.snapshot())
+    for i, rec in enumerate(log[30:], start=31):
+        resumed.apply(i, rec)
+    assert resumed.snapshot() == a.snapshot(), f"seed {seed}"
+
+
+def test_a_snapshot_of_another_version_or_garbage_is_refused() -> None:
+    for data in (b"", b"[]", b'{"version": 99}', b'{"version": 1}'):
+        try:
+            MetadataImage.restore(data)
+        except ValueError as exc:
+            assert "snapshot" in str(exc)
+        else:
+            raise AssertionError(data)
