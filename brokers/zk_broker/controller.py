@@ -35,13 +35,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
-from brokers.core.coordinator import NO_LEADER, TopicPartition
-from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor
+from brokers.core.coordinator import TopicPartition
+from brokers.core.placement import Leadership, next_leadership
 from brokers.zk_broker.bridge import KazooBridge
 from brokers.zk_broker.cache import CachedState, ControllerContext
 from brokers.zk_broker.deletion import TopicDeletions
@@ -51,34 +51,6 @@ log = logging.getLogger(__name__)
 
 
 # --- pure decisions (unit-tested without ZooKeeper) ---------------------------------------------
-def assign_replicas(
-    num_partitions: int, replication_factor: int, live_broker_ids: Iterable[int]
-) -> dict[int, tuple[int, ...]]:
-    """Round-robin replica assignment over live brokers sorted by id.
-
-    Partition p's replicas are brokers[p], brokers[p+1], ... (mod n); the first is the preferred
-    leader, so leaders spread evenly. Kafka starts at a random broker; we start at the lowest id
-    so both twins place the benchmark's topic identically and tests can predict it.
-    """
-    brokers = sorted(set(live_broker_ids))
-    if num_partitions < 1:
-        raise InvalidPartitions(f"number of partitions must be at least 1, got {num_partitions}")
-    if replication_factor < 1:
-        raise InvalidReplicationFactor(
-            f"replication factor must be at least 1, got {replication_factor}"
-        )
-    if replication_factor > len(brokers):
-        raise InvalidReplicationFactor(
-            f"replication factor {replication_factor} is larger than the {len(brokers)} "
-            "live brokers"
-        )
-    n = len(brokers)
-    return {
-        p: tuple(brokers[(p + r) % n] for r in range(replication_factor))
-        for p in range(num_partitions)
-    }
-
-
 def next_partition_state(
     replicas: tuple[int, ...],
     live: set[int] | frozenset[int],
@@ -87,37 +59,15 @@ def next_partition_state(
     *,
     unclean: bool = False,
 ) -> LeaderAndIsr | None:
-    """What a partition's state should become; None when it is already right.
-
-    * no state yet: the first live replica leads with epoch 0, every live replica in the ISR
-      (NO_LEADER and an empty ISR if none is live);
-    * the leader is alive and a replica: leave it alone (no needless epoch bumps), except that
-      dead brokers leave the ISR at once (same epoch: the leader keeps leading);
-    * otherwise: the first live replica in the ISR leads with ``leader_epoch + 1`` and the ISR
-      keeps its live members. With none live, the partition stays leaderless and the ISR keeps
-      naming the replicas that have every committed record, so one of them leads when it
-      returns; a replica outside the ISR may miss acknowledged records, so it leads only with
-      ``unclean`` (Kafka's unclean.leader.election.enable, off by default). An empty ISR (a
-      state written before the controller kept ISRs) makes every live replica eligible.
-    """
-    if current is None:
-        isr = tuple(b for b in replicas if b in live)
-        return LeaderAndIsr(isr[0] if isr else NO_LEADER, 0, isr, controller_epoch)
-    if current.leader != NO_LEADER and current.leader in live and current.leader in replicas:
-        alive = tuple(b for b in current.isr if b in live)
-        if alive == current.isr or current.leader not in alive:
-            return None
-        return LeaderAndIsr(current.leader, current.leader_epoch, alive, controller_epoch)
-    eligible = [b for b in replicas if b in live and (b in current.isr or not current.isr)]
-    if not eligible and unclean:
-        eligible = [b for b in replicas if b in live]
-    if not eligible:
-        if current.leader == NO_LEADER:
-            return None  # still leaderless: nothing to write
-        return LeaderAndIsr(NO_LEADER, current.leader_epoch + 1, current.isr, controller_epoch)
-    leader = eligible[0]
-    isr = tuple(b for b in current.isr if b in live) if leader in current.isr else (leader,)
-    return LeaderAndIsr(leader, current.leader_epoch + 1, isr, controller_epoch)
+    """What a partition's state znode should become; None when it is already right. The rule
+    is the one every controller shares (``brokers.core.placement.next_leadership``); the znode
+    also records the epoch of the controller that wrote it."""
+    now = None if current is None else Leadership(current.leader, current.leader_epoch,
+                                                  current.isr)
+    target = next_leadership(replicas, live, now, unclean=unclean)
+    if target is None:
+        return None
+    return LeaderAndIsr(target.leader, target.leader_epoch, target.isr, controller_epoch)
 
 
 class Controller:

@@ -1,11 +1,11 @@
 """Topic creation on the zk broker: Kafka 0.8's AdminUtils, then a wait for the controller.
 
 Any broker may create a topic: it reads the live brokers, assigns replicas round robin
-(``controller.assign_replicas``) and writes ``/config/topics/<t>`` (when there are configs) and
-``/brokers/topics/<t>`` in one multi, so that a concurrent creation of the same name fails as a
-whole. The controller sees the new topic through its watch and elects a leader per partition;
-creation returns once this broker's own view (``MetadataCache``) shows a leader for every
-partition, so a Metadata request right after a CreateTopics sees the topic.
+(``brokers.core.placement.assign_replicas``) and writes ``/config/topics/<t>`` (when there are
+configs) and ``/brokers/topics/<t>`` in one multi, so that a concurrent creation of the same
+name fails as a whole. The controller sees the new topic through its watch and elects a leader
+per partition; creation returns once this broker's own view (``MetadataCache``) shows a leader
+for every partition, so a Metadata request right after a CreateTopics sees the topic.
 
 Adding partitions is Kafka 2.8's AdminZkClient.addPartitions: the receiving broker reads
 ``/brokers/topics/<t>`` with its version, appends replicas for the new partitions (existing ones
@@ -45,9 +45,9 @@ from brokers.core.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
+from brokers.core.placement import assign_replicas
 from brokers.zk_broker import paths as fmt
 from brokers.zk_broker.cache import MetadataCache
-from brokers.zk_broker.controller import assign_replicas
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.session import UNAVAILABLE, ZkSession
 

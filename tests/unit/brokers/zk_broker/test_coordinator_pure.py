@@ -10,9 +10,10 @@ import pytest
 from brokers.core.coordinator import NO_LEADER, BrokerInfo, Coordinator, MemberRecord
 from brokers.core.coordinator import TopicPartition as TP
 from brokers.core.errors import InvalidPartitions, InvalidReplicationFactor, UserError
+from brokers.core.placement import assign_replicas
 from brokers.zk_broker import ZkCoordinator, ZkCoordinatorConfig
 from brokers.zk_broker import paths as fmt
-from brokers.zk_broker.controller import assign_replicas, next_partition_state
+from brokers.zk_broker.controller import next_partition_state
 from brokers.zk_broker.paths import LeaderAndIsr, ZkPaths
 
 
