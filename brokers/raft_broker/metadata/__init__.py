@@ -5,6 +5,9 @@ applies them to (KRaft's metadata log and image, KIP-631, on this project's core
                    ids) and their JSON codec.
 * ``image.py``     ``MetadataImage``: the records applied in log order, deterministically, to
                    what the Coordinator seam serves; its snapshot for log compaction.
+* ``decisions.py`` what the controller (the quorum's leader) decides from its image: topic
+                   creation and growth, configs, leadership after fencing, leaders' ISR
+                   changes, and broker sessions (heartbeats in, fencing records out).
 """
 
 from __future__ import annotations
