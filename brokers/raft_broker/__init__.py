@@ -3,8 +3,11 @@
 
 Layout, from the bottom up (each layer imports only those below it; sans-IO first):
 
-* ``metadata/``   the metadata log's records and the image every broker applies them to.
+* ``metadata/``     the metadata log's records, the image every broker applies them to, and
+                    what the controller (the quorum's leader) decides from it.
+* ``transport.py``  the quorum's network: Raft messages over TCP between nodes, framed and
+                    authenticated by the cluster key (sans-IO frames, asyncio at the edge).
 
 Being built (issue 32): the sans-IO Raft core and its simulation, the coordinator (the
-``brokers.core.coordinator.Coordinator`` seam), the transport between voters, the process.
+``brokers.core.coordinator.Coordinator`` seam), the process.
 """
