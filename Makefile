@@ -9,7 +9,7 @@ STAMP := $(VENV)/.twinbench-installed
 .PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
-        sim-replication test-churn nemesis test-scale test-security clean
+        sim-replication sim-raft test-churn nemesis test-scale test-security clean
 
 setup: system-deps $(STAMP) kafka-jars
 
@@ -117,6 +117,12 @@ perf-metadata-scale: setup
 SIM_ARGS ?= --seeds 50
 sim-replication: setup
 	@$(PY) -m harness.bench.replication_sim $(SIM_ARGS)
+
+# The Raft twin's consensus core over thousands of seeded fault schedules (docs/raft-twin.md;
+# harness/bench/raft_sim.py). RAFT_SIM_ARGS="--seeds N --first K --steps S"; about 3 min at 5,000.
+RAFT_SIM_ARGS ?= --seeds 5000
+sim-raft: setup
+	@$(PY) -m harness.bench.raft_sim $(RAFT_SIM_ARGS)
 
 # Brokers killed and restarted under load on every replicating architecture: `make test` runs
 # three leader kills per architecture; this runs CHURN_ROUNDS (tests/contract/

@@ -3,11 +3,15 @@
 
 Layout, from the bottom up (each layer imports only those below it; sans-IO first):
 
+* ``raft/``         the consensus core: ``RaftNode``, the algorithm as a tick-driven sans-IO
+                    state machine (elections with pre-vote and check-quorum, replication,
+                    snapshots, ReadIndex reads), its messages and their codec, the log, and a
+                    deterministic simulated cluster with a safety checker.
 * ``metadata/``     the metadata log's records, the image every broker applies them to, and
                     what the controller (the quorum's leader) decides from it.
 * ``transport.py``  the quorum's network: Raft messages over TCP between nodes, framed and
                     authenticated by the cluster key (sans-IO frames, asyncio at the edge).
 
-Being built (issue 32): the sans-IO Raft core and its simulation, the coordinator (the
-``brokers.core.coordinator.Coordinator`` seam), the process.
+Being built (issue 32): the coordinator (the ``brokers.core.coordinator.Coordinator`` seam over
+the Raft node, the transport and the image), the process.
 """
