@@ -11,7 +11,12 @@ Layout, from the bottom up (each layer imports only those below it; sans-IO firs
                     what the controller (the quorum's leader) decides from it.
 * ``transport.py``  the quorum's network: Raft messages over TCP between nodes, framed and
                     authenticated by the cluster key (sans-IO frames, asyncio at the edge).
+* ``storage.py``    what a node keeps on disk: term and vote (fsynced on change), the log
+                    (appended, fdatasynced per Ready, a torn tail dropped on load), the snapshot.
+* ``node.py``       ``RaftDriver``: a ``RaftNode`` on asyncio with its storage and transport,
+                    each Ready persisted, sent, applied in the core's order; proposals awaited
+                    to their fate, ReadIndex reads, compaction into the state's snapshot.
 
 Being built (issue 32): the coordinator (the ``brokers.core.coordinator.Coordinator`` seam over
-the Raft node, the transport and the image), the process.
+the driver and the image), the process.
 """

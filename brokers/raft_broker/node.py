@@ -1,0 +1,183 @@
+"""``RaftDriver``: a ``RaftNode`` run on asyncio, its storage and its transport.
+
+The sans-IO core (raft/core.py) decides; this drives it: a tick every ``tick_s``, every
+message the transport delivers stepped in, and after anything that may have changed the node,
+one pass of its Ready in the order the core requires (persist the snapshot, the entries and the
+vote, durably; then send; then apply; then ``advance``). The state machine above it (the
+metadata image, for the coordinator) is three callables: ``apply`` a committed entry's data,
+``snapshot`` the state, ``restore`` it from a snapshot.
+
+A proposal is awaited to its fate: ``propose`` returns what ``apply`` returned for it once the
+entry commits and is applied here, or raises ``ProposalLost`` when another entry took its index
+(the leader lost its term before it committed), ``NotLeader`` (with the leader it knows) when
+this node does not lead. ``read`` is a linearizable read barrier (ReadIndex): it returns once
+this node's state has applied everything committed when the read was asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from brokers.raft_broker.raft.config import RaftConfig
+from brokers.raft_broker.raft.core import NotLeader, RaftNode, Ready
+from brokers.raft_broker.raft.messages import RaftDecodeError, decode, encode
+from brokers.raft_broker.storage import RaftStorage
+from brokers.raft_broker.transport import Transport
+
+__all__ = ["NotLeader", "ProposalLost", "RaftDriver", "ReadFailed"]
+
+
+class ProposalLost(Exception):
+    """The proposal's index was taken by another entry: it will never commit."""
+
+
+class ReadFailed(Exception):
+    """The read could not be confirmed here (the node stopped leading): ask the leader."""
+
+
+class RaftDriver:
+    def __init__(self, node_id: int, voters: Sequence[int], learners: Sequence[int], *,
+                 directory: Path, listen: tuple[str, int],
+                 peers: Mapping[int, tuple[str, int]], key: bytes | None,
+                 apply: Callable[[int, bytes], Any], snapshot: Callable[[], bytes],
+                 restore: Callable[[bytes], None], config: RaftConfig | None = None,
+                 tick_s: float = 0.05, rng: random.Random | None = None) -> None:
+        self.storage = RaftStorage(directory)
+        self.node = RaftNode(node_id, voters, learners=learners, config=config, rng=rng,
+                             hard_state=self.storage.hard_state,
+                             entries=self.storage.entries, snapshot=self.storage.snapshot)
+        self.transport = Transport(node_id, listen, peers, key, self._receive)
+        self.tick_s = tick_s
+        self._apply = apply
+        self._snapshot = snapshot
+        self._restore = restore
+        # index -> (term, future) of this node's proposals awaiting their entry's fate.
+        self._proposals: dict[int, tuple[int, asyncio.Future[Any]]] = {}
+        self._reads: dict[int, asyncio.Future[int]] = {}
+        self._read_ids = 0
+        self._ticker: asyncio.Task[None] | None = None
+        self._scheduled = False
+        self.undecodable = 0
+        if self.storage.snapshot is not None:
+            restore(self.storage.snapshot.data)
+
+    @property
+    def port(self) -> int:
+        return self.transport.port
+
+    async def start(self) -> None:
+        await self.transport.start()
+        self._ticker = asyncio.get_running_loop().create_task(
+            self._tick(), name=f"raft-ticks-{self.node.id}")
+
+    async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        await self.transport.close()
+        self.storage.close()
+        for _, fut in self._proposals.values():
+            if not fut.done():
+                fut.set_exception(ProposalLost("the node stopped"))
+        for fut in self._reads.values():
+            if not fut.done():
+                fut.set_exception(ReadFailed("the node stopped"))
+
+    # --- the caller's API -------------------------------------------------------------------
+    async def propose(self, data: bytes) -> Any:
+        """``apply``'s result for ``data`` once committed and applied here."""
+        index = self.node.propose(data)  # NotLeader propagates
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._proposals[index] = (self.node.term, fut)
+        self._schedule()
+        return await fut
+
+    async def read(self) -> int:
+        """Wait until this node (the leader) has applied every entry committed now; the index."""
+        self._read_ids += 1
+        rid = self._read_ids
+        self.node.read_index(rid)  # NotLeader propagates
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._reads[rid] = fut
+        self._schedule()
+        return await fut
+
+    # --- driving the node -------------------------------------------------------------------
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_s)  # the logical clock's period
+            self.node.tick()
+            self._process()
+
+    def _receive(self, src: int, data: bytes) -> None:
+        try:
+            msg = decode(data)
+        except RaftDecodeError:
+            self.undecodable += 1
+            return
+        if msg.src != src:
+            self.undecodable += 1  # a message speaking for another node than its connection
+            return
+        self.node.step(msg)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Handle the node's Ready soon, once for everything this loop iteration changed."""
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._process)
+
+    def _process(self) -> None:
+        self._scheduled = False
+        while self.node.has_ready():
+            self._handle(self.node.ready())
+
+    def _handle(self, ready: Ready) -> None:
+        # 1. Durable first: a vote or an acknowledged entry must survive a crash.
+        if ready.snapshot is not None:
+            self.storage.save_snapshot(ready.snapshot, replaces_log=True)
+        self.storage.append(ready.entries)
+        if ready.hard_state is not None:
+            self.storage.save_hard_state(ready.hard_state)
+        # 2. Then send.
+        for m in ready.messages:
+            self.transport.send(m.dst, encode(m))
+        # 3. Apply.
+        if ready.snapshot is not None:
+            self._restore(ready.snapshot.data)
+            for index in [i for i in self._proposals if i <= ready.snapshot.index]:
+                _, fut = self._proposals.pop(index)
+                if not fut.done():  # its fate is inside a snapshot: unknown here
+                    fut.set_exception(ProposalLost("overtaken by a snapshot"))
+        for entry in ready.committed:
+            result = self._apply(entry.index, entry.data) if entry.data else None
+            waiting = self._proposals.pop(entry.index, None)
+            if waiting is not None and not waiting[1].done():
+                term, fut = waiting
+                if term == entry.term:
+                    fut.set_result(result)
+                else:
+                    fut.set_exception(ProposalLost(f"entry {entry.index} is of term "
+                                                   f"{entry.term}, not {term}"))
+        for rs in ready.reads:
+            read = self._reads.pop(rs.read_id, None)
+            if read is not None and not read.done():
+                read.set_result(rs.index)
+        for rid in ready.failed_reads:
+            read = self._reads.pop(rid, None)
+            if read is not None and not read.done():
+                read.set_exception(ReadFailed("this node stopped leading"))
+        self.node.advance(ready)
+        # 4. Compaction: the state machine's snapshot in place of the applied entries.
+        if self.node.should_compact:
+            index = self.node.applied
+            self.node.compact(index, self._snapshot())
+            snap = self.node.snapshot
+            assert snap is not None
+            self.storage.save_snapshot(snap, replaces_log=False)
