@@ -6,13 +6,20 @@ driver (node.py) persists each Ready here, durably, before the Ready's messages 
 * ``vote.json``: term and vote, replaced atomically and fsynced (brokers/core/atomic_file.py)
   whenever either changes. The commit index is not kept: a restarted node learns it again
   from the leader, and the applied state is rebuilt from the snapshot and the log.
-* ``log``: the entries after the snapshot, appended as frames ``index u64 | term u64 |
-  length u32 | crc32 u32 | data`` and fdatasynced once per Ready. A leader of a later term that
-  overwrites entries makes the file be rewritten up to them (rare: only an uncommitted tail is
-  ever overwritten). A torn or corrupt frame at the end, left by a crash in the middle of an
-  append, was never acknowledged (the append had not returned): it is dropped on load.
-* ``snapshot``: ``index u64 | term u64 | data``, replaced atomically; the log file is then
-  rewritten without the entries it covers.
+* ``log.<generation>``: the entries after the snapshot, appended as frames ``index u64 | term
+  u64 | length u32 | crc32 u32 | data`` and fdatasynced once per Ready. A leader of a later
+  term that overwrites entries makes the file be rewritten up to them (rare: only an
+  uncommitted tail is ever overwritten). A torn or corrupt frame at the end, left by a crash
+  in the middle of an append, was never acknowledged (the append had not returned): it is
+  dropped on load.
+* ``snapshot``: ``index u64 | term u64 | generation u64 | data``, replaced atomically. The
+  generation names the log file that goes with it, so a snapshot and the log after it change
+  together in that one rename: the new log (what the snapshot leaves of the old one, or
+  nothing for a snapshot received from a leader) is written to the next generation's file
+  first, then the snapshot names it, then the old file goes. A crash anywhere in between
+  leaves either the old pair or the new one, never a new snapshot with old entries after it
+  (entries a leader's snapshot had replaced would come back as a tail of the wrong terms) nor
+  an old snapshot without the entries that followed it (acknowledged entries lost).
 
 Bad files are one clear error (``StorageError``), never a silent reset: a node that lost its
 vote must not vote again in the same term.
@@ -33,7 +40,7 @@ from brokers.raft_broker.raft.log import HardState, Snapshot
 from brokers.raft_broker.raft.messages import Entry
 
 _FRAME = struct.Struct(">QQII")
-_SNAP = struct.Struct(">QQ")
+_SNAP = struct.Struct(">QQQ")
 
 
 class StorageError(UserError):
@@ -45,7 +52,7 @@ class RaftStorage:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self._vote_path = directory / "vote.json"
-        self._log_path = directory / "log"
+        self._generation = 0  # the log file's: named by the snapshot (0 before any)
         self._snap_path = directory / "snapshot"
         self._persisted_vote: tuple[int, int | None] = (0, None)
         self.entries: list[Entry] = []
@@ -53,6 +60,10 @@ class RaftStorage:
         self.hard_state = HardState()
         self._load()
         self._log = open(self._log_path, "ab")  # noqa: SIM115 - held open for appends
+
+    @property
+    def _log_path(self) -> Path:
+        return self.dir / f"log.{self._generation}"
 
     # --- loading ----------------------------------------------------------------------------
     def _load(self) -> None:
@@ -70,8 +81,11 @@ class RaftStorage:
             data = self._snap_path.read_bytes()
             if len(data) < _SNAP.size:
                 raise StorageError(f"{self._snap_path}: a snapshot of {len(data)} bytes")
-            index, term = _SNAP.unpack_from(data)
+            index, term, self._generation = _SNAP.unpack_from(data)
             self.snapshot = Snapshot(index, term, data[_SNAP.size:])
+        for stale in self.dir.glob("log.*"):
+            if stale.name != self._log_path.name:
+                stale.unlink()  # a switch a crash interrupted, on either side of the rename
         base = self.snapshot.index if self.snapshot else 0
         entries, good = self._read_log(base)
         self.entries = entries
@@ -101,10 +115,17 @@ class RaftStorage:
     def save_snapshot(self, snapshot: Snapshot, *, replaces_log: bool) -> None:
         """Keep ``snapshot`` and drop the entries it covers; all entries when it
         ``replaces_log`` (received from a leader: what followed it here may conflict)."""
-        replace_file(self._snap_path, _SNAP.pack(snapshot.index, snapshot.term) + snapshot.data)
+        keep = [] if replaces_log else [e for e in self.entries if e.index > snapshot.index]
+        old = self._log_path
+        self._log.close()
+        self._generation += 1
+        replace_file(self._log_path, _frames(keep))
+        replace_file(self._snap_path, _SNAP.pack(snapshot.index, snapshot.term,
+                                                 self._generation) + snapshot.data)
+        old.unlink(missing_ok=True)
         self.snapshot = snapshot
-        self._rewrite([] if replaces_log else [e for e in self.entries
-                                                if e.index > snapshot.index])
+        self.entries = keep
+        self._log = open(self._log_path, "ab")  # noqa: SIM115 - held open for appends
 
     def append(self, entries: Sequence[Entry]) -> None:
         """Persist ``entries``: those at or after the first one's index are replaced."""
@@ -113,8 +134,7 @@ class RaftStorage:
         first = entries[0].index
         if self.entries and first <= self.entries[-1].index:
             self._rewrite([e for e in self.entries if e.index < first])
-        self._log.write(b"".join(_FRAME.pack(e.index, e.term, len(e.data), zlib.crc32(e.data))
-                                 + e.data for e in entries))
+        self._log.write(_frames(entries))
         self._log.flush()
         os.fdatasync(self._log.fileno())
         self.entries.extend(entries)
@@ -129,11 +149,14 @@ class RaftStorage:
 
     def _rewrite(self, keep: list[Entry]) -> None:
         self._log.close()
-        replace_file(self._log_path, b"".join(
-            _FRAME.pack(e.index, e.term, len(e.data), zlib.crc32(e.data)) + e.data
-            for e in keep))
+        replace_file(self._log_path, _frames(keep))
         self.entries = keep
         self._log = open(self._log_path, "ab")  # noqa: SIM115 - held open for appends
 
     def close(self) -> None:
         self._log.close()
+
+
+def _frames(entries: Sequence[Entry]) -> bytes:
+    return b"".join(_FRAME.pack(e.index, e.term, len(e.data), zlib.crc32(e.data)) + e.data
+                    for e in entries)

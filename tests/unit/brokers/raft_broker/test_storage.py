@@ -1,5 +1,6 @@
 """What a Raft node keeps on disk comes back as written; a crash's torn append is dropped; a
-damaged vote file is one clear error, never a reset."""
+crash while a snapshot replaces the log leaves the old pair or the new one; a damaged vote file
+is one clear error, never a reset."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_a_torn_append_is_dropped_on_load(tmp_path: Path) -> None:
     s = RaftStorage(tmp_path)
     s.append(_entries(1, 3))
     s.close()
-    log = tmp_path / "log"
+    log = tmp_path / "log.0"
     whole = log.read_bytes()
     log.write_bytes(whole[:-2])  # the last frame cut short by a crash
     back = RaftStorage(tmp_path)
@@ -63,3 +64,43 @@ def test_a_damaged_vote_file_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "vote.json").write_text("{not json")
     with pytest.raises(StorageError, match=r"vote\.json: not a Raft vote file"):
         RaftStorage(tmp_path)
+
+
+def _crash_inside_a_snapshot(tmp_path: Path, *, after_rename: bool) -> None:
+    """Stop as a crash would inside ``save_snapshot``: the next log is written, then (when
+    ``after_rename``) the snapshot names it, and the old log is never removed."""
+    import os
+    import shutil
+
+    s = RaftStorage(tmp_path)
+    s.append(_entries(1, 4, term=1))
+    s.close()
+    shutil.copy(tmp_path / "log.0", tmp_path / "saved")
+    s = RaftStorage(tmp_path)
+    s.save_snapshot(Snapshot(6, 3, b"leader's"), replaces_log=True)
+    s.close()
+    # Undo what the crash never did: the old log is back, and maybe the old snapshot state.
+    os.replace(tmp_path / "saved", tmp_path / "log.0")
+    if not after_rename:
+        (tmp_path / "snapshot").unlink()
+
+
+def test_a_crash_before_the_snapshot_names_its_log_keeps_the_old_pair(tmp_path: Path) -> None:
+    _crash_inside_a_snapshot(tmp_path, after_rename=False)
+    back = RaftStorage(tmp_path)
+    # Nothing acknowledged is lost: the entries are all there, the half-written switch gone.
+    assert back.snapshot is None
+    assert [(e.index, e.term) for e in back.entries] == [(1, 1), (2, 1), (3, 1), (4, 1)]
+    assert sorted(p.name for p in tmp_path.glob("log.*")) == ["log.0"]
+
+
+def test_a_crash_after_the_snapshot_names_its_log_keeps_the_new_pair(tmp_path: Path) -> None:
+    _crash_inside_a_snapshot(tmp_path, after_rename=True)
+    back = RaftStorage(tmp_path)
+    # The leader's snapshot and none of the entries it replaced (they may conflict with it).
+    assert back.snapshot == Snapshot(6, 3, b"leader's")
+    assert back.entries == []
+    assert sorted(p.name for p in tmp_path.glob("log.*")) == ["log.1"]
+    back.append([Entry(3, 7, b"next")])
+    back.close()
+    assert [(e.index, e.term) for e in RaftStorage(tmp_path).entries] == [(7, 3)]
