@@ -12,6 +12,11 @@ entry commits and is applied here, or raises ``ProposalLost`` when another entry
 (the leader lost its term before it committed), ``NotLeader`` (with the leader it knows) when
 this node does not lead. ``read`` is a linearizable read barrier (ReadIndex): it returns once
 this node's state has applied everything committed when the read was asked.
+
+The transport carries two channels, told apart by a message's first byte: Raft's own messages
+(``RAFT``) and the layer above's (``CONTROL``: the coordinator's requests to the leader and
+their answers), so a broker reaches the controller on the connections the quorum already
+keeps, authenticated the same way.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ from brokers.raft_broker.transport import Transport
 __all__ = ["NotLeader", "ProposalLost", "RaftDriver", "ReadFailed"]
 
 
+# A transport message's first byte: whose it is.
+RAFT = b"\x00"
+CONTROL = b"\x01"
+
+
 class ProposalLost(Exception):
     """The proposal's index was taken by another entry: it will never commit."""
 
@@ -46,7 +56,8 @@ class RaftDriver:
                  peers: Mapping[int, tuple[str, int]], key: bytes | None,
                  apply: Callable[[int, bytes], Any], snapshot: Callable[[], bytes],
                  restore: Callable[[bytes], None], config: RaftConfig | None = None,
-                 tick_s: float = 0.05, rng: random.Random | None = None) -> None:
+                 tick_s: float = 0.05, rng: random.Random | None = None,
+                 on_control: Callable[[int, bytes], None] | None = None) -> None:
         self.storage = RaftStorage(directory)
         self.node = RaftNode(node_id, voters, learners=learners, config=config, rng=rng,
                              hard_state=self.storage.hard_state,
@@ -54,6 +65,7 @@ class RaftDriver:
         self.transport = Transport(node_id, listen, peers, key, self._receive)
         self.tick_s = tick_s
         self._apply = apply
+        self._on_control = on_control
         self._snapshot = snapshot
         self._restore = restore
         # index -> (term, future) of this node's proposals awaiting their entry's fate.
@@ -69,6 +81,15 @@ class RaftDriver:
     @property
     def port(self) -> int:
         return self.transport.port
+
+    @property
+    def leader(self) -> int | None:
+        """The leader this node knows of (itself when it leads), None while it knows none."""
+        return self.node.leader_id
+
+    def send_control(self, dst: int, payload: bytes) -> None:
+        """A message of the layer above to node ``dst``: may be lost, never blocks."""
+        self.transport.send(dst, CONTROL + payload)
 
     async def start(self) -> None:
         await self.transport.start()
@@ -116,6 +137,13 @@ class RaftDriver:
             self._process()
 
     def _receive(self, src: int, data: bytes) -> None:
+        channel, data = data[:1], data[1:]
+        if channel == CONTROL and self._on_control is not None:
+            self._on_control(src, data)
+            return
+        if channel != RAFT:
+            self.undecodable += 1
+            return
         try:
             msg = decode(data)
         except RaftDecodeError:
@@ -147,7 +175,7 @@ class RaftDriver:
             self.storage.save_hard_state(ready.hard_state)
         # 2. Then send.
         for m in ready.messages:
-            self.transport.send(m.dst, encode(m))
+            self.transport.send(m.dst, RAFT + encode(m))
         # 3. Apply.
         if ready.snapshot is not None:
             self._restore(ready.snapshot.data)

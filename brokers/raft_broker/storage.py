@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
 from brokers.core.errors import UserError
 from brokers.raft_broker.raft.log import HardState, Snapshot
@@ -136,7 +137,7 @@ class RaftStorage:
             self._rewrite([e for e in self.entries if e.index < first])
         self._log.write(_frames(entries))
         self._log.flush()
-        os.fdatasync(self._log.fileno())
+        fsyncs.fdatasync(self._log.fileno())
         self.entries.extend(entries)
 
     def save_hard_state(self, hs: HardState) -> None:

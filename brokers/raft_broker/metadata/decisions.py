@@ -55,11 +55,11 @@ def _first_state(replicas: tuple[int, ...], live: set[int]) -> PartitionInit:
 
 def create_topic(image: MetadataImage, name: str, num_partitions: int,
                  replication_factor: int, configs: Mapping[str, str] | None = None,
-                 assignment: Assignment | None = None) -> CreateTopic:
+                 assignment: Assignment | None = None, token: str = "") -> CreateTopic:
     """The record creating ``name``; raises what CreateTopics answers (InvalidTopic,
     TopicAlreadyExists, InvalidPartitions, InvalidReplicationFactor). ``assignment``: the
     replicas a CreateTopics named (validated by the caller), else round robin over the
-    live brokers."""
+    live brokers. ``token``: the proposer's mark of this creation (records.CreateTopic)."""
     validate_topic_name(name)
     if name in image.topics:
         raise TopicAlreadyExists(f"topic {name!r} already exists")
@@ -69,7 +69,7 @@ def create_topic(image: MetadataImage, name: str, num_partitions: int,
         assignment = assign_replicas(num_partitions, rf, live)
     alive = set(live)
     parts = tuple(_first_state(tuple(assignment[p]), alive) for p in sorted(assignment))
-    return CreateTopic(name, parts, tuple(sorted((configs or {}).items())))
+    return CreateTopic(name, parts, tuple(sorted((configs or {}).items())), token)
 
 
 def _topic(image: MetadataImage, name: str) -> TopicEntry:

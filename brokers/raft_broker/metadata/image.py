@@ -92,6 +92,7 @@ class TopicEntry:
     partitions: list[PartitionEntry]
     configs: dict[str, str]
     config_version: int = 0
+    token: str = ""  # its CreateTopic's
 
 
 @dataclass(slots=True)
@@ -162,7 +163,7 @@ class MetadataImage:
         if not r.partitions or not all(_valid_init(p) for p in r.partitions):
             return Outcome(False, "incoherent partition states")
         self.topics[r.name] = TopicEntry(index, r.name, [_partition(p) for p in r.partitions],
-                                         dict(r.configs))
+                                         dict(r.configs), token=r.token)
         self.by_id[index] = r.name
         return Outcome(True, topic_id=index)
 
@@ -290,7 +291,7 @@ class MetadataImage:
                          e.fenced] for _, e in sorted(self.brokers.items())],
             "topics": [[t.topic_id, t.name, sorted(t.configs.items()), t.config_version,
                         [[list(p.replicas), list(p.isr), p.leader, p.leader_epoch,
-                          p.partition_epoch] for p in t.partitions]]
+                          p.partition_epoch] for p in t.partitions], t.token]
                        for _, t in sorted(self.topics.items())],
             "groups": [[name, g.generation,
                         [[m.member_id, m.client_id, m.client_host]
@@ -316,12 +317,12 @@ class MetadataImage:
             for node_id, host, port, rack, epoch, fenced in doc["brokers"]:
                 image.brokers[node_id] = BrokerEntry(BrokerInfo(node_id, host, port, rack),
                                                      epoch, bool(fenced))
-            for topic_id, name, configs, version, parts in doc["topics"]:
+            for topic_id, name, configs, version, parts, token in doc["topics"]:
                 image.topics[name] = TopicEntry(
                     topic_id, name,
                     [PartitionEntry(tuple(r), tuple(i), leader, le, pe)
                      for r, i, leader, le, pe in parts],
-                    {k: v for k, v in configs}, version)
+                    {k: v for k, v in configs}, version, str(token))
                 image.by_id[topic_id] = name
             for name, generation, members, owners, offsets in doc["groups"]:
                 image.groups[name] = GroupEntry(

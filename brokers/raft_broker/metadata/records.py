@@ -93,11 +93,14 @@ class UnregisterBroker:
 class CreateTopic:
     """A topic and all its partitions, at once. Rejected when the name is taken: exactly one
     creation of a name is ever applied, whichever broker proposed it. The topic's id is the
-    index of this record."""
+    index of this record. ``token``: the proposer's random mark of this creation, kept with
+    the topic, so a proposer that retried after losing the answer knows its own creation from
+    another's when the retry is rejected for the name."""
 
     name: str
     partitions: tuple[PartitionInit, ...]
     configs: tuple[tuple[str, str], ...]
+    token: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +298,7 @@ _FIELDS: Mapping[type, tuple[Callable[[Any], Any], ...]] = {
     RegisterBroker: (_id, _str, _id, _opt_str),
     FenceBroker: (_id, _id, _bool),
     UnregisterBroker: (_id, _id),
-    CreateTopic: (_str, lambda v: tuple(_partition_init(x) for x in _list(v)), _configs),
+    CreateTopic: (_str, lambda v: tuple(_partition_init(x) for x in _list(v)), _configs, _str),
     AddPartitions: (_id, _id, lambda v: tuple(_partition_init(x) for x in _list(v))),
     ChangePartition: (_id, _id, _id, _int, _ids, _bool),
     SetTopicConfigs: (_id, _id, _configs),

@@ -25,7 +25,7 @@ RECORDS = st.one_of(
     st.builds(r.RegisterBroker, ids, names, ids, opt_names),
     st.builds(r.FenceBroker, ids, ids, st.booleans()),
     st.builds(r.UnregisterBroker, ids, ids),
-    st.builds(r.CreateTopic, names, st.lists(inits, max_size=4).map(tuple), configs),
+    st.builds(r.CreateTopic, names, st.lists(inits, max_size=4).map(tuple), configs, names),
     st.builds(r.AddPartitions, ids, ids, st.lists(inits, max_size=4).map(tuple)),
     st.builds(r.ChangePartition, ids, ids, ids, st.integers(-1, 9),
               st.lists(ids, max_size=3).map(tuple), st.booleans()),
