@@ -20,7 +20,8 @@ Layout:
                       Coordination: what the harness asks of an architecture
 - ``options.py``      Options: an architecture's (or service's) knobs as a frozen dataclass
 - ``core_broker.py``  the command line of a broker built on brokers/core
-- ``zk.py``, ``dsbs.py``, ``local.py``   the entries of the twins and the single node
+- ``zk.py``, ``dsbs.py``, ``raft.py``, ``local.py``   the entries of the twins and the single
+                      node
 - ``kafka.py``      kafka-zk and kafka-kraft: real Apache Kafka (harness/kafka), a reference
 """
 
@@ -39,6 +40,7 @@ from harness.architectures.entry import Architecture
 REGISTRY: dict[str, str] = {
     "zk": "harness.architectures.zk:ZK",
     "dsbs": "harness.architectures.dsbs:DSBS",
+    "raft": "harness.architectures.raft:RAFT",
     "local": "harness.architectures.local:LOCAL",
     "kafka-zk": "harness.architectures.kafka:KAFKA_ZK",
     "kafka-kraft": "harness.architectures.kafka:KAFKA_KRAFT",
