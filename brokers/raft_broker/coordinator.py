@@ -493,9 +493,10 @@ class RaftCoordinator:
 
     async def delete_topic(self, topic: str) -> None:
         record = decisions.delete_topic(self.image, topic)  # UnknownTopicOrPartition
-        # Applied, or rejected because a deletion got there first (joined): either way the
-        # topic this image named is gone from it now.
-        await self._propose(record, self._deadline(), RequestTimedOut)
+        _, answer = await self._propose(record, self._deadline(), RequestTimedOut)
+        if not answer.applied:
+            # Another deletion removed it first (this image had not applied it yet).
+            raise UnknownTopicOrPartition(f"no topic {topic!r}: {answer.reason}")
 
     def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
         self._deletion_listeners.append(listener)

@@ -139,8 +139,8 @@ class _State(enum.Enum):
 class _Progress:
     """The leader's view of one follower."""
 
-    __slots__ = ("acked_seq", "active", "inflight", "match", "next", "probe_sent",
-                 "snapshot_index", "state", "wait")
+    __slots__ = ("acked_seq", "active", "commit_sent", "inflight", "match", "next",
+                 "probe_sent", "snapshot_index", "state", "wait")
 
     def __init__(self, next_index: int) -> None:
         self.match = 0  # highest index known to match the leader's log
@@ -152,6 +152,9 @@ class _Progress:
         self.acked_seq = 0  # highest seq it answered in this term
         self.snapshot_index = 0  # snapshot: the index of the snapshot sent
         self.wait = 0  # heartbeats with something outstanding and no progress
+        # The highest commit index an Append sent to it lets it apply (its commit is capped
+        # at what that Append proves it holds).
+        self.commit_sent = 0
 
     def become_probe(self, next_index: int) -> None:
         self.state = _State.PROBE
@@ -500,6 +503,21 @@ class RaftNode:
             self.commit_index = n
             if self._reads and self._reads[-1].seq == 0:
                 self._start_reads()
+            # Tell the followers now rather than at the next heartbeat: a broker waiting to
+            # see its own proposal applied (an offset commit) would otherwise wait up to a
+            # tick for every commit. Followers still probing or taking a snapshot learn it
+            # when they catch up.
+            for peer in self._peers:
+                self._notify_commit(peer, self._progress[peer])
+
+    def _notify_commit(self, peer: int, pr: _Progress) -> None:
+        """Send ``peer`` the commit index at once when it holds entries it does not know are
+        committed, rather than at the next heartbeat: a broker waiting to see its own proposal
+        applied (an offset commit) would otherwise wait up to a tick for every one. A follower
+        still probing or taking a snapshot learns it when it catches up."""
+        if pr.state is _State.REPLICATE and min(self.commit_index, pr.match) > pr.commit_sent:
+            self.counters["commit_notices"] += 1
+            self._send_append(peer, heartbeat=True)
 
     def _start_reads(self) -> None:
         self._seq += 1
@@ -576,6 +594,8 @@ class RaftNode:
                 if prev_term is None:
                     self._send_keepalive(peer)
                     return
+            pr.commit_sent = max(pr.commit_sent,
+                                 min(self.commit_index, prev + len(entries)))
             self._msgs.append(Append(self.id, peer, self.term, prev, prev_term,
                                      tuple(entries), self.commit_index, self._seq))
             return
@@ -676,6 +696,7 @@ class RaftNode:
         if advanced and peer in self.voters:
             self._maybe_commit()
         self._send_append(peer, heartbeat=False)
+        self._notify_commit(peer, pr)
 
     # -- follower and candidates -------------------------------------------------------------
 
