@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,8 @@ from brokers.raft_broker.storage import RaftStorage
 from brokers.raft_broker.transport import Transport
 
 __all__ = ["NotLeader", "ProposalLost", "RaftDriver", "ReadFailed"]
+
+log = logging.getLogger("twinbench.raft")
 
 
 # A transport message's first byte: whose it is.
@@ -74,6 +77,7 @@ class RaftDriver:
         self._read_ids = 0
         self._ticker: asyncio.Task[None] | None = None
         self._scheduled = False
+        self._seen: tuple[int, int | None] = (-1, None)
         self.undecodable = 0
         if self.storage.snapshot is not None:
             restore(self.storage.snapshot.data)
@@ -165,6 +169,12 @@ class RaftDriver:
         self._scheduled = False
         while self.node.has_ready():
             self._handle(self.node.ready())
+        seen = (self.node.term, self.node.leader_id)
+        if seen != self._seen:
+            # Rare (elections), and what a reader of a broker's log after a fault needs first.
+            self._seen = seen
+            log.info("node %d: term %d, leader %s, %s", self.node.id, seen[0], seen[1],
+                     self.node.role)
 
     def _handle(self, ready: Ready) -> None:
         # 1. Durable first: a vote or an acknowledged entry must survive a crash.

@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 import os
+import socket
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +52,17 @@ QUEUE_FRAMES = 1024
 # A peer that cannot be reached is tried again after this long, doubling up to the maximum.
 RECONNECT_S = 0.05
 RECONNECT_MAX_S = 1.0
+# A connection attempt (and the peer's nonce) given up after this long: a SYN dropped by a
+# partition would otherwise wait the kernel's retries out (minutes).
+CONNECT_TIMEOUT_S = 1.0
+# An outbound connection whose sent bytes stay unacknowledged this long is dropped by the
+# kernel (TCP_USER_TIMEOUT), and a new one is made. Without it a one-sided cut leaves the
+# connection retransmitting with an exponential backoff: after the heal the peer would hear
+# nothing from this node for up to minutes while the other direction works.
+USER_TIMEOUT_MS = 2000
+# A connection that cannot take more bytes for this long (the peer stopped reading) is given
+# up and made again.
+STALL_TIMEOUT_S = 2.0
 
 
 class FrameError(ValueError):
@@ -139,6 +152,18 @@ class TransportCounters:
     refused: int = 0
 
 
+def _bound_unacknowledged(writer: asyncio.StreamWriter) -> None:
+    """Set TCP_USER_TIMEOUT on the connection where the platform has it (Linux)."""
+    sock = writer.get_extra_info("socket")
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if sock is not None and option is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, USER_TIMEOUT_MS)
+
+
+log = logging.getLogger("twinbench.raft.transport")
+
+
 class _Peer:
     """The outbound connection to one peer and its queue."""
 
@@ -155,30 +180,47 @@ class _Peer:
 
     async def _run(self) -> None:
         delay = RECONNECT_S
+        failing = False  # logged once per streak of failed attempts, not per attempt
         while True:
             try:
-                reader, writer = await asyncio.open_connection(*self.addr)
-            except OSError:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.addr),
+                                                        CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError) as exc:
+                if not failing:
+                    log.info("node %d: cannot reach node %d at %s:%d (%s); retrying",
+                             self.t.node_id, self.node_id, *self.addr, str(exc) or "timed out")
+                    failing = True
                 await asyncio.sleep(delay)  # a backoff between attempts, not a wait for a state
                 delay = min(delay * 2, RECONNECT_MAX_S)
                 continue
             delay = RECONNECT_S
+            failing = False
+            _bound_unacknowledged(writer)
+            log.info("node %d: connected to node %d", self.t.node_id, self.node_id)
             try:
-                nonce = await reader.readexactly(NONCE_BYTES)
+                nonce = await asyncio.wait_for(reader.readexactly(NONCE_BYTES),
+                                               CONNECT_TIMEOUT_S)
                 framer = FrameWriter(self.t.node_id, nonce, self.t.key)
                 while True:
                     message = await self.queue.get()
+                    if writer.is_closing():
+                        # Lost while idle (the kernel gave up on it, the peer reset it): a
+                        # write now would raise RuntimeError on uvloop, and must not end this
+                        # task. The message is lost, as any sent on a dying connection.
+                        raise ConnectionResetError("the connection was closed")
                     data = framer.frame(message)
                     writer.write(data)
                     self.t.counters.frames_sent += 1
                     self.t.counters.bytes_sent += len(data)
-                    await writer.drain()
-            except (OSError, asyncio.IncompleteReadError, FrameError):
-                pass
+                    await asyncio.wait_for(writer.drain(), STALL_TIMEOUT_S)
+            except (OSError, TimeoutError, RuntimeError, asyncio.IncompleteReadError,
+                    FrameError) as exc:
+                log.info("node %d: connection to node %d lost (%s)", self.t.node_id,
+                         self.node_id, str(exc) or type(exc).__name__)
             finally:
-                writer.close()
-                with contextlib.suppress(OSError):
-                    await writer.wait_closed()
+                # Abort, not close: a graceful close waits to flush what a dead peer will never
+                # take, and this task would wait with it instead of connecting again.
+                writer.transport.abort()
 
 
 class Transport:
@@ -244,9 +286,13 @@ class Transport:
                     self.counters.frames_received += 1
                     self.counters.bytes_received += len(message)
                     self.on_message(src, message)
-        except FrameError:
+        except FrameError as exc:
             self.counters.refused += 1
-        except OSError:
+            log.warning("node %d: refused a connection from %s: %s", self.node_id,
+                        writer.get_extra_info("peername"), exc)
+        except (OSError, asyncio.CancelledError):
+            # Cancelled by close(): asyncio's stream callback reads the handler's exception,
+            # and a cancellation raised there is logged as an error at every shutdown.
             pass
         finally:
             self._inbound.discard(task)

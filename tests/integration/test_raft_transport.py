@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from brokers.raft_broker.transport import QUEUE_FRAMES, Transport
+from brokers.raft_broker.transport import NONCE_BYTES, QUEUE_FRAMES, Transport
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +105,52 @@ def test_sends_to_an_unreachable_peer_never_block_and_are_counted() -> None:
         finally:
             await lone.close()
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_connection_reset_while_idle_is_made_again(loop: str) -> None:
+    """Node 0's connection to node 1 is reset while it has nothing to send (a peer killed);
+    node 1 then listens again on the same port: node 0's next sends find the dead connection,
+    connect again and arrive, on both event loops. (On uvloop a write to a connection already
+    closed raises RuntimeError instead of being dropped: it once ended the peer's task for
+    good, and the nemesis found a quorum that could not form after a restart.)"""
+    async def main() -> None:
+        reset = asyncio.Event()
+
+        async def resetting(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(bytes(NONCE_BYTES))
+            await reader.read(1)  # node 0 is connected and has sent
+            writer.transport.abort()  # RST
+            reset.set()
+
+        fake = await asyncio.start_server(resetting, "127.0.0.1", 0)
+        port = fake.sockets[0].getsockname()[1]
+        inbox = Inbox()
+        node0 = Transport(0, ("127.0.0.1", 0), {1: ("127.0.0.1", port)}, KEY, Inbox())
+        await node0.start()
+        node1: Transport | None = None
+        try:
+            node0.send(1, b"to the fake")
+            async with asyncio.timeout(10):
+                await reset.wait()
+            fake.close()
+            await fake.wait_closed()
+            await asyncio.sleep(0.2)  # the reset arrives while node 0 sends nothing
+            node1 = Transport(1, ("127.0.0.1", port), {}, KEY, inbox)
+            await node1.start()
+            async with asyncio.timeout(10):
+                while not inbox.got:  # the transport may lose messages, never the peer
+                    node0.send(1, b"again")
+                    await asyncio.sleep(0.05)
+            assert inbox.got[0] == (0, b"again")
+        finally:
+            await node0.close()
+            if node1 is not None:
+                await node1.close()
+
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
