@@ -3,6 +3,8 @@ ControlDecodeError at worst (a peer's bug never stops a broker)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,10 +35,8 @@ def test_a_heartbeat_comes_back_as_sent(epoch: int, applied: int) -> None:
 @given(st.binary())
 def test_any_bytes_decode_or_fail_in_one_error(data: bytes) -> None:
     for read in (control.decode, control.read_answer, control.read_heartbeat):
-        try:
+        with contextlib.suppress(control.ControlDecodeError):
             read(data)
-        except control.ControlDecodeError:
-            pass
 
 
 @pytest.mark.parametrize("body, why", [
