@@ -74,14 +74,14 @@ def test_cli_choices_come_from_the_registry() -> None:
     sub = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     cluster_arch = next(a for a in sub["cluster"]._actions if a.dest == "arch")
     assert tuple(cluster_arch.choices) == architectures.names() == (
-        "zk", "dsbs", "kafka-zk", "kafka-kraft", "local")
+        "zk", "dsbs", "raft", "kafka-zk", "kafka-kraft", "local")
     assert architectures.run_choices() == (
-        "zk", "dsbs", "kafka-zk", "kafka-kraft", "local", "all", "both")
-    assert architectures.expand("both") == architectures.expand("all") == ("zk", "dsbs")
+        "zk", "dsbs", "raft", "kafka-zk", "kafka-kraft", "local", "all", "both")
+    assert architectures.expand("both") == architectures.expand("all") == ("zk", "dsbs", "raft")
     # Real Kafka is a reference: measured when named, never under test.
     assert architectures.expand("kafka-kraft,dsbs,zk,kafka-zk") == (
         "zk", "dsbs", "kafka-zk", "kafka-kraft")
-    assert architectures.under_test() == ("zk", "dsbs", "local")
+    assert architectures.under_test() == ("zk", "dsbs", "raft", "local")
     assert architectures.expand("dsbs,zk") == ("zk", "dsbs")  # the registry's order
     # run --arch takes a list too, so argparse must not hold choices; its help names them all.
     run_arch = next(a for a in sub["run"]._actions if a.dest == "arch")
@@ -94,11 +94,11 @@ def test_cli_choices_come_from_the_registry() -> None:
 
 
 def test_errors_name_the_choices() -> None:
-    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, kafka-zk, "
-                                        r"kafka-kraft or local$"):
+    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, raft, "
+                                        r"kafka-zk, kafka-kraft or local$"):
         ClusterSpec("x")
-    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, kafka-zk, "
-                                        r"kafka-kraft, local, all or both"):
+    with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, raft, "
+                                        r"kafka-zk, kafka-kraft, local, all or both"):
         architectures.expand("zk,x")
     with pytest.raises(UserError, match=r"^metadata_check per_request: kafka-kraft cannot apply "
                                         r"it \(it applies cached only\)$"):
@@ -148,8 +148,8 @@ def test_workload_options_are_checked_and_old_keys_are_told_their_new_place() ->
         parse_workload({**base, "gossip_preset": "local"}, "w.yaml")
     with pytest.raises(WorkloadError, match=r"zk_nodes: is now an option of zookeeper"):
         parse_workload({**base, "zk_nodes": 3}, "w.yaml")
-    with pytest.raises(WorkloadError, match=r"options.raft: names no architecture or service"):
-        parse_workload({**base, "options": {"raft": {}}}, "w.yaml")
+    with pytest.raises(WorkloadError, match=r"options.rafts: names no architecture or service"):
+        parse_workload({**base, "options": {"rafts": {}}}, "w.yaml")
     with pytest.raises(WorkloadError, match=r"w.yaml: options.zookeeper.nodes: choose 1 or 3, "
                                             r"got 5"):
         parse_workload({**base, "options": {"zookeeper": {"nodes": 5}}}, "w.yaml")
@@ -199,9 +199,9 @@ def _argvs(cluster: ProcessCluster) -> list[tuple[str, ...]]:
 @pytest.mark.filesystem
 def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
     with architectures.registered(KRAFT):
-        assert architectures.names() == ("zk", "dsbs", "kraft", "kafka-zk", "kafka-kraft",
-                                         "local")
-        assert architectures.expand("all") == ("zk", "dsbs", "kraft")
+        assert architectures.names() == ("zk", "dsbs", "kraft", "raft", "kafka-zk",
+                                         "kafka-kraft", "local")
+        assert architectures.expand("all") == ("zk", "dsbs", "kraft", "raft")
         parser = cli.build_parser()
         assert parser.parse_args(["cluster", "--arch", "kraft"]).arch == "kraft"
         # Its cluster: its module and arguments after the core's, no service started.
