@@ -113,12 +113,6 @@ class RaftCoordinator:
         self._node_id = node_id
         self.config = config
         self.image = MetadataImage()
-        self._driver = RaftDriver(
-            node_id, config.voters, config.learners, directory=data_dir / "raft",
-            listen=(config.listen_host, config.listen_port), peers=config.peers,
-            key=config.key, apply=self._apply, snapshot=lambda: self.image.snapshot(),
-            restore=self._restore, config=config.raft, tick_s=config.tick_s,
-            on_control=self._on_control)
         self._me: BrokerInfo | None = None
         self._epoch: int | None = None  # this broker's registration: its RegisterBroker's index
         self._view: ClusterView | None = None
@@ -144,6 +138,13 @@ class RaftCoordinator:
         self._tally: dict[str, int] = dict.fromkeys(
             ("raft_proposals", "raft_proposals_rejected", "raft_proposals_retried",
              "raft_requests_served", "raft_read_barriers", "raft_controller_records"), 0)
+        # Last: the driver restores the image from the snapshot on disk, through _restore.
+        self._driver = RaftDriver(
+            node_id, config.voters, config.learners, directory=data_dir / "raft",
+            listen=(config.listen_host, config.listen_port), peers=config.peers,
+            key=config.key, apply=self._apply, snapshot=lambda: self.image.snapshot(),
+            restore=self._restore, config=config.raft, tick_s=config.tick_s,
+            on_control=self._on_control)
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
