@@ -111,9 +111,30 @@ def _pair_headline(cmp: pd.DataFrame, archs: Archs, o: ArchLabel) -> str:
     return "\n".join(lines) + "\n"
 
 
+DECOMPOSITION_INTRO = (
+    "What DSBS/ZK is made of, through the Raft twin: ZooKeeper to Raft drops the external "
+    "service (consensus stays, inside the brokers), Raft to DSBS drops consensus. The three "
+    "share every part but the coordinator, so each step's ratio is what that one change of "
+    "design costs or saves; the two steps multiply to the whole. Records per second, ratio of "
+    "the architecture after the step to the one before, 95% Fieller interval; "
+    "`decomposition.csv` has the kbps rows.\n")
+
+
+def decomposition_md(dec: pd.DataFrame) -> str:
+    rows = []
+    for _, r in dec[dec["metric"] == "rps"].iterrows():
+        rows.append({"workload": r["workload"], "cell": cell_text(r), "scenario": r["scenario"],
+                     "role": r["role"], "step": r["step"],
+                     "ratio [95% CI]": f"{fmt(r['ratio'])} "
+                                       f"{interval(r['ratio_ci_lo'], r['ratio_ci_hi'])}",
+                     "verdict": r["verdict"]})
+    return md_table(pd.DataFrame(rows))
+
+
 def paper_md(*, appendix: dict[str, pd.DataFrame], max_try: int, input_rows: int,
              comparison: pd.DataFrame, latency: pd.DataFrame, coordination: pd.DataFrame,
-             aa: pd.DataFrame, noise: pd.DataFrame, archs: Archs = DEFAULT) -> str:
+             aa: pd.DataFrame, noise: pd.DataFrame, archs: Archs = DEFAULT,
+             decomposition: pd.DataFrame | None = None) -> str:
     """The whole section: its parts under headings one level below the section's."""
     versus = " vs ".join(a.display_name for a in archs)
     parts = [f"The split and streaming scenarios of closed-loop cells on plaintext clusters: "
@@ -131,6 +152,9 @@ def paper_md(*, appendix: dict[str, pd.DataFrame], max_try: int, input_rows: int
               "Records per second; `comparison.csv` has the kbps rows and every column "
               "(detectable change, the paper's means).\n",
               comparison_md(comparison, archs)]
+    if decomposition is not None and not decomposition.empty:
+        parts += ["### The decomposition: the external service, then consensus\n",
+                  DECOMPOSITION_INTRO, decomposition_md(decomposition)]
     parts += ["### Latency percentiles (µs)\n",
               md_table(latency, LATENCY_SHOWN) if not latency.empty else "_(no data)_\n"]
     parts += ["### Coordination cost per cell\n",

@@ -34,6 +34,8 @@ class PaperTables:
     cell_stats: pd.DataFrame = field(default_factory=_empty)
     tries: pd.DataFrame = field(default_factory=_empty)
     comparison: pd.DataFrame = field(default_factory=_empty)
+    # DSBS/ZK in two steps through the Raft twin (empty unless a run measured all three).
+    decomposition: pd.DataFrame = field(default_factory=_empty)
     appendix: dict[str, pd.DataFrame] = field(default_factory=dict)
     aa: pd.DataFrame = field(default_factory=_empty)
     noise: pd.DataFrame = field(default_factory=_empty)
@@ -56,6 +58,7 @@ class PaperTables:
         return {
             "cell_stats": self.cell_stats,
             "comparison": self.comparison,
+            "decomposition": self.decomposition,
             "latency": self.latency,
             "latency_distribution": self.latency_distribution,
             "coordination_cost": self.coordination,
@@ -76,6 +79,7 @@ class PaperTables:
     def section(self) -> str:
         return section.paper_md(appendix=self.appendix, max_try=self.max_try,
                                 input_rows=self.input_rows, comparison=self.comparison,
+                                decomposition=self.decomposition,
                                 latency=self.latency, coordination=self.coordination,
                                 aa=self.aa, noise=self.noise, archs=self.archs)
 
@@ -107,6 +111,7 @@ class PaperStudy:
         return PaperTables(
             cell_stats=cell_stats, tries=tries,
             comparison=paper_tables.comparison(cell_stats, ratios, archs), appendix=appendix,
+            decomposition=paper_tables.decomposition(cell_stats),
             aa=aa, noise=paper_tables.noise_floor(aa),
             latency=paper_tables.latency(cell_latency),
             latency_distribution=paper_tables.latency_distribution(hists),
@@ -116,6 +121,7 @@ class PaperStudy:
 
     def from_tables(self, tables: Mapping[str, pd.DataFrame], archs: Archs) -> PaperTables:
         return PaperTables(comparison=table(tables, "comparison"),
+                           decomposition=table(tables, "decomposition"),
                            latency_distribution=table(tables, "latency_distribution"),
                            coordination=table(tables, "coordination_cost"), archs=archs)
 

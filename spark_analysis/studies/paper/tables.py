@@ -5,6 +5,9 @@ small).
   message size (or batch) x try 1..n + avg - one per architecture.
 * ``comparison``: every cell, the baseline (ZK) beside every other architecture (DSBS) with
   intervals, the ratio and its test, the paper's ratio beside ours.
+* ``decomposition``: DSBS/ZK split in two steps through the Raft twin: ZooKeeper to Raft (the
+  external service dropped, consensus kept inside the brokers), Raft to DSBS (consensus
+  dropped), each with its interval.
 * ``aa_calibration`` / ``noise_floor``: the A/A runs' B/A ratios - the measured noise floor.
 * ``latency`` / ``latency_distribution``: percentiles per cell; merged HDR curves.
 """
@@ -158,6 +161,44 @@ def comparison(cell_stats: pd.DataFrame, paper_ratios: pd.DataFrame,
             "verdict", "paper_ratio", "paper_p", *PAPER_COLUMNS,
             *(f"{a}_failed_rows" for a in shown)]
     return paper_order(out[cols])
+
+
+# The decomposition's steps: (what changes, the architecture after the step, before it). The
+# three architectures share every part but the coordinator (docs/raft-twin.md), so each step's
+# ratio is what that one change of design costs or saves. Named here, not taken from the
+# labels: the decomposition is about these three designs, whatever else a run measured.
+DECOMPOSITION = (("external service (ZooKeeper -> Raft)", "raft", "zk"),
+                 ("consensus (Raft -> DSBS)", "dsbs", "raft"),
+                 ("both (ZooKeeper -> DSBS)", "dsbs", "zk"))
+DECOMPOSITION_COLUMNS = ["step", "arch", "vs", *CELL_KEY, "metric", "a_n", "a_mean",
+                         "a_ci_lo", "a_ci_hi", "b_n", "b_mean", "b_ci_lo", "b_ci_hi", "ratio",
+                         "ratio_ci_lo", "ratio_ci_hi", "p_welch", "q_bh", "verdict"]
+
+
+def decomposition(cell_stats: pd.DataFrame) -> pd.DataFrame:
+    """For every cell measured on ZooKeeper, Raft and DSBS alike: each step's ratio (``a`` the
+    architecture after the step, ``b`` before it) with its Fieller interval. Empty unless a
+    run measured all three."""
+    if cell_stats.empty or not {"zk", "raft", "dsbs"} <= set(cell_stats["arch"]):
+        return pd.DataFrame(columns=DECOMPOSITION_COLUMNS)
+    frames = []
+    for step, after, before in DECOMPOSITION:
+        pair = _pair(cell_stats, (after, "*"), (before, "*"))
+        if pair.empty:
+            continue
+        out = _ratio_stats(pair, after, before)
+        out.insert(0, "vs", before)
+        out.insert(0, "arch", after)
+        out.insert(0, "step", step)
+        frames.append(out)
+    if not frames:
+        return pd.DataFrame(columns=DECOMPOSITION_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    # Only the cells all three measured: a step without its partner explains nothing.
+    key = [*CELL_KEY, "metric"]
+    complete = out.groupby(key, dropna=False)["step"].transform("nunique") == len(DECOMPOSITION)
+    # Stable: within a cell the steps keep their order above.
+    return paper_order(out[complete][DECOMPOSITION_COLUMNS])
 
 
 def aa_calibration(cell_stats: pd.DataFrame) -> pd.DataFrame:
