@@ -52,7 +52,8 @@ class KafkaTables:
         if self.steps.empty:
             return ""
         lines = []
-        for name, text in (("kraft_over_zk", "Kafka KRaft/ZK"), ("dsbs_over_zk", "DSBS/ZK")):
+        for name, text in (("kraft_over_zk", "Kafka KRaft/ZK"), ("raft_over_zk", "RAFT/ZK"),
+                           ("dsbs_over_zk", "DSBS/ZK")):
             if name in self.steps and self.steps[name].notna().any():
                 values = self.steps[name].dropna()
                 lines.append(f"{text} {values.min():.2f} to {values.max():.2f}")

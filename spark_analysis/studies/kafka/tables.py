@@ -4,9 +4,11 @@
 interval, only in the cells where real Kafka ran (Kafka has no per-request leadership check, so
 those are the cells that compare like with like).
 
-``steps``: per cell, the two steps away from ZooKeeper as ratios of means with Fieller's 95%
+``steps``: per cell, the steps away from ZooKeeper as ratios of means with Fieller's 95%
 interval: ``kraft_over_zk`` (Kafka on KRaft / Kafka on ZooKeeper: one code base, only the
-coordinator changed) and ``dsbs_over_zk`` (DSBS / the zk twin: the same on our core).
+coordinator changed), ``raft_over_zk`` (the Raft twin / the zk twin: the same step on our core,
+so beside ``kraft_over_zk`` it calibrates the twins against Kafka) and ``dsbs_over_zk`` (DSBS /
+the zk twin).
 
 ``fidelity``: per cell, the zk twin beside Kafka on ZooKeeper under the same policies:
 records/s of each and their ratio (Kafka / twin), ZooKeeper requests, coordination bytes and
@@ -33,8 +35,9 @@ from spark_analysis.studies.kafka.aggregate import EVENT_MEASURES, KAFKA_KRAFT, 
 EVENT_KEY = ["source", "workload", "case", "size", "measure"]
 
 _STATS = ("n", "mean", "sd")
-# (column prefix, numerator arch, denominator arch) of the two steps away from ZooKeeper.
-STEPS = (("kraft_over_zk", KAFKA_KRAFT, KAFKA_ZK), ("dsbs_over_zk", "dsbs", "zk"))
+# (column prefix, numerator arch, denominator arch) of the steps away from ZooKeeper.
+STEPS = (("kraft_over_zk", KAFKA_KRAFT, KAFKA_ZK), ("raft_over_zk", "raft", "zk"),
+         ("dsbs_over_zk", "dsbs", "zk"))
 
 
 def four(long: pd.DataFrame) -> pd.DataFrame:

@@ -65,6 +65,13 @@ def test_the_two_steps_from_zookeeper_are_ratios_on_the_same_code() -> None:
     r = steps.iloc[0]
     assert r["kraft_over_zk"] == pytest.approx(0.9)
     assert r["dsbs_over_zk"] == pytest.approx(1.2)
+    assert "raft_over_zk" not in steps  # no Raft twin in these runs
+    # With the Raft twin: its step beside Kafka's, the calibration.
+    with_raft = pd.concat([LONG, pd.DataFrame([_stat("raft", 95_000.0, 5_000.0)])])
+    steps = kafka_tables.steps(kafka_tables.four(with_raft))
+    assert steps.iloc[0]["raft_over_zk"] == pytest.approx(0.95)
+    text = section.steps_md(steps)
+    assert "RAFT/ZK (twins)" in text and "0.95 [" in text
     assert (r["kraft_over_zk_ci_lo"], r["kraft_over_zk_ci_hi"]) == pytest.approx(
         stats.fieller(45_000.0, 2_000.0, 5, 50_000.0, 2_000.0, 5))
 
