@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft bench-three-twins bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication sim-raft test-churn nemesis test-scale test-security clean
@@ -164,6 +164,16 @@ bench-zk: setup
 
 bench-dsbs: setup
 	@$(PY) -m harness.cli run --arch dsbs --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+
+bench-raft: setup
+	@$(PY) -m harness.cli run --arch raft --workload $(WORKLOAD) --out $(RUNS) $(TUNE) $(BENCH_ARGS)
+
+# The decomposition (docs/raft-twin.md): the paper's 32 B cells on zk, raft and dsbs, interleaved,
+# then the report with its decomposition table (the external service, then consensus).
+bench-three-twins: setup
+	@$(PY) -m harness.cli run --arch zk,raft,dsbs --workload three-twins --out $(RUNS) $(TUNE) \
+	  $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
 
 # Real Apache Kafka beside the twins (docs/real-kafka.md): the paper's 32 B x 20 cell under the
 # policies all four apply, on zk, dsbs, Kafka 3.9 on ZooKeeper and on KRaft, interleaved; then
