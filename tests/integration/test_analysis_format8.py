@@ -51,6 +51,8 @@ NEW_ROWS: dict[str, tuple[str, str]] = {"metadata_comparison": ("metric", "coord
 NEW_TABLES: dict[str, str] = {
     # Per-partition loss needs fault_partitions.csv, which format 8 runs lack: empty.
     "fault_partitions": "empty",
+    # The decomposition needs zk, raft and dsbs in one analysis; format 8 runs had no raft.
+    "decomposition": "empty",
 }
 # Columns new since format 8 -> their value for a format-8 run, per row (a function of the row).
 NEW_COLUMNS: dict[str, dict[str, str]] = {
