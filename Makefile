@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 test: setup
 	@$(PY) -m ruff check .
 	@$(PY) -m mypy
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n 2 --dist loadgroup
 	@$(MAKE) --no-print-directory regress
 
 # The CI regression (docs/regression.md): this tree's brokers against the base's, on this

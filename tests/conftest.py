@@ -40,13 +40,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     if off:
         selection.deselect(config, items, reason)
+    # `make test` runs the suite in two workers (pytest-xdist, --dist loadgroup): a file's tests
+    # stay in one worker, so a module's fixture (a cluster, a run) is made once; the contract
+    # suite groups by architecture instead (tests/contract/conftest.py), so each
+    # architecture's shared cluster starts once.
+    for item in items:
+        path = item.nodeid.partition("::")[0]
+        if not path.startswith("tests/contract/"):
+            item.add_marker(pytest.mark.xdist_group(path))
+
+
+# Under pytest-xdist the workers collect and deselect, and the controller never sees their
+# deselections: each worker sends its unexplained ones home (``workeroutput``), and the
+# controller adds them to its own list.
+_DESELECTED: pytest.StashKey[list[str]] = pytest.StashKey()
+_FROM_WORKERS: pytest.StashKey[set[str]] = pytest.StashKey()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        items[0].config.stash.setdefault(_DESELECTED, []).extend(i.nodeid for i in items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # type: ignore[no-untyped-def]
+    lines = getattr(node, "workeroutput", {}).get("unexplained", [])
+    node.config.stash.setdefault(_FROM_WORKERS, set()).update(lines)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    config = session.config
+    if hasattr(config, "workeroutput"):  # an xdist worker
+        reasons = config.stash.get(selection.REASONS, {})
+        config.workeroutput["unexplained"] = [
+            f"deselected {n}: no documented reason (a -k/-m selection?)"
+            for n in config.stash.get(_DESELECTED, []) if n not in reasons]
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:
         return
-    lines = selection.unexplained(session.config, reporter)
+    lines = selection.unexplained(config, reporter)
+    lines += sorted(config.stash.get(_FROM_WORKERS, set()) - set(lines))
     session.config.stash[_UNEXPLAINED] = lines
     if lines and selection.in_ci() and exitstatus in (pytest.ExitCode.OK,
                                                       pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -196,10 +196,10 @@ class RaftCoordinator:
         if self._epoch is not None and self._driver.leader is not None:
             # A controlled shutdown: fenced now, so its partitions move at once rather than a
             # session later. Best effort: the quorum may be going down too.
-            with contextlib.suppress(KafkaError, asyncio.TimeoutError):
-                await asyncio.wait_for(self._propose(
-                    FenceBroker(self._node_id, self._epoch, True),
-                    time.monotonic() + 1.0, RequestTimedOut), 1.5)
+            with contextlib.suppress(KafkaError, TimeoutError):
+                async with asyncio.timeout(1.5):
+                    await self._propose(FenceBroker(self._node_id, self._epoch, True),
+                                        time.monotonic() + 1.0, RequestTimedOut)
         for task in [*self._loops, *self._tasks]:
             task.cancel()
         await asyncio.gather(*self._loops, *self._tasks, return_exceptions=True)
@@ -275,8 +275,12 @@ class RaftCoordinator:
     @staticmethod
     async def _by(awaitable: Awaitable[T], deadline: float, error: type[KafkaError],
                   what: str) -> T:
+        # asyncio.timeout, not wait_for, here and below: on 3.11 a wait_for whose timeout
+        # fires as its task is cancelled raises TimeoutError and the cancellation is lost (a
+        # loop task would then outlive close(), and close() wait for it forever).
         try:
-            return await asyncio.wait_for(awaitable, max(deadline - time.monotonic(), 0.001))
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                return await awaitable
         except TimeoutError:
             raise error(f"timed out waiting for {what}") from None
 
@@ -307,7 +311,8 @@ class RaftCoordinator:
                 self._driver.send_control(leader, control.encode(kind, rid, body))
                 wait = min(self.config.attempt_timeout_s, deadline - time.monotonic())
                 try:
-                    answer = await asyncio.wait_for(fut, max(wait, 0.001))
+                    async with asyncio.timeout(max(wait, 0.001)):
+                        answer = await fut
                 except TimeoutError:
                     continue
                 finally:
@@ -422,9 +427,9 @@ class RaftCoordinator:
             self._tally["raft_controller_records"] += len(records)
             # One round at a time: the next decides on the image these records made.
             proposals = [self._driver.propose(encode(r)) for r in records]
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*proposals, return_exceptions=True),
-                                       self.config.request_timeout_s)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.request_timeout_s):
+                    await asyncio.gather(*proposals, return_exceptions=True)
 
     # --- metadata ---------------------------------------------------------------------------
     def cluster(self) -> ClusterView:

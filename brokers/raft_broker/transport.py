@@ -183,8 +183,11 @@ class _Peer:
         failing = False  # logged once per streak of failed attempts, not per attempt
         while True:
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(*self.addr),
-                                                        CONNECT_TIMEOUT_S)
+                # asyncio.timeout, not wait_for: on 3.11 a wait_for whose timeout fires as the
+                # task is cancelled raises TimeoutError, and the cancellation (close()) would
+                # be swallowed below, leaving close() waiting for this task forever.
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    reader, writer = await asyncio.open_connection(*self.addr)
             except (OSError, TimeoutError) as exc:
                 if not failing:
                     log.info("node %d: cannot reach node %d at %s:%d (%s); retrying",
@@ -198,8 +201,8 @@ class _Peer:
             _bound_unacknowledged(writer)
             log.info("node %d: connected to node %d", self.t.node_id, self.node_id)
             try:
-                nonce = await asyncio.wait_for(reader.readexactly(NONCE_BYTES),
-                                               CONNECT_TIMEOUT_S)
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    nonce = await reader.readexactly(NONCE_BYTES)
                 framer = FrameWriter(self.t.node_id, nonce, self.t.key)
                 while True:
                     message = await self.queue.get()
@@ -212,7 +215,8 @@ class _Peer:
                     writer.write(data)
                     self.t.counters.frames_sent += 1
                     self.t.counters.bytes_sent += len(data)
-                    await asyncio.wait_for(writer.drain(), STALL_TIMEOUT_S)
+                    async with asyncio.timeout(STALL_TIMEOUT_S):
+                        await writer.drain()
             except (OSError, TimeoutError, RuntimeError, asyncio.IncompleteReadError,
                     FrameError) as exc:
                 log.info("node %d: connection to node %d lost (%s)", self.t.node_id,

@@ -35,3 +35,9 @@ def pytest_collection_modifyitems(config, items):
         return None
 
     selection.deselect(config, items, reason)
+    # One worker per architecture's tests (pytest-xdist --dist loadgroup): its cluster is a
+    # session fixture, started once per worker that runs any of them.
+    for item in items:
+        arch = getattr(item, "callspec", None) and item.callspec.params.get("cluster")
+        if arch:
+            item.add_marker(pytest.mark.xdist_group(f"contract-{arch}"))

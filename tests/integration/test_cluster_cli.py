@@ -61,8 +61,8 @@ def test_cluster_prints_its_addresses_serves_and_stops_everything(tmp_path, arch
 def test_cluster_rejects_bad_arguments_in_one_line(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
-    for args in (["--arch", "raft"], ["--arch", "zk", "--brokers", "0"],
-                 ["--arch", "dsbs", "--option", "raft.nodes=3"],
+    for args in (["--arch", "kraft-twin"], ["--arch", "zk", "--brokers", "0"],
+                 ["--arch", "dsbs", "--option", "nope.nodes=3"],
                  ["--arch", "zk", "--option", "zookeeper.nodes=2"],
                  ["--arch", "zk", "--option", "zk.session_timeout_ms=soon"],
                  ["--arch", "zk", "--option", "zk_nodes=3"],

@@ -33,7 +33,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "both", "--workload", "latency-smoke", "--out", str(out),
+    done = twinbench("run", "--arch", "zk,dsbs", "--workload", "latency-smoke", "--out", str(out),
                      "--seed", "11", timeout=600)
     assert done.returncode == 0, done.stderr
     wl = load_workload("latency-smoke").workload

@@ -31,7 +31,7 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
         pytest.skip(reason)
     out = tmp_path / "runs"
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk,dsbs", "--workload",
          "metadata-smoke", "--out", str(out), "--seed", "7"],
         capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stderr

@@ -24,7 +24,7 @@ def test_open_loop_smoke_keeps_its_rates_on_both_twins(tmp_path: Path) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "both", "--workload", "open-loop-smoke", "--out", str(out),
+    done = twinbench("run", "--arch", "zk,dsbs", "--workload", "open-loop-smoke", "--out", str(out),
                      "--seed", "7", timeout=280)
     assert done.returncode == 0, done.stderr
     wl = load_workload("open-loop-smoke").workload

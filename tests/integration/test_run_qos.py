@@ -33,7 +33,7 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "both", "--workload", "qos-smoke", "--out", str(out),
+    done = twinbench("run", "--arch", "zk,dsbs", "--workload", "qos-smoke", "--out", str(out),
                      "--seed", "5", timeout=300)
     assert done.returncode == 0, done.stderr
     assert "metrics scrapes got no answer" not in done.stderr

@@ -35,7 +35,7 @@ def test_rtt_smoke_delays_both_twins_and_records_what_the_model_needs(tmp_path: 
             pytest.skip(reason)
     out = tmp_path / "runs"
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk,dsbs", "--workload",
          "rtt-smoke", "--out", str(out), "--quiet", "--seed", "5"],
         capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stderr

@@ -195,7 +195,7 @@ def test_both_architectures_interleaved_in_one_run(tmp_path):
     workload.write_text(BOTH_WORKLOAD)
     out = tmp_path / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "both", "--workload",
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk,dsbs", "--workload",
          str(workload), "--out", str(out), "--seed", "7"],
         capture_output=True, text=True, timeout=280,
     )
