@@ -206,8 +206,11 @@ def test_topic_configs_are_described_by_both_admin_clients(cluster):
     assert entries["retention.bytes"].source == ck_admin.ConfigSource.DEFAULT_CONFIG.value
     kp = kadmin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
-        got = kp.describe_configs([kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name)])
-        assert "3600000" in str(got)
+        # kafka-python asks any broker: one that has not yet applied the creation (every
+        # broker follows the one that created it) describes nothing, as Kafka's would.
+        eventually(lambda: "3600000" in str(kp.describe_configs(
+            [kadmin.ConfigResource(kadmin.ConfigResourceType.TOPIC, name)])), timeout_s=15,
+            what="the topic's configs described through kafka-python")
         broker_id = next(iter(admin.list_topics(timeout=30).brokers))
         brokers = kp.describe_configs([kadmin.ConfigResource(
             kadmin.ConfigResourceType.BROKER, str(broker_id))], config_filter="all")
