@@ -263,5 +263,7 @@ def test_a_topic_storm_on_kafka_on_zookeeper_goes_through_its_controller(tmp_pat
     with (run / "metadata.csv").open() as f:
         (row,) = list(csv.DictReader(f))
     assert row["status"] == "ok" and row["topics"] == "3" and row["create_timeouts"] == "0"
-    assert 0 < float(row["create_s"]) <= float(row["converge_s"])
+    # Both timed from the storm's start; the watcher runs beside the creations, so every broker
+    # may list the topics a moment before the last CreateTopics answer is read (CI saw 2 ms).
+    assert float(row["create_s"]) > 0 and float(row["converge_s"]) > 0
     assert float(row["coord_messages"]) > 0  # ZooKeeper's requests over the storm
