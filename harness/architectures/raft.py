@@ -6,7 +6,7 @@ namespace's fixed port, or a free port of its machine), every member's, and the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.architectures.core_broker import core_broker
 from harness.architectures.dsbs import new_gossip_key
@@ -60,8 +60,6 @@ def _command(launch: Launch) -> Callable[[Node], ProcessSpec]:
         "--raft-key-file", str(keys[node.node_id])])
 
     def spec(node: Node) -> ProcessSpec:
-        from dataclasses import replace
-
         return replace(process(node), voter=node.node_id in voters)
 
     return spec
