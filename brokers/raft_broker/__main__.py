@@ -75,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         key = load_key_file(args.raft_key_file) if args.raft_key_file else None
         return RaftCoordinator(config.node_id, config.data_dir, RaftBrokerConfig(
             listen_host=host, listen_port=port, peers=peers, voters=voters, key=key,
-            insecure=args.raft_insecure, session_timeout_s=args.session_timeout))
+            insecure=args.raft_insecure, session_timeout_s=args.session_timeout),
+            datadir=datadir)
 
     return run_main(PROG, parser, argv, make)
 

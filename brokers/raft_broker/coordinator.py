@@ -59,6 +59,7 @@ from brokers.core.coordinator import (
     TopicInfo,
     TopicPartition,
 )
+from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
@@ -108,7 +109,8 @@ T = TypeVar("T")
 
 
 class RaftCoordinator:
-    def __init__(self, node_id: int, data_dir: Path, config: RaftBrokerConfig) -> None:
+    def __init__(self, node_id: int, data_dir: Path, config: RaftBrokerConfig, *,
+                 datadir: DataDir | None = None) -> None:
         config.check_member(node_id)
         self._node_id = node_id
         self.config = config
@@ -144,7 +146,10 @@ class RaftCoordinator:
             listen=(config.listen_host, config.listen_port), peers=config.peers,
             key=config.key, apply=self._apply, snapshot=lambda: self.image.snapshot(),
             restore=self._restore, config=config.raft, tick_s=config.tick_s,
-            on_control=self._on_control)
+            on_control=self._on_control,
+            # A stopped node halts the broker as a failed data directory does: the metadata
+            # log lives there, and a broker that can no longer follow it must not serve.
+            on_failure=None if datadir is None else datadir.fail)
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -193,6 +198,11 @@ class RaftCoordinator:
         if self._closed:
             return
         self._closed = True
+        # Heartbeats and the controller stop first: a heartbeat sent after the fence (or this
+        # node's own controller, if it leads) would unfence it again.
+        for task in self._loops:
+            task.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
         if self._epoch is not None and self._driver.leader is not None:
             # A controlled shutdown: fenced now, so its partitions move at once rather than a
             # session later. Best effort: the quorum may be going down too.
@@ -211,18 +221,13 @@ class RaftCoordinator:
 
     # --- applying the log (called by the driver, on the loop) -------------------------------
     def _apply(self, index: int, data: bytes) -> tuple[int, Outcome]:
-        try:
-            record = decode(data)
-        except RecordDecodeError as exc:
-            # Deterministic on every broker: the same bytes fail the same way everywhere.
-            self.image.applied_index = index
-            outcome = Outcome(False, f"undecodable record: {exc}")
-        else:
-            outcome = self.image.apply(index, record)
-            if outcome.applied and isinstance(record, _VIEW_RECORDS):
-                self._dirty = True
-            if outcome.deleted is not None:
-                self._topic_deleted(outcome.deleted)
+        # Deterministic on every broker: the same bytes (undecodable ones too, and a new
+        # leader's empty entry) do the same everywhere.
+        record, outcome = self.image.apply_entry(index, data)
+        if outcome.applied and isinstance(record, _VIEW_RECORDS):
+            self._dirty = True
+        if outcome.deleted is not None:
+            self._topic_deleted(outcome.deleted)
         self._progress()
         return index, outcome
 
@@ -290,6 +295,10 @@ class RaftCoordinator:
         """The leader's answer to a PROPOSE or READ; sent again when unanswered or lost,
         until ``deadline`` (then ``error``)."""
         first = True
+        # One request id for every attempt: the leader answers a late copy of an earlier
+        # attempt as well as this one.
+        self._next_rid += 1
+        rid = self._next_rid
         while True:
             if not first:
                 self._tally["raft_proposals_retried"] += 1
@@ -300,16 +309,20 @@ class RaftCoordinator:
             leader = self._driver.leader
             if leader is None:
                 continue
+            wait = min(self.config.attempt_timeout_s, deadline - time.monotonic())
             if leader == self._node_id:
-                answer = await self._serve(kind, body)
+                # Served here, under the same deadline: a leader cut off from its quorum never
+                # commits, and the caller must hear so before the heal.
+                try:
+                    async with asyncio.timeout(max(wait, 0.001)):
+                        answer = await self._serve(self._node_id, kind, body)
+                except TimeoutError:
+                    continue
             else:
-                self._next_rid += 1
-                rid = self._next_rid
                 fut: asyncio.Future[control.Answer] = (
                     asyncio.get_running_loop().create_future())
                 self._pending[rid] = fut
                 self._driver.send_control(leader, control.encode(kind, rid, body))
-                wait = min(self.config.attempt_timeout_s, deadline - time.monotonic())
                 try:
                     async with asyncio.timeout(max(wait, 0.001)):
                         answer = await fut
@@ -322,10 +335,11 @@ class RaftCoordinator:
             # NOT_LEADER: the leader moved (the driver learns the new one from the quorum).
             # LOST: the index went to another entry, or the read lost its leader: again.
 
-    async def _serve(self, kind: int, body: bytes) -> control.Answer:
-        """A PROPOSE or READ, served here as the leader."""
+    async def _serve(self, src: int, kind: int, body: bytes) -> control.Answer:
+        """A PROPOSE or READ from broker ``src``, served here as the leader."""
         try:
             if kind == control.PROPOSE:
+                self._shutting_down(src, body)
                 index, outcome = await self._driver.propose(body)
                 return control.Answer(control.OK, self._node_id, index, outcome.applied,
                                       outcome.reason, outcome.topic_id,
@@ -336,6 +350,16 @@ class RaftCoordinator:
             return control.Answer(control.NOT_LEADER, exc.leader_hint)
         except (ProposalLost, ReadFailed) as exc:
             return control.Answer(control.LOST, reason=str(exc))
+
+    def _shutting_down(self, src: int, body: bytes) -> None:
+        """A broker fencing itself is stopping (a controlled shutdown): its session ends now,
+        or its last heartbeats would have this controller unfence it again."""
+        if self._driver.leader != self._node_id:
+            return
+        with contextlib.suppress(RecordDecodeError):
+            record = decode(body)
+            if isinstance(record, FenceBroker) and record.fenced and record.broker_id == src:
+                self._sessions.end(src, record.epoch)
 
     def _on_control(self, src: int, data: bytes) -> None:
         try:
@@ -358,7 +382,7 @@ class RaftCoordinator:
 
     async def _answer(self, src: int, kind: int, rid: int, body: bytes) -> None:
         self._tally["raft_requests_served"] += 1
-        answer = await self._serve(kind, body)
+        answer = await self._serve(src, kind, body)
         self._driver.send_control(src, control.encode(control.ANSWER, rid,
                                                       control.answer_body(answer)))
 
@@ -372,7 +396,10 @@ class RaftCoordinator:
         """Commit ``record`` through the leader; (its index, the leader's answer) once this
         broker's own image applied it too."""
         self._tally["raft_proposals"] += 1
-        answer = await self._ask(control.PROPOSE, encode(record), deadline, error)
+        # Tagged: a retry whose first copy did commit is answered with that copy's outcome
+        # (image.py), never applied twice or misreported as rejected.
+        answer = await self._ask(control.PROPOSE, encode(record, secrets.token_hex(8)),
+                                 deadline, error)
         if not answer.applied:
             self._tally["raft_proposals_rejected"] += 1
         await self._applied(answer.index, deadline, error)

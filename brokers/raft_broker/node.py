@@ -17,6 +17,11 @@ The transport carries two channels, told apart by a message's first byte: Raft's
 (``RAFT``) and the layer above's (``CONTROL``: the coordinator's requests to the leader and
 their answers), so a broker reaches the controller on the connections the quorum already
 keeps, authenticated the same way.
+
+Fail-stop: an exception while driving the node (a write or fsync refused by the disk, a bug)
+leaves it in a state nothing can vouch for, so the node stops taking part (no more ticks,
+messages or answers; its connections closed) and ``on_failure`` tells the layer above, which
+halts the broker (the core's data-directory failure path). Its peers see a crashed node.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from brokers.raft_broker.raft.messages import RaftDecodeError, decode, encode
 from brokers.raft_broker.storage import RaftStorage
 from brokers.raft_broker.transport import Transport
 
-__all__ = ["NotLeader", "ProposalLost", "RaftDriver", "ReadFailed"]
+__all__ = ["NodeFailed", "NotLeader", "ProposalLost", "RaftDriver", "ReadFailed"]
 
 log = logging.getLogger("twinbench.raft")
 
@@ -53,6 +58,10 @@ class ReadFailed(Exception):
     """The read could not be confirmed here (the node stopped leading): ask the leader."""
 
 
+class NodeFailed(ProposalLost, ReadFailed):
+    """The node stopped after a failure (``RaftDriver.failure``): nothing more is decided."""
+
+
 class RaftDriver:
     def __init__(self, node_id: int, voters: Sequence[int], learners: Sequence[int], *,
                  directory: Path, listen: tuple[str, int],
@@ -60,7 +69,8 @@ class RaftDriver:
                  apply: Callable[[int, bytes], Any], snapshot: Callable[[], bytes],
                  restore: Callable[[bytes], None], config: RaftConfig | None = None,
                  tick_s: float = 0.05, rng: random.Random | None = None,
-                 on_control: Callable[[int, bytes], None] | None = None) -> None:
+                 on_control: Callable[[int, bytes], None] | None = None,
+                 on_failure: Callable[[str, BaseException], object] | None = None) -> None:
         self.storage = RaftStorage(directory)
         self.node = RaftNode(node_id, voters, learners=learners, config=config, rng=rng,
                              hard_state=self.storage.hard_state,
@@ -79,6 +89,9 @@ class RaftDriver:
         self._scheduled = False
         self._seen: tuple[int, int | None] = (-1, None)
         self.undecodable = 0
+        self._on_failure = on_failure
+        # Why the node stopped (fail-stop), None while it runs.
+        self.failure: str | None = None
         if self.storage.snapshot is not None:
             restore(self.storage.snapshot.data)
 
@@ -117,14 +130,21 @@ class RaftDriver:
     # --- the caller's API -------------------------------------------------------------------
     async def propose(self, data: bytes) -> Any:
         """``apply``'s result for ``data`` once committed and applied here."""
+        self._check()
         index = self.node.propose(data)  # NotLeader propagates
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        earlier = self._proposals.get(index)
+        if earlier is not None and not earlier[1].done():
+            # Proposed at this index in an earlier term and overwritten since, before its
+            # fate was applied here: it never commits.
+            earlier[1].set_exception(ProposalLost(f"entry {index} was overwritten"))
         self._proposals[index] = (self.node.term, fut)
         self._schedule()
         return await fut
 
     async def read(self) -> int:
         """Wait until this node (the leader) has applied every entry committed now; the index."""
+        self._check()
         self._read_ids += 1
         rid = self._read_ids
         self.node.read_index(rid)  # NotLeader propagates
@@ -134,13 +154,44 @@ class RaftDriver:
         return await fut
 
     # --- driving the node -------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.failure is not None:
+            raise NodeFailed(f"the Raft node stopped: {self.failure}")
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        """Stop taking part (fail-stop) and say why, once."""
+        if self.failure is not None:
+            return
+        self.failure = f"{what}: {exc!r}"
+        log.critical("node %d stops: %s", self.node.id, self.failure, exc_info=exc)
+        if self._ticker is not None and self._ticker is not asyncio.current_task():
+            self._ticker.cancel()
+        asyncio.get_running_loop().create_task(self.transport.close())
+        failed = NodeFailed(self.failure)
+        for _, fut in self._proposals.values():
+            if not fut.done():
+                fut.set_exception(failed)
+        for fut in self._reads.values():
+            if not fut.done():
+                fut.set_exception(failed)
+        self._proposals.clear()
+        self._reads.clear()
+        if self._on_failure is not None:
+            self._on_failure(f"the Raft node of {self.storage.dir}", exc)
+
     async def _tick(self) -> None:
-        while True:
+        while self.failure is None:
             await asyncio.sleep(self.tick_s)  # the logical clock's period
-            self.node.tick()
+            try:
+                self.node.tick()
+            except Exception as exc:
+                self._fail("a tick", exc)
+                return
             self._process()
 
     def _receive(self, src: int, data: bytes) -> None:
+        if self.failure is not None:
+            return
         channel, data = data[:1], data[1:]
         if channel == CONTROL and self._on_control is not None:
             self._on_control(src, data)
@@ -156,7 +207,11 @@ class RaftDriver:
         if msg.src != src:
             self.undecodable += 1  # a message speaking for another node than its connection
             return
-        self.node.step(msg)
+        try:
+            self.node.step(msg)
+        except Exception as exc:
+            self._fail(f"a message from node {src}", exc)
+            return
         self._schedule()
 
     def _schedule(self) -> None:
@@ -167,8 +222,16 @@ class RaftDriver:
 
     def _process(self) -> None:
         self._scheduled = False
-        while self.node.has_ready():
-            self._handle(self.node.ready())
+        if self.failure is not None:
+            return
+        try:
+            while self.node.has_ready():
+                self._handle(self.node.ready())
+        except Exception as exc:
+            # OSError: the disk refused a write or an fsync. Anything else: a bug. Either
+            # way what is on disk and what was sent may disagree: stop here.
+            self._fail("handling a Ready", exc)
+            return
         seen = (self.node.term, self.node.leader_id)
         if seen != self._seen:
             # Rare (elections), and what a reader of a broker's log after a fault needs first.
@@ -177,6 +240,11 @@ class RaftDriver:
                      self.node.role)
 
     def _handle(self, ready: Ready) -> None:
+        # 0. A snapshot from the leader is restored before it is kept: one no state machine
+        # can read (a bug; the sender is authenticated) stops this node (``_fail``) with its
+        # directory still holding the state it had, never one it cannot start from.
+        if ready.snapshot is not None:
+            self._restore(ready.snapshot.data)
         # 1. Durable first: a vote or an acknowledged entry must survive a crash.
         if ready.snapshot is not None:
             self.storage.save_snapshot(ready.snapshot, replaces_log=True)
@@ -186,15 +254,15 @@ class RaftDriver:
         # 2. Then send.
         for m in ready.messages:
             self.transport.send(m.dst, RAFT + encode(m))
-        # 3. Apply.
+        # 3. Apply (a snapshot was restored above).
         if ready.snapshot is not None:
-            self._restore(ready.snapshot.data)
             for index in [i for i in self._proposals if i <= ready.snapshot.index]:
                 _, fut = self._proposals.pop(index)
                 if not fut.done():  # its fate is inside a snapshot: unknown here
                     fut.set_exception(ProposalLost("overtaken by a snapshot"))
         for entry in ready.committed:
-            result = self._apply(entry.index, entry.data) if entry.data else None
+            # Empty entries too (a new leader's): a read barrier may wait for one.
+            result = self._apply(entry.index, entry.data)
             waiting = self._proposals.pop(entry.index, None)
             if waiting is not None and not waiting[1].done():
                 term, fut = waiting

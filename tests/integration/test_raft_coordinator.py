@@ -121,6 +121,29 @@ def test_the_coordinators_agree_fail_over_and_catch_up(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+def test_a_broker_stopped_cleanly_stays_fenced(tmp_path: Path) -> None:
+    async def main() -> None:
+        cluster = Cluster(tmp_path)
+        try:
+            await asyncio.gather(*(cluster.start(i) for i in range(3)))
+            leader = cluster.leader()
+            gone = next(c for c in cluster.nodes.values() if c is not leader)
+            await gone.close()
+            await cluster.until("it is fenced", lambda: leader.image.brokers[
+                gone.node_id].fenced)
+            # For two sessions, its last heartbeats never have the controller unfence it.
+            end = asyncio.get_running_loop().time() + 2 * gone.config.session_timeout_s
+            while asyncio.get_running_loop().time() < end:
+                assert all(c.image.brokers[gone.node_id].fenced
+                           for c in cluster.nodes.values() if c is not gone)
+                await asyncio.sleep(0.02)  # watching the images for an unfencing
+        finally:
+            for c in cluster.nodes.values():
+                await c.close()
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize(("extra", "message"), [
     ((), "one of the arguments --raft-key-file --raft-insecure is required"),
     (("--raft-key-file", "{loose}"), "is open to other users (mode 0644); chmod 600 it"),

@@ -12,7 +12,7 @@ import pytest
 
 from brokers.raft_broker.metadata import records as r
 from brokers.raft_broker.metadata.image import MetadataImage, Outcome
-from brokers.raft_broker.node import RaftDriver
+from brokers.raft_broker.node import NodeFailed, RaftDriver
 from brokers.raft_broker.raft.config import RaftConfig
 from brokers.raft_broker.raft.core import Role
 
@@ -28,13 +28,18 @@ class Member:
 
     def __init__(self, node_id: int, root: Path) -> None:
         self.image = MetadataImage()
+        self.failures: list[tuple[str, BaseException]] = []
+        self.broken_at: int | None = None  # apply raises from this index on (a planted bug)
         self.driver = RaftDriver(
             node_id, VOTERS, (), directory=root / f"node-{node_id}", listen=("127.0.0.1", 0),
             peers={}, key=KEY, apply=self._apply, snapshot=lambda: self.image.snapshot(),
-            restore=self._restore, config=CONFIG, tick_s=0.02)
+            restore=self._restore, config=CONFIG, tick_s=0.02,
+            on_failure=lambda what, exc: self.failures.append((what, exc)))
 
     def _apply(self, index: int, data: bytes) -> Outcome:
-        return self.image.apply(index, r.decode(data))
+        if self.broken_at is not None and index >= self.broken_at:
+            raise RuntimeError(f"planted: applying {index}")
+        return self.image.apply_entry(index, data)[1]
 
     def _restore(self, data: bytes) -> None:
         self.image = MetadataImage.restore(data)
@@ -74,6 +79,10 @@ def test_three_nodes_agree_survive_their_leader_and_take_it_back(tmp_path: Path)
         await _connect(members)
         try:
             leader = await _leader(members)
+            # A read right after an election: its index is the new leader's empty entry, which
+            # the state machine has applied too (a barrier waiting on the image would hang).
+            index = await leader.driver.read()
+            assert index >= 1 and leader.image.applied_index >= index
             outcomes = [await leader.driver.propose(_topic(f"t{i}")) for i in range(25)]
             assert all(o.applied for o in outcomes)
             again = await leader.driver.propose(_topic("t3"))
@@ -99,6 +108,36 @@ def test_three_nodes_agree_survive_their_leader_and_take_it_back(tmp_path: Path)
             # Every node compacted its log into snapshots along the way.
             assert all((tmp_path / f"node-{i}" / "snapshot").exists() for i in VOTERS)
             assert members[old].driver.node.term >= leader.driver.node.term
+        finally:
+            for m in members.values():
+                await m.driver.close()
+    asyncio.run(main())
+
+
+def test_a_node_that_fails_stops_taking_part_and_the_others_go_on(tmp_path: Path) -> None:
+    async def main() -> None:
+        members = {i: Member(i, tmp_path) for i in VOTERS}
+        for m in members.values():
+            await m.driver.start()
+        await _connect(members)
+        try:
+            leader = await _leader(members)
+            broken = next(m for m in members.values() if m is not leader)
+            broken.broken_at = leader.driver.node.log.last_index + 2
+            for i in range(5):
+                assert (await leader.driver.propose(_topic(f"t{i}"))).applied
+            async with asyncio.timeout(20):
+                while broken.driver.failure is None:
+                    await asyncio.sleep(0.02)  # polling for the planted failure
+            # Told once, with the cause; it answers nothing more.
+            assert len(broken.failures) == 1 and "planted" in str(broken.failures[0][1])
+            with pytest.raises(NodeFailed):
+                await broken.driver.propose(_topic("x"))
+            with pytest.raises(NodeFailed):
+                await broken.driver.read()
+            # The other two keep committing.
+            for i in range(5, 10):
+                assert (await leader.driver.propose(_topic(f"t{i}"))).applied
         finally:
             for m in members.values():
                 await m.driver.close()

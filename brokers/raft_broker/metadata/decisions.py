@@ -29,6 +29,7 @@ from brokers.core.coordinator import (
 )
 from brokers.core.errors import (
     InvalidPartitions,
+    InvalidRequest,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
@@ -137,6 +138,12 @@ def isr_change(image: MetadataImage, name: str, partition: int, me: int, leader_
         raise UnknownTopicOrPartition(f"no partition {partition} of {name!r}")
     p = topic.partitions[partition]
     new = checked_isr(p.leader, p.leader_epoch, me, leader_epoch, isr, p.replicas)
+    live = set(image.live_brokers())
+    joining = sorted(b for b in new if b not in p.isr and b not in live)
+    if joining:
+        # KRaft's INELIGIBLE_REPLICA: a broker the controller fenced has stopped heartbeating
+        # (or has not caught up since it registered); it may not count for acks=all.
+        raise InvalidRequest(f"brokers {joining} are fenced: they may not join the ISR")
     return ChangePartition(topic.topic_id, partition, p.partition_epoch, p.leader, new, False)
 
 
@@ -145,6 +152,7 @@ class _Session:
     epoch: int
     last_heartbeat: float
     applied: int
+    ended: bool = False  # the broker shut down in this epoch: nothing of it counts any more
 
 
 class BrokerSessions:
@@ -165,9 +173,17 @@ class BrokerSessions:
         """Broker ``broker_id`` of registration ``epoch`` is alive, having applied the log up
         to ``applied``. A heartbeat of an earlier life (an older epoch) is ignored."""
         s = self._sessions.get(broker_id)
-        if s is not None and epoch < s.epoch:
+        if s is not None and (epoch < s.epoch or (s.ended and epoch == s.epoch)):
             return
         self._sessions[broker_id] = _Session(epoch, now, max(applied, 0))
+
+    def end(self, broker_id: int, epoch: int) -> None:
+        """Broker ``broker_id`` is shutting down in ``epoch`` (it fenced itself): its session
+        ends now, and a heartbeat of that epoch arriving late does not start it again; only a
+        new registration does."""
+        s = self._sessions.get(broker_id)
+        if s is None or s.epoch <= epoch:
+            self._sessions[broker_id] = _Session(epoch, float("-inf"), 0, ended=True)
 
     def decide(self, image: MetadataImage, now: float) -> list[Record]:
         """FenceBroker records: fence a live broker silent for a session; unfence a fenced one

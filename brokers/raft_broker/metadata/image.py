@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from brokers.core.coordinator import (
@@ -31,7 +31,9 @@ from brokers.core.coordinator import (
     PartitionState,
     TopicInfo,
     TopicPartition,
+    validate_topic_name,
 )
+from brokers.core.errors import KafkaError
 from brokers.raft_broker.metadata.records import (
     NO_LEADER,
     AddPartitions,
@@ -44,16 +46,23 @@ from brokers.raft_broker.metadata.records import (
     FenceBroker,
     PartitionInit,
     Record,
+    RecordDecodeError,
     RecordOwners,
     RegisterBroker,
     RegisterMember,
     SetTopicConfigs,
     UnregisterBroker,
     UnregisterMember,
+    decode_entry,
 )
 
 # The snapshot format; a snapshot of another version is refused, never guessed at.
-SNAPSHOT_VERSION = 1
+# 2: the recent proposal tokens and their outcomes.
+SNAPSHOT_VERSION = 2
+# How many proposals' tokens the image remembers with their outcome: a retry arriving after
+# this many other tagged proposals were applied is applied again. A proposer retries for at
+# most its request timeout (15 s), far fewer proposals than this at any rate measured here.
+RECENT_TOKENS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,17 +133,45 @@ class MetadataImage:
         self.by_id: dict[int, str] = {}
         self.groups: dict[str, GroupEntry] = {}
         self.next_producer_id = 0
-        # The index of the last record applied (0: none; Raft indexes start at 1).
+        # The index of the last entry applied (0: none; Raft indexes start at 1).
         self.applied_index = 0
+        # token -> outcome of the recent tagged proposals, oldest first (RECENT_TOKENS).
+        self.recent: dict[str, Outcome] = {}
 
     # --- applying ---------------------------------------------------------------------------
-    def apply(self, index: int, record: Record) -> Outcome:
-        """Apply the record committed at ``index`` (the next one: indexes only grow)."""
+    def apply_entry(self, index: int, data: bytes) -> tuple[Record | None, Outcome]:
+        """Apply the log entry committed at ``index``: a record (tagged or not), or a leader's
+        empty entry. Deterministic on every broker, undecodable bytes included."""
+        if not data:
+            # A new leader's empty entry: nothing changes, but the image is now as of
+            # ``index`` (a read barrier at that index waits for exactly this).
+            self.applied_index = max(self.applied_index, index)
+            return None, Outcome(True)
+        try:
+            token, record = decode_entry(data)
+        except RecordDecodeError as exc:
+            self.applied_index = max(self.applied_index, index)
+            return None, Outcome(False, f"undecodable record: {exc}")
+        return record, self.apply(index, record, token)
+
+    def apply(self, index: int, record: Record, token: str = "") -> Outcome:
+        """Apply the record committed at ``index`` (the next one: indexes only grow). A record
+        tagged with a token seen recently is a proposer's retry: it is answered with the first
+        copy's outcome and not applied again."""
         if index <= self.applied_index:
             return Outcome(False, f"index {index} already applied")
         self.applied_index = index
-        handler = _HANDLERS[type(record)]
-        return handler(self, index, record)
+        if token:
+            first = self.recent.get(token)
+            if first is not None:
+                return first
+        outcome = _HANDLERS[type(record)](self, index, record)
+        if token:
+            # Without ``deleted``: the event happened once, with the first copy.
+            self.recent[token] = replace(outcome, deleted=None)
+            if len(self.recent) > RECENT_TOKENS:
+                del self.recent[next(iter(self.recent))]
+        return outcome
 
     def _register_broker(self, index: int, r: RegisterBroker) -> Outcome:
         # Fenced until the controller sees it caught up (KRaft unfences a broker once it has
@@ -160,6 +197,10 @@ class MetadataImage:
     def _create_topic(self, index: int, r: CreateTopic) -> Outcome:
         if r.name in self.topics:
             return Outcome(False, f"topic {r.name!r} already exists")
+        try:
+            validate_topic_name(r.name)  # a name no broker would decide never enters the image
+        except KafkaError as exc:
+            return Outcome(False, str(exc))
         if not r.partitions or not all(_valid_init(p) for p in r.partitions):
             return Outcome(False, "incoherent partition states")
         self.topics[r.name] = TopicEntry(index, r.name, [_partition(p) for p in r.partitions],
@@ -192,6 +233,11 @@ class MetadataImage:
             return Outcome(False, f"partition epoch {p.partition_epoch}, not {r.partition_epoch}")
         if not set(r.isr) <= set(p.replicas) or (r.leader != NO_LEADER and r.leader not in r.isr):
             return Outcome(False, "the leader must be in the ISR, the ISR among the replicas")
+        joining = set(r.isr) - set(p.isr)
+        if any(b not in self.brokers or self.brokers[b].fenced for b in joining):
+            # KRaft's INELIGIBLE_REPLICA: a fenced broker may leave an ISR, never join one.
+            return Outcome(False, f"brokers {sorted(joining)} may not join the ISR: fenced or "
+                                  "unregistered")
         p.leader = r.leader
         p.isr = tuple(b for b in p.replicas if b in set(r.isr))
         p.partition_epoch += 1
@@ -300,6 +346,8 @@ class MetadataImage:
                         [[tp.topic, tp.partition, o.offset, o.metadata, o.leader_epoch,
                           o.commit_timestamp_ms] for tp, o in sorted(g.offsets.items())]]
                        for name, g in sorted(self.groups.items())],
+            "recent": [[token, o.applied, o.reason, o.topic_id, o.first_producer_id]
+                       for token, o in self.recent.items()],
         }
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -330,6 +378,9 @@ class MetadataImage:
                     {TopicPartition(t, p): o for t, p, o in owners}, generation,
                     {TopicPartition(t, p): OffsetAndMetadata(off, md, le, ts)
                      for t, p, off, md, le, ts in offsets})
+            for token, applied, reason, topic_id, first_pid in doc["recent"]:
+                image.recent[str(token)] = Outcome(bool(applied), str(reason), topic_id,
+                                                   first_pid)
             return image
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a metadata snapshot: {exc}") from None

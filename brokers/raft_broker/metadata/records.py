@@ -217,10 +217,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def encode(record: Record) -> bytes:
-    kind = KINDS[type(record)]
-    return json.dumps([kind, *(_plain(getattr(record, f.name)) for f in fields(record))],
-                      separators=(",", ":"), ensure_ascii=False).encode()
+# An entry's first element when it is a proposer's tagged record, ``[0, token, record]``:
+# the token makes a retried proposal idempotent (MetadataImage.apply keeps the outcome of each
+# recent token and answers a second copy with it instead of applying the record again).
+TAGGED = 0
+# A token's largest length (a proposer's random hex; anything longer is refused).
+MAX_TOKEN = 64
+
+
+def _array(record: Record) -> list[Any]:
+    return [KINDS[type(record)], *(_plain(getattr(record, f.name)) for f in fields(record))]
+
+
+def encode(record: Record, token: str = "") -> bytes:
+    """The record's bytes; tagged with ``token`` when one is given (see ``TAGGED``)."""
+    doc = [TAGGED, token, _array(record)] if token else _array(record)
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _int(v: Any, low: int = -1) -> int:
@@ -236,6 +248,12 @@ def _id(v: Any) -> int:
 def _str(v: Any) -> str:
     if not isinstance(v, str):
         raise RecordDecodeError(f"expected a string, got {v!r}")
+    try:
+        # JSON's \\ud800 escapes decode to lone surrogates that UTF-8 cannot encode: such a
+        # record would be applied and then break every node's next snapshot.
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RecordDecodeError(f"a string that is not Unicode text: {v!r}") from None
     return v
 
 
@@ -313,12 +331,27 @@ _FIELDS: Mapping[type, tuple[Callable[[Any], Any], ...]] = {
 
 
 def decode(data: bytes) -> Record:
-    """The record ``data`` encodes; RecordDecodeError for anything else."""
+    """The record ``data`` encodes, tagged or not; RecordDecodeError for anything else."""
+    return decode_entry(data)[1]
+
+
+def decode_entry(data: bytes) -> tuple[str, Record]:
+    """(token, record) of a log entry's data; the token is "" for an untagged record."""
     try:
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise RecordDecodeError(f"not a JSON record: {exc}") from None
     items = _list(raw)
+    if items and type(items[0]) is int and items[0] == TAGGED:
+        _, token, inner = _list(items, 3)
+        token = _str(token)
+        if not 0 < len(token) <= MAX_TOKEN:
+            raise RecordDecodeError(f"a token of {len(token)} characters")
+        return token, _record(_list(inner))
+    return "", _record(items)
+
+
+def _record(items: list[Any]) -> Record:
     if not items or type(items[0]) is not int or items[0] not in _BY_KIND:
         raise RecordDecodeError(f"unknown record kind {items[0] if items else None!r}")
     cls = _BY_KIND[items[0]]

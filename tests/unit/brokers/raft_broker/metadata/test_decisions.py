@@ -9,6 +9,7 @@ from brokers.core.errors import (
     FencedLeaderEpoch,
     InvalidPartitions,
     InvalidReplicationFactor,
+    InvalidRequest,
     InvalidTopic,
     NotLeaderOrFollower,
     TopicAlreadyExists,
@@ -115,6 +116,12 @@ def test_a_leaders_isr_change_is_checked_as_every_twin_checks_it() -> None:
         d.isr_change(log.image, "t", 0, 2, 0, (2,))
     with pytest.raises(UnknownTopicOrPartition):
         d.isr_change(log.image, "t", 5, 2, 1, (2,))
+    # Broker 0 is fenced: it may not join the ISR back (KRaft's INELIGIBLE_REPLICA) until
+    # the controller unfences it.
+    with pytest.raises(InvalidRequest, match="fenced"):
+        d.isr_change(log.image, "t", 0, 2, 1, (2, 0))
+    log.apply(r.FenceBroker(0, 1, False))
+    assert log.apply(d.isr_change(log.image, "t", 0, 2, 1, (2, 0))) == [True]
 
 
 def test_partitions_grow_and_configs_change_from_what_was_read() -> None:
@@ -159,6 +166,21 @@ def test_sessions_fence_the_silent_and_unfence_the_caught_up() -> None:
     assert sessions.decide(log.image, 12.0) == []
     sessions.heartbeat(1, 6, applied=6, now=12.5)
     assert sessions.decide(log.image, 12.5) == [r.FenceBroker(1, 6, False)]
+
+
+def test_a_broker_shutting_down_stays_fenced_whatever_heartbeats_arrive_late() -> None:
+    log = cluster(2)
+    sessions = d.BrokerSessions(session_timeout_s=9.0)
+    sessions.take_office(log.image, now=0.0)
+    sessions.heartbeat(0, 1, applied=4, now=1.0)
+    log.apply(r.FenceBroker(0, 1, True))  # its controlled shutdown
+    sessions.end(0, 1)
+    sessions.heartbeat(0, 1, applied=5, now=1.1)  # sent before it stopped, read after
+    assert r.FenceBroker(0, 1, False) not in sessions.decide(log.image, 1.2)
+    # Restarted, it registers anew and is unfenced in its new epoch.
+    log.apply(r.RegisterBroker(0, "h0", 9093, None))
+    sessions.heartbeat(0, log.index, applied=log.index, now=2.0)
+    assert r.FenceBroker(0, log.index, False) in sessions.decide(log.image, 2.0)
 
 
 def test_a_new_controller_gives_every_broker_a_whole_session() -> None:

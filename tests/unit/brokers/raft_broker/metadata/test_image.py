@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers.core.coordinator import NO_LEADER, OffsetAndMetadata, TopicPartition
+from brokers.raft_broker.metadata import image as image_module
 from brokers.raft_broker.metadata import records as r
 from brokers.raft_broker.metadata.image import MetadataImage
 
@@ -49,19 +50,59 @@ def test_brokers_are_served_once_unfenced_and_fenced_by_their_epoch() -> None:
 
 
 def test_a_partition_changes_only_from_the_epoch_it_was_decided_on() -> None:
-    image, _ = _image(_topic("a"))
-    first = r.ChangePartition(1, 0, 0, 1, (1,), True)
-    assert image.apply(2, first).applied
-    assert not image.apply(3, r.ChangePartition(1, 0, 0, 0, (0,), True)).applied
+    # Brokers 0 and 1 registered at indexes 1 and 2 and unfenced; topic "a" has id 5.
+    image, _ = _image(*BROKERS, r.FenceBroker(0, 1, False), r.FenceBroker(1, 2, False),
+                      _topic("a"))
+    first = r.ChangePartition(5, 0, 0, 1, (1,), True)
+    assert image.apply(6, first).applied
+    assert not image.apply(7, r.ChangePartition(5, 0, 0, 0, (0,), True)).applied
     p = image.view(1).partition("a", 0)
     assert p is not None and (p.leader, p.leader_epoch, p.isr) == (1, 1, (1,))
-    assert image.apply(4, r.ChangePartition(1, 0, 1, 1, (1, 0), False)).applied  # ISR grows
+    assert image.apply(8, r.ChangePartition(5, 0, 1, 1, (1, 0), False)).applied  # ISR grows
     p = image.view(1).partition("a", 0)
     assert p is not None and (p.leader_epoch, p.isr) == (1, (0, 1))  # in replica order
     # A leader outside the ISR, or an ISR outside the replicas, never applies.
-    assert not image.apply(5, r.ChangePartition(1, 0, 2, 0, (1,), True)).applied
-    assert not image.apply(6, r.ChangePartition(1, 0, 2, 1, (1, 7), True)).applied
-    assert image.apply(7, r.ChangePartition(1, 0, 2, NO_LEADER, (), True)).applied
+    assert not image.apply(9, r.ChangePartition(5, 0, 2, 0, (1,), True)).applied
+    assert not image.apply(10, r.ChangePartition(5, 0, 2, 1, (1, 7), True)).applied
+    # A fenced broker may leave an ISR, never join one (KRaft's INELIGIBLE_REPLICA).
+    assert image.apply(11, r.ChangePartition(5, 0, 2, 1, (1,), False)).applied
+    assert image.apply(12, r.FenceBroker(0, 1, True)).applied
+    out = image.apply(13, r.ChangePartition(5, 0, 3, 1, (0, 1), False))
+    assert not out.applied and "may not join" in out.reason
+    assert image.apply(14, r.ChangePartition(5, 0, 3, NO_LEADER, (), True)).applied
+
+
+def test_a_retried_proposal_is_answered_with_its_first_outcome_and_applied_once() -> None:
+    # Tagged records (a proposer's token): a second copy of an AddPartitions, whose answer
+    # was lost, reports what the first did rather than "has 3 partitions, not 2".
+    image, _ = _image(_topic("a"))
+    more = (r.PartitionInit((1,), (1,), 1),)
+    first = image.apply_entry(2, r.encode(r.AddPartitions(1, 2, more), "tok"))[1]
+    again = image.apply_entry(3, r.encode(r.AddPartitions(1, 2, more), "tok"))[1]
+    assert first.applied and again == first and len(image.topics["a"].partitions) == 3
+    # Another proposer's copy (another token) is decided on its own.
+    assert not image.apply_entry(4, r.encode(r.AddPartitions(1, 2, more), "other"))[1].applied
+    # A deletion's event happens once, with its first copy.
+    out = [image.apply_entry(i, r.encode(r.DeleteTopic(1), "del"))[1] for i in (5, 6)]
+    assert out[0].deleted == "a" and out[1].applied and out[1].deleted is None
+    # The tokens survive a snapshot; the oldest are forgotten past RECENT_TOKENS.
+    restored = MetadataImage.restore(image.snapshot())
+    assert restored.recent == image.recent and restored.applied_index == 6
+    for i in range(image_module.RECENT_TOKENS + 1):
+        image.apply_entry(7 + i, r.encode(r.RegisterMember("g", f"m{i}", "c", "h"), f"t{i}"))
+    assert "tok" not in image.recent and len(image.recent) == image_module.RECENT_TOKENS
+
+
+def test_a_leaders_empty_entry_and_undecodable_bytes_advance_the_image_alike() -> None:
+    image = MetadataImage()
+    assert image.apply_entry(1, b"") == (None, image_module.Outcome(True))
+    record, out = image.apply_entry(2, b"[99]")
+    assert record is None and not out.applied and image.applied_index == 2
+
+
+def test_a_name_no_broker_would_decide_never_enters_the_image() -> None:
+    _, out = _image(_topic("bad name"), _topic("x" * 250))
+    assert not any(o.applied for o in out) and "illegal topic name" in out[0].reason
 
 
 def test_partitions_grow_once_from_the_count_they_were_decided_on() -> None:

@@ -51,6 +51,28 @@ def test_a_record_survives_its_codec(record: r.Record) -> None:
     assert r.decode(r.encode(record)) == record
 
 
+@given(RECORDS, st.text("0123456789abcdef", min_size=1, max_size=r.MAX_TOKEN))
+def test_a_tagged_record_survives_its_codec_with_its_token(record: r.Record,
+                                                           token: str) -> None:
+    assert r.decode_entry(r.encode(record, token)) == (token, record)
+    assert r.decode_entry(r.encode(record)) == ("", record)
+
+
+@pytest.mark.parametrize("raw", [
+    [0, "", [8, 1]], [0, "x" * (r.MAX_TOKEN + 1), [8, 1]], [0, 7, [8, 1]],
+    [0, "t", [0, "t", [8, 1]]], [0, "t"], [0, "t", [8, 1], 1],
+])
+def test_bad_tags_are_refused(raw: list[object]) -> None:
+    with pytest.raises(r.RecordDecodeError):
+        r.decode_entry(json.dumps(raw).encode())
+
+
+def test_a_string_utf8_cannot_encode_is_refused_before_it_reaches_a_snapshot() -> None:
+    # JSON decodes "\ud800" to a lone surrogate; applied, it would break every snapshot.
+    with pytest.raises(r.RecordDecodeError, match="not Unicode text"):
+        r.decode(b'[9,"g","m\\ud800","c","h"]')
+
+
 @given(RECORDS, st.data())
 def test_a_damaged_record_decodes_or_is_refused_in_one_error(record: r.Record,
                                                               data: st.DataObject) -> None:
