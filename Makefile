@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft bench-three-twins bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft sim-raft-brokers bench-three-twins bench-three-twins-faults bench-three-twins-metadata bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication sim-raft test-churn nemesis test-scale test-security clean
@@ -118,6 +118,14 @@ SIM_ARGS ?= --seeds 50
 sim-replication: setup
 	@$(PY) -m harness.bench.replication_sim $(SIM_ARGS)
 
+# Whole Raft twin brokers the same way (the coordinator, the controller and the core's
+# replication above the quorum): no acknowledged acks=all record lost, and the metadata clients'
+# answers checked (one creation per name, commits and fetches, producer ids). RAFT_BROKERS_SIM_ARGS
+# narrows it; about 1 s a scenario on local timers.
+RAFT_BROKERS_SIM_ARGS ?= --seeds 300 --mix kill-leader --mix nemesis --preset local
+sim-raft-brokers: setup
+	@$(PY) -m harness.bench.replication_sim --arch raft $(RAFT_BROKERS_SIM_ARGS)
+
 # The Raft twin's consensus core over thousands of seeded fault schedules (docs/raft-twin.md;
 # harness/bench/raft_sim.py). RAFT_SIM_ARGS="--seeds N --first K --steps S"; about 3 min at 5,000.
 RAFT_SIM_ARGS ?= --seeds 5000
@@ -173,6 +181,19 @@ bench-raft: setup
 bench-three-twins: setup
 	@$(PY) -m harness.cli run --arch zk,raft,dsbs --workload three-twins --out $(RUNS) $(TUNE) \
 	  $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# Faults and metadata on the three twins (docs/raft-twin.md, "Measured"): detection and failover
+# at replication factor 3 (root: a network partition among the cases; about 25 min), and topic
+# creation alone, in storms and at many partitions (about 10 min); each then the analysis.
+bench-three-twins-faults: setup
+	@$(PY) -m harness.cli run --arch zk,raft,dsbs --workload three-twins-faults --out $(RUNS) \
+	  $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+bench-three-twins-metadata: setup
+	@$(PY) -m harness.cli run --arch zk,raft,dsbs --workload three-twins-metadata --out $(RUNS) \
+	  $(TUNE) $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # Real Apache Kafka beside the twins (docs/real-kafka.md): the paper's 32 B x 20 cell under the

@@ -40,6 +40,7 @@ import contextlib
 import dataclasses
 import heapq
 import logging
+import random
 import secrets
 import time
 import zlib
@@ -110,7 +111,7 @@ T = TypeVar("T")
 
 class RaftCoordinator:
     def __init__(self, node_id: int, data_dir: Path, config: RaftBrokerConfig, *,
-                 datadir: DataDir | None = None) -> None:
+                 datadir: DataDir | None = None, rng: random.Random | None = None) -> None:
         config.check_member(node_id)
         self._node_id = node_id
         self.config = config
@@ -146,6 +147,7 @@ class RaftCoordinator:
             listen=(config.listen_host, config.listen_port), peers=config.peers,
             key=config.key, apply=self._apply, snapshot=lambda: self.image.snapshot(),
             restore=self._restore, config=config.raft, tick_s=config.tick_s,
+            rng=rng,  # the election timeouts' draws: seeded in a simulation, to replay
             on_control=self._on_control,
             # A stopped node halts the broker as a failed data directory does: the metadata
             # log lives there, and a broker that can no longer follow it must not serve.

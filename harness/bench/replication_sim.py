@@ -1,10 +1,11 @@
-"""`make sim-replication`: whole DSBS brokers under seeded fault schedules, simulated.
+"""`make sim-replication`: whole DSBS or Raft twin brokers under seeded fault schedules, simulated.
 
-Three brokers run as the product runs them (``Broker`` with a ``DsbsCoordinator``: the Kafka
-server, request handlers, storage on disk, replica manager, fetcher, gossip socket), each on its
-own simulated process (harness/sim: one event loop per process, one virtual clock, an in-memory
-network). Nothing in them is replaced or re-implemented; only the sockets and the clock are
-simulated, so a scenario of minutes of faults runs in seconds and replays from its seed.
+Three brokers run as the product runs them (``Broker`` with a ``DsbsCoordinator`` or a
+``RaftCoordinator``: the Kafka server, request handlers, storage on disk, replica manager,
+fetcher, gossip socket or Raft quorum), each on its own simulated process (harness/sim: one
+event loop per process, one virtual clock, an in-memory network). Nothing in them is replaced
+or re-implemented; only the sockets and the clock are simulated, so a scenario of minutes of
+faults runs in seconds and replays from its seed.
 
 A scenario:
 
@@ -22,6 +23,16 @@ A scenario:
 * then everything heals, production stops, and once every broker agrees on the leader, the ISR
   is whole and every log has caught up, the final leader's log below its high watermark is
   checked against what was acknowledged.
+
+On the Raft twin (``--arch raft``, three voters) each broker's process also runs a metadata
+client calling its coordinator as the request handlers do (``Scenario._meta_client``): every
+broker creating the same new names on the same half second, offset commits and fetches through
+the broker each group's coordinator is, producer ids. After the heal the answers are checked
+against what the twin promises: no name reported created twice, no "already exists" for a name
+never created, no acknowledged commit missing from the final offsets, no fetch missing a commit
+acknowledged before it began, no producer id handed out twice. DSBS promises none of these
+(docs/dsbs-metadata.md) and runs no metadata client. Raft's quorum runs on TCP streams, which
+the network delays and holds but never drops: ``lossy`` is ``nemesis`` there.
 
 A scenario *loses* when an acknowledged batch is not in that log, *duplicates* when one is in it
 twice, and reorders when acknowledged batches appear out of order; *unsettled* when the cluster
@@ -41,7 +52,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import logging
+import math
 import random
 import shutil
 import statistics
@@ -53,15 +66,16 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from crc32c import crc32c
 
 from brokers.core.broker import Broker
 from brokers.core.config import BrokerConfig
-from brokers.core.coordinator import TopicPartition
+from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.core.datadir import DataDir
-from brokers.core.errors import KafkaError, ProtocolViolation
+from brokers.core.errors import KafkaError, ProtocolViolation, TopicAlreadyExists
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
@@ -86,16 +100,27 @@ from brokers.core.replication.truncation import Cut
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
 from brokers.dsbs_broker.gossip.simnet import SIM_KEY
+from brokers.raft_broker.config import RaftBrokerConfig
+from brokers.raft_broker.coordinator import RaftCoordinator
 from harness.nemesis.schedule import LEADER, Step, generate
 from harness.sim.net import NetConfig, SimNetwork
 from harness.sim.world import SimStalled, World, virtual_time
 
 TOPIC = "t"
 TP = TopicPartition(TOPIC, 0)
+ARCHES = ("dsbs", "raft")
+# The twins whose metadata is linearizable (one creation per name, committed offsets read back
+# anywhere, producer ids unique): their brokers also run the metadata clients
+# (``Scenario._meta_client``). DSBS claims none of it (docs/dsbs-metadata.md), and it commits
+# offsets on a thread of its own (tables/offset_writer.py), real time a seed cannot replay.
+CLAIMS_METADATA = ("raft",)
 MIXES = ("kill-leader", "nemesis", "lossy")
 PRESETS = ("local", "lan")
 CLIENT = "client"
-KAFKA_PORT, GOSSIP_PORT = 9092, 7946
+KAFKA_PORT, GOSSIP_PORT, RAFT_PORT = 9092, 7946, 7947
+# Topic names the metadata clients create each half second and groups they commit to (small
+# pools: names are raced, groups move between coordinators).
+META_NAMES, META_GROUPS = 2, 4
 # Kafka error codes the producer acts on.
 DUPLICATE_SEQUENCE, OUT_OF_ORDER, INVALID_EPOCH, UNKNOWN_PRODUCER = 46, 45, 47, 59
 PRODUCE_VERSION, METADATA_VERSION, INIT_PID_VERSION = 8, 8, 1
@@ -106,6 +131,9 @@ CPU_S = (0.00002, 0.0002)
 
 @dataclass(frozen=True)
 class Settings:
+    # The twin under test: its coordinator in every broker (the zk twin needs a real ZooKeeper,
+    # which does not run on simulated time).
+    arch: str = "dsbs"
     mix: str = "nemesis"
     preset: str = "local"
     acks: int = -1
@@ -140,6 +168,20 @@ class Result:
     steps: list[str] = field(default_factory=list)
     note: str = ""
     errors: list[str] = field(default_factory=list)  # the producers' last errors
+    # The metadata clients (one in every broker's process, calling its coordinator as the
+    # request handlers do): operations answered, and what contradicts the seam's promises.
+    meta_ops: int = 0
+    double_created: int = 0  # names two CreateTopics were both told they created
+    phantom_exists: int = 0  # "already exists" for a name no creation ever committed
+    lost_commits: int = 0  # groups whose final offset is below one acknowledged
+    stale_reads: int = 0  # offset fetches that missed a commit acknowledged before they began
+    duplicate_pids: int = 0  # producer ids handed out twice
+    meta_notes: list[str] = field(default_factory=list)
+
+    @property
+    def meta_violations(self) -> int:
+        return (self.double_created + self.phantom_exists + self.lost_commits
+                + self.stale_reads + self.duplicate_pids)
 
 
 # --- planted bugs: each a known-wrong broker, to show the simulation sees what it checks -------
@@ -201,7 +243,31 @@ def _plant_ack_early() -> contextlib.AbstractContextManager[object]:
     return mock.patch.object(ReplicaManager, "appended", early)
 
 
+def _plant_raft_stale_read() -> contextlib.AbstractContextManager[object]:
+    """Raft: offsets are fetched from the broker's image without the ReadIndex barrier (what
+    the ``cached`` policy does for leaderships, wrongly applied to committed offsets)."""
+
+    async def no_barrier(self: RaftCoordinator, deadline: float, error: type) -> None:
+        return None
+
+    return mock.patch.object(RaftCoordinator, "_barrier", no_barrier)
+
+
+def _plant_raft_unchecked_creation() -> contextlib.AbstractContextManager[object]:
+    """Raft: a creation is answered "created" once its record applied, without checking
+    that it was its own record that made the topic (two brokers racing a name both say so)."""
+
+    async def unchecked(self: RaftCoordinator, decide: Callable[[str], Any]) -> Any:
+        record = decide("")
+        await self._propose(record, self._deadline(), KafkaError)
+        return self._topic_info(record.name)
+
+    return mock.patch.object(RaftCoordinator, "_create", unchecked)
+
+
 PLANTS: dict[str, Callable[[], contextlib.AbstractContextManager[object]]] = {
+    "raft-stale-read": _plant_raft_stale_read,
+    "raft-unchecked-creation": _plant_raft_unchecked_creation,
     "ack-early": _plant_ack_early,
     "no-fencing": _plant_no_fencing,
     "fetch-epoch": _plant_fetch_epoch,
@@ -249,6 +315,14 @@ class Scenario:
         self.producing = True
         self.trace: list[str] = []  # the producers' errors, for a failing seed's post-mortem
         self.started = 0.0  # when the load (and the schedule's clock) began
+        # The metadata clients' history (``_meta_client``).
+        self.created: dict[str, list[str]] = {}  # name -> who was told "created"
+        self.exists_answers: set[str] = set()  # names answered "already exists"
+        self.commit_acked: dict[str, int] = {}  # group -> highest offset acknowledged
+        self.commit_tried: dict[str, set[int]] = {}  # group -> offsets sent, answered or not
+        self.committing: dict[str, int] = {}  # group -> the broker with a commit in flight
+        self.pids: list[int] = []
+        self.meta_clients: dict[int, asyncio.Task[None]] = {}
         self.killed_leader_at: float | None = None
         local = settings.preset == "local"
         self.gossip = GossipConfig.LOCAL if local else GossipConfig.LAN
@@ -257,6 +331,8 @@ class Scenario:
             min_insync_replicas=settings.min_insync_replicas,
             replica_fetch_wait_max_ms=500, replica_fetch_backoff_ms=200 if local else 1_000)
         self.request_timeout_s = 2.0 if local else 30.0
+        # The Raft controller's session: about DSBS's detection on each preset.
+        self.raft_session_s = 1.5 if local else 9.0
 
     # --- the brokers -----------------------------------------------------------------------
     def _start(self, i: int) -> None:
@@ -268,14 +344,25 @@ class Scenario:
         datadir = DataDir(data)
         config = BrokerConfig(node_id=i, host=host, port=KAFKA_PORT, data_dir=data,
                               replication=self.replication)
-        seeds = tuple(f"{self.net.host_of[str(j)]}:{GOSSIP_PORT}" for j in self.ids)
-        coordinator = DsbsCoordinator(i, data, DsbsConfig(
-            gossip_host=host, gossip_port=GOSSIP_PORT, seeds=seeds, gossip=self.gossip,
-            gossip_key=SIM_KEY), datadir=datadir,
-            rng=random.Random(self.seed * 1_000_003 + i * 7919 + int(self.world.now * 1000)))
+        rng = random.Random(self.seed * 1_000_003 + i * 7919 + int(self.world.now * 1000))
+        coordinator: DsbsCoordinator | RaftCoordinator
+        if self.s.arch == "raft":
+            peers = {j: (self.net.host_of[str(j)], RAFT_PORT) for j in self.ids}
+            coordinator = RaftCoordinator(i, data, RaftBrokerConfig(
+                listen_host=host, listen_port=RAFT_PORT, peers=peers, voters=self.ids,
+                key=SIM_KEY, session_timeout_s=self.raft_session_s,
+                request_timeout_s=self.request_timeout_s * 4), datadir=datadir, rng=rng)
+        else:
+            seeds = tuple(f"{self.net.host_of[str(j)]}:{GOSSIP_PORT}" for j in self.ids)
+            coordinator = DsbsCoordinator(i, data, DsbsConfig(
+                gossip_host=host, gossip_port=GOSSIP_PORT, seeds=seeds, gossip=self.gossip,
+                gossip_key=SIM_KEY), datadir=datadir, rng=rng)
         broker = Broker(config, coordinator, None, datadir)
         self.brokers[i] = broker
         self.starting[i] = self.world.start(name, broker.start())
+        if self.producing and self.started and self.s.arch in CLAIMS_METADATA:
+            # Back after a kill: its process gets a metadata client again.
+            self.meta_clients[i] = self.world.start(name, self._meta_client(i))
 
     def _alive(self, i: int) -> bool:
         return self.world.alive(str(i))
@@ -386,6 +473,100 @@ class Scenario:
         for c in conns.values():
             c.close()
 
+    # --- the metadata clients --------------------------------------------------------------
+    async def _meta_client(self, i: int) -> None:
+        """Metadata asked of broker ``i``'s coordinator in its own process, as the request
+        handlers ask it, while the faults run: topic creations raced over a few names; offset
+        commits and fetches of the groups this broker's view makes it the coordinator of (as
+        OffsetCommit and OffsetFetch are served), one commit per group at a time cluster-wide
+        and ever higher; producer ids. Each answer is logged for ``_check_meta``; a timeout
+        or an error says nothing (the outcome is unknown)."""
+        try:
+            await self.starting[i]
+        except Exception:
+            return
+        coordinator = self.brokers[i].coordinator
+        rng = random.Random(self.seed * 31 + i * 1009 + int(self.world.now * 1000))
+        tp = TopicPartition(TOPIC, 0)
+        while self.producing:
+            await asyncio.sleep(rng.uniform(0.05, 0.3))
+            op = rng.random()
+            group = f"g{rng.randrange(META_GROUPS)}"
+            try:
+                if op < 0.3:
+                    # On the next half second, a name of that half second: brokers that
+                    # create at once race for it, as clients asking different brokers do.
+                    slot = math.floor(self.world.now * 2) + 1
+                    await asyncio.sleep(slot / 2 - self.world.now)
+                    name = f"m{slot}-{rng.randrange(META_NAMES)}"
+                    try:
+                        await coordinator.create_topic(name, 1, 1)
+                        self.created.setdefault(name, []).append(
+                            f"broker {i} at {self.world.now:.2f}")
+                    except TopicAlreadyExists:
+                        self.exists_answers.add(name)
+                elif op < 0.9 and coordinator.group_coordinator(group).node_id != i:
+                    continue  # NOT_COORDINATOR: a client asks the broker it names
+                elif op < 0.6:
+                    if group in self.committing:
+                        continue
+                    tried = self.commit_tried.setdefault(group, set())
+                    offset = max(tried, default=-1) + 1 + rng.randrange(3)
+                    tried.add(offset)
+                    self.committing[group] = i
+                    try:
+                        await coordinator.commit_offsets(group, {tp: OffsetAndMetadata(offset)})
+                    finally:
+                        self.committing.pop(group, None)
+                    self.commit_acked[group] = max(self.commit_acked.get(group, -1), offset)
+                elif op < 0.9:
+                    before = self.commit_acked.get(group, -1)
+                    got = await coordinator.fetch_offsets(group, [tp])
+                    seen = got[tp].offset if tp in got else -1
+                    if seen < before:
+                        self.result.stale_reads += 1
+                        self.result.meta_notes.append(
+                            f"{self.world.now:.2f} broker {i} read {group} at {seen}, "
+                            f"{before} was acknowledged before the read")
+                else:
+                    self.pids.append(await coordinator.allocate_producer_id())
+                self.result.meta_ops += 1
+            except (KafkaError, TimeoutError):
+                pass  # unknown outcome: nothing to check
+
+    def _check_meta(self) -> None:
+        r = self.result
+        alive = next(i for i in self.ids if self._alive(i))
+        final = self.world.run(str(alive), self._final_meta(alive), 60.0)
+        topics, offsets = final
+        for name, who in self.created.items():
+            if len(who) > 1:
+                r.double_created += 1
+                r.meta_notes.append(f"{name!r} created for {', '.join(who)}")
+        for name in self.exists_answers:
+            if name not in topics:
+                r.phantom_exists += 1
+                r.meta_notes.append(f"{name!r} answered 'already exists', never created")
+        for group, acked in self.commit_acked.items():
+            final_offset = offsets.get(group, -1)
+            # Higher offsets than the last acknowledged may have committed unanswered.
+            if final_offset < acked or (final_offset > acked and final_offset
+                                        not in self.commit_tried.get(group, set())):
+                r.lost_commits += 1
+                r.meta_notes.append(f"{group} ends at {final_offset}, {acked} was "
+                                    "acknowledged")
+        r.duplicate_pids = len(self.pids) - len(set(self.pids))
+
+    async def _final_meta(self, i: int) -> tuple[set[str], dict[str, int]]:
+        coordinator = self.brokers[i].coordinator
+        tp = TopicPartition(TOPIC, 0)
+        offsets = {}
+        for k in range(META_GROUPS):
+            got = await coordinator.fetch_offsets(f"g{k}", [tp])
+            if tp in got:
+                offsets[f"g{k}"] = got[tp].offset
+        return set(coordinator.cluster().topics), offsets
+
     def _tail(self, i: int, n: int = 8) -> str:
         """The last ``n`` batches in broker ``i``'s log as offset:producer id/sequence."""
         plog = self.brokers[i].store.get(TOPIC, 0)
@@ -425,6 +606,10 @@ class Scenario:
             if step.target == LEADER:
                 self.killed_leader_at = self.world.now
             self.world.kill(name)
+            # Its commit in flight never answers: the group is free for the others (what it
+            # sent stays among the tried offsets).
+            for group in [g for g, b in self.committing.items() if b == target]:
+                del self.committing[group]
         elif op == "restart" and not self._alive(target):
             self._start(target)
         elif op == "pause" and self._alive(target):
@@ -471,6 +656,9 @@ class Scenario:
         world.spawn(CLIENT)
         producers = [world.start(CLIENT, self._producer(k)) for k in range(s.producers)]
         start = self.started = world.now
+        if s.arch in CLAIMS_METADATA:
+            for i in self.ids:
+                self.meta_clients[i] = world.start(str(i), self._meta_client(i))
         pending = sorted(self._schedule(), key=lambda st: st.at_s)
         undo: list[tuple[float, Step]] = []
         while pending or undo:
@@ -490,6 +678,9 @@ class Scenario:
         try:
             world.run_until(lambda: all(p.done() for p in producers),
                             s.settle_timeout_s * s.stretch, "the producer's last batch")
+            world.run_until(lambda: all(t.done() for i, t in self.meta_clients.items()
+                                        if self._alive(i)),
+                            s.settle_timeout_s * s.stretch, "the metadata clients' last call")
             world.run_until(self.settled, s.settle_timeout_s * s.stretch, "settling")
         except SimStalled as exc:
             self.result.converged = False
@@ -550,6 +741,13 @@ class Scenario:
         r.errors = self.trace[-6:]
         if not r.converged:
             return r
+        try:
+            if self.s.arch in CLAIMS_METADATA:
+                self._check_meta()
+        except (SimStalled, KafkaError) as exc:
+            r.converged = False
+            r.note = f"the final metadata read: {exc}"
+            return r
         final = self.final_log()
         present = set(final)
         r.lost = sum(1 for b in self.acked if b not in present)
@@ -586,14 +784,21 @@ def run_scenario(settings: Settings, seed: int) -> Result:
             warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
             return scenario.run()
     finally:
-        scenario.world.close()
+        # Everything of the processes goes inside close()'s collection: the network's
+        # connections hold their protocols and tasks, and a coroutine of a killed process
+        # collected later would run its finally blocks on a closed loop, outside any world.
+        world = scenario.world
+        del scenario
+        world.net = None
+        world.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 def replay_command(settings: Settings, seed: int) -> str:
     plant = f" --plant {settings.plant}" if settings.plant else ""
     return (f"python -m harness.bench.replication_sim --first-seed {seed} --seeds 1 "
-            f"--mix {settings.mix} --preset {settings.preset} --acks {settings.acks} "
+            f"--arch {settings.arch} --mix {settings.mix} --preset {settings.preset} "
+            f"--acks {settings.acks} "
             f"--min-isr {settings.min_insync_replicas}{plant}")
 
 
@@ -606,32 +811,37 @@ class Cell:
         rs = self.results
         fo = [f for r in rs for f in r.failovers]
         s = self.settings
-        return [s.mix, s.preset, str(s.acks), str(s.min_insync_replicas), str(len(rs)),
+        return [s.arch, s.mix, s.preset, str(s.acks), str(s.min_insync_replicas), str(len(rs)),
                 str(sum(r.lost > 0 for r in rs)), str(sum(r.duplicated > 0 for r in rs)),
                 str(sum(r.reordered for r in rs)), str(sum(r.diverged for r in rs)),
                 str(sum(not r.converged for r in rs)),
                 str(sum(r.acked for r in rs)), str(sum(r.lost for r in rs)),
-                f"{statistics.median(fo):.2f}" if fo else "-"]
+                f"{statistics.median(fo):.2f}" if fo else "-",
+                str(sum(r.meta_ops for r in rs)), str(sum(r.double_created for r in rs)),
+                str(sum(r.phantom_exists for r in rs)), str(sum(r.lost_commits for r in rs)),
+                str(sum(r.stale_reads for r in rs)), str(sum(r.duplicate_pids for r in rs))]
 
     def failures(self) -> list[Result]:
         return [r for r in self.results
-                if r.lost or r.duplicated or r.reordered or r.diverged or not r.converged]
-
-
-HEADER = ["mix", "preset", "acks", "min_isr", "scenarios", "losing", "duplicating",
-          "reordering", "diverging", "unsettled", "acked", "lost", "failover_s_p50"]
+                if r.lost or r.duplicated or r.reordered or r.diverged or not r.converged
+                or r.meta_violations]
+HEADER = ["arch", "mix", "preset", "acks", "min_isr", "scenarios", "losing", "duplicating",
+          "reordering", "diverging", "unsettled", "acked", "lost", "failover_s_p50",
+          "meta_ops", "created_twice", "phantom_exists", "lost_commits", "stale_reads",
+          "dup_pids"]
 
 
 def measure(mixes: Sequence[str], presets: Sequence[str], acks: Sequence[int],
             min_isrs: Sequence[int], seeds: int, first_seed: int = 0, plant: str = "",
-            fault_phase_s: float = 30.0) -> list[Cell]:
+            fault_phase_s: float = 30.0, arches: Sequence[str] = ("dsbs",)) -> list[Cell]:
     cells = []
-    for mix in mixes:
+    for arch, mix in itertools.product(arches, mixes):
         for preset in presets:
             for a in acks:
                 for m in min_isrs:
-                    settings = Settings(mix=mix, preset=preset, acks=a, min_insync_replicas=m,
-                                        plant=plant, fault_phase_s=fault_phase_s)
+                    settings = Settings(arch=arch, mix=mix, preset=preset, acks=a,
+                                        min_insync_replicas=m, plant=plant,
+                                        fault_phase_s=fault_phase_s)
                     cells.append(Cell(settings, [run_scenario(settings, first_seed + k)
                                                  for k in range(seeds)]))
     return cells
@@ -644,6 +854,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(docs/replication.md)."))
     p.add_argument("--seeds", type=int, default=20, help="scenarios per cell (default 20)")
     p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--arch", choices=ARCHES, action="append",
+                   help="the twins whose brokers run (default: dsbs)")
     p.add_argument("--mix", choices=MIXES, action="append", help="fault mixes (default: all)")
     p.add_argument("--preset", choices=PRESETS, action="append",
                    help="gossip timer presets (default: both)")
@@ -662,7 +874,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--faults-s must be above 0")
     cells = measure(args.mix or MIXES, args.preset or PRESETS, args.acks or (-1,),
                     args.min_isr or (2,), args.seeds, args.first_seed, args.plant,
-                    args.faults_s)
+                    args.faults_s, args.arch or ("dsbs",))
     rows = [HEADER, *(c.row() for c in cells)]
     widths = [max(len(r[k]) for r in rows) for k in range(len(HEADER))]
     for r in rows:
@@ -671,7 +883,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for bad in c.failures():
             what = (f"lost {bad.lost}" if bad.lost else f"duplicated {bad.duplicated}"
                     if bad.duplicated else "reordered" if bad.reordered else
-                    "replicas diverged" if bad.diverged else f"unsettled: {bad.note}")
+                    "replicas diverged" if bad.diverged else f"unsettled: {bad.note}"
+                    if not bad.converged else f"metadata: {'; '.join(bad.meta_notes[:3])}")
             print(f"seed {bad.seed}: {what}; replay: {replay_command(c.settings, bad.seed)}")
             print(f"  schedule: {', '.join(bad.steps)}")
             for line in bad.errors:

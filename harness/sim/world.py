@@ -256,7 +256,9 @@ class World:
                     loop._scheduled.clear()  # type: ignore[attr-defined]
                     with contextlib.suppress(Exception):
                         loop.close()
-                del loops
+                # Every name bound to a loop goes before the collection (the for loops' own
+                # too), or that loop's coroutines are collected later, outside this hook.
+                loops = loop = task = handle = None  # type: ignore[assignment]
                 gc.collect()
         finally:
             sys.unraisablehook = saved
