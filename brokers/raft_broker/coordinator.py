@@ -129,9 +129,11 @@ class RaftCoordinator:
         self._changed = asyncio.Event()
         # Requests to the leader awaiting their answer, by request id.
         self._pending: dict[int, asyncio.Future[control.Answer]] = {}
-        self._next_rid = 0
+        # Random start: an answer meant for this broker's earlier life (queued at the leader
+        # across its restart) must not match a request of this one.
+        self._next_rid = secrets.randbits(48) << 8
         self._sessions = decisions.BrokerSessions(config.session_timeout_s)
-        self._in_office = False
+        self._office_term: int | None = None  # the term this controller took office in
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loops: list[asyncio.Task[None]] = []
         self._pid_next = 0
@@ -438,14 +440,16 @@ class RaftCoordinator:
         while True:
             await asyncio.sleep(self.config.controller_period_s)
             if self._driver.leader != self._node_id:
-                self._in_office = False
+                self._office_term = None
                 continue
             now = time.monotonic()
-            if not self._in_office:
-                # Everyone's session starts afresh: no broker is fenced for a silence this
-                # controller did not witness.
+            term = self._driver.node.term
+            if self._office_term != term:
+                # Everyone's session starts afresh with each term led: no broker is fenced for
+                # a silence this controller did not witness (it may have lost office and won
+                # it back between two passes).
                 self._sessions.take_office(self.image, now)
-                self._in_office = True
+                self._office_term = term
             if self._epoch is not None:
                 self._sessions.heartbeat(self._node_id, self._epoch, self.image.applied_index,
                                          now)
