@@ -63,6 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="unauthenticated Raft, for experiments only: anyone who can reach a "
                       "Raft port can vote and write the cluster's metadata")
     defaults = RaftBrokerConfig(insecure=True)
+    parser.add_argument("--cluster-id", default=defaults.cluster_id, metavar="ID",
+                        help="the cluster's id, the same on every member: served in Metadata, "
+                        "kept in the Raft directory on first start, and exchanged on every "
+                        "Raft connection (a node of another id is refused; default "
+                        "%(default)s)")
     parser.add_argument("--session-timeout", type=float, metavar="SECONDS",
                         default=defaults.session_timeout_s,
                         help="the controller fences a broker silent this long "
@@ -75,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         key = load_key_file(args.raft_key_file) if args.raft_key_file else None
         return RaftCoordinator(config.node_id, config.data_dir, RaftBrokerConfig(
             listen_host=host, listen_port=port, peers=peers, voters=voters, key=key,
-            insecure=args.raft_insecure, session_timeout_s=args.session_timeout),
+            insecure=args.raft_insecure, session_timeout_s=args.session_timeout,
+            cluster_id=args.cluster_id),
             datadir=datadir)
 
     return run_main(PROG, parser, argv, make)

@@ -102,6 +102,9 @@ class RaftBrokerConfig:
             raise UserError("raft start_timeout_s must be positive")
         if self.producer_id_block < 1:
             raise UserError("raft producer_id_block must be at least 1")
+        if not 0 < len(self.cluster_id) <= 255 or not self.cluster_id.isprintable():
+            raise UserError(f"raft cluster id {self.cluster_id!r}: give 1 to 255 printable "
+                            "characters")
         if not 0 <= self.listen_port <= 65535:
             raise UserError(f"raft listen port {self.listen_port} is not a port")
 

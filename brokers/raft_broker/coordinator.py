@@ -153,7 +153,8 @@ class RaftCoordinator:
             on_control=self._on_control,
             # A stopped node halts the broker as a failed data directory does: the metadata
             # log lives there, and a broker that can no longer follow it must not serve.
-            on_failure=None if datadir is None else datadir.fail)
+            on_failure=None if datadir is None else datadir.fail,
+            cluster_id=config.cluster_id)
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -182,10 +183,13 @@ class RaftCoordinator:
                 RegisterBroker(me.node_id, me.host, me.port, me.rack), deadline,
                 RequestTimedOut)
         except RequestTimedOut:
+            refused = self._driver.transport.last_refusal
             raise UserError(
                 f"broker {me.node_id}: no Raft leader registered it within "
-                f"{self.config.start_timeout_s:.0f} s; are a majority of the voters "
-                f"{list(self.config.voters)} running and reachable?") from None
+                f"{self.config.start_timeout_s:.0f} s; "
+                + (f"it refused {refused}" if refused is not None else
+                   f"are a majority of the voters {list(self.config.voters)} running and "
+                   "reachable?")) from None
         self._epoch = index
         self._heartbeat()  # at once: the controller unfences a broker on its heartbeat
         # Served once the controller has seen it caught up and unfenced it (KRaft's rule).

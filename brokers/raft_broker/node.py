@@ -70,12 +70,14 @@ class RaftDriver:
                  restore: Callable[[bytes], None], config: RaftConfig | None = None,
                  tick_s: float = 0.05, rng: random.Random | None = None,
                  on_control: Callable[[int, bytes], None] | None = None,
-                 on_failure: Callable[[str, BaseException], object] | None = None) -> None:
-        self.storage = RaftStorage(directory)
+                 on_failure: Callable[[str, BaseException], object] | None = None,
+                 cluster_id: str = "twinbench") -> None:
+        self.storage = RaftStorage(directory, cluster_id)
         self.node = RaftNode(node_id, voters, learners=learners, config=config, rng=rng,
                              hard_state=self.storage.hard_state,
                              entries=self.storage.entries, snapshot=self.storage.snapshot)
-        self.transport = Transport(node_id, listen, peers, key, self._receive)
+        self.transport = Transport(node_id, listen, peers, key, self._receive,
+                                   cluster_id=cluster_id)
         self.tick_s = tick_s
         self._apply = apply
         self._on_control = on_control

@@ -21,6 +21,8 @@ driver (node.py) persists each Ready here, durably, before the Ready's messages 
   (entries a leader's snapshot had replaced would come back as a tail of the wrong terms) nor
   an old snapshot without the entries that followed it (acknowledged entries lost).
 
+* ``cluster.json``: the cluster id the directory was first used with; another id is refused.
+
 Bad files are one clear error (``StorageError``), never a silent reset: a node that lost its
 vote must not vote again in the same term.
 """
@@ -41,6 +43,7 @@ from brokers.raft_broker.raft.log import HardState, Snapshot
 from brokers.raft_broker.raft.messages import Entry
 
 _FRAME = struct.Struct(">QQII")
+CLUSTER_FILE = "cluster.json"
 _SNAP = struct.Struct(">QQQ")
 
 
@@ -49,9 +52,11 @@ class StorageError(UserError):
 
 
 class RaftStorage:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, cluster_id: str | None = None) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
+        if cluster_id is not None:
+            self._claim(cluster_id)
         self._vote_path = directory / "vote.json"
         self._generation = 0  # the log file's: named by the snapshot (0 before any)
         self._snap_path = directory / "snapshot"
@@ -67,6 +72,22 @@ class RaftStorage:
         return self.dir / f"log.{self._generation}"
 
     # --- loading ----------------------------------------------------------------------------
+    def _claim(self, cluster_id: str) -> None:
+        """The directory belongs to one cluster (KRaft's meta.properties): marked on first use,
+        refused to any other, so a node pointed at another cluster's log never votes with it."""
+        path = self.dir / CLUSTER_FILE
+        if path.exists():
+            try:
+                held = json.loads(path.read_bytes())["cluster_id"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise StorageError(f"{path}: not a cluster id file ({exc})") from None
+            if held != cluster_id:
+                raise StorageError(f"{self.dir} holds the Raft log of cluster {held!r}, not of "
+                                   f"{cluster_id!r}: give this node its own directory, or the "
+                                   "cluster id it was started with")
+            return
+        replace_file(path, json.dumps({"cluster_id": cluster_id}))
+
     def _load(self) -> None:
         if self._vote_path.exists():
             try:

@@ -11,7 +11,11 @@ retries (heartbeats, Append retries) carry what matters.
 Framing and authentication are sans-IO (``FrameWriter``, ``FrameReader``), the sockets at the
 edge (``Transport``):
 
-* the accepting side speaks first: a 16-byte random nonce for this connection;
+* the accepting side speaks first: a 16-byte random nonce for this connection and the 8-byte
+  mark of its cluster id (``cluster_mark``); the connecting side answers with its own mark.
+  Either side closes a connection whose marks differ, logs why once per streak and counts it:
+  a node given another cluster's id (KRaft's INCONSISTENT_CLUSTER_ID) never joins the quorum,
+  whatever key it holds. The coordinator names the last refusal when it cannot register;
 * every frame is ``magic u16 | version u8 | flags u8 | length u32 | src u32 | seq u64`` then
   ``length`` bytes of message, then, when the cluster has a key, a 16-byte tag:
   HMAC-SHA256(key, nonce + header + message) truncated to 128 bits, as the DSBS gossip's tag
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import logging
 import os
@@ -43,6 +48,7 @@ FLAG_TAG = 0x01
 HEADER = struct.Struct(">HBBIIQ")
 _PREFIX = struct.Struct(">HB")
 NONCE_BYTES = 16
+MARK_BYTES = 8
 TAG_BYTES = 16
 # The largest message a frame may carry: an Append of max_append_entries metadata records or an
 # InstallSnapshot chunk fits well inside; a length above it is an error, not an allocation.
@@ -67,6 +73,12 @@ STALL_TIMEOUT_S = 2.0
 
 class FrameError(ValueError):
     """A frame that must close its connection."""
+
+
+def cluster_mark(cluster_id: str) -> bytes:
+    """What a connection's ends exchange to tell one cluster from another: a digest of the id,
+    so the handshake has a fixed length whatever the id."""
+    return hashlib.sha256(cluster_id.encode("utf-8")).digest()[:MARK_BYTES]
 
 
 class FrameWriter:
@@ -203,6 +215,14 @@ class _Peer:
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT_S):
                     nonce = await reader.readexactly(NONCE_BYTES)
+                    mark = await reader.readexactly(MARK_BYTES)
+                if mark != self.t.mark:
+                    self.t.refused(f"node {self.node_id} at {self.addr[0]}:{self.addr[1]} belongs "
+                                   f"to another cluster than {self.t.cluster_id!r} (its cluster "
+                                   "id differs)")
+                    await asyncio.sleep(RECONNECT_MAX_S)  # not again at once: it will not change
+                    raise ConnectionRefusedError("another cluster")
+                writer.write(self.t.mark)
                 framer = FrameWriter(self.t.node_id, nonce, self.t.key)
                 while True:
                     message = await self.queue.get()
@@ -234,10 +254,17 @@ class Transport:
 
     def __init__(self, node_id: int, listen: tuple[str, int],
                  peers: Mapping[int, tuple[str, int]], key: bytes | None,
-                 on_message: Callable[[int, bytes], None]) -> None:
+                 on_message: Callable[[int, bytes], None], *,
+                 cluster_id: str = "twinbench") -> None:
         self.node_id = node_id
         self.listen = listen
         self.key = key
+        self.cluster_id = cluster_id
+        self.mark = cluster_mark(cluster_id)
+        # Why the last connection was refused (another cluster's mark, a bad frame), for the
+        # one line a broker prints when it cannot join; None until one is.
+        self.last_refusal: str | None = None
+        self._refusals_logged: set[str] = set()
         self.on_message = on_message
         self.counters = TransportCounters()
         self._peers = {n: _Peer(self, n, a) for n, a in peers.items() if n != node_id}
@@ -283,18 +310,22 @@ class Transport:
         nonce = os.urandom(NONCE_BYTES)
         frames = FrameReader(nonce, self.key)
         try:
-            writer.write(nonce)
+            writer.write(nonce + self.mark)
             await writer.drain()
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                mark = await reader.readexactly(MARK_BYTES)
+            if mark != self.mark:
+                self.refused(f"a node at {writer.get_extra_info('peername')} belongs to another "
+                             f"cluster than {self.cluster_id!r} (its cluster id differs)")
+                return
             while data := await reader.read(65536):
                 for src, message in frames.feed(data):
                     self.counters.frames_received += 1
                     self.counters.bytes_received += len(message)
                     self.on_message(src, message)
         except FrameError as exc:
-            self.counters.refused += 1
-            log.warning("node %d: refused a connection from %s: %s", self.node_id,
-                        writer.get_extra_info("peername"), exc)
-        except (OSError, asyncio.CancelledError):
+            self.refused(f"a connection from {writer.get_extra_info('peername')}: {exc}")
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.CancelledError):
             # Cancelled by close(): asyncio's stream callback reads the handler's exception,
             # and a cancellation raised there is logged as an error at every shutdown.
             pass
@@ -303,6 +334,14 @@ class Transport:
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
+
+    def refused(self, why: str) -> None:
+        """A connection closed for what its peer sent: counted, remembered, logged once."""
+        self.counters.refused += 1
+        self.last_refusal = why
+        if why not in self._refusals_logged:
+            self._refusals_logged.add(why)
+            log.warning("node %d refused %s", self.node_id, why)
 
     async def close(self) -> None:
         tasks = [p.task for p in self._peers.values() if p.task is not None]

@@ -85,6 +85,9 @@ class BrokerProcess:
     # Fault state the cluster put it in (SIGSTOP, link down); an exit shows in process.poll().
     paused: bool = False
     isolated: bool = False
+    # Restarted without waiting for it to serve (``restart_broker(wait=False)``): its address
+    # is the one it had; ``await_started`` reads its readiness line later.
+    starting: bool = False
 
     @property
     def address(self) -> str:
@@ -263,9 +266,13 @@ class ProcessCluster:
         b.process.resume()
         b.paused = False
 
-    def restart_broker(self, node_id: int, timeout_s: float = 60.0) -> BrokerProcess:
+    def restart_broker(self, node_id: int, timeout_s: float = 60.0, *,
+                       wait: bool = True) -> BrokerProcess:
         """Start a broker again with its original settings (same id, data directory and
-        address); a running broker is stopped first (SIGTERM), a killed one just started."""
+        address); a running broker is stopped first (SIGTERM), a killed one just started.
+        ``wait=False`` returns once the process runs: a broker that needs a quorum of its
+        peers to start (the Raft twin's) cannot serve while faults keep that quorum away, and a
+        fault schedule must go on meanwhile; ``await_started`` waits for it later."""
         b = self.broker(node_id)
         b.process.stop(b.spec.stop_grace_s if b.spec else 10.0)
         b.paused = False
@@ -275,8 +282,18 @@ class ProcessCluster:
             node = dataclasses.replace(node, port=b.port, metrics=b.metrics or node.metrics)
         b.spec, b.process = self._start_process(b.machine, node)
         _known_address(b, node)
-        self._await_listening(b, time.monotonic() + timeout_s)
+        b.starting = True
+        if wait:
+            self.await_started(node_id, timeout_s)
         return b
+
+    def await_started(self, node_id: int, timeout_s: float = 60.0) -> None:
+        """Wait until a broker restarted without waiting serves (ProcessError if it does not
+        within ``timeout_s``); at once for one already serving."""
+        b = self.broker(node_id)
+        if b.starting:
+            self._await_listening(b, time.monotonic() + timeout_s)
+            b.starting = False
 
     def isolate_broker(self, node_id: int) -> None:
         """Partition one broker away from every other process (brokers, ZooKeeper, clients)."""

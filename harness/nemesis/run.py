@@ -305,7 +305,9 @@ class _Nemesis:
         if op == "kill" and state != "exited":
             c.kill_broker(target)
         elif op == "restart" and state == "exited" and not b.isolated:
-            c.restart_broker(target, timeout_s=60)
+            # Not waited for: a Raft twin broker serves only once a quorum registers it, which
+            # the faults in force may deny; repair() waits for it with the network whole.
+            c.restart_broker(target, timeout_s=60, wait=False)
         elif op == "pause" and state in ("running", "isolated"):
             c.pause_broker(target)
         elif op == "resume" and b.paused and state != "exited":
@@ -342,8 +344,11 @@ class _Nemesis:
         self.cuts.clear()
         for b in self.cluster.brokers:
             if b.state == "exited":
-                self.cluster.restart_broker(b.node_id, timeout_s=60)
+                # All first, then each awaited: one broker alone may not make a quorum.
+                self.cluster.restart_broker(b.node_id, timeout_s=60, wait=False)
                 done.append(f"restart {b.node_id}")
+        for b in self.cluster.brokers:
+            self.cluster.await_started(b.node_id, timeout_s=60)
         return done
 
 

@@ -197,3 +197,21 @@ def test_a_damaged_metadata_log_at_start_is_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "entry 3 out of sequence" in lines[0], lines
+
+
+def test_a_directory_of_another_cluster_is_one_line(tmp_path: Path) -> None:
+    """A Raft directory keeps the cluster id it was first used with (KRaft's meta.properties):
+    started with another, the node refuses in one line and votes in neither cluster."""
+    import subprocess
+    import sys
+
+    (tmp_path / "data" / "raft").mkdir(parents=True)
+    (tmp_path / "data" / "raft" / "cluster.json").write_text('{"cluster_id": "first"}')
+    res = subprocess.run(
+        [sys.executable, "-m", "brokers.raft_broker", "--listen", "127.0.0.1:0",
+         "--data-dir", str(tmp_path / "data"), "--raft-insecure", "--cluster-id", "second"],
+        capture_output=True, text=True, timeout=30, check=False,
+        cwd=Path(__file__).resolve().parents[2])
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Raft log of cluster 'first', not of 'second'" in lines[0], lines

@@ -1,5 +1,6 @@
 """The Raft twin's quorum transport on loopback: messages between nodes over real TCP, a node
-without the cluster key refused, a peer restarted reached again, sends never blocking."""
+without the cluster key refused, a node of another cluster id refused, a peer restarted reached
+again, sends never blocking."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 import pytest
 
-from brokers.raft_broker.transport import NONCE_BYTES, QUEUE_FRAMES, Transport
+from brokers.raft_broker.transport import NONCE_BYTES, QUEUE_FRAMES, Transport, cluster_mark
 
 pytestmark = pytest.mark.integration
 
@@ -119,7 +120,7 @@ def test_a_connection_reset_while_idle_is_made_again(loop: str) -> None:
         reset = asyncio.Event()
 
         async def resetting(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.write(bytes(NONCE_BYTES))
+            writer.write(bytes(NONCE_BYTES) + cluster_mark("twinbench"))
             await reader.read(1)  # node 0 is connected and has sent
             writer.transport.abort()  # RST
             reset.set()
@@ -155,3 +156,28 @@ def test_a_connection_reset_while_idle_is_made_again(loop: str) -> None:
         uvloop.run(main())
     else:
         asyncio.run(main())
+
+
+def test_a_node_of_another_cluster_id_is_refused_whatever_its_key() -> None:
+    async def main() -> None:
+        inboxes = [Inbox(), Inbox()]
+        ours = Transport(0, ("127.0.0.1", 0), {}, KEY, inboxes[0], cluster_id="ours")
+        theirs = Transport(1, ("127.0.0.1", 0), {}, KEY, inboxes[1], cluster_id="theirs")
+        for t in (ours, theirs):
+            await t.start()
+        ours.set_peer(1, ("127.0.0.1", theirs.port))
+        theirs.set_peer(0, ("127.0.0.1", ours.port))
+        try:
+            async with asyncio.timeout(10):
+                while ours.last_refusal is None or theirs.last_refusal is None:
+                    ours.send(1, b"hello")
+                    theirs.send(0, b"hello")
+                    await asyncio.sleep(0.05)  # polling for both ends' refusals
+            assert inboxes[0].got == [] and inboxes[1].got == []
+            assert "another cluster than 'ours'" in (ours.last_refusal or "")
+            assert "another cluster than 'theirs'" in (theirs.last_refusal or "")
+            assert ours.counters.refused >= 1 and theirs.counters.refused >= 1
+        finally:
+            for t in (ours, theirs):
+                await t.close()
+    asyncio.run(main())

@@ -25,6 +25,8 @@ KEY = b"k" * 32
     ({"attempt_timeout_s": 30.0}, "at most request_timeout_s"),
     ({"producer_id_block": 0}, "producer_id_block"),
     ({"listen_port": 70000}, "not a port"),
+    ({"cluster_id": ""}, "1 to 255 printable"),
+    ({"cluster_id": "a\nb"}, "1 to 255 printable"),
 ])
 def test_a_bad_knob_is_one_clear_error(fields: dict, message: str) -> None:
     with pytest.raises(UserError, match=message):

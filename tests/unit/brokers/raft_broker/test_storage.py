@@ -104,3 +104,13 @@ def test_a_crash_after_the_snapshot_names_its_log_keeps_the_new_pair(tmp_path: P
     back.append([Entry(3, 7, b"next")])
     back.close()
     assert [(e.index, e.term) for e in RaftStorage(tmp_path).entries] == [(7, 3)]
+
+
+def test_a_directory_belongs_to_the_cluster_that_first_used_it(tmp_path: Path) -> None:
+    RaftStorage(tmp_path, "one").close()
+    RaftStorage(tmp_path, "one").close()  # the same cluster again: fine
+    with pytest.raises(StorageError, match="holds the Raft log of cluster 'one', not of 'two'"):
+        RaftStorage(tmp_path, "two")
+    (tmp_path / "cluster.json").write_text("{")
+    with pytest.raises(StorageError, match="not a cluster id file"):
+        RaftStorage(tmp_path, "one")
