@@ -42,11 +42,17 @@ class FollowerProgress:
     last_fetch_leader_end: int = UNKNOWN_OFFSET  # the leader's log end at that fetch
 
 
+# How long a leader waits after the store refused its ISR proposal before it proposes again
+# (KRaft's leader backs off after INELIGIBLE_REPLICA alike). Short against
+# replica.lag.time.max.ms: a needed shrink is late by at most this much.
+REFUSED_BACKOFF_MS = 500
+
+
 class LeaderPartition:
     """One partition led by this broker, from the moment it took over in ``leader_epoch``."""
 
-    __slots__ = ("_followers", "_hw", "_isr", "_leo", "_pending", "epoch_start_offset",
-                 "leader_epoch", "leader_id", "replicas")
+    __slots__ = ("_followers", "_hw", "_isr", "_leo", "_pending", "_refused_at",
+                 "epoch_start_offset", "leader_epoch", "leader_id", "replicas")
 
     def __init__(
         self, leader_id: int, leader_epoch: int, replicas: Iterable[int], isr: Iterable[int],
@@ -72,6 +78,9 @@ class LeaderPartition:
             for r in self.replicas if r != leader_id
         }
         self._pending: frozenset[int] | None = None
+        # When the store last refused a proposal (ms), None if it never did: ``propose`` holds
+        # back for REFUSED_BACKOFF_MS after it.
+        self._refused_at: int | None = None
 
     @property
     def isr(self) -> frozenset[int]:
@@ -152,6 +161,8 @@ class LeaderPartition:
         reports back with ``isr_committed`` or ``isr_refused``."""
         if self._pending is not None:
             return None
+        if self._refused_at is not None and now_ms - self._refused_at < REFUSED_BACKOFF_MS:
+            return None
         proposal = (self._isr - self.lagging(now_ms, max_lag_ms)) | self.caught_up()
         if proposal == self._isr:
             return None
@@ -165,10 +176,15 @@ class LeaderPartition:
         self._isr = (frozenset(isr) & frozenset(self.replicas)) | {self.leader_id}
         return self._advance()
 
-    def isr_refused(self) -> None:
-        """The proposal in flight was refused (a newer epoch, a conflicting write): the next
-        ``propose`` starts over from the committed ISR."""
+    def isr_refused(self, now_ms: int | None = None) -> None:
+        """The proposal in flight was refused (a newer epoch, a conflicting write, a fenced
+        broker the Raft controller will not readmit yet): the next ``propose`` starts over from
+        the committed ISR, and, given ``now_ms``, not before REFUSED_BACKOFF_MS have passed.
+        Without the pause a follower fetching continuously has the same refused expansion
+        proposed on every fetch (thousands a second while a restarted broker is fenced)."""
         self._pending = None
+        if now_ms is not None:
+            self._refused_at = now_ms
 
     def check_min_isr(self, min_insync_replicas: int) -> None:
         """Raise NotEnoughReplicas unless acks=-1 may append now."""

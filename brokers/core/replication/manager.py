@@ -358,11 +358,11 @@ class ReplicaManager:
         except KafkaError as exc:
             log.info("%s-%d: ISR change to %s refused: %s", tp.topic, tp.partition,
                      sorted(isr), exc)
-            leader.isr_refused()
+            leader.isr_refused(now_ms())
             return
         except Exception:
             log.exception("%s-%d: ISR change to %s failed", tp.topic, tp.partition, sorted(isr))
-            leader.isr_refused()
+            leader.isr_refused(now_ms())
             return
         if self.leaders.get(tp) is leader:
             log.info("%s-%d: isr now %s", tp.topic, tp.partition, list(state.isr))

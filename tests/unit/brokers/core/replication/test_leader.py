@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers.core.errors import NotEnoughReplicas, NotLeaderOrFollower, OffsetOutOfRange
-from brokers.core.replication.leader import LeaderPartition
+from brokers.core.replication.leader import REFUSED_BACKOFF_MS, LeaderPartition
 
 LAG = 30_000
 
@@ -135,6 +135,15 @@ def test_a_refused_proposal_is_made_again_from_the_committed_isr():
     p.isr_refused()
     assert p.isr == frozenset({1, 2, 3})
     assert p.propose(LAG + 2, LAG) == frozenset({1})
+
+
+def test_a_refused_proposal_is_not_made_again_before_the_backoff():
+    """A store that refuses an expansion (a fenced broker) is not asked again on every fetch."""
+    p = _leader()
+    assert p.propose(LAG + 1, LAG) == frozenset({1})
+    p.isr_refused(LAG + 1)
+    assert p.propose(LAG + 1 + REFUSED_BACKOFF_MS - 1, LAG) is None
+    assert p.propose(LAG + 1 + REFUSED_BACKOFF_MS, LAG) == frozenset({1})
 
 
 def test_the_leader_is_always_in_its_isr_and_the_isr_within_the_replicas():
