@@ -67,16 +67,22 @@ async def _converged(members: dict[int, Member]) -> None:
             await asyncio.sleep(0.02)  # polling until every image applied the same log
 
 
+async def _started(root: Path) -> dict[int, Member]:
+    """Every voter started and connected to the others."""
+    members = {i: Member(i, root) for i in VOTERS}
+    for m in members.values():
+        await m.driver.start()
+    await _connect(members)
+    return members
+
+
 def _topic(name: str) -> bytes:
     return r.encode(r.CreateTopic(name, (r.PartitionInit((1,), (1,), 1),), ()))
 
 
 def test_three_nodes_agree_survive_their_leader_and_take_it_back(tmp_path: Path) -> None:
     async def main() -> None:
-        members = {i: Member(i, tmp_path) for i in VOTERS}
-        for m in members.values():
-            await m.driver.start()
-        await _connect(members)
+        members = await _started(tmp_path)
         try:
             leader = await _leader(members)
             # A read right after an election: its index is the new leader's empty entry, which
@@ -116,10 +122,7 @@ def test_three_nodes_agree_survive_their_leader_and_take_it_back(tmp_path: Path)
 
 def test_a_node_that_fails_stops_taking_part_and_the_others_go_on(tmp_path: Path) -> None:
     async def main() -> None:
-        members = {i: Member(i, tmp_path) for i in VOTERS}
-        for m in members.values():
-            await m.driver.start()
-        await _connect(members)
+        members = await _started(tmp_path)
         try:
             leader = await _leader(members)
             broken = next(m for m in members.values() if m is not leader)
