@@ -55,7 +55,12 @@ from brokers.zk_broker.group_znodes import GroupZnodes
 from brokers.zk_broker.isr import IsrWriter
 from brokers.zk_broker.paths import ZkPaths
 from brokers.zk_broker.producer_ids import ProducerIds
-from brokers.zk_broker.session import UNAVAILABLE, ZkSession, ZooKeeperUnreachable
+from brokers.zk_broker.session import (
+    UNAVAILABLE,
+    RunningDeadline,
+    ZkSession,
+    ZooKeeperUnreachable,
+)
 from brokers.zk_broker.topics import TopicCreator
 
 __all__ = ["ZkCoordinator", "ZooKeeperUnreachable"]
@@ -124,15 +129,45 @@ class ZkCoordinator:
         self._me = me
         try:
             await session.start_data_path()
-            for root in (self.paths.root, *self.paths.roots):
-                await session.ensure_path(root)
-            await self._cache.load_cluster_id()
-            await session.register_broker(me)
-            session.connected = True
-            await self._cache.resync()
+            # Held so a reconnection's handler, fired while we start, waits and then finds
+            # the session it would re-register already registered.
+            async with self._reconnect_lock:
+                await self._register_at_start(me)
         except BaseException:
             await self.close()
             raise
+
+    async def _register_at_start(self, me: BrokerInfo) -> None:
+        """Register and load the cache; a session lost on the way is waited out and the
+        whole of it done again on the next session. A broker paused (or starved) while it
+        starts finds its session expired when it runs again: that is a fault to survive,
+        not a reason to exit, as a broker already running survives it."""
+        session = self._session
+        cfg = self.config
+        patience_s = (2 * cfg.session_timeout_ms + cfg.connection_timeout_ms) / 1000
+        deadline = RunningDeadline(patience_s)
+        while True:
+            try:
+                session.id = session.current_id()
+                for root in (self.paths.root, *self.paths.roots):
+                    await session.ensure_path(root)
+                await self._cache.load_cluster_id()
+                await session.register_broker(me)
+                session.connected = True
+                await self._cache.resync()
+                return
+            except UNAVAILABLE as exc:
+                session.connected = False
+                if deadline.passed():
+                    raise ZooKeeperUnreachable(
+                        f"broker {self._node_id}: ZooKeeper at {cfg.connect} did not keep a "
+                        f"session for {patience_s:.0f} s while the broker started "
+                        f"({type(exc).__name__})"
+                    ) from None
+                log.warning("broker %d: ZooKeeper session %s while starting; again on the "
+                            "next session", self._node_id, type(exc).__name__)
+            while not session.client_connected() and not deadline.passed():
+                await deadline.sleep(0.05)
 
     async def close(self) -> None:
         session = self._session

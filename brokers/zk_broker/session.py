@@ -61,6 +61,30 @@ UNAVAILABLE = (
 )
 
 
+class RunningDeadline:
+    """A deadline on the time this process ran. A wait that took far longer than it asked
+    for (the process was paused, or starved on a loaded host) moves the deadline on by the
+    excess: such a process must not give up the moment it runs again, on time it never had
+    to look. Only waits are forgiven; a request is bounded by its own timeout."""
+
+    # How much longer than asked a wait may take before the excess counts as not running.
+    SLACK_S = 1.0
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._at = time.monotonic() + seconds
+
+    def passed(self) -> bool:
+        return time.monotonic() > self._at
+
+    async def sleep(self, delay_s: float) -> None:
+        t0 = time.monotonic()
+        await asyncio.sleep(delay_s)
+        excess = time.monotonic() - t0 - delay_s
+        if excess > self.SLACK_S:
+            self._at += excess
+
+
 class ZooKeeperUnreachable(UserError):
     """ZooKeeper did not answer at start-up; the broker exits non-zero with this message."""
 
@@ -140,6 +164,10 @@ class ZkSession:
             auth=None if cfg.digest is None else (SCHEME, cfg.digest.credential),
         )
         await self.direct.start()
+
+    def client_connected(self) -> bool:
+        """kazoo has a session right now (it makes a new one by itself after an expiry)."""
+        return self.client is not None and bool(self.client.connected)
 
     def current_id(self) -> int | None:
         """The id of kazoo's session right now (a new one after an expiry)."""
@@ -228,8 +256,10 @@ class ZkSession:
         path = self.paths.broker(self.node_id)
         data = fmt.encode_broker(me, protocol=self.config.security_protocol)
         # An old session of ours (a crashed process, or this one before LOST) may still hold
-        # the node until ZooKeeper expires it: wait that long, like Kafka does, then give up.
-        deadline = time.monotonic() + 2 * self.config.session_timeout_ms / 1000
+        # the node until ZooKeeper expires it: wait that long (Kafka gives up at once), then
+        # give up. Only an answer naming another owner ends the wait: ZooKeeper not answering
+        # past the deadline is raised as itself, for the caller to wait out on a new session.
+        deadline = RunningDeadline(2 * self.config.session_timeout_ms / 1000)
         delay = 0.05
         while True:
             try:
@@ -239,16 +269,17 @@ class ZkSession:
                 stat = await b.call("exists", path)
                 if stat is not None and stat.ephemeralOwner == session:
                     return
+                if deadline.passed():
+                    raise UserError(
+                        f"broker id {self.node_id} is registered in ZooKeeper by another live "
+                        "session: is a second broker running with the same node id?"
+                    ) from None
             except (BridgeTimeout, ConnectionLoss):
                 # A slow or briefly unreachable ZooKeeper (busy expiring sessions, a loaded
-                # host): ask again until the deadline rather than fail the broker's start.
-                pass
-            if time.monotonic() > deadline:
-                raise UserError(
-                    f"broker id {self.node_id} is registered in ZooKeeper by another live "
-                    "session: is a second broker running with the same node id?"
-                )
-            await asyncio.sleep(delay)
+                # host): ask again rather than fail the broker's start.
+                if deadline.passed():
+                    raise
+            await deadline.sleep(delay)
             delay = min(delay * 2, 0.5)
 
     def counters(self) -> dict[str, float]:

@@ -75,9 +75,20 @@ def test_rtt_smoke_delays_both_twins_and_records_what_the_model_needs(tmp_path: 
     cmp = rtt_tables.rtt_comparison(rtt_tables.predict(rtt_tables.rtt_stats(trips)))
     assert set(cmp["rtt_ms"]) == {0.0, 3.0}
     # The limit at large rtt is round trips per record, ZK over DSBS. A produce is one request
-    # per batch on both twins, so production's limit is the check's doubling, 2. Consumption's
-    # counts fetches, and how many come back empty depends on timing (a consumer ahead of its
-    # producer polls again): its limit is a measurement, only positive here.
+    # per batch on both twins, so production's limit is the check's doubling, 2, where both
+    # twins sent as many Produce requests. A produce a leader refused (one still taking up a
+    # partition it was just given, slower on a loaded host) is sent again: a real round trip
+    # that raises the limit; it never lowers it. Consumption's counts fetches, and how many come
+    # back empty depends on timing (a consumer ahead of its producer polls again): its limit is
+    # a measurement, only positive here.
+    produced = pd.concat(counters)
+    produced = produced[produced["counter"] == "kafka_requests_produce"]
+    sent = produced.merge(pd.concat(sessions)[["run_id", "arch", "cell_id", "rtt_ms"]]
+                          .drop_duplicates(), on=["run_id", "arch", "cell_id"])
+    per_rtt = sent.groupby(["rtt_ms", "arch"])["increase"].sum().unstack("arch")
+    shown = f"{cmp[['role', 'rtt_ms', 'ratio_limit']]}\nProduce requests:\n{per_rtt}"
     production = cmp["role"] == "production"
-    assert cmp.loc[production, "ratio_limit"].between(1.7, 2.3).all(), cmp["ratio_limit"]
-    assert (cmp.loc[~production, "ratio_limit"] > 0).all(), cmp["ratio_limit"]
+    assert (cmp.loc[production, "ratio_limit"] >= 1.7).all(), shown
+    same = cmp["rtt_ms"].map(per_rtt["zk"] == per_rtt["dsbs"]).astype(bool)
+    assert cmp.loc[production & same, "ratio_limit"].between(1.7, 2.3).all(), shown
+    assert (cmp.loc[~production, "ratio_limit"] > 0).all(), shown

@@ -563,6 +563,44 @@ def test_session_expiry_reregisters_and_restores_registrations(
     run(scenario)
 
 
+def test_a_session_expiring_while_the_broker_starts_is_survived(
+    zk: ZooKeeperHandle, chroot: str, kz: KazooClient
+) -> None:
+    """A broker paused while it starts (the nemesis does this) finds its session expired when
+    it runs again: it registers on the next session instead of exiting."""
+
+    async def scenario() -> None:
+        c = ZkCoordinator(config(zk.connect_string, chroot), 1)
+        session = c._session
+        real = session.register_broker
+        expired: list[int] = []
+
+        async def expire_first(info: BrokerInfo, sid: int | None = None) -> None:
+            if not expired:
+                client = session.client
+                assert client is not None and client.client_id is not None
+                expired.append(client.client_id[0])
+                # Expire it for real: a second client attaches to the session and closes it.
+                thief = KazooClient(hosts=zk.connect_string, client_id=client.client_id,
+                                    timeout=4.0)
+                await asyncio.to_thread(thief.start, 10)
+                await asyncio.to_thread(thief.stop)
+                thief.close()
+            await real(info, sid)
+
+        session.register_broker = expire_first  # type: ignore[method-assign]
+        try:
+            await c.start(me(1))
+            stat = kz.exists(f"{chroot}/brokers/ids/1")
+            assert stat is not None and stat.ephemeralOwner not in (0, expired[0])
+            assert c.connected and c.counters().zk_session_lost >= 1
+            await c.create_topic("t", 1, 1)
+        finally:
+            await c.close()
+
+    run(scenario)
+
+
 def test_unreachable_zookeeper_at_start_is_a_clear_error(chroot: str) -> None:
     (port,) = free_ports(1)
 
