@@ -198,6 +198,17 @@ class RaftCoordinator:
         except RequestTimedOut as exc:
             raise UserError(f"broker {me.node_id}: {exc}") from None
 
+    async def start_controller(self) -> None:
+        """Start as a dedicated controller (KRaft's ``process.roles=controller``): a voter that
+        keeps the log and, when it leads, runs the controller; no broker of its own, so
+        nothing to register and no heartbeats. Returns once its Raft listener is bound."""
+        if self._node_id not in self.config.voters:
+            raise UserError(f"node {self._node_id}: a dedicated controller must be one of the "
+                            f"voters {list(self.config.voters)}")
+        await self._driver.start()
+        self._loops = [asyncio.get_running_loop().create_task(self._control(),
+                                                              name="raft-controller")]
+
     def _unfenced(self) -> bool:
         entry = self.image.brokers.get(self._node_id)
         return entry is not None and entry.epoch == self._epoch and not entry.fenced
@@ -470,14 +481,27 @@ class RaftCoordinator:
 
     # --- metadata ---------------------------------------------------------------------------
     def cluster(self) -> ClusterView:
-        leader = self._driver.leader
-        controller = NO_LEADER if leader is None else leader
+        controller = self._controller_id()
         if self._dirty or self._view is None:
             self._view = self.image.view(controller, self.config.cluster_id)
             self._dirty = False
         elif self._view.controller_id != controller:
             self._view = dataclasses.replace(self._view, controller_id=controller)
         return self._view
+
+    def _controller_id(self) -> int:
+        """The controller Metadata names: the quorum's leader when it is a broker (combined
+        mode). A dedicated controller serves no Kafka client, so then (as a KRaft broker does)
+        a live broker stands in, which forwards what is asked of it: the lowest unfenced one,
+        so every broker names the same."""
+        leader = self._driver.leader
+        if leader is None:
+            return NO_LEADER
+        brokers = self.image.brokers
+        if leader in brokers or leader not in self.config.voters:
+            return leader
+        live = [b for b, entry in brokers.items() if not entry.fenced]
+        return min(live) if live else NO_LEADER
 
     async def partition_state(self, topic: str, partition: int, *, fresh: bool
                               ) -> PartitionState | None:

@@ -20,8 +20,8 @@ Layout:
                       Coordination: what the harness asks of an architecture
 - ``options.py``      Options: an architecture's (or service's) knobs as a frozen dataclass
 - ``core_broker.py``  the command line of a broker built on brokers/core
-- ``zk.py``, ``dsbs.py``, ``raft.py``, ``local.py``   the entries of the twins and the single
-                      node
+- ``zk.py``, ``dsbs.py``, ``raft.py``, ``local.py``   the entries of the twins (raft.py: raft
+                      and raft-dc, its dedicated-controller deployment) and the single node
 - ``kafka.py``      kafka-zk and kafka-kraft: real Apache Kafka (harness/kafka), a reference
 """
 
@@ -41,6 +41,7 @@ REGISTRY: dict[str, str] = {
     "zk": "harness.architectures.zk:ZK",
     "dsbs": "harness.architectures.dsbs:DSBS",
     "raft": "harness.architectures.raft:RAFT",
+    "raft-dc": "harness.architectures.raft:RAFT_DC",
     "local": "harness.architectures.local:LOCAL",
     "kafka-zk": "harness.architectures.kafka:KAFKA_ZK",
     "kafka-kraft": "harness.architectures.kafka:KAFKA_KRAFT",

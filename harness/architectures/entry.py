@@ -170,7 +170,8 @@ class Coordination:
     """How an architecture's coordination fills coordination.csv's generic columns: each is
     the increase of one counter over a session, summed over the cluster, named
     ``coordinator:<counter>`` (its brokers' coordinator counters) or ``<service>:<counter>``
-    (a service's own count, harness/services); None: not measured."""
+    (a service's own count, harness/services), or a sum of such, ``a:x+b:y`` (dedicated Raft
+    controllers' messages beside the brokers'); None: not measured."""
 
     # Coordination messages (coord_messages): its cost figure's measure.
     messages: str | None

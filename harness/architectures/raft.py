@@ -1,7 +1,12 @@
 """raft: an embedded Raft metadata quorum among the brokers, KRaft's design on the twins' core
 (brokers/raft_broker). No service: the first brokers vote (three when there are three or more,
 else one), the others are learners replaying the log; every broker gets its Raft address (its
-namespace's fixed port, or a free port of its machine), every member's, and the cluster key."""
+namespace's fixed port, or a free port of its machine), every member's, and the cluster key.
+
+raft-dc: the same twin with dedicated controllers (KRaft's ``process.roles=controller``): the
+service ``raft-controllers`` (harness/services/raft_controllers.py) runs the voters in processes
+of their own and plans the membership; every broker is a learner. Not in ``--arch all`` (a
+deployment of the raft twin, measured when named), under test like every twin."""
 
 from __future__ import annotations
 
@@ -19,9 +24,9 @@ from harness.architectures.entry import (
     ProcessSpec,
 )
 from harness.architectures.options import Options, knob
+from harness.services.raft_controllers import NAME as CONTROLLERS
+from harness.services.raft_controllers import NETNS_RAFT_PORT, decode_endpoint
 
-# In a network namespace every broker has an address of its own, so all use the same port.
-NETNS_RAFT_PORT = 7947
 RAFT_KEY_FILE = "raft.key"
 
 
@@ -76,4 +81,38 @@ RAFT = Architecture(
     coordination=Coordination(messages="coordinator:raft_messages_out",
                               bytes="coordinator:raft_bytes_out"),
     quorum=True,
+)
+
+
+@dataclass(frozen=True)
+class RaftDcOptions(Options):
+    """No knob of its own: the quorum's (its size, the session timeout) are the
+    ``raft-controllers`` service's options."""
+
+
+def _dc_command(launch: Launch) -> Callable[[Node], ProcessSpec]:
+    m = decode_endpoint(launch.services[CONTROLLERS])
+    keys = launch.share(RAFT_KEY_FILE, m.key_file.read_text("utf-8"))
+    return core_broker("brokers.raft_broker", launch.settings, lambda node: [
+        "--raft", "{}:{}".format(*m.brokers[node.node_id]), "--raft-peers", m.peers,
+        "--voters", m.voters, "--raft-key-file", str(keys[node.node_id])])
+
+
+RAFT_DC = Architecture(
+    name="raft-dc",
+    summary="the Raft twin with dedicated controller processes (KRaft's "
+            "process.roles=controller); every broker a learner",
+    labels=Labels(display_name="Raft, dedicated controllers", short_name="RAFT-DC",
+                  color="#8172B2", order=3, baseline=False, cost_column="coord_messages",
+                  cost_label="Raft messages"),
+    options=RaftDcOptions,
+    command=_dc_command,
+    counters="brokers.raft_broker.counters:RaftCounters",
+    # The brokers' own messages (requests to the controller, heartbeats, the learners'
+    # answers) and the controllers' (most of the quorum's traffic).
+    coordination=Coordination(
+        messages=f"coordinator:raft_messages_out+{CONTROLLERS}:raft_messages_out",
+        bytes=f"coordinator:raft_bytes_out+{CONTROLLERS}:raft_bytes_out"),
+    services=(CONTROLLERS,),
+    compared=False,
 )

@@ -393,7 +393,8 @@ class ProcessCluster:
             on = tuple(layout.services.get(name, ()))
             self.services[name] = service.start(spec.service_options(name), ServicePlace(
                 self.root / name, host=self.network.gateway if self.network else None,
-                machines=on, roots=tuple(self._root(m) / name for m in on)))
+                machines=on, roots=tuple(self._root(m) / name for m in on),
+                brokers=tuple(hosts)))
         roots = tuple(self._root(m) for m in machines)
         self._nodes = [
             Node(i, hosts[i], ports[i], roots[i] / f"broker-{i}", machines[i].python,

@@ -219,11 +219,18 @@ def _service_increase(before: dict[str, int] | None, after: dict[str, int] | Non
 
 def pick(name: str | None, parts: dict[str, dict[str, int | float | None]]
          ) -> int | float | None:
-    """The value of ``source:counter`` (Architecture.coordination's spelling) in ``parts``."""
+    """The value of ``source:counter`` (Architecture.coordination's spelling) in ``parts``;
+    ``a:x+b:y`` is the sum of both, unknown when either is."""
     if name is None:
         return None
-    source, _, counter = name.partition(":")
-    return parts.get(source, {}).get(counter)
+    total: int | float = 0
+    for term in name.split("+"):
+        source, _, counter = term.strip().partition(":")
+        value = parts.get(source, {}).get(counter)
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def delta(arch: Architecture, before: Reading, after: Reading) -> Delta:

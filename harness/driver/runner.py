@@ -789,7 +789,8 @@ def scrapeable_columns() -> dict[str, tuple[str, ...]]:
     for a in architectures.entries():
         for column, name in (("coord_messages", a.coordination.messages),
                              ("coord_bytes", a.coordination.bytes)):
-            if name is not None and name.startswith("coordinator:"):
+            # A sum over sources (``a:x+b:y``) needs what an endpoint alone cannot serve.
+            if name is not None and name.startswith("coordinator:") and "+" not in name:
                 out[column] += (name,)
     return out
 

@@ -5,6 +5,8 @@ Layout:
                     ServiceAction, ServicePlace
 - ``zookeeper/``    a real Apache ZooKeeper: provisioning (an address, local jars, a
                     container), the ensemble, four-letter words; ``service.py`` its entry
+- ``raft_controllers.py``  the Raft twin's dedicated controllers (KRaft's
+                    process.roles=controller): the quorum's membership, processes, faults
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from harness.services.api import Service
 # Every service by name -> "module:attribute" of its entry, imported when first used.
 REGISTRY: dict[str, str] = {
     "zookeeper": "harness.services.zookeeper.service:ZOOKEEPER",
+    "raft-controllers": "harness.services.raft_controllers:RAFT_CONTROLLERS",
 }
 
 

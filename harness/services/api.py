@@ -1,5 +1,5 @@
 """A service: an external process (or ensemble) an architecture's cluster starts before its
-brokers, ZooKeeper being the one there is today.
+brokers: ZooKeeper, or the Raft twin's dedicated controllers.
 
 An architecture's entry names the services it needs (``Architecture.services``); the cluster
 starts each (``Service.start``), gives the brokers its endpoint, reads its counters with the
@@ -46,6 +46,9 @@ class ServicePlace:
     host: str | None = None
     machines: tuple[Machine, ...] = ()
     roots: tuple[Path, ...] = ()
+    # Every planned broker's host address (standby ones included), in node id order: for a
+    # service whose servers reach the brokers (dedicated Raft controllers replicate to them).
+    brokers: tuple[str, ...] = ()
 
 
 class RunningService(Protocol):

@@ -44,11 +44,12 @@ def test_every_entry_is_complete_and_consistent() -> None:
         for name in (a.coordination.messages, a.coordination.bytes):
             if name is None:
                 continue
-            source, _, counter = name.partition(":")
-            # jmx: real Kafka's own metrics (harness/kafka/jmx.py), read from every node.
-            assert source in ("coordinator", "jmx") or source in a.services, (a.name, name)
-            if source == "coordinator":
-                assert counter in declared, (a.name, name)
+            for term in name.split("+"):  # a sum over sources: each term on its own
+                source, _, counter = term.partition(":")
+                # jmx: real Kafka's own metrics (harness/kafka/jmx.py), read from every node.
+                assert source in ("coordinator", "jmx") or source in a.services, (a.name, name)
+                if source in ("coordinator", *a.services) and source != "zookeeper":
+                    assert counter in declared, (a.name, name)
         assert a.labels.cost_column in fmt.COORDINATION.names(), a.name
         assert set(a.services) <= set(services.names()), a.name
         assert 1 <= a.max_brokers <= 64, a.name
@@ -74,14 +75,15 @@ def test_cli_choices_come_from_the_registry() -> None:
     sub = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     cluster_arch = next(a for a in sub["cluster"]._actions if a.dest == "arch")
     assert tuple(cluster_arch.choices) == architectures.names() == (
-        "zk", "dsbs", "raft", "kafka-zk", "kafka-kraft", "local")
+        "zk", "dsbs", "raft", "raft-dc", "kafka-zk", "kafka-kraft", "local")
     assert architectures.run_choices() == (
-        "zk", "dsbs", "raft", "kafka-zk", "kafka-kraft", "local", "all", "both")
+        "zk", "dsbs", "raft", "raft-dc", "kafka-zk", "kafka-kraft", "local", "all", "both")
     assert architectures.expand("both") == architectures.expand("all") == ("zk", "dsbs", "raft")
     # Real Kafka is a reference: measured when named, never under test.
     assert architectures.expand("kafka-kraft,dsbs,zk,kafka-zk") == (
         "zk", "dsbs", "kafka-zk", "kafka-kraft")
-    assert architectures.under_test() == ("zk", "dsbs", "raft", "local")
+    # raft-dc is the raft twin deployed with dedicated controllers: under test, not compared.
+    assert architectures.under_test() == ("zk", "dsbs", "raft", "raft-dc", "local")
     assert architectures.expand("dsbs,zk") == ("zk", "dsbs")  # the registry's order
     # run --arch takes a list too, so argparse must not hold choices; its help names them all.
     run_arch = next(a for a in sub["run"]._actions if a.dest == "arch")
@@ -95,10 +97,10 @@ def test_cli_choices_come_from_the_registry() -> None:
 
 def test_errors_name_the_choices() -> None:
     with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, raft, "
-                                        r"kafka-zk, kafka-kraft or local$"):
+                                        r"raft-dc, kafka-zk, kafka-kraft or local$"):
         ClusterSpec("x")
     with pytest.raises(UserError, match=r"unknown architecture 'x'; choose zk, dsbs, raft, "
-                                        r"kafka-zk, kafka-kraft, local, all or both"):
+                                        r"raft-dc, kafka-zk, kafka-kraft, local, all or both"):
         architectures.expand("zk,x")
     with pytest.raises(UserError, match=r"^metadata_check per_request: kafka-kraft cannot apply "
                                         r"it \(it applies cached only\)$"):
@@ -199,7 +201,7 @@ def _argvs(cluster: ProcessCluster) -> list[tuple[str, ...]]:
 @pytest.mark.filesystem
 def test_a_new_entry_is_a_choice_everywhere(tmp_path: Path) -> None:
     with architectures.registered(KRAFT):
-        assert architectures.names() == ("zk", "dsbs", "kraft", "raft", "kafka-zk",
+        assert architectures.names() == ("zk", "dsbs", "kraft", "raft", "raft-dc", "kafka-zk",
                                          "kafka-kraft", "local")
         assert architectures.expand("all") == ("zk", "dsbs", "kraft", "raft")
         parser = cli.build_parser()
@@ -237,8 +239,10 @@ def test_service_faults_run_only_where_the_service_is() -> None:
         (epoch,) = kinds.schedule(wl, plan.sides(wl, arches=("zk", "dsbs", "kraft")))
         ran = {(s.side.arch, s.case.name) for s in epoch.sessions if s.case is not None}
     assert ran == {("zk", "kill"), ("dsbs", "kill"), ("kraft", "kill"), ("zk", "zk-down")}
-    assert {a.name for a in ACTIONS.values() if a.service} == {
+    assert {a.name for a in ACTIONS.values() if a.service == "zookeeper"} == {
         "stop-zookeeper", "start-zookeeper", "kill-zookeeper"}
+    assert {a.name for a in ACTIONS.values() if a.service == "raft-controllers"} == {
+        "stop-raft-controllers", "start-raft-controller", "kill-raft-controller"}
 
 
 def _launch(tmp_path: Path, spec: ClusterSpec, hosts: tuple[str, ...], netns: bool,
