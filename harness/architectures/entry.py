@@ -208,6 +208,10 @@ class Architecture:
     # Its metadata is decided by a quorum of voters among its nodes (KRaft): the fault target
     # "voter" (a voter that is not the active controller) applies to it alone.
     quorum: bool = False
+    # Its controller is one of its brokers (Metadata names it; the fault target "controller"
+    # kills it). False: dedicated controller processes (a service's), which Metadata cannot
+    # name; their faults are the service's own actions.
+    controller_is_a_broker: bool = True
     # Its admin requests (CreateTopics) go to the broker Metadata names as the controller, as
     # Kafka's own admin client sends them: a ZooKeeper-mode Kafka broker that is not the
     # controller answers NOT_CONTROLLER (a KRaft broker forwards to its quorum). The twins

@@ -114,5 +114,6 @@ RAFT_DC = Architecture(
         messages=f"coordinator:raft_messages_out+{CONTROLLERS}:raft_messages_out",
         bytes=f"coordinator:raft_bytes_out+{CONTROLLERS}:raft_bytes_out"),
     services=(CONTROLLERS,),
+    controller_is_a_broker=False,
     compared=False,
 )

@@ -54,6 +54,11 @@ class FaultCase:
         return frozenset(service for s in self.steps if (service := ACTIONS[s.action].service))
 
     @property
+    def targets_controller(self) -> bool:
+        """It acts on the controller as a broker: only where the controller is one."""
+        return any(s.broker == "controller" for s in self.steps)
+
+    @property
     def needs_quorum(self) -> bool:
         """It acts on a quorum voter: it runs only on architectures with a quorum."""
         return any(s.broker == "voter" for s in self.steps)

@@ -573,10 +573,12 @@ def fault_rows(run_id: str, arch: str, s: Session, o: FaultOutcome
 
 
 def _applies(case: FaultCase, arch: str) -> bool:
-    """Whether a case has a counterpart on ``arch``: the services it acts on are there, and
-    a quorum if it kills a voter."""
+    """Whether a case has a counterpart on ``arch``: the services it acts on are there, a
+    quorum if it kills a voter, and a controller that is a broker if it acts on the
+    controller (dedicated controllers are a service's, acted on by its own actions)."""
     entry = architectures.get(arch)
-    return case.services <= set(entry.services) and (entry.quorum or not case.needs_quorum)
+    return (case.services <= set(entry.services) and (entry.quorum or not case.needs_quorum)
+            and (entry.controller_is_a_broker or not case.targets_controller))
 
 
 class FaultSessions:
