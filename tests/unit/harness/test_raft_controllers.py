@@ -83,3 +83,29 @@ def test_dedicated_controllers_refuse_remote_hosts() -> None:
         rc.RAFT_CONTROLLERS.check(rc.RaftControllersOptions(), "loopback", True)
     with pytest.raises(UserError, match=r"raft-controllers\.nodes"):
         rc.RaftControllersOptions.parse({"nodes": 2}, "raft-controllers")
+
+
+def test_controller_faults_go_through_the_service_on_raft_dc() -> None:
+    from harness.driver import kinds, plan
+    from harness.workload import parse_workload
+
+    def case(name: str, opener: dict[str, object], closer: dict[str, object]
+             ) -> dict[str, object]:
+        return {"name": name, "schedule": [{"at_s": 2, **opener}, {"at_s": 4, **closer}]}
+
+    wl = parse_workload({
+        "name": "f", "network": "netns",
+        "cells": [{"table": "faults", "msg_sizes": [32], "batches": [20]}],
+        "faults": {"rate": 1000, "duration_s": 10, "cases": [
+            case("leader", {"action": "kill", "broker": "leader:0"},
+                 {"action": "restart", "broker": "leader:0"}),
+            case("controller", {"action": "kill", "broker": "controller"},
+                 {"action": "restart", "broker": "controller"}),
+            case("voter", {"action": "kill", "broker": "voter"},
+                 {"action": "restart", "broker": "voter"}),
+            case("quorum", {"action": "kill-raft-controller"},
+                 {"action": "start-raft-controller"})]}}, "f.yaml")
+    (epoch,) = kinds.schedule(wl, plan.sides(wl, arches=("raft", "raft-dc")))
+    ran = {(s.side.arch, s.case.name) for s in epoch.sessions if s.case is not None}
+    assert ran == {("raft", "leader"), ("raft", "controller"), ("raft", "voter"),
+                   ("raft-dc", "leader"), ("raft-dc", "quorum")}
