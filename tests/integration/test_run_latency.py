@@ -1,6 +1,6 @@
-"""`twinbench run --arch both` on the latency smoke workload, then `twinbench analyze` on it:
-each twin's maximum sustainable rate searched step by step on real processes, sessions at
-fractions of it, their per-second series, and the report's latency section."""
+"""`twinbench run --arch zk,dsbs,raft` on the latency smoke workload, then `twinbench analyze` on
+it: each of the three twins' maximum sustainable rate searched step by step on real processes,
+sessions at fractions of it, their per-second series, and the report's latency section."""
 
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "zk,dsbs", "--workload", "latency-smoke", "--out", str(out),
-                     "--seed", "11", timeout=600)
+    done = twinbench("run", "--arch", "zk,dsbs,raft", "--workload", "latency-smoke", "--out",
+                     str(out), "--seed", "11", timeout=600)
     assert done.returncode == 0, done.stderr
     wl = load_workload("latency-smoke").workload
     latency = wl.study(LATENCY_STUDY)
     assert latency is not None and wl.duration_s is not None
     runs = sorted(out.iterdir())
-    assert {json.loads((r / "manifest.json").read_text())["arch"] for r in runs} == {
-        "zk", "dsbs"}
+    by_arch = {json.loads((r / "manifest.json").read_text())["arch"]: r for r in runs}
+    assert set(by_arch) == {"zk", "dsbs", "raft"}
     for run in runs:
         steps = _rows(run / "rate_search.csv")
         assert list(steps[0]) == list(fmt.RATE_SEARCH.names())
@@ -65,7 +65,7 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
         assert float(best["ceiling"]) == pytest.approx(ceiling["rps"], rel=1e-6)
         # A rate failed (below), so the maximum is the brokers', not the client's.
         assert best["client_bound"] == "False"
-        # Far below what either twin sustains on any machine: the first step is kept.
+        # Far below what any twin sustains on any machine: the first step is kept.
         assert steps[0]["verdict"] == "kept", steps[0]
         # It ramped until a rate failed, then bisected: some rate is off the ramp.
         plan = latency.search
@@ -97,10 +97,20 @@ def test_latency_smoke_searches_then_runs_fractions_and_is_analysed(
     # In this process, on the run's Spark session (tests/integration/conftest.py): the same
     # command line without starting another JVM.
     assert analyze_cli(["analyze", *map(str, runs), "--out", str(report)]) == 0
-    maxima = _rows(report / "max_rates.csv")
-    assert {m["arch"] for m in maxima} == {"zk", "dsbs"}
+    maxima = {m["arch"]: m for m in _rows(report / "max_rates.csv")}
+    assert set(maxima) == {"zk", "dsbs", "raft"}
     curves = _rows(report / "latency_curves.csv")
-    assert len(curves) == 2 * len(latency.fractions)
+    assert len(curves) == len(maxima) * len(latency.fractions)
+    for arch, m in maxima.items():
+        # Each maximum is the one its run found, its ratio to ZooKeeper's (the baseline).
+        (best,) = _rows(by_arch[arch] / "max_rate.csv")
+        assert float(m["mean"]) == pytest.approx(float(best["kept_rate"]))
+        assert float(m["ratio"]) == pytest.approx(
+            float(m["mean"]) / float(maxima["zk"]["mean"])), m
+        # A curve per twin, at the fractions of its own maximum.
+        targets = sorted(float(c["target_rate"]) for c in curves if c["arch"] == arch)
+        assert targets == pytest.approx(
+            sorted(f * float(m["mean"]) for f in latency.fractions), rel=1e-3)
     text = (report / "report.md").read_text()
     assert "**Maximum sustainable rate**" in text and "**Latency at each rate**" in text
     assert list(report.glob("latency-*.png"))

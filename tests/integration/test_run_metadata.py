@@ -1,5 +1,5 @@
-"""`twinbench run --arch both` on the metadata smoke workload: every case at every size on
-fresh clusters of both twins, real processes; metadata.csv has one row per session with the
+"""`twinbench run --arch zk,dsbs,raft` on the metadata smoke workload: every case at every size
+on fresh clusters of the three twins, real processes; metadata.csv has one row per session with the
 convergence, coordination messages, memory and idle traffic (docs/result-format.md, format 5),
 and nothing goes to the data path's files."""
 
@@ -26,12 +26,12 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> None:
+def test_metadata_smoke_measures_every_case_on_the_three_twins(tmp_path: Path) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk,dsbs", "--workload",
+        [sys.executable, "-m", "harness.cli", "run", "--arch", "zk,dsbs,raft", "--workload",
          "metadata-smoke", "--out", str(out), "--seed", "7"],
         capture_output=True, text=True, timeout=280, check=False)
     assert done.returncode == 0, done.stderr
@@ -40,7 +40,7 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
     cells = {f"{c.name}-n{n}": (c, n) for c in md.cases for n in c.sizes}
     runs = sorted(out.iterdir())
     by_arch = {json.loads((r / "manifest.json").read_text())["arch"]: r for r in runs}
-    assert set(by_arch) == {"zk", "dsbs"}
+    assert set(by_arch) == {"zk", "dsbs", "raft"}
     for arch, run in by_arch.items():
         manifest = json.loads((run / "manifest.json").read_text())
         assert manifest["format_version"] == runlog.FORMAT_VERSION
@@ -55,6 +55,10 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
             assert 0 < float(r["converge_s"]) < md.timeout_s, r
             # Every change takes coordination messages on either design.
             assert int(r["coordination_ops"]) > 0 and int(r["coord_messages"]) > 0, r
+            if arch == "raft":  # both count the transport messages the brokers sent
+                assert int(r["coord_messages"]) == int(r["coordination_ops"]), r
+            if arch != "zk":  # no service process beside the brokers: no service CPU
+                assert r["service_cpu_s"] == "", r
             assert int(r["rss_total_bytes"]) >= int(r["rss_max_bytes"]) > 1_000_000, r
             assert float(r["idle_s"]) >= md.idle_s, r
             if case.kind in ("topic-storm", "partition-scale"):
@@ -71,6 +75,9 @@ def test_metadata_smoke_measures_every_case_on_both_twins(tmp_path: Path) -> Non
                 assert float(r["commit_p50_ms"]) > 0 and r["commit_ops"] != "", r
                 if arch == "zk":  # an offset znode per partition, written per commit
                     assert float(r["commit_ops"]) >= case.partitions, r
+                if arch == "raft":  # one log entry per commit, appended to the two other
+                    # voters, each of which answers: at least four messages, any partitions
+                    assert float(r["commit_ops"]) >= 4, r
             else:
                 assert case.kind == "broker-join" and int(r["brokers"]) == n + 1, r
                 # The join is timed from the launch: its start-up is part of it.

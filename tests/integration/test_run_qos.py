@@ -1,7 +1,7 @@
-"""`twinbench run --arch both` on the QoS smoke workload, then `twinbench analyze`: both twins,
-plaintext and SASL_SSL clusters side by side (throwaway certificates and users), the brokers'
-Prometheus metrics sampled into metrics.csv (format 6), the report's Security section and the
-Kafka + Prometheus paper's Table II with our numbers beside its own."""
+"""`twinbench run --arch zk,dsbs,raft` on the QoS smoke workload, then `twinbench analyze`: the
+three twins, plaintext and SASL_SSL clusters side by side (throwaway certificates and users),
+the brokers' Prometheus metrics sampled into metrics.csv (format 6), the report's Security
+section and the Kafka + Prometheus paper's Table II with our numbers beside its own."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
     if reason := zookeeper_missing():
         pytest.skip(reason)
     out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "zk,dsbs", "--workload", "qos-smoke", "--out", str(out),
-                     "--seed", "5", timeout=300)
+    done = twinbench("run", "--arch", "zk,dsbs,raft", "--workload", "qos-smoke", "--out",
+                     str(out), "--seed", "5", timeout=300)
     assert done.returncode == 0, done.stderr
     assert "metrics scrapes got no answer" not in done.stderr
     wl = load_workload("qos-smoke").workload
@@ -66,8 +66,12 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
             assert bytes_in == final[("twinbench_topic_bytes_out_total", "0")] > 100 * n
             topics = {s["labels"] for s in mine if s["metric"].startswith("twinbench_topic_")}
             assert len(topics) == 1  # the session's own topic only
-            assert ("process_cpu_seconds_total", "-1") in final or m["arch"] == "dsbs"
-    assert sides == {(a, s) for a in ("zk", "dsbs") for s in ("none", "sasl_ssl")}
+            # A service's process (ZooKeeper, node -1) is sampled on the zk twin only: the
+            # others have none beside their brokers.
+            assert (("process_cpu_seconds_total", "-1") in final) == (m["arch"] == "zk")
+            if m["arch"] == "raft":  # one broker, one voter: it leads its quorum
+                assert final[("twinbench_coordinator_raft_is_leader", "0")] == 1
+    assert sides == {(a, s) for a in ("zk", "dsbs", "raft") for s in ("none", "sasl_ssl")}
 
     report = tmp_path / "report"
     # In this process, on the run's Spark session (tests/integration/conftest.py): the same
@@ -78,18 +82,25 @@ def test_qos_smoke_samples_metrics_on_secured_and_plain_twins(
     cpu = [r for r in table if r["metric"] == "CPU usage (m core), brokers"]
     assert [r["side"] for r in cpu] == [
         "paper (Kafka, SASL+SSL)", "ZooKeeper, plaintext", "ZooKeeper, SASL_SSL",
-        "DSBS, plaintext", "DSBS, SASL_SSL"]
+        "DSBS, plaintext", "DSBS, SASL_SSL", "Raft, plaintext", "Raft, SASL_SSL"]
     assert float(cpu[0]["100 messages"]) == paper.loc[
         (paper["metric"] == "cpu_mcores") & (paper["messages"] == 100), "value"].item()
+    # ZooKeeper's CPU has a row of its own; DSBS and Raft have no service: no row, not 0.
+    service = [r for r in table if r["metric"] == "CPU usage (m core), services (ZooKeeper)"]
+    assert [r["side"] for r in service] == ["ZooKeeper, plaintext", "ZooKeeper, SASL_SSL"]
     stats = _rows(report / "qos_stats.csv")
     msgs_in = [s for s in stats if s["measure"] == "messages_in_per_s"]
-    assert len(msgs_in) == 4 * len(counts) and all(float(s["mean"]) > 0 for s in msgs_in)
+    assert len(msgs_in) == 6 * len(counts) and all(float(s["mean"]) > 0 for s in msgs_in)
     cost = _rows(report / "security_cost.csv")
-    assert {(c["arch"], c["security"]) for c in cost} == {("zk", "sasl_ssl"),
-                                                          ("dsbs", "sasl_ssl")}
+    assert {(c["arch"], c["security"]) for c in cost} == {
+        ("zk", "sasl_ssl"), ("dsbs", "sasl_ssl"), ("raft", "sasl_ssl")}
+    between = _rows(report / "security_between.csv")
+    assert {(b["other"], b["security"]) for b in between} == {
+        (o, s) for o in ("dsbs", "raft") for s in ("none", "sasl_ssl")}
     text = (report / "report.md").read_text()
     assert "**Table II, workload `qos-smoke`, streaming**" in text
     assert "What TLS and SASL cost each architecture" in text
+    assert "RAFT/ZK secured" in text and "DSBS/ZK secured" in text
     assert list(report.glob("qos-*.png"))
     # Secured rows stay out of the paper's comparison.
     assert all(r.get("security", "none") == "none" for r in _rows(report / "cell_stats.csv"))

@@ -20,12 +20,14 @@ actually saw added (the delay line's measurement: asked for plus its own latenes
 
 The model: a client waits for each request, so a role's wall time is its work (the rtt-0
 session's wall time) plus its round trips times the time added; round trips per client =
-the role's Kafka requests (counters.csv, by API), each plus the coordination requests it waits
-for (the zk twin's data-path ZooKeeper requests: its writes are the offset commits', the rest
-leadership checks of Produce and Fetch; none on DSBS, whose gossip never stands between a
-request and its answer), over the role's clients. `model` is the ratio it predicts from the
-rtt-0 sessions alone; `limit`, the ratio it tends to as the round trips swamp the work: round
-trips per record, ZK over DSBS.
+the role's Kafka requests (counters.csv, by API), each plus the round trips of the coordination
+requests it waits for (the zk twin's data-path ZooKeeper requests, one round trip each: its
+writes are the offset commits', the rest leadership checks of Produce and Fetch; on the Raft
+twin a ReadIndex barrier per check and a proposal per commit, each a quorum round plus, from a
+broker that is not the quorum's leader, a round trip to it; none on DSBS, whose gossip never
+stands between a request and its answer), over the role's clients. `model` is the ratio it
+predicts from the rtt-0 sessions alone; `limit`, the ratio it tends to as the round trips swamp
+the work: round trips per record, the baseline's over the other's (ZK over DSBS).
 """
 
 
@@ -36,12 +38,12 @@ def _rtt_policy(g: pd.DataFrame) -> str:
 
 
 def _sweep_ends(cmp: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
-    """Per sweep point (workload, grid point, policies, scenario, role): its rows at the
-    smallest and at the largest rtt."""
+    """Per sweep point (workload, grid point, policies, scenario, role) and architecture
+    compared with the baseline: its rows at the smallest and at the largest rtt."""
     keys = ["workload", "table", "msg_size", "batch", "offset_commit", "metadata_check",
-            "scenario", "role"]
+            "scenario", "role", "other"]
     out = []
-    for _, g in cmp.groupby(keys):
+    for _, g in cmp.groupby(keys, sort=False):
         g = g.sort_values("rtt_ms")
         out.append((g.iloc[0], g.iloc[-1]))
     return out
@@ -65,10 +67,12 @@ def rtt_headline(cmp: pd.DataFrame) -> str:
 def _rtt_reading(cmp: pd.DataFrame) -> str:
     """What the sweep says about a result measured across machines, per policy combination."""
     lines = ["**What this says about a separate-machine result.** "
-             "Per policy combination and role (split), the ratio at the smallest rtt swept "
-             "(one machine) and at the largest, beside the limit the round trips alone set:\n"]
+             "Per policy combination, role (split) and architecture, the ratio at the smallest "
+             "rtt swept (one machine) and at the largest, beside the limit the round trips "
+             "alone set:\n"]
     for first, last in _sweep_ends(cmp[cmp["scenario"] == "split"]):
-        lines.append(f"- {first['offset_commit']}+{first['metadata_check']}, {first['role']}: "
+        lines.append(f"- {first['offset_commit']}+{first['metadata_check']}, {first['role']}, "
+                     f"{first['other'].upper()}/{first['baseline'].upper()}: "
                      f"{fmt(first['ratio'])} at {fmt(first['rtt_ms'])} ms (CPU decides), "
                      f"{fmt(last['ratio'])} [{fmt(last['ratio_lo'])}, {fmt(last['ratio_hi'])}] "
                      f"at {fmt(last['rtt_ms'])} ms; limit {fmt(last['ratio_limit'])} "
@@ -82,32 +86,37 @@ def _rtt_reading(cmp: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _rtt_table(cmp: pd.DataFrame, archs: Archs) -> str:
+    """One policy combination's rows of one architecture beside the baseline."""
+    rows = []
+    for _, r in cmp.sort_values(["scenario", "role", "rtt_ms"]).iterrows():
+        base, other = archs[r["baseline"]], archs[r["other"]]
+        rows.append({
+            "scenario": r["scenario"], "role": r["role"], "rtt ms": fmt(r["rtt_ms"]),
+            "held ms": fmt(r["rtt_measured_baseline_ms"]),
+            f"{base.short_name} rps": fmt(r["rps_baseline"]),
+            f"{other.short_name} rps": fmt(r["rps_other"]),
+            archs.ratio_name(other): fmt(r["ratio"]),
+            "95% CI": interval(r["ratio_lo"], r["ratio_hi"]),
+            "model": fmt(r["ratio_model"]),
+            f"round trips/record {base.short_name}": fmt(r["round_trips_per_record_baseline"]),
+            f"round trips/record {other.short_name}": fmt(r["round_trips_per_record_other"]),
+            "limit": fmt(r["ratio_limit"]),
+        })
+    return md_table(pd.DataFrame(rows))
+
+
 def rtt_md(cmp: pd.DataFrame, archs: Archs = DEFAULT) -> str:
     if cmp.empty:
         return ("_No round-trip-time sweeps among the inputs (`twinbench run --workload "
                 "rtt`)._\n")
     parts = [RTT_INTRO]
     keys = ["workload", "table", "msg_size", "batch", "offset_commit", "metadata_check"]
-    for _, g in cmp.groupby(keys):
-        parts.append(f"**{_rtt_policy(g)}**\n")
-        rows = []
-        for _, r in g.sort_values(["scenario", "role", "rtt_ms"]).iterrows():
-            base, other = archs[r["baseline"]], archs[r["other"]]
-            rows.append({
-                "scenario": r["scenario"], "role": r["role"], "rtt ms": fmt(r["rtt_ms"]),
-                "held ms": fmt(r["rtt_measured_baseline_ms"]),
-                f"{base.short_name} rps": fmt(r["rps_baseline"]),
-                f"{other.short_name} rps": fmt(r["rps_other"]),
-                archs.ratio_name(other): fmt(r["ratio"]),
-                "95% CI": interval(r["ratio_lo"], r["ratio_hi"]),
-                "model": fmt(r["ratio_model"]),
-                f"round trips/record {base.short_name}":
-                    fmt(r["round_trips_per_record_baseline"]),
-                f"round trips/record {other.short_name}":
-                    fmt(r["round_trips_per_record_other"]),
-                "limit": fmt(r["ratio_limit"]),
-            })
-        parts.append(md_table(pd.DataFrame(rows)))
+    for _, policy in cmp.groupby(keys):
+        parts.append(f"**{_rtt_policy(policy)}**\n")
+        # One table per architecture compared with the baseline: its columns name both.
+        for _, g in sorted(policy.groupby("other"), key=lambda o: archs.rank(o[0])):
+            parts.append(_rtt_table(g, archs))
     parts.append(_rtt_reading(cmp))
     parts.append("Every column, per architecture too (records/s with its interval, round trips "
                  "per client, the delay line's CPU seconds): `rtt_stats.csv`, "

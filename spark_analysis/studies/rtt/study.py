@@ -26,7 +26,8 @@ class RttTables:
 
     ``sessions``: one row per session x role with its round trips (the model's input);
     ``stats``: per sweep point x rtt x arch, records/s with its CI and the model's prediction;
-    ``comparison``: ZooKeeper beside DSBS per point and rtt, measured and modelled ratios."""
+    ``comparison``: the baseline (ZooKeeper) beside every other architecture per point and
+    rtt, measured and modelled ratios."""
 
     sessions: pd.DataFrame = field(default_factory=_empty)
     stats: pd.DataFrame = field(default_factory=_empty)
