@@ -322,3 +322,28 @@ def test_a_reported_plant_never_fails_the_run_and_says_what_moved() -> None:
     assert result.ok and not result.blind
     text = "\n".join(regress.control_lines(result))
     assert "reported, not required: not caught" in text and "cost: dsbs+slow-append" in text
+
+
+def _verdict(layer: str, statistic: str, status: str) -> L.Verdict:
+    return L.Verdict(layer, statistic, 1.0, 1.2, 0.1, status)
+
+
+def test_a_confirming_run_fails_only_on_a_statistic_that_failed_before() -> None:
+    bad, good = "REGRESSION", L.OK
+    first = regress.CheckResult([_verdict("throughput", "zk split/production", bad),
+                                 _verdict("cost", "dsbs CPU", good)])
+    earlier = regress.failed_statistics(first)
+    assert earlier == {"throughput: zk split/production"}
+    # Noise: the second run fails another statistic. Not a regression.
+    other = regress.CheckResult([_verdict("throughput", "zk split/production", good),
+                                 _verdict("cost", "dsbs CPU", bad)])
+    ok, said = regress.confirmed(other, earlier)
+    assert ok and said.startswith("not confirmed") and "cost: dsbs CPU" in said
+    # A change of the code: the same statistic again.
+    same = regress.CheckResult([_verdict("throughput", "zk split/production", bad)])
+    ok, said = regress.confirmed(same, earlier)
+    assert not ok and "throughput: zk split/production" in said
+    # A control the confirming run did not catch still fails it.
+    blind = regress.CheckResult([], controls=[regress.ControlResult(
+        regress.Control("zk+x", "zk", ("exact",), "planted"), [])])
+    assert regress.confirmed(blind, earlier)[0] is False
