@@ -11,6 +11,7 @@ A run on one machine is the degenerate layout: every slot on ``LOCAL``.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import sys
@@ -135,21 +136,69 @@ class LocalMachine:
         return found, classpath
 
 
-def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
-    """``n`` distinct free TCP ports, found by binding port 0.
+# The lowest port handed out: below it sit well-known services (and ZooKeeper's 2181).
+_LOWEST_PORT = 10000
+# The range the kernel draws ephemeral ports from, where /proc cannot tell it (not Linux).
+_DEFAULT_EPHEMERAL = (32768, 60999)
 
-    All sockets stay open until every port is chosen, so the kernel cannot hand the same port
-    out twice; the (tiny) window between closing them and ZooKeeper binding is unavoidable.
-    """
-    socks: list[socket.socket] = []
+
+def _ephemeral_range() -> tuple[int, int]:
     try:
-        for _ in range(n):
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return _DEFAULT_EPHEMERAL
+
+
+def _claim(host: str, port: int) -> list[socket.socket] | None:
+    """Sockets holding ``port`` for TCP and for UDP, or None when either is taken."""
+    held: list[socket.socket] = []
+    try:
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            s = socket.socket(socket.AF_INET, kind)
+            held.append(s)
+            s.bind((host, port))
+        return held
+    except OSError:
+        for s in held:
+            s.close()
+        return None
+
+
+def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
+    """``n`` distinct ports free for both TCP and UDP, outside the kernel's ephemeral range.
+
+    Why outside it: a port found by binding port 0 is an ephemeral port, and once it is closed
+    the kernel may give it to any outgoing connection or unbound UDP socket on the machine before
+    the broker binds it (CI lost a DSBS gossip port that way). Ports below the ephemeral range
+    are never handed out implicitly, so only another caller of this function could take one;
+    ports are drawn at random so two concurrent callers rarely draw the same one. Both protocols
+    are checked because a DSBS broker gossips over UDP on the port it is given. Every socket
+    stays open until all ``n`` are chosen, so the same port is never returned twice.
+    """
+    low, _high = _ephemeral_range()
+    pool = list(range(_LOWEST_PORT, low)) if low - _LOWEST_PORT >= 4 * n + 1000 else []
+    random.SystemRandom().shuffle(pool)
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        for port in pool:
+            if len(ports) == n:
+                break
+            claimed = _claim(host, port)
+            if claimed is not None:
+                held.extend(claimed)
+                ports.append(port)
+        while len(ports) < n:
+            # No room below the ephemeral range (a tuned kernel): fall back to the kernel's choice.
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
             s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+            ports.append(s.getsockname()[1])
+        return ports
     finally:
-        for s in socks:
+        for s in held:
             s.close()
 
 

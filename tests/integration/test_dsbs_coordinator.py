@@ -26,6 +26,7 @@ from brokers.core.errors import InvalidReplicationFactor, TopicAlreadyExists
 from brokers.dsbs_broker.config import DsbsConfig, GossipConfig
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
 from brokers.dsbs_broker.packets.wire import Status
+from harness.cluster.machines import free_ports
 from tests.support.dsbs_member import KEY
 
 pytestmark = pytest.mark.integration
@@ -34,15 +35,7 @@ SCENARIO_TIMEOUT_S = 90.0
 
 
 def _free_udp_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    return free_ports(n)
 
 
 async def _until(cond: Callable[[], bool], timeout: float, what: str) -> float:

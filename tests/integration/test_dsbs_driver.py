@@ -22,6 +22,7 @@ from brokers.dsbs_broker.config import DsbsConfig, GossipConfig, GossipLimits
 from brokers.dsbs_broker.coordinator import DsbsCoordinator
 from brokers.dsbs_broker.gossip.swim import SwimNode
 from brokers.dsbs_broker.gossip.udp import GossipDriver, bind
+from harness.cluster.machines import free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -143,11 +144,7 @@ def test_receive_queue_is_capped_while_the_loop_is_busy():
 
 
 def _free_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1)[0]
 
 
 def test_host_names_are_resolved_once_at_start(tmp_path: Path):

@@ -52,6 +52,7 @@ from brokers.dsbs_broker.packets.wire import (
 )
 from brokers.dsbs_broker.tables.validation import MAX_INCARNATION
 from harness.architectures.dsbs import write_gossip_key
+from harness.cluster.machines import free_ports
 from harness.cluster.processes import ManagedProcess
 from tests.support.ops import create_topic, eventually
 
@@ -112,9 +113,7 @@ class Target:
 
 
 def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @pytest.fixture(scope="module")
