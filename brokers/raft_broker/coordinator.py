@@ -43,7 +43,6 @@ import logging
 import random
 import secrets
 import time
-import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -65,6 +64,7 @@ from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
     KafkaError,
+    NotCoordinator,
     RequestTimedOut,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
@@ -590,11 +590,11 @@ class RaftCoordinator:
 
     # --- groups -----------------------------------------------------------------------------
     def group_coordinator(self, group_id: str) -> BrokerInfo:
-        brokers = self.cluster().brokers
-        if not brokers:
+        # The image's rule, the one it fences offset writes by.
+        node_id = self.image.group_coordinator(group_id)
+        if node_id is None:
             raise CoordinatorNotAvailable("no live brokers known")
-        # crc32, not hash(): every broker must compute the same answer (str hashes are salted).
-        return brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
+        return self.image.brokers[node_id].info
 
     async def _group_write(self, record: Record) -> None:
         await self._propose(record, self._deadline(), CoordinatorNotAvailable)
@@ -610,13 +610,22 @@ class RaftCoordinator:
         await self._group_write(RecordOwners(group_id, tuple(
             Owner(tp.topic, tp.partition, m) for tp, m in sorted(owners.items()))))
 
+    async def _offsets_write(self, record: CommitOffsets | DeleteOffsets) -> None:
+        """Commit an offset write fenced by this broker's hold on the group: a write it keeps
+        resending after it lost the group (cut off, then healed) is refused, not applied
+        behind the next coordinator's newer commits (image.py, ``_lost_group``)."""
+        _, answer = await self._propose(record, self._deadline(), CoordinatorNotAvailable)
+        if not answer.applied:
+            raise NotCoordinator(f"group {record.group!r}: {answer.reason}")
+
     async def commit_offsets(self, group_id: str,
                              offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         # Generation -1: the core's group state machine fences commits by its generation
         # before they get here; the record's fencing is for a coordinator of the log's own.
-        await self._group_write(CommitOffsets(group_id, -1, tuple(
+        await self._offsets_write(CommitOffsets(group_id, -1, tuple(
             CommittedOffset(tp.topic, tp.partition, o.offset, o.metadata, o.leader_epoch,
-                            o.commit_timestamp_ms) for tp, o in offsets.items())))
+                            o.commit_timestamp_ms) for tp, o in offsets.items()),
+            self._node_id, self.image.applied_index))
 
     async def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None
                             ) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -632,8 +641,9 @@ class RaftCoordinator:
 
     async def delete_offsets(self, group_id: str,
                              partitions: Iterable[TopicPartition] | None) -> None:
-        await self._group_write(DeleteOffsets(group_id, None if partitions is None else tuple(
-            (tp.topic, tp.partition) for tp in partitions)))
+        await self._offsets_write(DeleteOffsets(group_id, None if partitions is None else tuple(
+            (tp.topic, tp.partition) for tp in partitions), self._node_id,
+            self.image.applied_index))
 
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

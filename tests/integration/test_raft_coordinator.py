@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brokers.core.coordinator import BrokerInfo, OffsetAndMetadata, TopicPartition
-from brokers.core.errors import TopicAlreadyExists, UnknownTopicOrPartition
+from brokers.core.errors import NotCoordinator, TopicAlreadyExists, UnknownTopicOrPartition
 from brokers.raft_broker.config import RaftBrokerConfig
 from brokers.raft_broker.coordinator import RaftCoordinator
 from brokers.raft_broker.raft.config import RaftConfig
@@ -81,7 +81,13 @@ def test_the_coordinators_agree_fail_over_and_catch_up(tmp_path: Path) -> None:
                        if isinstance(r, BaseException))
 
             tp = TopicPartition("t1", 0)
-            await cluster.nodes[0].commit_offsets("g", {tp: OffsetAndMetadata(42)})
+            owner = cluster.nodes[0].group_coordinator("g").node_id
+            await cluster.nodes[owner].commit_offsets("g", {tp: OffsetAndMetadata(42)})
+            assert (await cluster.nodes[2].fetch_offsets("g", None))[tp].offset == 42
+            # Only the group's coordinator may write its offsets (the log fences the others).
+            other = cluster.nodes[(owner + 1) % 3]
+            with pytest.raises(NotCoordinator, match="no longer coordinates"):
+                await other.commit_offsets("g", {tp: OffsetAndMetadata(7)})
             assert (await cluster.nodes[2].fetch_offsets("g", None))[tp].offset == 42
             pids = [await c.allocate_producer_id() for c in cluster.nodes.values()]
             assert len(set(pids)) == 3
@@ -103,9 +109,9 @@ def test_the_coordinators_agree_fail_over_and_catch_up(tmp_path: Path) -> None:
             await rest[0].delete_topic("t1")
             with pytest.raises(UnknownTopicOrPartition):
                 await rest[1].delete_topic("t1")
+            owner = cluster.nodes[rest[0].group_coordinator("g").node_id]
             for n in range(20):
-                await rest[n % 2].commit_offsets("g", {TopicPartition("race", 0):
-                                                       OffsetAndMetadata(n)})
+                await owner.commit_offsets("g", {TopicPartition("race", 0): OffsetAndMetadata(n)})
             assert cluster.deleted[rest[0].node_id] == ["t1"]
 
             back = await cluster.start(gone.node_id)

@@ -19,6 +19,7 @@ keeps in place of the records.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -58,7 +59,9 @@ from brokers.raft_broker.metadata.records import (
 
 # The snapshot format; a snapshot of another version is refused, never guessed at.
 # 2: the recent proposal tokens and their outcomes.
-SNAPSHOT_VERSION = 2
+# 3: the index at which the live brokers last changed (version 2 restores it as the snapshot's
+#    own index: offset writes decided before it are then refused, never wrongly applied).
+SNAPSHOT_VERSION = 3
 # How many proposals' tokens the image remembers with their outcome: a retry arriving after
 # this many other tagged proposals were applied is applied again. A proposer retries for at
 # most its request timeout (15 s), far fewer proposals than this at any rate measured here.
@@ -137,6 +140,9 @@ class MetadataImage:
         self.applied_index = 0
         # token -> outcome of the recent tagged proposals, oldest first (RECENT_TOKENS).
         self.recent: dict[str, Outcome] = {}
+        # The index of the last record that changed the live (unfenced) brokers: the set that
+        # places every group's coordinator (``group_coordinator``).
+        self.live_changed_at = 0
 
     # --- applying ---------------------------------------------------------------------------
     def apply_entry(self, index: int, data: bytes) -> tuple[Record | None, Outcome]:
@@ -184,6 +190,8 @@ class MetadataImage:
         entry = self.brokers.get(r.broker_id)
         if entry is None or entry.epoch != r.epoch:
             return Outcome(False, f"broker {r.broker_id} is not registered at epoch {r.epoch}")
+        if entry.fenced != r.fenced:
+            self.live_changed_at = index
         entry.fenced = r.fenced
         return Outcome(True)
 
@@ -191,6 +199,8 @@ class MetadataImage:
         entry = self.brokers.get(r.broker_id)
         if entry is None or entry.epoch != r.epoch:
             return Outcome(False, f"broker {r.broker_id} is not registered at epoch {r.epoch}")
+        if not entry.fenced:
+            self.live_changed_at = index
         del self.brokers[r.broker_id]
         return Outcome(True)
 
@@ -286,7 +296,33 @@ class MetadataImage:
         group.generation += 1
         return Outcome(True)
 
+    def _lost_group(self, group: str, proposer: int, decided_at: int) -> str:
+        """Why ``proposer`` may not write ``group``'s offsets any more ("" if it may): it no
+        longer coordinates the group, or it may have lost it and won it back since it decided
+        (the live brokers changed), so another coordinator may have written meanwhile. The
+        second test refuses some writes that were safe; their client hears NOT_COORDINATOR and
+        retries, as a Kafka client does when the offsets partition moves."""
+        if proposer < 0:
+            return ""
+        coordinator = self.group_coordinator(group)
+        if coordinator != proposer:
+            return (f"broker {proposer} no longer coordinates group {group!r} (broker "
+                    f"{coordinator} does)")
+        if self.live_changed_at > decided_at:
+            return (f"the live brokers changed at index {self.live_changed_at}, after broker "
+                    f"{proposer} decided at {decided_at}")
+        return ""
+
+    def group_coordinator(self, group: str) -> int | None:
+        """The broker coordinating ``group``: one of the live brokers, picked by the group's
+        crc32 (not hash(): str hashes are salted per process, and every broker must agree)."""
+        live = self.live_brokers()
+        return live[zlib.crc32(group.encode("utf-8")) % len(live)] if live else None
+
     def _commit_offsets(self, index: int, r: CommitOffsets) -> Outcome:
+        lost = self._lost_group(r.group, r.proposer, r.decided_at)
+        if lost:
+            return Outcome(False, lost)
         group = self._group(r.group)
         if r.generation >= 0 and r.generation != group.generation:
             return Outcome(False, f"group {r.group!r} is at generation {group.generation}, "
@@ -297,6 +333,9 @@ class MetadataImage:
         return Outcome(True)
 
     def _delete_offsets(self, index: int, r: DeleteOffsets) -> Outcome:
+        lost = self._lost_group(r.group, r.proposer, r.decided_at)
+        if lost:
+            return Outcome(False, lost)
         group = self.groups.get(r.group)
         if group is not None:
             if r.partitions is None:
@@ -348,6 +387,7 @@ class MetadataImage:
                        for name, g in sorted(self.groups.items())],
             "recent": [[token, o.applied, o.reason, o.topic_id, o.first_producer_id]
                        for token, o in self.recent.items()],
+            "live_changed_at": self.live_changed_at,
         }
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -356,11 +396,13 @@ class MetadataImage:
         """The image a ``snapshot()`` holds; ValueError for anything else."""
         try:
             doc = json.loads(data)
-            if doc.get("version") != SNAPSHOT_VERSION:
-                raise ValueError(f"snapshot version {doc.get('version')!r}, expected "
-                                 f"{SNAPSHOT_VERSION}")
+            version = doc.get("version")
+            if version not in (2, SNAPSHOT_VERSION):
+                raise ValueError(f"snapshot version {version!r}, expected {SNAPSHOT_VERSION}")
             image = cls()
             image.applied_index = int(doc["applied_index"])
+            image.live_changed_at = int(doc["live_changed_at"] if version == SNAPSHOT_VERSION
+                                        else image.applied_index)
             image.next_producer_id = int(doc["next_producer_id"])
             for node_id, host, port, rack, epoch, fenced in doc["brokers"]:
                 image.brokers[node_id] = BrokerEntry(BrokerInfo(node_id, host, port, rack),

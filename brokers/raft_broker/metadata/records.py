@@ -168,19 +168,31 @@ class RecordOwners:
 @dataclass(frozen=True, slots=True)
 class CommitOffsets:
     """Committed offsets of a group, decided by a coordinator that saw the group at
-    ``generation`` (-1: unfenced, a commit outside any rebalance of a member group)."""
+    ``generation`` (-1: unfenced, a commit outside any rebalance of a member group).
+
+    ``proposer`` and ``decided_at`` fence a coordinator that lost the group: the broker that
+    decided the commit and the index its image had applied then. The image applies the commit
+    only if that broker still coordinates the group and the live brokers (which place the
+    group) have not changed since ``decided_at`` (-1, -1: unguarded, a record of an older
+    log). Without them, a commit an isolated coordinator kept resending landed after the heal,
+    behind a newer commit of the group's next coordinator, and moved the offset backwards."""
 
     group: str
     generation: int
     offsets: tuple[CommittedOffset, ...]
+    proposer: int = -1
+    decided_at: int = -1
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteOffsets:
-    """Offsets of ``partitions`` (topic, partition), or every one of the group's (None)."""
+    """Offsets of ``partitions`` (topic, partition), or every one of the group's (None);
+    ``proposer`` and ``decided_at`` fence it as they fence ``CommitOffsets``."""
 
     group: str
     partitions: tuple[tuple[str, int], ...] | None
+    proposer: int = -1
+    decided_at: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +217,9 @@ KINDS: dict[type, int] = {
     AllocateProducerIds: 14,
 }
 _BY_KIND = {k: t for t, k in KINDS.items()}
+# Record types whose last two fields (proposer, decided_at) were added later: an entry of an
+# older log without them decodes to the unguarded defaults.
+_GUARDED: frozenset[type] = frozenset({CommitOffsets, DeleteOffsets})
 
 
 # --- the codec ----------------------------------------------------------------------------------
@@ -324,8 +339,8 @@ _FIELDS: Mapping[type, tuple[Callable[[Any], Any], ...]] = {
     RegisterMember: (_str, _str, _str, _str),
     UnregisterMember: (_str, _str),
     RecordOwners: (_str, lambda v: tuple(_owner(x) for x in _list(v))),
-    CommitOffsets: (_str, _int, lambda v: tuple(_committed(x) for x in _list(v))),
-    DeleteOffsets: (_str, _partitions),
+    CommitOffsets: (_str, _int, lambda v: tuple(_committed(x) for x in _list(v)), _int, _int),
+    DeleteOffsets: (_str, _partitions, _int, _int),
     AllocateProducerIds: (_id, _id),
 }
 
@@ -356,6 +371,8 @@ def _record(items: list[Any]) -> Record:
         raise RecordDecodeError(f"unknown record kind {items[0] if items else None!r}")
     cls = _BY_KIND[items[0]]
     decoders = _FIELDS[cls]
+    if cls in _GUARDED and len(items) == len(decoders) - 1:
+        decoders = decoders[:-2]
     if len(items) != len(decoders) + 1:
         raise RecordDecodeError(f"{cls.__name__}: {len(items) - 1} fields, expected "
                                 f"{len(decoders)}")

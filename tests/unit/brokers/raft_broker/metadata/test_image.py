@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 
 from hypothesis import given, settings
@@ -127,6 +128,71 @@ def test_commits_of_an_older_generation_are_fenced() -> None:
     assert image.groups["g"].offsets == {}
 
 
+def _three_live() -> MetadataImage:
+    image, _ = _image(*BROKERS, r.RegisterBroker(2, "h2", 9092, None), r.FenceBroker(0, 1, False),
+                      r.FenceBroker(1, 2, False), r.FenceBroker(2, 3, False), _topic("a"))
+    return image
+
+
+def test_an_offset_write_kept_by_a_coordinator_that_lost_the_group_is_refused() -> None:
+    # The nemesis's seed 358241237: the group's coordinator is cut off while its commit is in
+    # flight; it is fenced, the group moves, the next coordinator commits further; the cut one
+    # is unfenced (the group may come back to it) and its old commit arrives at the leader.
+    image = _three_live()
+    old = image.group_coordinator("g")
+    assert old is not None
+    decided_at = image.applied_index
+    tp = TopicPartition("a", 0)
+
+    def commit(offset: int, proposer: int, at: int) -> r.CommitOffsets:
+        return r.CommitOffsets("g", -1, (r.CommittedOffset("a", 0, offset, None, -1, -1),),
+                               proposer, at)
+
+    assert image.apply(8, commit(100, old, decided_at)).applied
+    assert image.apply(9, r.FenceBroker(old, old + 1, True)).applied
+    new = image.group_coordinator("g")
+    assert new is not None and new != old
+    refused = image.apply(10, commit(150, old, decided_at))
+    assert not refused.applied and "no longer coordinates" in refused.reason
+    assert image.apply(11, commit(200, new, image.applied_index)).applied
+    assert image.apply(12, r.FenceBroker(old, old + 1, False)).applied
+    # Broker ``old`` coordinates "g" again, but decided before the live brokers changed.
+    assert image.group_coordinator("g") == old
+    late = image.apply(13, commit(120, old, decided_at))
+    assert not late.applied and "live brokers changed at index 12" in late.reason
+    assert image.groups["g"].offsets[tp].offset == 200
+    # Decided on the image as it is now, its commits are taken again; a deletion alike.
+    assert image.apply(14, commit(250, old, image.applied_index)).applied
+    assert not image.apply(15, r.DeleteOffsets("g", None, new, 13)).applied
+    assert image.apply(16, r.DeleteOffsets("g", None, old, 15)).applied
+    assert image.groups["g"].offsets == {}
+
+
+def test_an_unguarded_offset_write_of_an_older_log_is_applied() -> None:
+    image = _three_live()
+    image.apply(8, r.FenceBroker(0, 1, True))
+    # An entry written before the guard (three fields) decodes to proposer -1: unguarded.
+    old_entry = b'[12,"g",-1,[["a",0,7,null,-1,-1]]]'
+    record = r.decode(old_entry)
+    assert isinstance(record, r.CommitOffsets) and record.proposer == -1
+    assert image.apply(9, record).applied
+    guarded = r.CommitOffsets("g", -1, (), 2, 8)
+    assert r.decode(r.encode(guarded)) == guarded
+
+
+def test_a_version_2_snapshot_refuses_offset_writes_decided_before_it() -> None:
+    image = _three_live()
+    doc = json.loads(image.snapshot())
+    del doc["live_changed_at"]
+    doc["version"] = 2
+    restored = MetadataImage.restore(json.dumps(doc).encode())
+    assert restored.live_changed_at == restored.applied_index == image.applied_index
+    coordinator = restored.group_coordinator("g")
+    assert coordinator is not None
+    assert not restored.apply(8, r.CommitOffsets("g", -1, (), coordinator, 6)).applied
+    assert restored.apply(9, r.CommitOffsets("g", -1, (), coordinator, 7)).applied
+
+
 def test_producer_id_blocks_never_overlap() -> None:
     _, out = _image(r.AllocateProducerIds(0, 1000), r.AllocateProducerIds(1, 1000))
     assert (out[0].first_producer_id, out[1].first_producer_id) == (0, 1000)
@@ -160,7 +226,8 @@ def _random_log(rng: random.Random, n: int) -> list[r.Record]:
             out.append(r.RecordOwners("g", (r.Owner("t0", 0, f"m{rng.randrange(3)}"),)))
         elif k == 5:
             out.append(r.CommitOffsets("g", rng.randrange(-1, 3), (r.CommittedOffset(
-                f"t{rng.randrange(5)}", 0, rng.randrange(100), None, -1, -1),)))
+                f"t{rng.randrange(5)}", 0, rng.randrange(100), None, -1, -1),),
+                rng.randrange(-1, 4), rng.randrange(-1, len(out) + 1)))
         elif k == 6:
             out.append(r.DeleteTopic(tid))
         elif k == 7:
