@@ -269,6 +269,15 @@ class Coordinator(Protocol):
     def group_coordinator(self, group_id: str) -> BrokerInfo:
         """The broker coordinating ``group_id``; raises CoordinatorNotAvailable if none."""
 
+    def coordination_epoch(self, group_id: str) -> int:
+        """A number that changes whenever this broker's hold on ``group_id`` may have lapsed
+        since it was last asked: the brokers that place groups changed (a broker left or came
+        back, this one included). The core forgets what it keeps of the group in memory
+        (members, generation) when it changes, as Kafka unloads a group whose offsets
+        partition it stopped leading: a member of the old hold must rejoin, not commit under a
+        generation the group's next coordinators never saw. Changing too often costs a
+        rebalance, never correctness."""
+
     async def register_member(self, group_id: str, member: MemberRecord) -> None:
         """Record a member in the membership registry (ZK: /consumers/<g>/ids/<m>)."""
 

@@ -47,6 +47,7 @@ from brokers.core.errors import (
     KafkaError,
     MemberIdRequired,
     NonEmptyGroup,
+    NotCoordinator,
     RebalanceInProgress,
     UnknownMemberId,
 )
@@ -157,6 +158,9 @@ class _Group:
     rebalance_deadline: float = 0.0
     # group.instance.id -> the member id its current incarnation joined with (KIP-345).
     static_members: dict[str, str] = field(default_factory=dict)
+    # The coordinator's coordination_epoch when this broker took the group: once it moves,
+    # the hold may have lapsed and this state is forgotten (``GroupCoordinator._held``).
+    epoch: int = 0
 
 
 class GroupCoordinator:
@@ -178,7 +182,7 @@ class GroupCoordinator:
 
     # --- introspection ----------------------------------------------------------------------
     def describe(self, group_id: str) -> tuple[GroupState, int, list[str]]:
-        group = self._groups.get(group_id)
+        group = self._held(group_id)
         if group is None:
             return GroupState.EMPTY, 0, []
         return group.state, group.generation, list(group.members)
@@ -189,7 +193,7 @@ class GroupCoordinator:
 
     def description(self, group_id: str) -> GroupDescription | None:
         """What DescribeGroups reports about one group; None when this broker holds none."""
-        group = self._groups.get(group_id)
+        group = self._held(group_id)
         if group is None:
             return None
         protocol = group.protocol_name or ""
@@ -220,7 +224,10 @@ class GroupCoordinator:
         self._check_join(group_id, session_timeout_ms)
         if rebalance_timeout_ms < 0:  # JoinGroup v0 has none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
-        group = self._groups.setdefault(group_id, _Group(group_id))
+        group = self._held(group_id)
+        if group is None:
+            group = self._groups[group_id] = _Group(
+                group_id, epoch=self._coordinator.coordination_epoch(group_id))
         if not protocols or (
             group.members
             and (
@@ -509,7 +516,7 @@ class GroupCoordinator:
         """A member leaves; from LeaveGroup v3 it may be named by ``group_instance_id``
         alone (member id ""), and the static member holding that id leaves."""
         if group_instance_id is not None and not member_id:
-            group = self._groups.get(group_id)
+            group = self._held(group_id)
             member_id = (group.static_members.get(group_instance_id, "") if group else "")
             if not member_id:
                 raise UnknownMemberId(
@@ -530,7 +537,7 @@ class GroupCoordinator:
     ) -> None:
         if not group_id:
             raise InvalidGroupId("empty group id")
-        group = self._groups.get(group_id)
+        group = self._held(group_id)
         manual = generation_id < 0 and not member_id
         if not manual:
             # Members of a managed group commit under their current generation only.
@@ -547,7 +554,7 @@ class GroupCoordinator:
     async def delete_group(self, group_id: str) -> None:
         """DeleteGroups: an empty group (or one known only by its offsets) is forgotten and
         its committed offsets deleted; NON_EMPTY_GROUP while it has members."""
-        group = self._groups.get(group_id)
+        group = self._held(group_id)
         if group is not None and group.members:
             raise NonEmptyGroup(f"group {group_id!r} has {len(group.members)} members")
         if group is None and not await self._coordinator.fetch_offsets(group_id, None):
@@ -563,6 +570,8 @@ class GroupCoordinator:
         passed."""
         now = self._clock()
         for group in list(self._groups.values()):
+            if self._held(group.group_id) is None:
+                continue  # forgotten: this broker's hold on it may have lapsed
             if group.pending_ids:
                 for member_id in [m for m, t in group.pending_ids.items() if t <= now]:
                     del group.pending_ids[member_id]
@@ -589,12 +598,39 @@ class GroupCoordinator:
             await task
 
     # --- helpers ----------------------------------------------------------------------------
+    def _held(self, group_id: str) -> _Group | None:
+        """The group as this broker holds it, or None. A group taken under an earlier
+        coordination epoch is forgotten first: the broker may have lost it and won it back
+        meanwhile (cut off, fenced, healed), and the group's coordinators in between knew
+        other members and generations. Its members hear NOT_COORDINATOR on a pending join or
+        sync and UNKNOWN_MEMBER_ID afterwards, and rejoin; so a member that kept reading from
+        its old assignment cannot commit under the old generation (the nemesis saw one move a
+        committed offset backwards on the Raft twin)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        try:
+            epoch = self._coordinator.coordination_epoch(group_id)
+        except KafkaError:
+            return group  # no answer now (not started, closing): keep it until there is one
+        if epoch == group.epoch:
+            return group
+        log.info("group %s: forgotten at generation %d with %d members (coordination epoch "
+                 "%d -> %d: this broker may have lost the group meanwhile)", group_id,
+                 group.generation, len(group.members), group.epoch, epoch)
+        del self._groups[group_id]
+        lapsed = NotCoordinator(f"this broker's hold on group {group_id!r} lapsed")
+        for m in group.members.values():
+            self._fail(m.join_waiter, lapsed)
+            self._fail(m.sync_waiter, lapsed)
+        return None
+
     def _member(
         self, group_id: str, member_id: str, group_instance_id: str | None = None
     ) -> tuple[_Group, _Member]:
         """The group and member a request names; a request naming a static member's instance
         id under another member id comes from a replaced incarnation: FENCED_INSTANCE_ID."""
-        group = self._groups.get(group_id)
+        group = self._held(group_id)
         if group is not None and group_instance_id is not None:
             holder = group.static_members.get(group_instance_id)
             if holder is not None and holder != member_id:

@@ -211,6 +211,9 @@ class LocalCoordinator(GroupRegistry):
             raise CoordinatorNotAvailable("broker not started")
         return self._me
 
+    def coordination_epoch(self, group_id: str) -> int:
+        return 0  # one broker coordinates every group, always
+
     async def commit_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> None:

@@ -184,6 +184,10 @@ class DsbsCoordinator(GroupRegistry):
         self._persisted_incarnation = 0
         self._coord_cache: dict[str, BrokerInfo] = {}
         self._coord_cache_version = -1
+        # coordination_epoch(): bumped whenever the live members (which place groups) change.
+        self._live_epoch = 0
+        self._live_epoch_ids: tuple[int, ...] = ()
+        self._live_epoch_version = -1
         # partition_state(fresh=True) answers: a pure function of the member table and the topic
         # records, so kept until either version moves (the per_request check runs per request).
         self._part_cache: dict[tuple[str, int], PartitionState] = {}
@@ -807,6 +811,19 @@ class DsbsCoordinator(GroupRegistry):
         self._listeners.append(listener)
 
     # --- groups -----------------------------------------------------------------------------
+    def coordination_epoch(self, group_id: str) -> int:
+        # This broker's own count of changes to the live members it places groups by: no
+        # consensus, so no cluster-wide epoch; a broker cut off sees its peers die, and that
+        # is a change too.
+        node = self.node
+        if self._live_epoch_version != node.members.version:
+            self._live_epoch_version = node.members.version
+            live = tuple(node.members.live_ids())
+            if live != self._live_epoch_ids:
+                self._live_epoch_ids = live
+                self._live_epoch += 1
+        return self._live_epoch
+
     def group_coordinator(self, group_id: str) -> BrokerInfo:
         node = self.node
         if self._coord_cache_version != node.members.version:

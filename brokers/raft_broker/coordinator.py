@@ -596,6 +596,11 @@ class RaftCoordinator:
             raise CoordinatorNotAvailable("no live brokers known")
         return self.image.brokers[node_id].info
 
+    def coordination_epoch(self, group_id: str) -> int:
+        # The index at which the live brokers last changed: a log-wide epoch, so the core
+        # forgets a group at the same change the image fences this broker's offset writes by.
+        return self.image.live_changed_at
+
     async def _group_write(self, record: Record) -> None:
         await self._propose(record, self._deadline(), CoordinatorNotAvailable)
 

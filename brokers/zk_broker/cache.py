@@ -203,6 +203,12 @@ class MetadataCache:
     def live_broker_ids(self) -> frozenset[int]:
         return frozenset(self._brokers)
 
+    @property
+    def brokers_epoch(self) -> int:
+        """The pzxid of ``/brokers/ids`` as last read: it changes with every registration and
+        departure (-1 before the first read)."""
+        return self._brokers_pzxid
+
     def assignments(self) -> Mapping[str, Mapping[int, tuple[int, ...]]]:
         return self._assignments
 

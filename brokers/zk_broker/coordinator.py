@@ -307,6 +307,12 @@ class ZkCoordinator:
         # crc32, not hash(): every broker must compute the same answer (str hashes are salted).
         return brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
 
+    def coordination_epoch(self, group_id: str) -> int:
+        # /brokers/ids's pzxid: ZooKeeper's zxid of the last broker that registered or left,
+        # this one's new session included. Cluster-wide, and it moves even when a broker left
+        # and came back between two reads of the children.
+        return self._cache.brokers_epoch
+
     async def register_member(self, group_id: str, member: MemberRecord) -> None:
         await self._group_znodes.register_member(group_id, member)
 

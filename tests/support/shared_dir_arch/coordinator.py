@@ -169,6 +169,9 @@ class SharedDirCoordinator(LocalCoordinator):
             raise CoordinatorNotAvailable("no member known yet")
         return self._peers[zlib.crc32(group_id.encode()) % len(self._peers)]
 
+    def coordination_epoch(self, group_id: str) -> int:
+        return len(self._peers)  # the peers only grow here
+
     async def allocate_producer_id(self) -> int:
         pid = self._pids * STRIPE + self.node_id
         self._pids += 1

@@ -13,6 +13,7 @@ from brokers.core.errors import (
     IllegalGeneration,
     InconsistentGroupProtocol,
     InvalidSessionTimeout,
+    NotCoordinator,
     RebalanceInProgress,
     UnknownMemberId,
 )
@@ -26,6 +27,11 @@ class Registry:
         self.members: dict[str, dict[str, MemberRecord]] = {}
         self.owners: dict[str, dict[TopicPartition, str]] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # What coordination_epoch answers: a test moves it to say the hold may have lapsed.
+        self.epoch = 0
+
+    def coordination_epoch(self, group_id):
+        return self.epoch
 
     async def register_member(self, group_id, member):
         self.members.setdefault(group_id, {})[member.member_id] = member
@@ -446,5 +452,43 @@ def test_leave_group_by_instance_id_alone_removes_the_static_member():
             groups.leave(group_id="g", member_id="", group_instance_id="b")
         with pytest.raises(FencedInstanceId):  # the id is a's, not this member's
             groups.leave(group_id="g", member_id="someone-else", group_instance_id="a")
+
+    asyncio.run(scenario())
+
+
+def test_a_group_held_under_an_earlier_coordination_epoch_is_forgotten():
+    # The Raft twin's nemesis: the coordinator is cut off, the group moves and rebalances
+    # elsewhere, then comes back here. A member that kept reading from its old assignment
+    # must not commit under the generation this broker still held.
+    async def scenario():
+        groups, registry, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id,
+                          assignments={a.member_id: b"0"})
+        tp = TopicPartition("t", 0)
+        await groups.commit(group_id="g", generation_id=1, member_id=a.member_id,
+                            offsets={tp: OffsetAndMetadata(10)})
+        b_join = asyncio.ensure_future(groups.join(**join_args(client_id="d")))
+        await settle(groups, clock)
+        registry.epoch += 1  # the brokers that place groups changed
+        await settle(groups, clock)  # the next tick forgets the group
+        with pytest.raises(NotCoordinator):
+            await b_join  # a pending join hears it, and finds the coordinator again
+        with pytest.raises(UnknownMemberId):
+            await groups.commit(group_id="g", generation_id=1, member_id=a.member_id,
+                                offsets={tp: OffsetAndMetadata(5)})
+        with pytest.raises(UnknownMemberId):
+            groups.heartbeat(group_id="g", generation_id=1, member_id=a.member_id)
+        assert registry.offsets["g"][tp].offset == 10
+        assert groups.describe("g") == (GroupState.EMPTY, 0, [])
+        # Joined again, the group is taken under the new epoch and kept while it holds.
+        again = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a2 = await again
+        assert a2.member_id != a.member_id and groups.describe("g")[2] == [a2.member_id]
+        await settle(groups, clock, 1.0)
+        assert groups.describe("g")[2] == [a2.member_id]
 
     asyncio.run(scenario())
