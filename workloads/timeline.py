@@ -14,6 +14,7 @@ Kinds: ``produced`` (records acknowledged), ``consumed`` (records delivered), ``
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,16 +113,21 @@ class Timeline:
         out._e2e = [list(zip(b[::2], b[1::2], strict=True)) for b in doc["e2e"]]
         return out
 
-    def longest_gap(self, kind: str, until: float | None = None) -> Gap | None:
+    def longest_gap(self, kind: str, until: float | Mapping[int, float] | None = None
+                    ) -> Gap | None:
         """The longest silence of ``kind`` on any one partition between its first event and
-        ``until`` (a perf_counter time; a partition silent from its last event until then
-        counts that silence). None when nothing of that kind happened."""
+        ``until`` (a perf_counter time, or one per partition; a partition silent from its last
+        event until then counts that silence). None when nothing of that kind happened.
+
+        Per partition when the partitions' work ends at different times: a producer that sent
+        all its records is done, not stalled, while another is still catching up."""
         best: Gap | None = None
         for (k, partition), (_, last, gap, gap_start) in self._spans.items():
             if k != kind:
                 continue
-            if until is not None and until - last > gap:
-                gap, gap_start = until - last, last
+            end = until.get(partition) if isinstance(until, Mapping) else until
+            if end is not None and end - last > gap:
+                gap, gap_start = end - last, last
             if best is None or gap > best.seconds:
                 best = Gap(gap, partition, gap_start - self.t0)
         return best

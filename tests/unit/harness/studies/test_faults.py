@@ -216,6 +216,10 @@ def test_timeline_buckets_and_the_longest_silence_per_partition():
     # A partition silent since its last ack until the end of production counts that silence.
     tail = tl.longest_gap("produced", until=106.0)
     assert tail is not None and tail.partition == 0 and tail.seconds == pytest.approx(5.3)
+    # Unless that partition's producer was done by then: its end is its own, not the last
+    # producer's (a producer that sent all its records early is not a stalled partition).
+    ends = tl.longest_gap("produced", until={0: 100.7, 1: 106.0})
+    assert ends is not None and ends.partition == 1 and ends.seconds == pytest.approx(2.9)
     assert tl.longest_gap("nothing") is None
 
 
