@@ -110,43 +110,38 @@ def _check_run(run_dir: Path, manifest: dict, rows: list[dict], arch: str,
             assert last["coordinator"][sent] > 0
 
 
+def _run_on_hosts(hosts: sshd.SshHosts, tmp_path: Path, arch: str, clients: int = 1) -> Path:
+    """``twinbench run --arch ARCH --hosts`` on the layout, its run log checked, nothing left
+    behind on the hosts; the hosts' work directory."""
+    path, workdir = _layout(hosts, tmp_path, clients=clients)
+    out = tmp_path / "runs"
+    done = twinbench("run", "--arch", arch, "--hosts", str(path), "--workload", "hosts-smoke",
+                     "--out", str(out), timeout=400)
+    assert done.returncode == 0, done.stderr
+    _check_run(*_run_log(out), arch, [f"c{i + 1}" for i in range(clients)])
+    assert hosts.wait_no_leftovers(workdir, 15) == []
+    return workdir
+
+
 @pytest.mark.zookeeper
 def test_zk_twin_on_three_hosts_with_the_load_on_a_fourth(hosts: sshd.SshHosts,
                                                          tmp_path: Path) -> None:
     if reason := zookeeper_missing():
         pytest.skip(reason)
-    path, workdir = _layout(hosts, tmp_path)
-    out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "zk", "--hosts", str(path), "--workload", "hosts-smoke",
-                     "--out", str(out), timeout=400)
-    assert done.returncode == 0, done.stderr
-    _check_run(*_run_log(out), "zk", ["c1"])
-    assert hosts.wait_no_leftovers(workdir, 15) == []
+    workdir = _run_on_hosts(hosts, tmp_path, "zk")
     assert not workdir.exists() or list(workdir.iterdir()) == []
 
 
 def test_dsbs_twin_with_the_load_on_two_client_hosts(hosts: sshd.SshHosts,
                                                      tmp_path: Path) -> None:
-    path, workdir = _layout(hosts, tmp_path, clients=2)
-    out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "dsbs", "--hosts", str(path), "--workload", "hosts-smoke",
-                     "--out", str(out), timeout=400)
-    assert done.returncode == 0, done.stderr
-    _check_run(*_run_log(out), "dsbs", ["c1", "c2"])
-    assert hosts.wait_no_leftovers(workdir, 15) == []
+    _run_on_hosts(hosts, tmp_path, "dsbs", clients=2)
 
 
 def test_raft_twin_on_three_hosts_with_the_load_on_a_fourth(hosts: sshd.SshHosts,
                                                            tmp_path: Path) -> None:
     # Its voters reach each other at the hosts' addresses, the brokers' Raft ports chosen on
     # each host (harness/architectures/raft.py), as DSBS's gossip ports are.
-    path, workdir = _layout(hosts, tmp_path)
-    out = tmp_path / "runs"
-    done = twinbench("run", "--arch", "raft", "--hosts", str(path), "--workload", "hosts-smoke",
-                     "--out", str(out), timeout=400)
-    assert done.returncode == 0, done.stderr
-    _check_run(*_run_log(out), "raft", ["c1"])
-    assert hosts.wait_no_leftovers(workdir, 15) == []
+    _run_on_hosts(hosts, tmp_path, "raft")
 
 
 def _start_run(path: Path, out: Path, messages: int = 2_000_000) -> subprocess.Popen[str]:

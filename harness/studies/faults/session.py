@@ -455,7 +455,7 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
              timeline: Timeline, result: SessionResult, cluster: ProcessCluster, wl: Workload,
              t0: float, t_prod_end: float, prod: list[ProducerResult],
              partitions: list[dict[str, Any]],
-             produced_until: Mapping[int, float] | None = None) -> dict[str, Any]:
+             produced_until: Mapping[int, float]) -> dict[str, Any]:
     fp = wl.study(FAULT_STUDY)
     assert fp is not None
     nodes = [b.node_id for b in cluster.brokers]
@@ -474,7 +474,7 @@ def _measure(samples: list[Sample], events: list[Event], members: list[GroupMemb
         detection = detection_time(samples, opener.node_id, survivors, t0 + opener.at_s)
     rejoin = (rejoin_time(samples, nodes, wl.partitions, closer_at)
               if closer_at is not None else None)
-    produce_gap = timeline.longest_gap("produced", until=produced_until or t_prod_end)
+    produce_gap = timeline.longest_gap("produced", until=produced_until)
     consume_gap = timeline.longest_gap("consumed", until=t_prod_end)
     commit_gap = timeline.longest_gap("commits", until=t_prod_end)
     histories = [m.transitions for m in members]
