@@ -1,4 +1,4 @@
-"""A generic RecordBatch v2 builder for tests: any keys, values, headers, timestamps, gzip.
+"""A generic RecordBatch v2 builder for tests: any keys, values, headers, timestamps, codecs.
 
 The product never builds arbitrary batches (producers send them; the load client stamps its own
 fixed layout, ``workloads/payload.py``), so this lives with the tests. It writes the header
@@ -12,6 +12,7 @@ import gzip
 import time
 from collections.abc import Iterable
 
+import cramjam
 from crc32c import crc32c
 
 from brokers.core.protocol.primitives import Writer
@@ -19,7 +20,10 @@ from brokers.core.protocol.records import (
     ATTR_TRANSACTIONAL,
     BATCH_HEADER,
     COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
     COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
     CRC,
     CRC_AT,
     CRC_START,
@@ -30,7 +34,7 @@ from brokers.core.protocol.records import (
     UnsupportedCompression,
 )
 
-__all__ = ["Record", "build_batch"]
+__all__ = ["Record", "build_batch", "compress"]
 
 
 def _encode_record(w: Writer, rec: Record, offset_delta: int, timestamp_delta: int) -> None:
@@ -58,6 +62,21 @@ def _encode_record(w: Writer, rec: Record, offset_delta: int, timestamp_delta: i
     w.cur += body.cur
 
 
+def compress(codec: int, payload: bytes) -> bytes:
+    """The records section compressed as a Kafka client would (raw snappy as librdkafka)."""
+    if codec == COMPRESSION_NONE:
+        return payload
+    if codec == COMPRESSION_GZIP:
+        return gzip.compress(payload)
+    if codec == COMPRESSION_SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(payload))
+    if codec == COMPRESSION_LZ4:
+        return bytes(cramjam.lz4.compress(payload))
+    if codec == COMPRESSION_ZSTD:
+        return bytes(cramjam.zstd.compress(payload))
+    raise UnsupportedCompression(f"compression codec {codec} is not defined by Kafka")
+
+
 def build_batch(records: Iterable[Record | tuple[bytes | None, bytes | None]],
                 base_offset: int = 0, *, timestamp_ms: int | None = None,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
@@ -77,10 +96,7 @@ def build_batch(records: Iterable[Record | tuple[bytes | None, bytes | None]],
     for i, (rec, ts) in enumerate(zip(recs, stamps, strict=True)):
         _encode_record(w, rec, i, ts - base_ts)
     payload = bytes(w.cur)
-    if compression == COMPRESSION_GZIP:
-        payload = gzip.compress(payload)
-    elif compression != COMPRESSION_NONE:
-        raise UnsupportedCompression(f"build_batch supports none/gzip, not codec {compression}")
+    payload = compress(compression, payload)
     attributes = compression | (ATTR_TRANSACTIONAL if transactional else 0)
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(payload)
     header = bytearray(BATCH_HEADER.pack(

@@ -15,8 +15,10 @@ Only baseOffset, batchLength and partitionLeaderEpoch lie before the CRC-covered
 why the broker may rewrite exactly that prefix (``BROKER_PREFIX``).
 
 Errors: malformed batches raise ``errors.CorruptMessage`` (wire code 2, what a Produce
-partition should answer); compression codecs other than none/gzip raise
-``UnsupportedCompression`` from ``decode_records`` (the broker never decompresses).
+partition should answer); a compression code Kafka does not define raises
+``UnsupportedCompression``. ``decompress`` reads every codec Kafka defines (gzip, snappy in both
+framings, lz4 frames, zstd); the broker's data paths never call it, only the per-record lookups
+that need one batch's records (``decompress``'s docstring).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import cramjam
 from crc32c import crc32c
 
 from brokers.core.errors import CorruptMessage, ProtocolViolation, TwinbenchError
@@ -64,6 +67,7 @@ __all__ = [
     "Record",
     "UnsupportedCompression",
     "decode_records",
+    "decompress",
     "iter_batches",
 ]
 
@@ -124,14 +128,63 @@ assert OFFSET_AND_LENGTH.size == LOG_OVERHEAD
 # attributes: bits 0-2 are the compression codec.
 COMPRESSION_NONE = 0
 COMPRESSION_GZIP = 1
+COMPRESSION_SNAPPY = 2
+COMPRESSION_LZ4 = 3
+COMPRESSION_ZSTD = 4
 ATTR_COMPRESSION_MASK = 0x07
+# snappy-java's stream framing (what Kafka's Java producer writes): this magic, two int32
+# versions, then blocks of a big-endian int32 length and a raw snappy block. librdkafka writes
+# one raw snappy block instead; Kafka reads both, so the reader below does too.
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = len(_XERIAL_MAGIC) + 8
 ATTR_LOG_APPEND_TIME = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
 
 
 class UnsupportedCompression(TwinbenchError):
-    """decode_records met a codec it cannot decompress (snappy, lz4, zstd)."""
+    """decode_records met a compression code Kafka does not define (5-7)."""
+
+
+def decompress(codec: int, body: Buffer) -> bytes:
+    """The records section of a batch compressed with ``codec`` (the attributes' low bits).
+
+    Off the hot paths: the broker stores and serves batches as the producer sent them. Only the
+    few places that must look at single records (a ListOffsets by time landing inside a batch,
+    the key check of a compacted topic) decompress, one batch at a time. Raises CorruptMessage
+    for a payload the codec cannot read, UnsupportedCompression for an undefined codec.
+    """
+    try:
+        if codec == COMPRESSION_NONE:
+            return bytes(body)
+        if codec == COMPRESSION_GZIP:
+            return gzip.decompress(body)
+        if codec == COMPRESSION_SNAPPY:
+            return _snappy(bytes(body))
+        if codec == COMPRESSION_LZ4:
+            return bytes(cramjam.lz4.decompress(bytes(body)))
+        if codec == COMPRESSION_ZSTD:
+            return bytes(cramjam.zstd.decompress(bytes(body)))
+    except (OSError, EOFError, ValueError, cramjam.DecompressionError) as exc:
+        raise CorruptMessage(f"bad payload for compression codec {codec}: {exc}") from exc
+    raise UnsupportedCompression(f"compression codec {codec} is not defined by Kafka")
+
+
+def _snappy(data: bytes) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()
+    pos = _XERIAL_HEADER
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise ValueError("truncated snappy-java block length")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise ValueError(f"snappy-java block of {n} bytes overruns the payload")
+        out += cramjam.snappy.decompress_raw(data[pos : pos + n])
+        pos += n
+    return bytes(out)
 
 
 class BatchHeader(NamedTuple):
@@ -229,14 +282,11 @@ def decode_records(batch: Buffer, *, verify_crc: bool = True) -> list[Record]:
     mv = batch if isinstance(batch, memoryview) else memoryview(batch)
     for h in iter_batches(mv, verify_crc=verify_crc, allow_partial_tail=False):
         body: Buffer = mv[h.position + HEADER_SIZE : h.position + h.size]
-        if h.compression == COMPRESSION_GZIP:
+        if h.compression != COMPRESSION_NONE:
             try:
-                body = gzip.decompress(body)
-            except (OSError, EOFError, ValueError) as exc:
-                raise CorruptMessage(f"bad gzip payload in batch at {h.position}") from exc
-        elif h.compression != COMPRESSION_NONE:
-            raise UnsupportedCompression(
-                f"batch at {h.position} uses codec {h.compression}; only none/gzip decode here")
+                body = decompress(h.compression, body)
+            except CorruptMessage as exc:
+                raise CorruptMessage(f"batch at {h.position}: {exc}") from exc
         try:
             out.extend(_decode_batch_records(Reader(body), h))
         except ProtocolViolation as exc:

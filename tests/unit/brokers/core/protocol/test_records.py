@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import cramjam
 import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from brokers.core.protocol.records import (
     Record,
     UnsupportedCompression,
     decode_records,
+    decompress,
     iter_batches,
 )
 from tests.support.record_builder import build_batch
@@ -116,11 +118,35 @@ def test_corrupt_record_body_raises_corrupt_message() -> None:
 
 def test_unsupported_codec_is_a_clear_error() -> None:
     raw = bytearray(build_batch([(b"k", b"v")], timestamp_ms=1))
-    struct.pack_into(">h", raw, 21, 4)  # zstd
+    struct.pack_into(">h", raw, 21, 5)  # no codec has code 5
     with pytest.raises(UnsupportedCompression):
         decode_records(raw, verify_crc=False)
     with pytest.raises(UnsupportedCompression):
-        build_batch([(b"k", b"v")], compression=2)
+        build_batch([(b"k", b"v")], compression=6)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_every_kafka_codec_decodes(codec: int) -> None:
+    recs = [(b"k%d" % i, b"value %d" % i * 20) for i in range(50)]
+    raw = build_batch(recs, timestamp_ms=7, compression=codec)
+    assert [(r.key, r.value) for r in decode_records(raw)] == recs
+
+
+def test_snappy_java_framing_decodes() -> None:
+    """What Kafka's Java producer writes: snappy-java's stream framing, several blocks."""
+    payload = bytes(range(256)) * 40
+    blocks = [payload[:3000], payload[3000:]]
+    framed = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + b"".join(
+        struct.pack(">i", len(c)) + c
+        for c in (bytes(cramjam.snappy.compress_raw(b)) for b in blocks))
+    assert decompress(2, framed) == payload
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_garbage_payload_is_corrupt_message(codec: int) -> None:
+    with pytest.raises(CorruptMessage):
+        decompress(codec, b"\x82SNAPPY\x00\0\0\0\1\0\0\0\1\0\0\1\0garbage"
+                   if codec == 2 else b"garbage that no codec reads")
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
