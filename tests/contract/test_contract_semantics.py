@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 
+import confluent_kafka as ck
 import pytest
 
 from brokers.core.errors import (
@@ -366,3 +367,29 @@ def test_a_replaced_static_consumer_is_fenced_and_an_admin_removes_one_by_instan
         assert list(again.values()) == [kerrors.UnknownMemberIdError]
     finally:
         admin.close()
+
+
+# --- ListOffsets by time ------------------------------------------------------------------------
+
+
+def test_offsets_for_times_answers_the_record_not_its_batch(cluster):
+    """librdkafka's 0054-offset_time as a user runs it: two records with timestamps 1234 and
+    999999999999 go out in one batch; the time lookup answers each record's own offset, -1
+    past the last record, and the -1/-2 specials the partition's end and start."""
+    topic = fresh("times")
+    create_everywhere(cluster.brokers, topic, 2)
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                            "linger.ms": 100})
+    for partition in (0, 1):
+        for ts in (1234, 999999999999):
+            producer.produce(topic, b"v", partition=partition, timestamp=ts)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": fresh("g")})
+    try:
+        for ts, want in ((1234, 0), (999999999999, 1), (1000000000000, -1), (-1, 2),
+                         (-2, 0)):
+            found = consumer.offsets_for_times(
+                [ck.TopicPartition(topic, p, ts) for p in (0, 1)], timeout=10)
+            assert [(tp.error, tp.offset) for tp in found] == [(None, want)] * 2, ts
+    finally:
+        consumer.close()

@@ -134,8 +134,9 @@ def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> t
     if timestamp < 0:
         raise InvalidRequest(f"unsupported special timestamp {timestamp}")
     found = log.offset_for_timestamp(timestamp) if log else None
-    # No batch at or after the time: Kafka answers offset -1, timestamp -1.
-    return found if found is not None else (-1, -1)
+    # No record at or after the time that a consumer may read yet (Kafka also hides one past
+    # the high watermark): offset -1, timestamp -1.
+    return found if found is not None and found[0] < end else (-1, -1)
 
 
 async def handle_offset_commit(

@@ -69,6 +69,7 @@ __all__ = [
     "decode_records",
     "decompress",
     "iter_batches",
+    "record_times",
 ]
 
 # The header's fields in wire order with their struct codes (big-endian). Everything below (the
@@ -140,6 +141,7 @@ _XERIAL_HEADER = len(_XERIAL_MAGIC) + 8
 ATTR_LOG_APPEND_TIME = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
+ATTR_LOG_APPEND_TIME = 0x08  # the timestamp type: every record's time is the batch's maxTimestamp
 
 
 class UnsupportedCompression(TwinbenchError):
@@ -292,6 +294,38 @@ def decode_records(batch: Buffer, *, verify_crc: bool = True) -> list[Record]:
         except ProtocolViolation as exc:
             raise CorruptMessage(f"malformed record in batch at {h.position}: {exc}") from exc
     return out
+
+
+def record_times(batch: Buffer) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record of the one batch ``batch`` holds, in order.
+
+    The per-record view ListOffsets by time needs (Kafka answers the first *record* at or after
+    a time, not its batch). Under LogAppendTime every record carries the batch's maxTimestamp,
+    whatever its delta says, so the records are not even read. A record's key, value and
+    headers are skipped, not decoded. Raises CorruptMessage for a malformed batch.
+    """
+    mv = batch if isinstance(batch, memoryview) else memoryview(batch)
+    h = BatchHeader(0, *BATCH_HEADER.unpack_from(mv, 0))
+    if h.attributes & ATTR_LOG_APPEND_TIME:
+        for delta in range(h.last_offset_delta + 1):
+            yield h.base_offset + delta, h.max_timestamp
+        return
+    body: Buffer = mv[HEADER_SIZE : h.size]
+    if h.compression != COMPRESSION_NONE:
+        body = decompress(h.compression, body)
+    r = Reader(body)
+    try:
+        for _ in range(h.records_count):
+            length = r.varint()
+            if length < 0:
+                raise ProtocolViolation("negative record length")
+            rr = Reader(r.raw(length))
+            rr.int8()  # attributes
+            ts_delta = rr.varlong()
+            yield h.base_offset + rr.varint(), h.base_timestamp + ts_delta
+    except ProtocolViolation as exc:
+        raise CorruptMessage(f"malformed record in batch at offset {h.base_offset}: {exc}"
+                             ) from exc
 
 
 def _blob(r: Reader) -> bytes | None:

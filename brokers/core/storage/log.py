@@ -296,17 +296,16 @@ class PartitionLog:
             raise self._failed(exc) from exc
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(baseOffset, maxTimestamp) of the first batch whose maxTimestamp >= timestamp_ms.
-
-        Batch granularity: the offset is the batch's base, so no record at or after the time is
-        skipped (a consumer starting there may also see a few older records of that batch).
-        """
+        """(offset, timestamp) of the first record from the log start whose timestamp is at
+        least ``timestamp_ms`` (``Segment.find_timestamp``), or None when there is none."""
         self._check_open()
         try:
             for seg in self._segments:
-                found = seg.find_timestamp(timestamp_ms)
+                if seg.next_offset <= self._start:
+                    continue
+                found = seg.find_timestamp(timestamp_ms, self._start)
                 if found is not None:
-                    return max(found[0], self._start), found[1]
+                    return found
         except KafkaStorageError as exc:
             raise self._failed(exc) from exc
         return None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from brokers.core import fsyncs
 from brokers.core.atomic_file import replace_file
-from brokers.core.errors import KafkaError, KafkaStorageError
+from brokers.core.errors import CorruptMessage, KafkaError, KafkaStorageError
 from brokers.core.protocol.records import (
     BROKER_PREFIX,
     HEADER_SIZE,
@@ -28,6 +28,8 @@ from brokers.core.protocol.records import (
     MAX_TIMESTAMP,
     MAX_TIMESTAMP_AT,
     OFFSET_AND_LENGTH,
+    UnsupportedCompression,
+    record_times,
 )
 from brokers.core.storage.batch_header import BatchInfo, check_batch
 from brokers.core.storage.index import NO_TIMESTAMP, SparseIndex
@@ -452,8 +454,16 @@ class Segment:
             raise KafkaStorageError(f"{self.path()} is shorter than its recorded size")
         return data
 
-    def find_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(baseOffset, maxTimestamp) of the first batch here with maxTimestamp >= timestamp."""
+    def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record here at or after ``min_offset`` whose
+        timestamp is at least ``timestamp``, as Kafka answers ListOffsets by time.
+
+        The sparse time index and the batch headers' maxTimestamp find the first batch that
+        can hold such a record; only that batch is read whole and its records' times walked
+        (``record_times``). A batch whose records all fall before ``min_offset`` (the log start
+        after DeleteRecords) or before the time is passed over. Records without a timestamp
+        (-1) never match: the time asked for is never negative.
+        """
         if self.max_timestamp < timestamp:
             return None
         window = _Window(self, 2 * self.index_interval + HEADER_SIZE)
@@ -461,9 +471,16 @@ class Segment:
         while pos < self.size:
             hdr = window.get(pos, _NAV_BYTES)
             base, length = _unpack_length(hdr, 0)
-            max_ts = _unpack_max_ts(hdr, MAX_TIMESTAMP_AT)[0]
-            if max_ts >= timestamp:
-                return base, max_ts
+            last = base + _unpack_last_delta(hdr, LAST_OFFSET_DELTA_AT)[0]
+            if _unpack_max_ts(hdr, MAX_TIMESTAMP_AT)[0] >= timestamp and last >= min_offset:
+                batch = self._pread(length + LOG_OVERHEAD, pos)
+                try:
+                    for offset, ts in record_times(batch):
+                        if ts >= timestamp and offset >= min_offset:
+                            return offset, ts
+                except (CorruptMessage, UnsupportedCompression) as exc:
+                    raise KafkaStorageError(
+                        f"{self.path()}: unreadable batch at offset {base}: {exc}") from exc
             pos += length + LOG_OVERHEAD
         return None
 

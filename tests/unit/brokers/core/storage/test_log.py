@@ -15,8 +15,10 @@ from brokers.core.errors import (
     OffsetOutOfRange,
 )
 from brokers.core.logs import AppendResult
+from brokers.core.protocol.records import ATTR_LOG_APPEND_TIME, Record
 from brokers.core.storage import PartitionLog
 from tests.support.batches import build_batch, parse_batches, stored_form
+from tests.support.record_builder import build_batch as record_batch
 
 # Every test here works on real files (partition logs in a temporary directory).
 pytestmark = pytest.mark.filesystem
@@ -210,9 +212,53 @@ def test_offset_for_timestamp(tmp_path):
     for i, t in enumerate(times):
         log.append(build_batch([b"x" * 30, b"y"], base_timestamp=t - 5, timestamp_deltas=[0, 5]))
         assert log.log_end_offset == 2 * (i + 1)
-    for target in [0, 100, 101, 160, 201, 299, 300, 301, 3600, 3601]:
-        want = next(((2 * i, t) for i, t in enumerate(times) if t >= target), None)
+    # Kafka answers the first *record* at or after the time: each batch holds (t-5, t).
+    records = [(2 * i + k, t - 5 + 5 * k) for i, t in enumerate(times) for k in (0, 1)]
+    for target in [0, 95, 96, 100, 101, 146, 160, 201, 296, 299, 300, 301, 3596, 3600, 3601]:
+        want = next(((o, ts) for o, ts in records if ts >= target), None)
         assert log.offset_for_timestamp(target) == want, target
+    log.close()
+
+
+def test_offset_for_timestamp_inside_one_batch(tmp_path):
+    """librdkafka's 0054-offset_time: two records in one batch, 1234 and 999999999999."""
+    log = open_log(tmp_path)
+    log.append(build_batch([b"a", b"b"], base_timestamp=1234,
+                           timestamp_deltas=[0, 999999999999 - 1234]))
+    assert log.offset_for_timestamp(1234) == (0, 1234)
+    assert log.offset_for_timestamp(1235) == (1, 999999999999)
+    assert log.offset_for_timestamp(999999999999) == (1, 999999999999)
+    assert log.offset_for_timestamp(1000000000000) is None
+    log.close()
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_offset_for_timestamp_in_compressed_batch(tmp_path, codec):
+    log = open_log(tmp_path)
+    recs = [Record(timestamp=1000 + 10 * i, key=None, value=b"v%d" % i) for i in range(20)]
+    log.append(record_batch(recs, timestamp_ms=1000, compression=codec))
+    assert log.offset_for_timestamp(1055) == (6, 1060)
+    log.close()
+
+
+def test_offset_for_timestamp_log_append_time(tmp_path):
+    """Under LogAppendTime every record has the batch's time: the batch's first record."""
+    log = open_log(tmp_path)
+    log.append(build_batch([b"a", b"b", b"c"], base_timestamp=500, timestamp_deltas=[0, 1, 2],
+                           attributes=ATTR_LOG_APPEND_TIME))
+    assert log.offset_for_timestamp(501) == (0, 502)
+    log.close()
+
+
+def test_offset_for_timestamp_skips_records_without_time_and_below_log_start(tmp_path):
+    log = open_log(tmp_path)
+    log.append(build_batch([b"a", b"b"], base_timestamp=-1))  # no timestamps (-1)
+    log.append(build_batch([b"c", b"d", b"e"], base_timestamp=100, timestamp_deltas=[0, 1, 2]))
+    assert log.offset_for_timestamp(0) == (2, 100)
+    log.delete_records(3)
+    assert log.offset_for_timestamp(0) == (3, 101)
+    log.delete_records(5)
+    assert log.offset_for_timestamp(0) is None
     log.close()
 
 
