@@ -35,6 +35,9 @@ from typing import NamedTuple, Protocol
 from brokers.core.errors import InvalidProducerEpoch, InvalidRecord, OutOfOrderSequenceNumber
 from brokers.core.logs import AppendResult, PartitionLogLike
 from brokers.core.protocol.records import (
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    CRC_START,
     HEADER_SIZE,
     LAST_OFFSET_DELTA,
     LAST_OFFSET_DELTA_AT,
@@ -44,6 +47,8 @@ from brokers.core.protocol.records import (
     PRODUCER_FIELDS,
 )
 from brokers.core.storage.batch_header import check_batch
+from brokers.core.transactions.markers import marker_batch
+from brokers.core.transactions.states import TxnStates
 
 # Batches remembered per producer and partition: librdkafka and the Java client keep at most 5
 # requests in flight with idempotence on, so a retry always finds its batch among the last 5.
@@ -58,6 +63,8 @@ MAX_PRODUCERS = 1_000
 NO_PRODUCER_ID = -1
 _INT32_MAX = 2**31 - 1
 
+# The attributes are an int16 at CRC_START; every flag the broker reads is in its low byte.
+ATTRIBUTES_LOW_BYTE = CRC_START + 1
 _unpack_producer = PRODUCER_FIELDS.unpack_from
 _unpack_last_delta = LAST_OFFSET_DELTA.unpack_from
 _unpack_length = OFFSET_AND_LENGTH.unpack_from
@@ -138,12 +145,38 @@ class PartitionProducers:
         entry.batches.append(
             CachedBatch(first_seq, last_sequence(first_seq, last_offset_delta), base_offset))
 
+    def end_transaction(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker of ``producer_id`` at ``epoch``: an older epoch than the
+        partition has seen is fenced (INVALID_PRODUCER_EPOCH, as Kafka refuses a zombie's
+        marker); a newer one (the coordinator bumps the epoch when it aborts on a timeout or
+        fences) becomes the producer's epoch, so the old epoch's late batches are refused. The
+        same epoch keeps the sequence: a producer numbers on across its transactions."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"marker for producer {producer_id} at epoch {epoch}, older than {entry.epoch}")
+        if entry is None or epoch > entry.epoch:
+            if entry is None and len(self._producers) >= self._max_producers:
+                del self._producers[next(iter(self._producers))]
+            self._producers.pop(producer_id, None)
+            self._producers[producer_id] = _Producer(epoch)
+
     def load(self, headers: Iterable[StoredHeader]) -> None:
         """Rebuild from the stored batches' headers, oldest first."""
         for h in headers:
-            if h.producer_id >= 0:
-                self.record(h.producer_id, h.producer_epoch, h.base_sequence,
-                            h.last_offset_delta, h.base_offset)
+            if h.producer_id < 0:
+                continue
+            if h.attributes & ATTR_CONTROL:
+                if h.producer_epoch >= self.epoch_of(h.producer_id):
+                    self.end_transaction(h.producer_id, h.producer_epoch)
+                continue
+            self.record(h.producer_id, h.producer_epoch, h.base_sequence,
+                        h.last_offset_delta, h.base_offset)
+
+    def epoch_of(self, producer_id: int) -> int:
+        """The producer's epoch here (-1: none known)."""
+        entry = self._producers.get(producer_id)
+        return -1 if entry is None else entry.epoch
 
 
 class StoredHeader(Protocol):
@@ -159,6 +192,8 @@ class StoredHeader(Protocol):
     def producer_epoch(self) -> int: ...
     @property
     def base_sequence(self) -> int: ...
+    @property
+    def attributes(self) -> int: ...
 
 
 class ProducerStates:
@@ -166,11 +201,15 @@ class ProducerStates:
     log the first time an idempotent batch arrives for it (``scan`` reads the stored headers),
     so a broker whose producers are all non-idempotent never scans a log."""
 
-    __slots__ = ("_partitions", "_scan")
+    __slots__ = ("_partitions", "_scan", "txns")
 
-    def __init__(self, scan: Callable[[PartitionLogLike], Iterable[StoredHeader]]) -> None:
+    def __init__(self, scan: Callable[[PartitionLogLike], Iterable[StoredHeader]],
+                 txns: TxnStates | None = None) -> None:
         self._scan = scan
         self._partitions: dict[tuple[str, int], PartitionProducers] = {}
+        # The partitions' transaction tables, kept current by the transactional batches
+        # appended here (brokers/core/transactions).
+        self.txns = txns if txns is not None else TxnStates()
 
     def get(self, topic: str, partition: int, log: PartitionLogLike) -> PartitionProducers:
         table = self._partitions.get((topic, partition))
@@ -198,6 +237,11 @@ class ProducerStates:
         if epoch < 0 or first_seq < 0:
             raise InvalidRecord(
                 f"producer {producer_id} sent epoch {epoch} and base sequence {first_seq}")
+        attributes = view[ATTRIBUTES_LOW_BYTE]
+        if attributes & ATTR_CONTROL:
+            # Only a transaction coordinator writes markers (WriteTxnMarkers): a client's
+            # control batch would end transactions behind the coordinator's back.
+            raise InvalidRecord("a producer may not write control batches")
         last_delta = _unpack_last_delta(view, LAST_OFFSET_DELTA_AT)[0]
         table = self.get(topic, partition, log)
         duplicate_of = table.check(producer_id, epoch, first_seq, last_delta)
@@ -205,17 +249,38 @@ class ProducerStates:
             # Validated like any batch, so a corrupt copy is refused rather than acknowledged.
             check_batch(view, 0, max_batch_bytes)
             return AppendResult(duplicate_of, duplicate_of + last_delta, log.log_start_offset)
-        result = log.append(view, leader_epoch)
+        if attributes & ATTR_TRANSACTIONAL:
+            txns = self.txns.for_append(topic, partition, log)  # flags the log first
+            result = log.append(view, leader_epoch)
+            txns.on_data(producer_id, result.base_offset)
+        else:
+            result = log.append(view, leader_epoch)
         table.record(producer_id, epoch, first_seq, last_delta, result.base_offset)
         return result
 
+    def append_marker(
+        self, topic: str, partition: int, log: PartitionLogLike, producer_id: int, epoch: int,
+        commit: bool, coordinator_epoch: int, leader_epoch: int, now_ms: int,
+    ) -> AppendResult:
+        """Write ``producer_id``'s transaction marker (WriteTxnMarkers): fenced by epoch as
+        Kafka fences it, appended as a control batch, and the transaction closed here."""
+        table = self.get(topic, partition, log)
+        table.end_transaction(producer_id, epoch)
+        txns = self.txns.for_append(topic, partition, log)
+        result = log.append(
+            marker_batch(producer_id, epoch, commit, coordinator_epoch, now_ms), leader_epoch)
+        txns.on_marker(producer_id, result.base_offset, commit)
+        return result
+
     def forget(self, topic: str, partition: int) -> None:
-        """Drop a partition's table: the log changed under it (this broker became the leader of
-        a replicated partition whose log it filled as a follower, or cut), so the next
-        idempotent batch rebuilds it from the stored headers."""
+        """Drop a partition's tables: the log changed under them (this broker became the leader
+        of a replicated partition whose log it filled as a follower, or cut), so the next
+        use rebuilds them from the stored log."""
         self._partitions.pop((topic, partition), None)
+        self.txns.forget(topic, partition)
 
     def forget_topic(self, topic: str) -> None:
         """A deleted topic's tables: a new topic of the name starts with none."""
         for key in [k for k in self._partitions if k[0] == topic]:
             del self._partitions[key]
+        self.txns.forget_topic(topic)

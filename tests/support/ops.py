@@ -94,10 +94,12 @@ def produce_values(broker: Any, topic: str, partition: int, values: list[bytes])
     return produce(broker, topic, partition, build_batch([(None, v) for v in values])).error_code
 
 
-def fetch(broker: Any, topic: str, partition: int, offset: int = 0) -> PartitionData:
+def fetch(broker: Any, topic: str, partition: int, offset: int = 0,
+          isolation_level: int = 0) -> PartitionData:
     with connect(broker) as p:
         res = p.request(ApiKey.FETCH, 11, FetchRequest(
             replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            isolation_level=isolation_level,
             topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
                 partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20)])]))
     return res.responses[0].partitions[0]

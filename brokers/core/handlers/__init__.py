@@ -9,7 +9,8 @@ Layout:
                    sent; records are never decoded; idempotent producers' retries are
                    answered from the partition's producer table. Produce v0-2 is answered
                    UNSUPPORTED_VERSION here too (decoded only to name its partitions)
-- ``fetch.py``     Fetch (long-poll with min/max bytes)
+- ``fetch.py``     Fetch (long-poll with min/max bytes; read_committed capped at the last
+                   stable offset, with the aborted transactions listed)
 - ``metadata.py``  Metadata (with auto-creation), CreateTopics (with topic configs and
                    manual replica assignments), CreatePartitions, DeleteTopics, topic-name rules
 - ``configs.py``   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: topic configs and
@@ -21,6 +22,7 @@ Layout:
 - ``admin.py``     ApiVersions (the advertised table; an unknown ApiVersions version gets the
                    dispatcher's KIP-511 fallback), InitProducerId, the ACL APIs
                    (SECURITY_DISABLED)
+- ``transactions.py`` WriteTxnMarkers (a transaction's commit or abort marker per partition)
 - ``sasl.py``      SaslHandshake and SaslAuthenticate outside a SASL exchange (plaintext and
                    TLS listeners, authenticated connections): ILLEGAL_SASL_STATE
 

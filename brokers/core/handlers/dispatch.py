@@ -36,6 +36,7 @@ from brokers.core.handlers import (
     produce,
     replication,
     sasl,
+    transactions,
 )
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.api import (
@@ -86,6 +87,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
 }
 
 

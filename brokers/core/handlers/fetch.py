@@ -29,6 +29,8 @@ from brokers.core.errors import (
 )
 from brokers.core.handlers.context import BrokerContext, Call
 from brokers.core.protocol.messages.fetch import (
+    READ_COMMITTED,
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -95,6 +97,7 @@ def _read(
     budget = min(req.max_bytes, MAX_RESPONSE_BYTES) if req.max_bytes > 0 else MAX_RESPONSE_BYTES
     total = 0
     replicas = ctx.replicas
+    txn_tables = ctx.producers.txns
     topics = []
     for t in req.topics:
         parts = []
@@ -144,10 +147,23 @@ def _read(
                 end = leader.high_watermark
                 if req.replica_id < 0 and data:
                     data = _below(data, end)
+            stable, aborted = end, None
+            if req.replica_id < 0:
+                txns = txn_tables.get(t.topic, p.partition, log)
+                if txns is not None:
+                    stable = txns.last_stable_offset(end)
+                    if req.isolation_level == READ_COMMITTED:
+                        # Nothing of an open transaction, and the aborted ones the client
+                        # must drop from what it gets.
+                        if data and stable < end:
+                            data = _below(data, stable)
+                        aborted = [AbortedTransaction(a.producer_id, a.first_offset)
+                                   for a in txns.aborted_between(p.fetch_offset, stable)]
             total += len(data)
             parts.append(PartitionData(
-                partition_index=p.partition, high_watermark=end, last_stable_offset=end,
-                log_start_offset=log.log_start_offset, records=data,
+                partition_index=p.partition, high_watermark=end, last_stable_offset=stable,
+                log_start_offset=log.log_start_offset, aborted_transactions=aborted,
+                records=data,
             ))
         topics.append(FetchableTopicResponse(topic=t.topic, partitions=parts))
     return FetchResponse(responses=topics), total

@@ -24,6 +24,7 @@ from brokers.core.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from brokers.core.protocol.messages.fetch import READ_COMMITTED
 from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -61,7 +62,8 @@ def handle_list_offsets(
                 error = ctx.cached_leader_check(t.name, p.partition_index)
                 if error is not None:
                     raise error
-                offset, timestamp = _lookup(ctx, t.name, p.partition_index, p.timestamp)
+                offset, timestamp = _lookup(ctx, t.name, p.partition_index, p.timestamp,
+                                            req.isolation_level == READ_COMMITTED)
             except KafkaError as exc:
                 parts.append(ListOffsetsPartitionResponse(
                     partition_index=p.partition_index, error_code=exc.code, timestamp=-1,
@@ -122,11 +124,17 @@ def _high_watermark(ctx: BrokerContext, topic: str, partition: int, log_end: int
     return log_end if leader is None else leader.high_watermark
 
 
-def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int,
+            read_committed: bool) -> tuple[int, int]:
     log = ctx.store.get(topic, partition)
     start, end = (log.log_start_offset, log.log_end_offset) if log else (0, 0)
-    # Consumers see only what the in-sync replicas have.
+    # Consumers see only what the in-sync replicas have, and read_committed ones nothing of a
+    # transaction still open (the last stable offset).
     end = _high_watermark(ctx, topic, partition, end)
+    if read_committed:
+        txns = ctx.producers.txns.get(topic, partition, log)
+        if txns is not None:
+            end = txns.last_stable_offset(end)
     if timestamp == LATEST:
         return end, -1
     if timestamp == EARLIEST:

@@ -43,6 +43,7 @@ from brokers.core.protocol.messages import (
     produce,
     sasl,
     sync_group,
+    transactions,
 )
 from brokers.core.protocol.primitives import Buffer, Parts
 from brokers.core.protocol.schema import Message
@@ -68,6 +69,11 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_ACLS = 29
@@ -113,6 +119,18 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+}
+
+# Defined (the codecs exist and are tested) but not advertised until the broker serves them:
+# a client that sees a transaction API advertised starts transactions, and must not before the
+# transaction coordinator exists (docs/transactions.md).
+DEFINED: dict[ApiKey, tuple[int, int]] = {
+    **SUPPORTED,
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
 }
 
 # Produce v0-2 is advertised, not served (see the module docstring).
@@ -161,6 +179,15 @@ _PAIRS: dict[ApiKey, tuple[type[Message], type[Message]]] = {
                                        alter_configs.IncrementalAlterConfigsResponse),
     ApiKey.DELETE_GROUPS: (delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
     ApiKey.OFFSET_DELETE: (delete_groups.OffsetDeleteRequest, delete_groups.OffsetDeleteResponse),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (transactions.AddPartitionsToTxnRequest,
+                                   transactions.AddPartitionsToTxnResponse),
+    ApiKey.ADD_OFFSETS_TO_TXN: (transactions.AddOffsetsToTxnRequest,
+                                transactions.AddOffsetsToTxnResponse),
+    ApiKey.END_TXN: (transactions.EndTxnRequest, transactions.EndTxnResponse),
+    ApiKey.WRITE_TXN_MARKERS: (transactions.WriteTxnMarkersRequest,
+                               transactions.WriteTxnMarkersResponse),
+    ApiKey.TXN_OFFSET_COMMIT: (transactions.TxnOffsetCommitRequest,
+                               transactions.TxnOffsetCommitResponse),
 }
 # Keyed by int: an ApiKey is one, and a request header's key is looked up without a conversion.
 REQUESTS: dict[int, type[Message]] = {k: v[0] for k, v in _PAIRS.items()}
@@ -169,6 +196,7 @@ RESPONSES: dict[int, type[Message]] = {k: v[1] for k, v in _PAIRS.items()}
 # Plain-int keyed copies: the server looks keys up straight from the wire, and building an
 # IntEnum member from an arbitrary int would raise ValueError for unknown keys.
 _SUPPORTED_INT: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED.items()}
+_DEFINED_INT: dict[int, tuple[int, int]] = {int(k): v for k, v in DEFINED.items()}
 
 
 def is_supported(api_key: int, version: int) -> bool:
@@ -185,7 +213,10 @@ def is_served(api_key: int, version: int) -> bool:
 
 
 def _check(api_key: int, version: int) -> None:
-    if not is_supported(api_key, version):
+    """The codecs speak every defined version; what is advertised and served is checked
+    before a request is decoded (``is_served``, in dispatch)."""
+    rng = _DEFINED_INT.get(api_key)
+    if rng is None or not rng[0] <= version <= rng[1]:
         raise UnsupportedVersion(f"api_key {api_key} v{version} is not supported")
 
 

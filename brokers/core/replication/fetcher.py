@@ -55,6 +55,7 @@ from brokers.core.protocol.schema import Message
 from brokers.core.replication.manager import ReplicaManager
 from brokers.core.replication.truncation import first_question, next_cut, no_epochs_cut
 from brokers.core.security.client import ClientSecurity, SaslClientExchange
+from brokers.core.transactions.states import mark_transactional
 
 log = logging.getLogger("twinbench.replication.fetcher")
 
@@ -242,7 +243,13 @@ class ReplicaFetcher:
         expected = plog.log_end_offset
         run_start = run_end = 0
         run_epoch: int | None = None
+        flagged = False
         for header in iter_batches(view):
+            if header.is_transactional and not flagged:
+                # Before any of it is stored: if this replica comes to lead the partition, it
+                # must know to rebuild the partition's transactions (transactions/states.py).
+                mark_transactional(plog)
+                flagged = True
             if header.base_offset != expected:
                 raise ProtocolViolation(
                     f"{tp.topic}-{tp.partition}: leader sent offset {header.base_offset} "

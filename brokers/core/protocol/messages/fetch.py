@@ -76,6 +76,10 @@ class ForgottenTopic(Struct):
     partitions: list[int] = f(ArrayOf(INT32), "7+")
 
 
+# isolation_level: what a consumer may read of transactions (docs/transactions.md).
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
 _REQ_HEAD = struct.Struct(">iiiib")  # replica_id, max_wait_ms, min_bytes, max_bytes, isolation
 _SESSION = struct.Struct(">ii")
 _PART_V4 = struct.Struct(">iqi")  # partition, fetch_offset, partition_max_bytes

@@ -25,6 +25,7 @@ class Stored(NamedTuple):
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    attributes: int = 0
 
 
 class Partition:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from brokers.core.errors import ProtocolViolation, UnsupportedVersion
 from brokers.core.protocol import api
-from brokers.core.protocol.api import REQUESTS, RESPONSES, SUPPORTED, ApiKey
+from brokers.core.protocol.api import DEFINED, REQUESTS, RESPONSES, SUPPORTED, ApiKey
 from brokers.core.protocol.messages import api_versions, fetch, metadata, produce
 from brokers.core.protocol.primitives import join
 from brokers.core.protocol.schema import (
@@ -34,7 +34,8 @@ from brokers.core.protocol.schema import (
     wire_fields,
 )
 
-PAIRS = [(k, v) for k, (lo, hi) in SUPPORTED.items() for v in range(lo, hi + 1)]
+# Every defined codec, advertised or not yet (api.DEFINED).
+PAIRS = [(k, v) for k, (lo, hi) in DEFINED.items() for v in range(lo, hi + 1)]
 PAIR_IDS = [f"{k.name}-v{v}" for k, v in PAIRS]
 
 _INTS = {INT8: 8, INT16: 16, INT32: 32, INT64: 64}
