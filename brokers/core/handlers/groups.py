@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from brokers.core.coordinator import TopicPartition
 from brokers.core.errors import (
-    CoordinatorNotAvailable,
     GroupIdNotFound,
     GroupSubscribedToTopic,
     InvalidGroupId,
+    InvalidRequest,
     KafkaError,
     NonEmptyGroup,
     ProtocolViolation,
@@ -58,18 +58,24 @@ from brokers.core.protocol.messages.list_groups import (
 )
 from brokers.core.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
-GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction (not served)
+GROUP_KEY = 0  # FindCoordinator key_type: 0 = consumer group, 1 = transaction
 DEAD = "Dead"  # DescribeGroups state of a group the coordinator does not hold
 EMPTY = "Empty"  # ... of one it holds only by its committed offsets
+
+
+TRANSACTION_KEY = 1
 
 
 def handle_find_coordinator(
     ctx: BrokerContext, call: Call, req: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     try:
-        if req.key_type != GROUP_KEY:
-            raise CoordinatorNotAvailable("transaction coordinators are not served")
-        broker = ctx.coordinator.group_coordinator(req.key)
+        if req.key_type == GROUP_KEY:
+            broker = ctx.coordinator.group_coordinator(req.key)
+        elif req.key_type == TRANSACTION_KEY:
+            broker = ctx.transactions().coordinator_for(req.key)
+        else:
+            raise InvalidRequest(f"unknown coordinator key type {req.key_type}")
     except KafkaError as exc:
         return FindCoordinatorResponse(
             error_code=exc.code, error_message=exc.message or None, node_id=-1, host="", port=-1)
