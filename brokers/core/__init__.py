@@ -20,8 +20,9 @@ Layout (one concept per module):
 - ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit,
                            static membership)
 - ``producer_state.py``    idempotent produce: each producer's last batches per partition
-- ``topic_config.py``      the topic configs served: validation, effective values, and the
-                           storage settings they give a topic's logs
+- ``topic_config.py``      Kafka 2.8's topic configs: validation, effective values, which are
+                           acted on, the storage settings and produce rules they give a topic
+- ``record_checks.py``     the per-record key check of compacted topics (KIP-467's errors)
 - ``group_registry.py``    the member and owner registries kept in memory (single node, DSBS;
                            the zk twin keeps them as znodes: ``GroupZnodes``)
 - ``notify.py``            wake-ups for long-polling fetches

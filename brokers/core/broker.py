@@ -50,6 +50,7 @@ from brokers.core.security.connection import SaslGate
 from brokers.core.security.listeners import Listener
 from brokers.core.server import Dispatcher, KafkaServer
 from brokers.core.storage import LogManager
+from brokers.core.topic_config import produce_rules_by_topic
 
 if TYPE_CHECKING:  # imported when --metrics asks for them (prometheus-client)
     from brokers.core.metrics import MetricsExporter
@@ -186,7 +187,8 @@ class Broker:
             await self.server.stop()
             raise
         self.coordinator.subscribe(lambda _view: self.notifier.wake_all())
-        # Topic configs (retention, segment size) reach the logs with every view change.
+        # Topic configs reach the logs (retention, segment size) and the produce path (a
+        # compacted topic's key check, max.message.bytes) with every view change.
         self.coordinator.subscribe(self._apply_topic_configs)
         self._apply_topic_configs(self.coordinator.cluster())
         # Leaders, followers and ISRs of replicated partitions follow the view too.
@@ -203,7 +205,9 @@ class Broker:
         return host, port
 
     def _apply_topic_configs(self, view: ClusterView) -> None:
-        self.store.configure_topics({name: t.configs for name, t in view.topics.items()})
+        configs = {name: t.configs for name, t in view.topics.items()}
+        self.store.configure_topics(configs)
+        self.context.topic_rules = produce_rules_by_topic(configs)
 
     def _topic_deleted(self, topic: str) -> None:
         """A deletion event: the topic's logs and idempotence tables go; fetches waiting on

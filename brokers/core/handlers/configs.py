@@ -1,8 +1,11 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic configs
 (``brokers.core.topic_config``) and the broker's settings.
 
-A topic is described from this broker's view of the cluster: its own settings (source
-TOPIC_CONFIG) and, for the rest, the broker-wide values they fall back to (DEFAULT_CONFIG).
+A topic is described from this broker's view of the cluster: every config of Kafka 2.8's
+table, its own settings (source TOPIC_CONFIG) and, for the rest, the broker-wide values they fall
+back to (DEFAULT_CONFIG), each with its type (v3+). Synonyms, when asked for (v1+), are the
+topic's own setting and the broker-wide config of Kafka's name behind it; documentation, when
+asked for (v3+), says what the config means and whether the brokers act on it or only store it.
 A broker is described by its id, read-only (STATIC_BROKER_CONFIG): the settings come from its
 command line and cannot be changed while it runs.
 
@@ -13,6 +16,11 @@ validated here against this broker's view first, so a bad request (INVALID_CONFI
 unknown name or a bad value, INVALID_REQUEST for a malformed one) and ``validate_only`` cost no
 coordination. Broker resources are refused with INVALID_REQUEST: every broker setting here is
 static, and Kafka 2.8 answers INVALID_REQUEST for a broker config it cannot change dynamically.
+
+APPEND and SUBTRACT work on a list config's current value, which is its default when the topic
+sets none (APPEND compact to a topic at the default gives "delete,compact"). APPEND skips items
+already present and SUBTRACT may leave an empty list, which is stored as a value of its own
+(Kafka's behaviour since 3.3; 2.8 appended duplicates).
 """
 
 from __future__ import annotations
@@ -23,7 +31,6 @@ from collections.abc import Callable, Mapping
 from brokers.core.config import BrokerConfig
 from brokers.core.coordinator import ConfigChange
 from brokers.core.errors import (
-    InvalidConfig,
     InvalidRequest,
     KafkaError,
     RequestTimedOut,
@@ -52,8 +59,15 @@ from brokers.core.protocol.messages.describe_configs import (
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
     DescribeConfigsResult,
+    DescribeConfigsSynonym,
 )
-from brokers.core.topic_config import SPECS, effective_configs, validate_topic_configs
+from brokers.core.topic_config import (
+    SPECS,
+    alter_list,
+    effective_configs,
+    unknown,
+    validate_topic_configs,
+)
 
 # How long an alteration waits for this broker's view to show it.
 ALTER_TIMEOUT_S = 10.0
@@ -84,7 +98,7 @@ def handle_describe_configs(
         keys = None if res.configuration_keys is None else set(res.configuration_keys)
         try:
             if res.resource_type == TOPIC:
-                configs = _topic(ctx, res.resource_name)
+                configs = _topic(ctx, res.resource_name, req.include_synonyms)
             elif res.resource_type == BROKER:
                 configs = _broker(ctx, res.resource_name)
             else:
@@ -105,15 +119,28 @@ def handle_describe_configs(
     return DescribeConfigsResponse(results=results)
 
 
-def _topic(ctx: BrokerContext, name: str) -> list[DescribeConfigsResourceResult]:
+def _topic(ctx: BrokerContext, name: str, synonyms: bool
+           ) -> list[DescribeConfigsResourceResult]:
     info = ctx.coordinator.cluster().topics.get(name)
     if info is None:
         raise UnknownTopicOrPartition(f"unknown topic {name!r}")
-    return [DescribeConfigsResourceResult(
-        name=spec.name, value=value, read_only=False, is_default=not own,
-        config_source=TOPIC_CONFIG if own else DEFAULT_CONFIG, is_sensitive=False,
-        config_type=CONFIG_TYPES[spec.kind], documentation=spec.doc)
-        for spec, value, own in effective_configs(ctx.config.storage, info.configs)]
+    out = []
+    for spec, value, own in effective_configs(ctx.config, info.configs):
+        # Kafka's synonyms, most specific first: the topic's own value, then the broker-wide
+        # config it falls back to (its value here is this broker's, a default of its settings).
+        found = []
+        if synonyms and own:
+            found.append(DescribeConfigsSynonym(name=spec.name, value=value, source=TOPIC_CONFIG))
+        if synonyms and spec.broker_synonym is not None:
+            found.append(DescribeConfigsSynonym(name=spec.broker_synonym,
+                                                value=spec.default(ctx.config),
+                                                source=DEFAULT_CONFIG))
+        out.append(DescribeConfigsResourceResult(
+            name=spec.name, value=value, read_only=False, is_default=not own,
+            config_source=TOPIC_CONFIG if own else DEFAULT_CONFIG, is_sensitive=False,
+            synonyms=found, config_type=CONFIG_TYPES[spec.kind],
+            documentation=spec.documentation))
+    return out
 
 
 def _broker(ctx: BrokerContext, name: str) -> list[DescribeConfigsResourceResult]:
@@ -153,7 +180,7 @@ async def handle_incremental_alter_configs(
                    ops: list[tuple[str, int, str | None]] = ops) -> dict[str, str]:
             new: dict[str, str | None] = dict(current)
             for name, op, value in ops:
-                new[name] = _apply_op(name, op, value, new.get(name))
+                new[name] = _apply_op(ctx, name, op, value, new.get(name))
             return validate_topic_configs(new)
 
         error = await _alter(ctx, res.resource_type, res.resource_name,
@@ -162,11 +189,12 @@ async def handle_incremental_alter_configs(
     return IncrementalAlterConfigsResponse(responses=responses)
 
 
-def _apply_op(name: str, op: int, value: str | None, current: str | None) -> str | None:
+def _apply_op(ctx: BrokerContext, name: str, op: int, value: str | None, current: str | None
+              ) -> str | None:
     """One IncrementalAlterConfigs operation on one config's value (None: the default)."""
     spec = SPECS.get(name)
     if spec is None:
-        raise InvalidConfig(f"unknown topic config {name!r}; served: {', '.join(SPECS)}")
+        raise unknown(name)
     if op == SET:
         return value
     if op == DELETE:
@@ -174,14 +202,12 @@ def _apply_op(name: str, op: int, value: str | None, current: str | None) -> str
     if op not in (APPEND, SUBTRACT):
         raise InvalidRequest(f"unknown config operation {op} for {name}")
     if spec.kind != "LIST":
-        raise InvalidRequest(f"{name} is not a list: APPEND and SUBTRACT do not apply")
-    items = [i for i in (current or "").split(",") if i]
-    given = [i.strip() for i in (value or "").split(",") if i.strip()]
-    if op == APPEND:
-        items += [i for i in given if i not in items]
-    else:
-        items = [i for i in items if i not in given]
-    return ",".join(items) if items else None
+        word = "append" if op == APPEND else "subtract"
+        raise InvalidRequest(f"Config value {word} is not allowed for config key: {name}")
+    # A topic without its own value changes its default (Kafka's reading): APPEND compact to
+    # the default delete is delete,compact, not compact alone.
+    return alter_list(spec.default(ctx.config) if current is None else current, value,
+                      append=op == APPEND)
 
 
 async def _alter(

@@ -18,6 +18,7 @@ from brokers.core.logs import LogStore, stored_batch_headers
 from brokers.core.notify import AppendNotifier
 from brokers.core.producer_state import ProducerStates
 from brokers.core.replication.manager import ReplicaManager
+from brokers.core.topic_config import ProduceRules
 
 # Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
 # that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
@@ -39,6 +40,9 @@ class BrokerContext:
     # Leader and follower duties of the partitions with more than one replica (None: a broker
     # that never replicates, such as the null-sink benchmark's).
     replicas: ReplicaManager | None = None
+    # The produce checks of the topics whose configs ask for any (brokers/core/topic_config.py,
+    # ``ProduceRules``), rebuilt from the cluster view on every change; other topics are absent.
+    topic_rules: dict[str, ProduceRules] = field(default_factory=dict)
 
     @property
     def node_id(self) -> int:

@@ -206,8 +206,7 @@ async def handle_create_topics(
                 configs=[CreatableTopicConfigs(name=spec.name, value=value, read_only=False,
                                                config_source=TOPIC_CONFIG if own
                                                else DEFAULT_CONFIG, is_sensitive=False)
-                         for spec, value, own in effective_configs(ctx.config.storage,
-                                                                   configs)]))
+                         for spec, value, own in effective_configs(ctx.config, configs)]))
     return CreateTopicsResponse(topics=results)
 
 

@@ -2,7 +2,13 @@
 
 The hot path of the benchmark. Per partition: one leadership check (cache, or the coordination
 store under the per_request policy), one ``append`` that validates batch headers and CRCs and
-writes the bytes, one wake-up of waiting fetches. No per-record work happens here.
+writes the bytes, one wake-up of waiting fetches. No per-record work happens here for ordinary
+topics: each topic's ``ProduceRules`` (brokers/core/topic_config.py) are looked up once per topic
+per request, a miss for every topic that sets none. A topic with rules gets its batches checked
+against its own ``max.message.bytes`` (MESSAGE_TOO_LARGE) and, when its ``cleanup.policy`` holds
+compact, every record for a key (INVALID_RECORD with KIP-467's ``record_errors`` naming the keyless
+ones, brokers/core/record_checks.py): the one case where records are read, as Kafka reads them.
+The checks run on the leader only, before the append; followers copy what their leader accepted.
 
 Idempotent producers (producerId >= 0 in the batch header) go through the partition's
 idempotence table instead (``ProducerStates.append``, brokers/core/producer_state.py): a retried
@@ -34,17 +40,22 @@ from brokers.core.errors import (
     CorruptMessage,
     InvalidRequiredAcks,
     KafkaError,
+    MessageTooLarge,
     NotEnoughReplicasAfterAppend,
     UnsupportedVersion,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
 from brokers.core.protocol.records import PRODUCER_AT
+from brokers.core.record_checks import RecordsRejected, check_keys
+from brokers.core.storage.batch_header import validate_batches
+from brokers.core.topic_config import ProduceRules
 
 log = logging.getLogger("twinbench.produce")
 
@@ -77,10 +88,13 @@ def _append_all(
 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     responses = []
     waits: list[tuple[PartitionProduceResponse, asyncio.Future[KafkaError | None]]] = []
+    rules = ctx.topic_rules
     for topic in req.topic_data:
         name = topic.name
+        topic_rules = rules.get(name)
         parts = [
-            _append(ctx, req, name, pd.index, pd.records, *leader_state(name, pd.index), waits)
+            _append(ctx, req, name, pd.index, pd.records, *leader_state(name, pd.index), waits,
+                    topic_rules)
             for pd in topic.partition_data
         ]
         responses.append(TopicProduceResponse(name=name, partition_responses=parts))
@@ -110,6 +124,7 @@ def _append(
     ctx: BrokerContext, req: ProduceRequest, topic: str, partition: int, records,
     error: KafkaError | None, replica_count: int,
     waits: list[tuple[PartitionProduceResponse, asyncio.Future[KafkaError | None]]],
+    rules: ProduceRules | None = None,
 ) -> PartitionProduceResponse:
     if error is None:
         try:
@@ -121,6 +136,8 @@ def _append(
             leader = (None if replicas is None
                       else replicas.produce_leader(tp, req.acks, replica_count))
             epoch = CLIENT_LEADER_EPOCH if leader is None else leader.leader_epoch
+            if rules is not None:  # after the min.insync check, before the append: Kafka's order
+                _check_rules(ctx, rules, records, topic, partition)
             # producerId's first byte is below 0x80 exactly when producerId >= 0 (idempotent).
             if len(records) > PRODUCER_AT and records[PRODUCER_AT] < 0x80:
                 result = ctx.producers.append(topic, partition, plog, records, epoch,
@@ -141,10 +158,30 @@ def _append(
                 if fut is not None:
                     waits.append((part, fut))
             return part
-    return PartitionProduceResponse(
+    part = PartitionProduceResponse(
         index=partition, error_code=error.code, base_offset=-1, log_append_time_ms=-1,
         log_start_offset=-1, error_message=error.message or None,
     )
+    if isinstance(error, RecordsRejected):
+        part.record_errors = [BatchIndexAndErrorMessage(e.batch_index, e.message)
+                              for e in error.record_errors]
+    return part
+
+
+def _check_rules(ctx: BrokerContext, rules: ProduceRules, records, topic: str,
+                 partition: int) -> None:
+    """A topic's own produce checks (``ProduceRules``); raises the error the partition gets."""
+    view = records if isinstance(records, memoryview) else memoryview(records)
+    # The batches' own errors (CRC, framing) come first, as the append would raise them.
+    batches = validate_batches(view, ctx.config.storage.max_batch_bytes)
+    limit = rules.max_message_bytes
+    if limit is not None:
+        for b in batches:
+            if b.size > limit:
+                raise MessageTooLarge(f"a batch of {b.size} bytes for {topic}-{partition} "
+                                      f"exceeds the topic's max.message.bytes={limit}")
+    if rules.keys_required:
+        check_keys(view, topic, partition)
 
 
 def answer_unserved(req: ProduceRequest, version: int, client_id: str | None
