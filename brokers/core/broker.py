@@ -51,6 +51,8 @@ from brokers.core.security.listeners import Listener
 from brokers.core.server import Dispatcher, KafkaServer
 from brokers.core.storage import LogManager
 from brokers.core.topic_config import produce_rules_by_topic
+from brokers.core.transactions.coordinator import TransactionCoordinator, TransactionStore
+from brokers.core.transactions.sender import BrokerConnections
 
 if TYPE_CHECKING:  # imported when --metrics asks for them (prometheus-client)
     from brokers.core.metrics import MetricsExporter
@@ -58,6 +60,10 @@ if TYPE_CHECKING:  # imported when --metrics asks for them (prometheus-client)
 log = logging.getLogger("twinbench.broker")
 
 GROUP_TICK_S = 0.1  # session expiry and rebalance deadlines are checked this often
+# Transaction timeouts are checked, and prepared transactions resumed, this often (Kafka checks
+# timeouts every 10 s by default; a second keeps a timed-out transaction from holding the
+# last stable offset back much longer than its own timeout).
+TXN_TICK_S = 1.0
 
 
 def parse_consumer_assignment(data: bytes) -> list[TopicPartition]:
@@ -103,6 +109,11 @@ class Broker:
             self.context.producers.forget)
         self.context.replicas = self.replicas
         self.fetchers = Fetchers(self.replicas, coordinator, self.store)
+        # Transactions, where the architecture keeps their records (brokers/core/transactions).
+        self.txn_connections = BrokerConnections()
+        if isinstance(coordinator, TransactionStore):
+            self.context.txn = TransactionCoordinator(coordinator, coordinator,
+                                                      self.txn_connections)
         self.replicas.on_following_changed = self.fetchers.refresh
         self.requests = RequestDispatcher(self.context)
         dispatcher: Dispatcher = self.requests
@@ -157,6 +168,7 @@ class Broker:
                 user, password = next(iter(credentials.passwords.items()))
             self.fetchers.security = ClientSecurity(first, sec.ssl_truststore,
                                                     sec.sasl_mechanisms[0], user, password)
+            self.txn_connections.security = self.fetchers.security
 
     async def _listen(self, listener: Listener) -> Listener:
         protocol = listener.protocol
@@ -200,6 +212,8 @@ class Broker:
         # Always: any topic may carry its own retention.ms / retention.bytes.
         self._every(storage.retention_check_interval_ms / 1000, self._retention)
         self._every(GROUP_TICK_S, self._group_tick)
+        if self.context.txn is not None:
+            self._every(TXN_TICK_S, self.context.txn.tick)
         if self.metrics is not None and self.config.metrics is not None:
             self.metrics_address = self.metrics.start(*self.config.metrics)
         return host, port
@@ -310,6 +324,9 @@ class Broker:
         if self.metrics is not None:
             self.metrics.stop()
         await self.server.stop()
+        if self.context.txn is not None:
+            await self.context.txn.close()
+        self.txn_connections.close()
         await self.fetchers.close()
         await self.replicas.close()
         self.notifier.wake_all()

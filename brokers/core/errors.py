@@ -240,6 +240,30 @@ class OutOfOrderSequenceNumber(KafkaError): ...
 class InvalidProducerEpoch(KafkaError): ...
 
 
+@_wire(48, "INVALID_TXN_STATE")
+class InvalidTxnState(KafkaError): ...
+
+
+@_wire(49, "INVALID_PRODUCER_ID_MAPPING")
+class InvalidProducerIdMapping(KafkaError): ...
+
+
+@_wire(50, "INVALID_TRANSACTION_TIMEOUT")
+class InvalidTransactionTimeout(KafkaError): ...
+
+
+@_wire(51, "CONCURRENT_TRANSACTIONS", retriable=True)
+class ConcurrentTransactions(KafkaError): ...
+
+
+@_wire(52, "TRANSACTION_COORDINATOR_FENCED")
+class TransactionCoordinatorFenced(KafkaError): ...
+
+
+@_wire(55, "OPERATION_NOT_ATTEMPTED")
+class OperationNotAttempted(KafkaError): ...
+
+
 @_wire(56, "KAFKA_STORAGE_ERROR", retriable=True)
 class KafkaStorageError(KafkaError): ...
 
@@ -286,6 +310,14 @@ class GroupSubscribedToTopic(KafkaError): ...
 
 @_wire(87, "INVALID_RECORD")
 class InvalidRecord(KafkaError): ...
+
+
+@_wire(88, "UNSTABLE_OFFSET_COMMIT", retriable=True)
+class UnstableOffsetCommit(KafkaError): ...
+
+
+@_wire(90, "PRODUCER_FENCED")
+class ProducerFenced(KafkaError): ...
 
 
 @_wire(100, "UNKNOWN_TOPIC_ID", retriable=True)

@@ -35,6 +35,7 @@ from brokers.core.datadir import DataDir
 from brokers.core.errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
+    NotCoordinator,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
@@ -68,6 +69,14 @@ class LocalCoordinator(GroupRegistry):
         self._topics_doc = JsonDocument(state_dir / "topics.json")
         self._pid_doc = JsonDocument(state_dir / "producer_ids.json")
         self._offsets_journal = JsonJournal(state_dir / "offsets.jsonl", fsync=fsync_offsets)
+        # Transaction records (brokers/core/transactions): the last line per id wins; fsynced
+        # like the offsets, as the decision to commit must survive what the offsets survive.
+        self._txn_journal = JsonJournal(state_dir / "transactions.jsonl", fsync=fsync_offsets)
+        self._txns: dict[str, tuple[bytes, int]] = {
+            e["id"]: (e["record"].encode(), int(e["version"]))
+            for e in self._txn_journal.entries}
+        self._txn_journal.rewrite([{"id": t, "record": r.decode(), "version": v}
+                                   for t, (r, v) in sorted(self._txns.items())])
         self._me: BrokerInfo | None = None
         self._topics: dict[str, TopicInfo] = {}
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
@@ -103,6 +112,7 @@ class LocalCoordinator(GroupRegistry):
 
     async def close(self) -> None:
         self._offsets_journal.close()
+        self._txn_journal.close()
 
     def _topic_info(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
         states = tuple(
@@ -274,6 +284,27 @@ class LocalCoordinator(GroupRegistry):
         pid = self._next_pid
         self._next_pid += 1
         return pid
+
+    # --- transactions (brokers.core.transactions.coordinator.TransactionStore) ----------------
+    async def read_transaction(self, transactional_id: str) -> tuple[bytes | None, int]:
+        self._counters.coordination_reads += 1
+        return self._txns.get(transactional_id, (None, -1))
+
+    async def write_transaction(self, transactional_id: str, record: bytes,
+                                version: int) -> int:
+        self._datadir.check()
+        stored = self._txns.get(transactional_id, (None, -1))[1]
+        if stored != version:
+            raise NotCoordinator(f"transactional id {transactional_id!r} was written since "
+                                 f"version {version} (now {stored})")
+        self._counters.coordination_writes += 1
+        self._write(self._txn_journal.append, [
+            {"id": transactional_id, "record": record.decode(), "version": version + 1}])
+        self._txns[transactional_id] = (record, version + 1)
+        return version + 1
+
+    async def list_transactions(self) -> list[str]:
+        return sorted(self._txns)
 
     def counters(self) -> LocalCounters:
         c = self._counters

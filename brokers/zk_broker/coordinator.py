@@ -62,6 +62,7 @@ from brokers.zk_broker.session import (
     ZooKeeperUnreachable,
 )
 from brokers.zk_broker.topics import TopicCreator
+from brokers.zk_broker.transactions import TransactionZnodes
 
 __all__ = ["ZkCoordinator", "ZooKeeperUnreachable"]
 
@@ -90,6 +91,7 @@ class ZkCoordinator:
             self._session, self.paths, self._cache, config.create_topic_timeout_ms
         )
         self._group_znodes = GroupZnodes(self._session, self.paths)
+        self._txn_znodes = TransactionZnodes(self._session, self.paths)
         self._isr = IsrWriter(self._session, self.paths, self._cache, node_id)
         self._producer_ids = ProducerIds(
             self._session, self.paths, node_id, config.producer_id_block_size
@@ -342,6 +344,17 @@ class ZkCoordinator:
     # ============================================================================================
     async def allocate_producer_id(self) -> int:
         return await self._producer_ids.allocate()
+
+    # --- transactions (brokers.core.transactions.coordinator.TransactionStore) ---------------
+    async def read_transaction(self, transactional_id: str) -> tuple[bytes | None, int]:
+        return await self._txn_znodes.read(transactional_id)
+
+    async def write_transaction(self, transactional_id: str, record: bytes,
+                                version: int) -> int:
+        return await self._txn_znodes.write(transactional_id, record, version)
+
+    async def list_transactions(self) -> list[str]:
+        return await self._txn_znodes.list()
 
     def counters(self) -> ZkCounters:
         out = dict(self._stats)

@@ -236,17 +236,27 @@ class GroupZnodes:
         try:
             await self._set_offset(group_id, path, data, fence)
         except NoNodeError:
-            await self._session.ensure_path(self._paths.offsets_topic(group_id, tp.topic))
-            try:
-                if fence is None:
-                    await b.call("create", path, data)
-                else:
-                    txn = b.transaction()
-                    txn.check(self._paths.generation(group_id), fence)
-                    txn.create(path, data)
-                    self._raise_failed(group_id, await b.commit(txn, counted_as="create"))
-            except NodeExistsError:
-                await self._set_offset(group_id, path, data, fence)
+            parent = self._paths.offsets_topic(group_id, tp.topic)
+            for attempt in range(2):
+                await self._session.ensure_path(parent)
+                try:
+                    if fence is None:
+                        await b.call("create", path, data)
+                    else:
+                        txn = b.transaction()
+                        txn.check(self._paths.generation(group_id), fence)
+                        txn.create(path, data)
+                        self._raise_failed(group_id, await b.commit(txn, counted_as="create"))
+                    return
+                except NodeExistsError:
+                    await self._set_offset(group_id, path, data, fence)
+                    return
+                except NoNodeError:
+                    # The parent went (another broker emptied and deleted it) after it was
+                    # made: make it again, once.
+                    if attempt:
+                        raise
+                    self._session.forget_paths(parent)
 
     async def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -264,6 +274,9 @@ class GroupZnodes:
                      *([self._paths.offsets(group_id)] if partitions is None else [])]:
             with contextlib.suppress(NoNodeError, NotEmptyError):
                 await b.call("delete", path)  # only if empty: a commit may have come since
+                # Gone: the next commit under it must create it again, not trust the cache
+                # of paths already made (a transaction's pending offsets come and go so).
+                self._session.forget_paths(path)
 
     async def _delete_offset(self, group_id: str, tp: TopicPartition) -> None:
         path = self._paths.offset(group_id, tp)

@@ -15,6 +15,9 @@ Layout (every path under an optional chroot, e.g. ``/twinbench-run-7``)::
     /consumers/<group>/generation                      persistent the group's fence (empty;
                                                                   its version is the token)
     /latest_producer_id_block                          persistent {"version":1,"broker":..}
+    /twinbench/transactions/<transactional id>         persistent a transaction's record
+                                                                  (JSON; its version is the
+                                                                  compare-and-set token)
     /cluster/id                                        persistent {"version":"1","id":".."}
 
 The chroot is applied here rather than by kazoo: kazoo cannot create its own chroot path once
@@ -86,6 +89,9 @@ class ZkPaths:
         self.delete_topics = f"{c}/admin/delete_topics"
         self.consumers = f"{c}/consumers"
         self.producer_id_block = f"{c}/latest_producer_id_block"
+        # Not a Kafka path: ZooKeeper-era Kafka kept transactions in its __transaction_state
+        # topic, which this twin does not have (docs/transactions.md).
+        self.transactions = f"{c}/twinbench/transactions"
         self.cluster_id = f"{c}/cluster/id"
         # Persistent parents created at start-up, so later writes need no makepath round trips.
         # (Not /admin/delete_topics: the first deletion creates it, so a cluster that never
@@ -95,6 +101,9 @@ class ZkPaths:
         self._topic_re = re.compile(rf"{prefix}/brokers/topics/([^/]+)")
         self._config_re = re.compile(rf"{prefix}/config/topics/([^/]+)")
         self._state_re = re.compile(rf"{prefix}/brokers/topics/([^/]+)/partitions/(\d+)/state")
+
+    def transaction(self, transactional_id: str) -> str:
+        return f"{self.transactions}/{_segment(transactional_id)}"
 
     def broker(self, node_id: int) -> str:
         return f"{self.broker_ids}/{node_id}"

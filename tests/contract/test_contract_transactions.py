@@ -2,14 +2,17 @@
 invisible to read_committed consumers until their marker, an aborted transaction's records are
 listed for the client to drop, and a committed one's are read (docs/transactions.md).
 
-The transaction coordinator is not served yet, so the test plays it: it writes the batches a
-transactional producer writes (the transactional bit, a producer id and epoch) and sends the
-WriteTxnMarkers a coordinator sends. What reads them is real: the raw Fetch and ListOffsets
-answers, and confluent-kafka consumers at both isolation levels.
+The first test plays the transaction coordinator, to pin the partition side down alone: it
+writes the batches a transactional producer writes (the transactional bit, a producer id and
+epoch) and sends the WriteTxnMarkers a coordinator sends, and reads the raw Fetch and ListOffsets
+answers and what confluent-kafka consumers get at both isolation levels. The rest use
+confluent-kafka's transactional API as an application does: commit, abort, fencing, timeout,
+consume-transform-produce, and that again over a coordinator killed mid-stream.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import confluent_kafka as ck
@@ -17,6 +20,7 @@ import pytest
 
 from brokers.core.errors import InvalidProducerEpoch
 from brokers.core.protocol.api import ApiKey
+from brokers.core.protocol.messages.find_coordinator import FindCoordinatorRequest
 from brokers.core.protocol.messages.init_producer_id import InitProducerIdRequest
 from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -131,3 +135,202 @@ def test_read_committed_sees_committed_transactions_only(cluster):
     assert consume(cluster, topic, "read_committed", 2) == [b"c0", b"plain"]
     assert consume(cluster, topic, "read_uncommitted", 6) == [
         b"a0", b"a1", b"c0", b"plain", b"a2", b"x"]
+
+
+# --- the transactional API, as confluent-kafka users call it ------------------------------------
+
+
+def txn_producer(cluster, txn_id: str, **conf) -> ck.Producer:
+    p = ck.Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+                     "linger.ms": 5, **conf})
+    p.init_transactions(30)
+    return p
+
+
+def read_all(cluster, topic: str, partitions: int, isolation: str, want: int,
+             timeout_s: float = 30.0) -> list[bytes]:
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": fresh("r"),
+                            "auto.offset.reset": "earliest", "isolation.level": isolation,
+                            "enable.auto.commit": False})
+    got: list[bytes] = []
+    try:
+        consumer.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions)])
+        deadline = time.monotonic() + timeout_s
+        quiet = 0
+        while time.monotonic() < deadline and quiet < 4:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                quiet = quiet + 1 if len(got) >= want else 0
+            elif msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def test_committed_transactions_are_read_and_aborted_ones_are_not(cluster):
+    topic = fresh("txn-api")
+    create_everywhere(cluster.brokers, topic, 3)
+    p = txn_producer(cluster, fresh("tid"))
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, b"c%d" % i, partition=i % 3)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(9):
+        p.produce(topic, b"a%d" % i, partition=i % 3)
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, b"last", partition=0)
+    p.commit_transaction(30)
+    committed = read_all(cluster, topic, 3, "read_committed", 31)
+    assert sorted(committed) == sorted([b"c%d" % i for i in range(30)] + [b"last"])
+    everything = read_all(cluster, topic, 3, "read_uncommitted", 40)
+    assert len(everything) == 40
+
+
+def test_a_new_incarnation_fences_the_old_and_aborts_its_transaction(cluster):
+    topic = fresh("txn-fence")
+    create_everywhere(cluster.brokers, topic, 1)
+    tid = fresh("tid")
+    old = txn_producer(cluster, tid)
+    old.begin_transaction()
+    old.produce(topic, b"zombie", partition=0)
+    old.flush(30)
+    new = txn_producer(cluster, tid)  # aborts the old incarnation's open transaction
+    with pytest.raises(ck.KafkaException) as raised:
+        old.commit_transaction(30)
+    assert raised.value.args[0].fatal(), raised.value
+    new.begin_transaction()
+    new.produce(topic, b"successor", partition=0)
+    new.commit_transaction(30)
+    assert read_all(cluster, topic, 1, "read_committed", 1) == [b"successor"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_stops_holding_readers(cluster):
+    topic = fresh("txn-timeout")
+    create_everywhere(cluster.brokers, topic, 1)
+    p = txn_producer(cluster, fresh("tid"), **{"transaction.timeout.ms": 2000})
+    p.begin_transaction()
+    p.produce(topic, b"abandoned", partition=0)
+    p.flush(30)
+    plain = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    plain.produce(topic, b"after", partition=0)
+    plain.flush(30)
+    # The coordinator aborts it (its tick, after 2 s): the record after it becomes readable.
+    assert read_all(cluster, topic, 1, "read_committed", 1, timeout_s=20) == [b"after"]
+    with pytest.raises(ck.KafkaException):
+        p.commit_transaction(30)
+
+
+def copy_exactly_once(cluster, source: str, sink: str, group: str, tid: str, total: int,
+                      during=None, timeout_s: float = 120.0) -> None:
+    """Consume-transform-produce: every batch read from ``source`` is written to ``sink`` with
+    its offsets in one transaction; an abortable failure aborts and rewinds to the committed
+    offsets, as confluent-kafka's exactly-once example does. ``during(n)`` is called after each
+    committed transaction (a fault schedule)."""
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                            "enable.auto.commit": False})
+    producer = txn_producer(cluster, tid)
+    consumer.subscribe([source])
+    copied = 0
+    transactions = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while copied < total:
+            assert time.monotonic() < deadline, f"copied {copied} of {total} in {timeout_s} s"
+            batch = [m for m in consumer.consume(20, 1.0) if m.error() is None]
+            if not batch:
+                continue
+            producer.begin_transaction()
+            for m in batch:
+                producer.produce(sink, m.value().upper(), partition=m.partition())
+            positions = consumer.position(consumer.assignment())
+            try:
+                producer.send_offsets_to_transaction(
+                    positions, consumer.consumer_group_metadata(), 30)
+                commit_with_retries(producer)
+            except ck.KafkaException as exc:
+                if not exc.args[0].txn_requires_abort():
+                    raise
+                producer.abort_transaction(30)
+                rewind(consumer)
+                continue
+            copied += len(batch)
+            transactions += 1
+            if during is not None:
+                during(transactions)
+    finally:
+        consumer.close()
+
+
+def commit_with_retries(producer: ck.Producer) -> None:
+    for _ in range(10):
+        try:
+            producer.commit_transaction(30)
+            return
+        except ck.KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+    raise AssertionError("commit_transaction kept failing with retriable errors")
+
+
+def rewind(consumer: ck.Consumer) -> None:
+    committed = consumer.committed(consumer.assignment(), 30)
+    for tp in committed:
+        consumer.seek(ck.TopicPartition(tp.topic, tp.partition,
+                                        tp.offset if tp.offset >= 0 else 0))
+
+
+def fill(cluster, topic: str, partitions: int, n: int) -> list[bytes]:
+    values = [b"v-%04d" % i for i in range(n)]
+    plain = ck.Producer({"bootstrap.servers": cluster.bootstrap})
+    for i, v in enumerate(values):
+        plain.produce(topic, v, partition=i % partitions)
+    assert plain.flush(30) == 0
+    return values
+
+
+def test_consume_transform_produce_is_exactly_once(cluster):
+    source, sink = fresh("ctp-in"), fresh("ctp-out")
+    create_everywhere(cluster.brokers, source, 2)
+    create_everywhere(cluster.brokers, sink, 2)
+    values = fill(cluster, source, 2, 200)
+    copy_exactly_once(cluster, source, sink, fresh("g"), fresh("tid"), len(values))
+    out = read_all(cluster, sink, 2, "read_committed", len(values))
+    assert sorted(out) == sorted(v.upper() for v in values)
+
+
+@pytest.mark.multi_broker
+def test_consume_transform_produce_stays_exactly_once_when_the_coordinator_is_killed(cluster):
+    """The transaction coordinator of the copying producer is killed (SIGKILL) right after a
+    commit, and again while the next ones run; the copy finishes on its successor and every
+    record is in the output exactly once: no transaction was left half-committed."""
+    source, sink, tid = fresh("kill-in"), fresh("kill-out"), fresh("tid")
+    create_everywhere(cluster.brokers, source, 2)
+    create_everywhere(cluster.brokers, sink, 2)
+    values = fill(cluster, source, 2, 300)
+    with connect(cluster.brokers[0]) as c:
+        found = c.request(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(
+            key=tid, key_type=1))
+    assert found.error_code == 0, found
+    victim = found.node_id
+    killed = []
+
+    def kill_once(transactions: int) -> None:
+        if transactions == 2 and not killed:
+            cluster.kill_broker(victim)
+            killed.append(victim)
+        if transactions == 5 and killed and killed[-1] == victim:
+            cluster.restart_broker(victim)
+            killed.append(-1)
+
+    try:
+        copy_exactly_once(cluster, source, sink, fresh("g"), tid, len(values), during=kill_once)
+    finally:
+        if killed and killed[-1] == victim:
+            cluster.restart_broker(victim)
+    out = read_all(cluster, sink, 2, "read_committed", len(values), timeout_s=60)
+    assert sorted(out) == sorted(v.upper() for v in values)

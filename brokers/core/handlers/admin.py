@@ -6,7 +6,7 @@ import logging
 import re
 
 from brokers.core.errors import InvalidRequest, KafkaError, SecurityDisabled
-from brokers.core.handlers.context import BrokerContext, Call
+from brokers.core.handlers.context import BrokerContext, Call, fenced_code
 from brokers.core.protocol.api import SUPPORTED
 from brokers.core.protocol.messages.acls import (
     AclCreationResult,
@@ -54,15 +54,22 @@ def handle_api_versions(
 async def handle_init_producer_id(
     ctx: BrokerContext, call: Call, req: InitProducerIdRequest
 ) -> InitProducerIdResponse:
+    """An idempotent producer (no transactional id) gets a cluster-unique id at epoch 0; a
+    transactional one asks the transaction coordinator (brokers/core/transactions)."""
     try:
-        if req.transactional_id is not None:
-            # Transactions are outside the benchmark; idempotent producers (no transactional
-            # id) are served, with ids unique across the cluster.
-            raise InvalidRequest("transactional producers are not supported")
-        producer_id = await ctx.coordinator.allocate_producer_id()
+        if req.transactional_id is None:
+            producer_id, epoch = await ctx.coordinator.allocate_producer_id(), 0
+        else:
+            if not req.transactional_id:
+                raise InvalidRequest("an empty transactional id")
+            txn = ctx.transactions()
+            producer_id, epoch = await txn.init_producer_id(
+                req.transactional_id, req.transaction_timeout_ms,
+                (req.producer_id, req.producer_epoch) if call.api_version >= 3 else None)
     except KafkaError as exc:
-        return InitProducerIdResponse(error_code=exc.code, producer_id=-1, producer_epoch=-1)
-    return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
+        return InitProducerIdResponse(error_code=fenced_code(exc, call.api_version, 4),
+                                      producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=epoch)
 
 
 # Kafka's words when no authorizer is configured.

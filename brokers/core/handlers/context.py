@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from brokers.core.config import BrokerConfig
 from brokers.core.coordinator import Coordinator, PartitionState
 from brokers.core.errors import (
+    CoordinatorNotAvailable,
+    InvalidProducerEpoch,
     KafkaError,
     LeaderNotAvailable,
     NotCoordinator,
     NotLeaderOrFollower,
+    ProducerFenced,
     UnknownTopicOrPartition,
 )
 from brokers.core.groups import GroupCoordinator
@@ -19,6 +22,7 @@ from brokers.core.notify import AppendNotifier
 from brokers.core.producer_state import ProducerStates
 from brokers.core.replication.manager import ReplicaManager
 from brokers.core.topic_config import ProduceRules
+from brokers.core.transactions.coordinator import TransactionCoordinator
 
 # Leader epoch shown to clients (Metadata, ListOffsets) and stamped into stored batches. Clients
 # that see epochs >= 0 start validating them with OffsetForLeaderEpoch (key 23), which we do not
@@ -40,6 +44,10 @@ class BrokerContext:
     # Leader and follower duties of the partitions with more than one replica (None: a broker
     # that never replicates, such as the null-sink benchmark's).
     replicas: ReplicaManager | None = None
+    # The transaction coordinator (None: the architecture keeps no transaction records, its
+    # Coordinator is not a ``TransactionStore``; transactional requests get
+    # COORDINATOR_NOT_AVAILABLE).
+    txn: TransactionCoordinator | None = None
     # The produce checks of the topics whose configs ask for any (brokers/core/topic_config.py,
     # ``ProduceRules``), rebuilt from the cluster view on every change; other topics are absent.
     topic_rules: dict[str, ProduceRules] = field(default_factory=dict)
@@ -47,6 +55,12 @@ class BrokerContext:
     @property
     def node_id(self) -> int:
         return self.config.node_id
+
+    def transactions(self) -> TransactionCoordinator:
+        if self.txn is None:
+            raise CoordinatorNotAvailable(
+                "this architecture keeps no transaction state: transactions are not served")
+        return self.txn
 
     @property
     def per_request(self) -> bool:
@@ -108,6 +122,14 @@ class BrokerContext:
         if state.leader < 0:
             return LeaderNotAvailable(f"{state.topic}-{state.partition} has no live leader")
         return NotLeaderOrFollower(f"{state.topic}-{state.partition} is led by {state.leader}")
+
+
+def fenced_code(exc: KafkaError, api_version: int, first_fenced_version: int) -> int:
+    """PRODUCER_FENCED came with KIP-588 (Kafka 2.7): a request older than the version that
+    introduced it hears INVALID_PRODUCER_EPOCH instead, as Kafka answers it."""
+    if isinstance(exc, ProducerFenced) and api_version < first_fenced_version:
+        return InvalidProducerEpoch.code
+    return exc.code
 
 
 @dataclass(frozen=True, slots=True)

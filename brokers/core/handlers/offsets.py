@@ -16,6 +16,7 @@ from brokers.core.errors import (
     OffsetMetadataTooLarge,
     OffsetOutOfRange,
     UnknownTopicOrPartition,
+    UnstableOffsetCommit,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call
 from brokers.core.protocol.messages.delete_records import (
@@ -43,6 +44,7 @@ from brokers.core.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+from brokers.core.transactions.offsets import is_pending, parse_pending
 
 LATEST = -1
 EARLIEST = -2
@@ -211,19 +213,27 @@ async def _offset_fetch(
     wanted = None if req.topics is None else [
         TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes
     ]
+    # A transaction's offsets wait under pending keys (brokers/core/transactions/offsets.py):
+    # never shown, and a partition with one is UNSTABLE_OFFSET_COMMIT to a client asking for
+    # stable offsets only (KIP-447), which asks again.
+    stable_only = version >= 7 and req.require_stable
     try:
-        committed = await ctx.coordinator.fetch_offsets(req.group_id, wanted)
+        committed = await ctx.coordinator.fetch_offsets(
+            req.group_id, None if stable_only else wanted)
     except KafkaError as exc:
         return _offset_fetch_failed(req, exc, version)
+    unstable = {parsed[1] for parsed in map(parse_pending, committed) if parsed is not None}
     by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
     for tp in wanted if wanted is not None else sorted(committed):
+        if is_pending(tp):
+            continue
         om = committed.get(tp)
         by_topic.setdefault(tp.topic, []).append(OffsetFetchResponsePartition(
             partition_index=tp.partition,
             committed_offset=om.offset if om else -1,
             committed_leader_epoch=om.leader_epoch if om else -1,
             metadata=(om.metadata if om and om.metadata is not None else ""),
-            error_code=0,
+            error_code=UnstableOffsetCommit.code if stable_only and tp in unstable else 0,
         ))
     return OffsetFetchResponse(
         topics=[OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()],
