@@ -23,6 +23,13 @@ How the coordination policies land here (docs/architecture.md, fairness rule 2):
   consensus round (and the quorum's fsyncs) per fetch, where the zk twin pays a ZooKeeper write.
 * ``cached`` reads the applied image: ``cluster()`` never waits.
 
+Transactions (the core's ``TransactionStore``, brokers/core/transactions/coordinator.py) are
+records in the same log, as KRaft keeps its own state there: a write is a ``TxnState`` record
+the image applies only if the id's version is still the one the writer read and the writer
+still places the id, so a coordinator that lost the id is refused by the log itself
+(NOT_COORDINATOR). Reads go behind a ReadIndex barrier; the core caches what it wrote, so it
+reads only when it first meets an id or after the placement moved.
+
 Layout:
 - ``config.py``      RaftBrokerConfig: members, timing, sessions
 - ``coordinator.py`` this: the seam, the control channel's both ends, the controller's loop
@@ -70,6 +77,7 @@ from brokers.core.errors import (
     UnknownTopicOrPartition,
     UserError,
 )
+from brokers.core.transactions.coordinator import NO_VERSION
 from brokers.raft_broker import control
 from brokers.raft_broker.config import RaftBrokerConfig
 from brokers.raft_broker.counters import RaftCounters
@@ -92,6 +100,7 @@ from brokers.raft_broker.metadata.records import (
     RegisterBroker,
     RegisterMember,
     SetTopicConfigs,
+    TxnState,
     UnregisterBroker,
     UnregisterMember,
     decode,
@@ -142,7 +151,8 @@ class RaftCoordinator:
         self._closed = False
         self._tally: dict[str, int] = dict.fromkeys(
             ("raft_proposals", "raft_proposals_rejected", "raft_proposals_retried",
-             "raft_requests_served", "raft_read_barriers", "raft_controller_records"), 0)
+             "raft_requests_served", "raft_read_barriers", "raft_controller_records",
+             "raft_transaction_writes", "raft_transaction_writes_refused"), 0)
         # Last: the driver restores the image from the snapshot on disk, through _restore.
         self._driver = RaftDriver(
             node_id, config.voters, config.learners, directory=data_dir / "raft",
@@ -663,6 +673,37 @@ class RaftCoordinator:
             pid = self._pid_next
             self._pid_next += 1
             return pid
+
+    # --- transactions (brokers.core.transactions.coordinator.TransactionStore) -----------------
+    async def read_transaction(self, transactional_id: str) -> tuple[bytes | None, int]:
+        # Linearizable: a record the id's previous coordinator wrote is seen, so the first
+        # write here names its version. (The local image alone would be safe too, the version
+        # check refusing a write decided on a lagging read, but the client would hear
+        # NOT_COORDINATOR for nothing.) One barrier per load: the core caches what it wrote.
+        await self._barrier(self._deadline(), CoordinatorNotAvailable)
+        entry = self.image.transactions.get(transactional_id)
+        return (None, NO_VERSION) if entry is None else (entry.record, entry.version)
+
+    async def write_transaction(self, transactional_id: str, record: bytes,
+                                version: int) -> int:
+        """Commit ``record`` if the id is still at ``version`` and this broker still places
+        it (image.py, ``_txn_state``); NotCoordinator if the log refused it."""
+        self._tally["raft_transaction_writes"] += 1
+        _, answer = await self._propose(
+            TxnState(transactional_id, record, version, self._node_id, self.image.applied_index),
+            self._deadline(), CoordinatorNotAvailable)
+        if not answer.applied:
+            self._tally["raft_transaction_writes_refused"] += 1
+            raise NotCoordinator(f"transactional id {transactional_id!r}: {answer.reason}")
+        # The record's version counter (records.TxnState): known without the entry's index,
+        # which a retried proposal's answer does not give.
+        return version + 1
+
+    async def list_transactions(self) -> list[str]:
+        # Behind a barrier, as a read: listed after the placement moved, it must include the
+        # ids the previous coordinators wrote (a prepared one is completed from here).
+        await self._barrier(self._deadline(), CoordinatorNotAvailable)
+        return sorted(self.image.transactions)
 
     def counters(self) -> RaftCounters:
         t = self._driver.transport.counters

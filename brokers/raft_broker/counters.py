@@ -34,6 +34,10 @@ class RaftCounters(CoordinatorCounters):
     raft_read_barriers: int = total("linearizable reads: ReadIndex barriers asked")
     raft_controller_records: int = total(
         "records this broker's controller proposed: fencing and leadership")
+    raft_transaction_writes: int = total(
+        "transaction records this broker proposed (TxnState: one per transaction state change)")
+    raft_transaction_writes_refused: int = total(
+        "transaction records the log refused: the id's version moved, or it lost the id")
     raft_term: float = gauge("the Raft term this node is in")
     raft_applied_index: float = gauge("the last log index applied to this broker's image")
     raft_is_leader: float = gauge("1 while this broker leads the quorum (is the controller)")

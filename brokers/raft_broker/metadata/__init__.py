@@ -2,7 +2,7 @@
 applies them to (KRaft's metadata log and image, KIP-631, on this project's core).
 
 * ``records.py``   the record types (brokers, topics and partitions, groups, offsets, producer
-                   ids) and their JSON codec.
+                   ids, transactions) and their JSON codec.
 * ``image.py``     ``MetadataImage``: the records applied in log order, deterministically, to
                    what the Coordinator seam serves; its snapshot for log compaction.
 * ``decisions.py`` what the controller (the quorum's leader) decides from its image: topic

@@ -11,9 +11,10 @@ record learns its fate from the outcome at the record's index.
 What the image holds is what the Coordinator seam serves (brokers/core/coordinator.py):
 brokers with their registration epoch and fencing, topics with their ids, partitions (replicas,
 ISR, leader, leader epoch, partition epoch), configs, the groups' member and owner registries
-with a generation, committed offsets, and the next producer id. ``view()`` is the
-``ClusterView`` the core reads; ``snapshot()``/``restore()`` the state Raft's log compaction
-keeps in place of the records.
+with a generation, committed offsets, the next producer id, and the transactions' records
+with their versions (the core's ``TransactionStore``, brokers/core/transactions). ``view()``
+is the ``ClusterView`` the core reads; ``snapshot()``/``restore()`` the state Raft's log
+compaction keeps in place of the records.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from brokers.core.coordinator import (
     validate_topic_name,
 )
 from brokers.core.errors import KafkaError
+from brokers.core.transactions.coordinator import NO_VERSION, placement_key
 from brokers.raft_broker.metadata.records import (
     NO_LEADER,
     AddPartitions,
@@ -52,6 +54,7 @@ from brokers.raft_broker.metadata.records import (
     RegisterBroker,
     RegisterMember,
     SetTopicConfigs,
+    TxnState,
     UnregisterBroker,
     UnregisterMember,
     decode_entry,
@@ -61,7 +64,8 @@ from brokers.raft_broker.metadata.records import (
 # 2: the recent proposal tokens and their outcomes.
 # 3: the index at which the live brokers last changed (version 2 restores it as the snapshot's
 #    own index: offset writes decided before it are then refused, never wrongly applied).
-SNAPSHOT_VERSION = 3
+# 4: the transactions' records (versions 2 and 3 restore none: no log before 4 wrote any).
+SNAPSHOT_VERSION = 4
 # How many proposals' tokens the image remembers with their outcome: a retry arriving after
 # this many other tagged proposals were applied is applied again. A proposer retries for at
 # most its request timeout (15 s), far fewer proposals than this at any rate measured here.
@@ -116,6 +120,15 @@ class GroupEntry:
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class TxnEntry:
+    """A transactional id's record as the core wrote it, and its version (records.TxnState):
+    replaced whole by every write, never changed in place."""
+
+    record: bytes
+    version: int
+
+
 def _partition(init: PartitionInit) -> PartitionEntry:
     return PartitionEntry(init.replicas, init.isr, init.leader)
 
@@ -136,6 +149,7 @@ class MetadataImage:
         self.by_id: dict[int, str] = {}
         self.groups: dict[str, GroupEntry] = {}
         self.next_producer_id = 0
+        self.transactions: dict[str, TxnEntry] = {}
         # The index of the last entry applied (0: none; Raft indexes start at 1).
         self.applied_index = 0
         # token -> outcome of the recent tagged proposals, oldest first (RECENT_TOKENS).
@@ -296,18 +310,19 @@ class MetadataImage:
         group.generation += 1
         return Outcome(True)
 
-    def _lost_group(self, group: str, proposer: int, decided_at: int) -> str:
+    def _lost_group(self, group: str, proposer: int, decided_at: int, what: str = "") -> str:
         """Why ``proposer`` may not write ``group``'s offsets any more ("" if it may): it no
         longer coordinates the group, or it may have lost it and won it back since it decided
         (the live brokers changed), so another coordinator may have written meanwhile. The
         second test refuses some writes that were safe; their client hears NOT_COORDINATOR and
-        retries, as a Kafka client does when the offsets partition moves."""
+        retries, as a Kafka client does when the offsets partition moves. ``what``: how the
+        reason names the key (a transactional id is placed on a key of its own)."""
         if proposer < 0:
             return ""
         coordinator = self.group_coordinator(group)
         if coordinator != proposer:
-            return (f"broker {proposer} no longer coordinates group {group!r} (broker "
-                    f"{coordinator} does)")
+            return (f"broker {proposer} no longer coordinates {what or f'group {group!r}'} "
+                    f"(broker {coordinator} does)")
         if self.live_changed_at > decided_at:
             return (f"the live brokers changed at index {self.live_changed_at}, after broker "
                     f"{proposer} decided at {decided_at}")
@@ -350,6 +365,23 @@ class MetadataImage:
         self.next_producer_id += r.size
         return Outcome(True, first_producer_id=first)
 
+    def _txn_state(self, index: int, r: TxnState) -> Outcome:
+        # Fenced as offsets are, then compared: both in the state machine, so every replica
+        # refuses the same write at the same index and no two coordinators both succeed from
+        # one version.
+        tid = r.transactional_id
+        lost = self._lost_group(placement_key(tid), r.proposer, r.decided_at,
+                                f"transactional id {tid!r}")
+        if lost:
+            return Outcome(False, lost)
+        entry = self.transactions.get(tid)
+        stored = NO_VERSION if entry is None else entry.version
+        if stored != r.version:
+            return Outcome(False, f"transactional id {tid!r} is at version {stored}, the write "
+                                  f"was decided at {r.version}")
+        self.transactions[tid] = TxnEntry(r.record, r.version + 1)
+        return Outcome(True)
+
     # --- reading ----------------------------------------------------------------------------
     def live_brokers(self) -> list[int]:
         """Registered, unfenced brokers, by id."""
@@ -388,6 +420,9 @@ class MetadataImage:
             "recent": [[token, o.applied, o.reason, o.topic_id, o.first_producer_id]
                        for token, o in self.recent.items()],
             "live_changed_at": self.live_changed_at,
+            # Latin-1: any bytes as a JSON string, one code point each (records._plain).
+            "transactions": [[tid, e.record.decode("latin-1"), e.version]
+                             for tid, e in sorted(self.transactions.items())],
         }
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -397,22 +432,22 @@ class MetadataImage:
         try:
             doc = json.loads(data)
             version = doc.get("version")
-            if version not in (2, SNAPSHOT_VERSION):
+            if version not in (2, 3, SNAPSHOT_VERSION):
                 raise ValueError(f"snapshot version {version!r}, expected {SNAPSHOT_VERSION}")
             image = cls()
             image.applied_index = int(doc["applied_index"])
-            image.live_changed_at = int(doc["live_changed_at"] if version == SNAPSHOT_VERSION
+            image.live_changed_at = int(doc["live_changed_at"] if version >= 3
                                         else image.applied_index)
             image.next_producer_id = int(doc["next_producer_id"])
             for node_id, host, port, rack, epoch, fenced in doc["brokers"]:
                 image.brokers[node_id] = BrokerEntry(BrokerInfo(node_id, host, port, rack),
                                                      epoch, bool(fenced))
-            for topic_id, name, configs, version, parts, token in doc["topics"]:
+            for topic_id, name, configs, config_version, parts, token in doc["topics"]:
                 image.topics[name] = TopicEntry(
                     topic_id, name,
                     [PartitionEntry(tuple(r), tuple(i), leader, le, pe)
                      for r, i, leader, le, pe in parts],
-                    {k: v for k, v in configs}, version, str(token))
+                    {k: v for k, v in configs}, config_version, str(token))
                 image.by_id[topic_id] = name
             for name, generation, members, owners, offsets in doc["groups"]:
                 image.groups[name] = GroupEntry(
@@ -423,6 +458,11 @@ class MetadataImage:
             for token, applied, reason, topic_id, first_pid in doc["recent"]:
                 image.recent[str(token)] = Outcome(bool(applied), str(reason), topic_id,
                                                    first_pid)
+            for tid, record, txn_version in doc["transactions"] if version >= 4 else ():
+                if not isinstance(record, str):  # str() would turn anything into bytes
+                    raise ValueError(f"transaction record {record!r}")
+                image.transactions[str(tid)] = TxnEntry(record.encode("latin-1"),
+                                                        int(txn_version))
             return image
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a metadata snapshot: {exc}") from None
@@ -443,4 +483,5 @@ _HANDLERS: Mapping[type, Any] = {
     CommitOffsets: MetadataImage._commit_offsets,
     DeleteOffsets: MetadataImage._delete_offsets,
     AllocateProducerIds: MetadataImage._allocate_producer_ids,
+    TxnState: MetadataImage._txn_state,
 }

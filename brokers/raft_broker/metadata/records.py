@@ -204,17 +204,38 @@ class AllocateProducerIds:
     size: int
 
 
+# --- transactions -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TxnState:
+    """A transactional id's record (brokers/core/transactions; opaque bytes to the log),
+    written if the id's stored version is still ``version`` (-1: the id must have none).
+
+    Applied, the id's version becomes ``version + 1``: a per-id counter, not the record's
+    index, because a retried proposal is answered with its first copy's outcome at the
+    retry's own index, so only the counter is known to the proposer in every case. Ids are
+    never deleted, so a counter cannot come back to a value a stale writer holds.
+    ``proposer`` and ``decided_at`` fence a coordinator that lost the id (placed as a group
+    on ``placement_key``), as they fence ``CommitOffsets``; unlike there they are always set:
+    no older log holds this record."""
+
+    transactional_id: str
+    record: bytes
+    version: int
+    proposer: int
+    decided_at: int
+
+
 Record: TypeAlias = (RegisterBroker | FenceBroker | UnregisterBroker | CreateTopic
                      | AddPartitions | ChangePartition | SetTopicConfigs | DeleteTopic
                      | RegisterMember | UnregisterMember | RecordOwners | CommitOffsets
-                     | DeleteOffsets | AllocateProducerIds)
+                     | DeleteOffsets | AllocateProducerIds | TxnState)
 
 # The kind tag of each record type on the wire; never renumber (logs and snapshots outlive code).
 KINDS: dict[type, int] = {
     RegisterBroker: 1, FenceBroker: 2, UnregisterBroker: 3, CreateTopic: 4, AddPartitions: 5,
     ChangePartition: 6, SetTopicConfigs: 7, DeleteTopic: 8, RegisterMember: 9,
     UnregisterMember: 10, RecordOwners: 11, CommitOffsets: 12, DeleteOffsets: 13,
-    AllocateProducerIds: 14,
+    AllocateProducerIds: 14, TxnState: 15,
 }
 _BY_KIND = {k: t for t, k in KINDS.items()}
 # Record types whose last two fields (proposer, decided_at) were added later: an entry of an
@@ -229,6 +250,10 @@ def _plain(value: Any) -> Any:
         return [_plain(getattr(value, f.name)) for f in fields(value)]
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        # Latin-1 maps every byte to one code point and back: any bytes survive, and the
+        # JSON a transaction record is in practice stays readable in the log.
+        return value.decode("latin-1")
     return value
 
 
@@ -270,6 +295,14 @@ def _str(v: Any) -> str:
     except UnicodeEncodeError:
         raise RecordDecodeError(f"a string that is not Unicode text: {v!r}") from None
     return v
+
+
+def _bytes(v: Any) -> bytes:
+    """Bytes written as a Latin-1 string (``_plain``); a code point above 255 is no byte."""
+    try:
+        return _str(v).encode("latin-1")
+    except UnicodeEncodeError:
+        raise RecordDecodeError(f"a string that is not Latin-1 bytes: {v!r}") from None
 
 
 def _opt_str(v: Any) -> str | None:
@@ -342,6 +375,7 @@ _FIELDS: Mapping[type, tuple[Callable[[Any], Any], ...]] = {
     CommitOffsets: (_str, _int, lambda v: tuple(_committed(x) for x in _list(v)), _int, _int),
     DeleteOffsets: (_str, _partitions, _int, _int),
     AllocateProducerIds: (_id, _id),
+    TxnState: (_str, _bytes, _int, _id, _id),
 }
 
 

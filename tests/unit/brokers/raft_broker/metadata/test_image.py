@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers.core.coordinator import NO_LEADER, OffsetAndMetadata, TopicPartition
+from brokers.core.transactions.coordinator import NO_VERSION, placement_key
 from brokers.raft_broker.metadata import image as image_module
 from brokers.raft_broker.metadata import records as r
 from brokers.raft_broker.metadata.image import MetadataImage
@@ -193,6 +194,110 @@ def test_a_version_2_snapshot_refuses_offset_writes_decided_before_it() -> None:
     assert restored.apply(9, r.CommitOffsets("g", -1, (), coordinator, 7)).applied
 
 
+def _txn_owner(image: MetadataImage, tid: str) -> int:
+    owner = image.group_coordinator(placement_key(tid))
+    assert owner is not None
+    return owner
+
+
+def test_a_transaction_record_is_written_only_from_the_version_it_was_read_at() -> None:
+    image = _three_live()
+    owner = _txn_owner(image, "tx")
+    assert image.apply(8, r.TxnState("tx", b"one", NO_VERSION, owner, 7)).applied
+    assert image.transactions["tx"] == image_module.TxnEntry(b"one", 0)
+    # NO_VERSION means absent: a second first write (another InitProducerId raced) is refused.
+    again = image.apply(9, r.TxnState("tx", b"other", NO_VERSION, owner, 8))
+    assert not again.applied and "at version 0" in again.reason
+    assert image.apply(10, r.TxnState("tx", b"two", 0, owner, 9)).applied
+    # A writer still holding version 0 (it read before "two") is refused, and nothing moves.
+    stale = image.apply(11, r.TxnState("tx", b"stale", 0, owner, 10))
+    assert not stale.applied and "version 1, the write was decided at 0" in stale.reason
+    assert image.transactions["tx"] == image_module.TxnEntry(b"two", 1)
+    # The version is a counter per id, whatever the record's index.
+    assert image.apply(20, r.TxnState("tx", b"three", 1, owner, 11)).applied
+    assert image.transactions["tx"].version == 2
+    assert image.apply(21, r.TxnState("ty", b"y", NO_VERSION, _txn_owner(image, "ty"),
+                                      20)).applied
+    assert image.transactions["ty"].version == 0
+
+
+def test_a_transaction_write_by_a_broker_that_does_not_place_the_id_is_refused() -> None:
+    image = _three_live()
+    owner = _txn_owner(image, "tx")
+    other = (owner + 1) % 3
+    refused = image.apply(8, r.TxnState("tx", b"x", NO_VERSION, other, 7))
+    assert not refused.applied
+    assert f"broker {other} no longer coordinates transactional id 'tx'" in refused.reason
+    assert "tx" not in image.transactions
+    # Placed on its own key: the group "tx" may live elsewhere, the id follows its key.
+    assert image.group_coordinator(placement_key("tx")) == owner
+
+
+def test_a_transaction_write_kept_across_a_placement_change_is_refused() -> None:
+    # As the offsets' fencing: the owner is fenced, the id moves, its successor writes; the
+    # owner comes back and places the id again, but its write was decided before the change.
+    image = _three_live()
+    old = _txn_owner(image, "tx")
+    decided_at = image.applied_index
+    assert image.apply(8, r.TxnState("tx", b"a", NO_VERSION, old, decided_at)).applied
+    assert image.apply(9, r.FenceBroker(old, old + 1, True)).applied
+    new = _txn_owner(image, "tx")
+    assert new != old
+    moved = image.apply(10, r.TxnState("tx", b"b", 0, old, 8))
+    assert not moved.applied and "no longer coordinates" in moved.reason
+    assert image.apply(11, r.TxnState("tx", b"c", 0, new, 10)).applied
+    assert image.apply(12, r.FenceBroker(old, old + 1, False)).applied
+    assert _txn_owner(image, "tx") == old
+    late = image.apply(13, r.TxnState("tx", b"d", 1, old, 11))
+    assert not late.applied and "live brokers changed at index 12" in late.reason
+    assert image.transactions["tx"] == image_module.TxnEntry(b"c", 1)
+    # Decided on the image as it is now (after reading version 1 behind a barrier): taken.
+    assert image.apply(14, r.TxnState("tx", b"e", 1, old, 13)).applied
+    assert image.transactions["tx"] == image_module.TxnEntry(b"e", 2)
+
+
+def test_a_retried_transaction_write_is_applied_once() -> None:
+    # The proposer's answer for a retry is the first copy's: applied, version + 1 stored.
+    image = _three_live()
+    owner = _txn_owner(image, "tx")
+    entry = r.encode(r.TxnState("tx", b"a", NO_VERSION, owner, 7), "tok")
+    first = image.apply_entry(8, entry)[1]
+    assert first.applied and image.apply_entry(9, entry)[1] == first
+    assert image.transactions["tx"].version == 0
+
+
+def test_a_snapshot_keeps_the_transactions_and_older_versions_restore_none() -> None:
+    image = _three_live()
+    owner = _txn_owner(image, "tx")
+    every_byte = bytes(range(256))
+    image.apply(8, r.TxnState("tx", every_byte, NO_VERSION, owner, 7))
+    image.apply(9, r.TxnState("tx", b'{"state":"ONGOING"}', 0, owner, 8))
+    image.apply(10, r.TxnState("t2", b"", NO_VERSION, _txn_owner(image, "t2"), 9))
+    restored = MetadataImage.restore(image.snapshot())
+    assert restored.transactions == image.transactions
+    assert restored.transactions["tx"] == image_module.TxnEntry(b'{"state":"ONGOING"}', 1)
+    assert restored.snapshot() == image.snapshot()
+    # The restored image goes on deciding from the same versions.
+    assert not restored.apply(11, r.TxnState("tx", b"x", 0, owner, 10)).applied
+    assert restored.apply(12, r.TxnState("tx", b"x", 1, owner, 11)).applied
+    # A version 3 snapshot (before transactions) restores with none.
+    doc = json.loads(_three_live().snapshot())
+    del doc["transactions"]
+    doc["version"] = 3
+    old = MetadataImage.restore(json.dumps(doc).encode())
+    assert old.transactions == {} and old.live_changed_at == _three_live().live_changed_at
+    # A record that is not a string of bytes is refused, never coerced.
+    doc = json.loads(image.snapshot())
+    doc["transactions"][0][1] = 7
+    for bad in (doc, {**doc, "transactions": [["tx", "\u0100", 0]]}):
+        try:
+            MetadataImage.restore(json.dumps(bad).encode())
+        except ValueError as exc:
+            assert "snapshot" in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
 def test_producer_id_blocks_never_overlap() -> None:
     _, out = _image(r.AllocateProducerIds(0, 1000), r.AllocateProducerIds(1, 1000))
     assert (out[0].first_producer_id, out[1].first_producer_id) == (0, 1000)
@@ -204,11 +309,15 @@ def test_an_index_is_applied_once() -> None:
 
 
 # A random log: brokers, topics (some names twice), changes from right and stale epochs,
-# groups, commits, deletions.
+# groups, commits, deletions, transaction writes.
 def _random_log(rng: random.Random, n: int) -> list[r.Record]:
-    out: list[r.Record] = []
+    # Half the logs start with three live brokers: writes fenced by placement (transactions)
+    # need some, and random fencing records seldom name a registration's epoch.
+    out: list[r.Record] = [] if rng.random() < 0.5 else [
+        *(r.RegisterBroker(b, "h", 9092, None) for b in range(3)),
+        *(r.FenceBroker(b, b + 1, False) for b in range(3))]
     for _ in range(n):
-        k = rng.randrange(9)
+        k = rng.randrange(10)
         tid = rng.randrange(1, max(2, len(out)))
         if k == 0:
             out.append(r.RegisterBroker(rng.randrange(4), "h", 9092, None))
@@ -232,6 +341,11 @@ def _random_log(rng: random.Random, n: int) -> list[r.Record]:
             out.append(r.DeleteTopic(tid))
         elif k == 7:
             out.append(r.RegisterMember("g", f"m{rng.randrange(3)}", "c", "h"))
+        elif k == 8:
+            # Decided mostly on the image just before it, so some are applied.
+            out.append(r.TxnState(f"tx{rng.randrange(2)}", bytes([rng.randrange(256)]),
+                                  rng.randrange(-1, 2), rng.randrange(4),
+                                  max(0, len(out) - rng.randrange(2))))
         else:
             out.append(r.AllocateProducerIds(rng.randrange(4), 100))
     return out

@@ -38,6 +38,8 @@ RECORDS = st.one_of(
     st.builds(r.DeleteOffsets, names,
               st.none() | st.lists(st.tuples(names, ids), max_size=3).map(tuple)),
     st.builds(r.AllocateProducerIds, ids, ids),
+    # Opaque bytes: any byte value, not only the JSON the core writes.
+    st.builds(r.TxnState, names, st.binary(max_size=40), epochs, ids, ids),
 )
 
 
@@ -89,6 +91,27 @@ def test_a_damaged_record_decodes_or_is_refused_in_one_error(record: r.Record,
 def test_random_bytes_are_refused_in_one_error(data: bytes) -> None:
     with contextlib.suppress(r.RecordDecodeError):
         r.decode(data)
+
+
+def test_a_transaction_record_is_kept_byte_for_byte_and_readable_in_the_log() -> None:
+    core_record = b'{"producer_id":7,"state":"ONGOING"}'
+    entry = r.encode(r.TxnState("tx", core_record, -1, 2, 40))
+    assert b'"{\\"producer_id\\":7,\\"state\\":\\"ONGOING\\"}"' in entry
+    every_byte = bytes(range(256))
+    record = r.TxnState("tx", every_byte, 3, 0, 0)
+    assert r.decode(r.encode(record)) == record
+
+
+@pytest.mark.parametrize("raw", [
+    [15, "tx", "\u0100", 0, 1, 1],  # a code point that is no byte
+    [15, "tx", "{}", -2, 1, 1],  # below NO_VERSION
+    [15, "tx", "{}", 0, -1, 1],  # no unguarded transaction writes: no older log has any
+    [15, "tx", "{}", 0, 1],
+    [15, "tx", ["{}"], 0, 1, 1],
+])
+def test_malformed_transaction_records_are_refused(raw: list[object]) -> None:
+    with pytest.raises(r.RecordDecodeError, match="TxnState"):
+        r.decode(json.dumps(raw).encode())
 
 
 @pytest.mark.parametrize("raw", [
