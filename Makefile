@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft sim-raft-brokers bench-three-twins bench-three-twins-faults bench-three-twins-metadata bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft sim-raft-brokers bench-three-twins bench-three-twins-faults bench-three-twins-metadata bench-exactly-once bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication sim-raft test-churn nemesis test-scale test-security clean
@@ -200,6 +200,16 @@ bench-three-twins-faults: setup
 bench-three-twins-metadata: setup
 	@$(PY) -m harness.cli run --arch zk,raft,dsbs --workload three-twins-metadata --out $(RUNS) \
 	  $(TUNE) $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory analyze
+
+# The exactly-once study (docs/transactions.md, "The exactly-once study"): transactions of 1, 10
+# and 100 batches beside the same work without them, a producer alone and
+# consume-transform-produce, on the architectures ARCHS names (the three twins by default),
+# interleaved session by session, 5 tries; then the analysis (its Exactly-once section).
+bench-exactly-once: ARCHS ?= zk,raft,dsbs
+bench-exactly-once: setup
+	@$(PY) -m harness.cli run --arch $(ARCHS) --workload exactly-once --out $(RUNS) $(TUNE) \
+	  $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory analyze
 
 # Real Apache Kafka beside the twins (docs/real-kafka.md): the paper's 32 B x 20 cell under the

@@ -87,6 +87,9 @@ Shape (every key but ``name`` and ``cells`` optional; defaults are the paper's e
                                  # interleaved); throwaway certificates and users per run
     metrics: false               # [qos] true: every broker serves Prometheus metrics, into
     metrics_interval_s: 1.0      # metrics.csv this often during each session (and at its ends)
+    transactions:                # [transactions] every session an exactly-once session
+      sizes: [1, 10, 100]        # batches per transaction, one cell each (and each without)
+      shapes: [produce, ctp]     # a producer alone; consume-transform-produce
     cells:
       - table: size_grid         # which paper grid (size_grid, batch_sweep, kb_grid, policy...)
         msg_sizes: [8, 16, 32, 64, 128]   # bytes, or "1KiB", "128KiB"

@@ -15,6 +15,7 @@ Layout:
 - ``rtt/``         the round-trip-time sweep (netns, a delay line)
 - ``security/``    the listener-security sweep
 - ``qos/``         the brokers' metrics sampled during sessions
+- ``transactions/`` exactly-once: transactions beside the same work without (its own sessions)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ REGISTRY: dict[str, str] = {
     "rtt": "harness.studies.rtt:RTT",
     "security": "harness.studies.security:SECURITY",
     "qos": "harness.studies.qos:QOS",
+    "transactions": "harness.studies.transactions:TRANSACTIONS_STUDY",
 }
 
 

@@ -13,6 +13,8 @@ Study and its result), as far as it has them):
   latency/   open-loop sessions: latency at each rate, maximum sustainable rates; latency-*
   faults/    fault sessions: durations, outcomes, throughput through each fault; faults-*
   metadata/  metadata at scale: cost against size, log-log slopes; metadata-*
+  transactions/  exactly-once: transactions of N batches beside the same work without, per
+             architecture (records/s, their ratio, coordination per transaction, commit time)
   rtt/       the ratio against the network's round-trip time, measured and modelled; rtt-*
   clients/   our load client beside Kafka's perf tools on the same clusters and cells
   kafka/     real Kafka on ZooKeeper and KRaft beside the twins: four architectures, the two
@@ -38,6 +40,7 @@ STUDIES: dict[str, str] = {
     "latency": "spark_analysis.studies.latency.study:STUDY",
     "faults": "spark_analysis.studies.faults.study:STUDY",
     "metadata": "spark_analysis.studies.metadata.study:STUDY",
+    "transactions": "spark_analysis.studies.transactions.study:STUDY",
     "rtt": "spark_analysis.studies.rtt.study:STUDY",
     "clients": "spark_analysis.studies.clients.study:STUDY",
     "kafka": "spark_analysis.studies.kafka.study:STUDY",

@@ -19,6 +19,7 @@ Layout:
 - ``series.py``, ``rate_search.py``, ``max_rate.py``    the open-loop study's files
 - ``metadata.py``       metadata.csv: the metadata study's sessions
 - ``metrics.py``        metrics.csv: the brokers' sampled Prometheus metrics
+- ``transactions.py``   transactions.csv: the exactly-once study's sessions
 """
 
 from __future__ import annotations
@@ -37,17 +38,18 @@ from twinbench_common.runlog.records import RECORDS
 from twinbench_common.runlog.series import SERIES
 from twinbench_common.runlog.table import Column, Table
 from twinbench_common.runlog.timeline import TIMELINE
+from twinbench_common.runlog.transactions import TRANSACTIONS
 
 __all__ = [
     "COORDINATION", "COUNTERS", "FAULTS", "FAULT_EVENTS", "FAULT_PARTITIONS", "LATENCY",
     "MAX_RATE", "METADATA", "METRICS", "RATE_SEARCH", "RECORDS", "SERIES", "TABLES", "TIMELINE",
-    "Column", "Table", "by_file", "by_name",
+    "TRANSACTIONS", "Column", "Table", "by_file", "by_name",
 ]
 
 # Every table a run directory may hold, in the order the harness creates them.
 TABLES: tuple[Table, ...] = (
     RECORDS, COORDINATION, LATENCY, FAULTS, FAULT_EVENTS, FAULT_PARTITIONS, TIMELINE, COUNTERS,
-    SERIES, RATE_SEARCH, MAX_RATE, METADATA, METRICS,
+    SERIES, RATE_SEARCH, MAX_RATE, METADATA, METRICS, TRANSACTIONS,
 )
 
 _BY_NAME = {t.name: t for t in TABLES}

@@ -166,6 +166,7 @@ def test_run_directories_are_never_reused(tmp_path: Path):
     ("max_rate.csv", fmt.MAX_RATE.names()),
     ("metadata.csv", fmt.METADATA.names()),
     ("metrics.csv", fmt.METRICS.names()),
+    ("transactions.csv", fmt.TRANSACTIONS.names()),
 ])
 def test_fault_file_columns_are_the_documented_ones(title, columns):
     assert list(columns) == table_keys(doc_section(title))
