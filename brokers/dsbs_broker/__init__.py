@@ -11,15 +11,16 @@ the edges):
 * ``config.py``      ``GossipConfig`` (``LAN`` / ``LOCAL`` presets, a comment per knob),
                      ``GossipLimits`` (caps on what gossip input may make a broker hold/send),
                      ``DsbsConfig`` (addresses, seeds, key, offsets durability/replication).
-* ``tables/``        the tables (members, topics, leaders, offsets), their merge rules and files,
-                     the rules decoded updates must pass, deterministic replica placement, and
-                     the broker's own durable state.
+* ``tables/``        the tables (members, topics, leaders, offsets, transaction records), their
+                     merge rules and files, the rules decoded updates must pass, deterministic
+                     replica placement, and the broker's own durable state.
 * ``gossip/``        ``SwimNode`` (SWIM) and the protocols it runs over the tables: dissemination,
-                     anti-entropy, topic creation, partition leadership, offset replication; the
-                     UDP driver and the simulated network.
+                     anti-entropy, topic creation, partition leadership, offset and transaction
+                     record replication; the UDP driver and the simulated network.
 * ``counters.py``    ``DsbsCounters``: the gossip tally as this twin's part of the counters
                      contract (brokers/core/counters.py).
-* ``coordinator.py`` ``DsbsCoordinator``: the ``brokers.core.coordinator.Coordinator`` seam.
+* ``coordinator.py`` ``DsbsCoordinator``: the ``brokers.core.coordinator.Coordinator`` seam, and
+                     the transaction store behind it (``TransactionStore``).
 * ``__main__.py``    the broker process (``python -m brokers.dsbs_broker``), with the server.
 
 Each package's ``__init__.py`` maps its modules.

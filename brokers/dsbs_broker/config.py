@@ -148,11 +148,20 @@ class GossipLimits:
     # (wrong source address, or any source in insecure mode) totals at most this many times the
     # datagram's size, so a spoofed SYNC cannot turn a broker into an amplifier.
     reply_amplification: int = 3
+    # Transactional ids whose records a broker keeps (every broker keeps every id's record,
+    # tables/transactions.py). Records of further ids are dropped (counted) and a new id's
+    # first write is refused, so forged records cannot grow the table without end.
+    max_transactions: int = 100_000
+    # Bytes of one transaction record (the coordinator's encoding, which lists every partition
+    # and group of the transaction: some 20 bytes each). A record travels in pieces of one
+    # datagram each, so this also bounds what a half-received record may hold; 64 KiB is a
+    # transaction over some 3,000 partitions. A larger record's write is refused.
+    max_transaction_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
         for knob in ("max_topic_partitions", "max_topics", "max_total_partitions",
                      "max_members", "receive_queue_packets", "replay_senders", "max_relays",
-                     "reply_amplification"):
+                     "reply_amplification", "max_transactions", "max_transaction_bytes"):
             if getattr(self, knob) < 1:
                 raise UserError(f"gossip limit {knob} must be >= 1")
         if self.max_topic_partitions > 0x7FFFFFFF:

@@ -34,6 +34,13 @@ Behaviour worth knowing:
 * Gossip is authenticated with the cluster key unless ``gossip_insecure`` was chosen; start()
   refuses to run with neither. Host names in the gossip address and the seeds are resolved once
   at start (peers are only ever told, and only ever sent to, address literals).
+* Transactions (``TransactionStore``, brokers/core/transactions/coordinator.py): every broker
+  keeps every transactional id's record (``tables/transactions.py``, ``dsbs/transactions.jsonl``);
+  the id's coordinator writes it, conditional on the version the core read, and the write
+  returns once a peer holds it (``gossip/txn_replication.py``); reads, writes and listings wait
+  until the records have been pulled from the live peers after the live set changed, and need
+  a quorate broker, as offsets do. What that guarantees, and what not, is in
+  docs/dsbs-metadata.md, "Transactions".
 * close()/abort() are bounded by ``shutdown_timeout_s``: whatever has not finished by then is
   logged and abandoned (commits were fsynced before they were acknowledged).
 * Replication (docs/replication.md): topics may have more than one replica. Each such
@@ -86,6 +93,7 @@ from brokers.core.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
     KafkaError,
+    NotCoordinator,
     RequestTimedOut,
     TopicAlreadyExists,
     UnknownServerError,
@@ -95,13 +103,15 @@ from brokers.core.errors import (
 )
 from brokers.core.group_registry import GroupRegistry
 from brokers.core.local_state import JsonJournal
+from brokers.core.transactions.coordinator import NO_VERSION, placement_key
 from brokers.dsbs_broker.config import DsbsConfig, parse_address
 from brokers.dsbs_broker.counters import DsbsCounters
 from brokers.dsbs_broker.gossip.creation import CreateOutcome, refusal
 from brokers.dsbs_broker.gossip.leadership import IsrOutcome
 from brokers.dsbs_broker.gossip.swim import SwimNode
+from brokers.dsbs_broker.gossip.txn_replication import WriteOutcome
 from brokers.dsbs_broker.gossip.udp import GossipDriver, bind, resolve
-from brokers.dsbs_broker.packets.wire import Promise, TopicRecord, encode_update
+from brokers.dsbs_broker.packets.wire import Promise, TopicRecord, TxnEntry, encode_update
 from brokers.dsbs_broker.tables import replica_placement
 from brokers.dsbs_broker.tables.leaders import NO_LEADER as NOBODY
 from brokers.dsbs_broker.tables.offset_writer import OffsetWriter
@@ -118,10 +128,12 @@ from brokers.dsbs_broker.tables.topics import (
     tombstone,
     with_configs,
 )
+from brokers.dsbs_broker.tables.transactions import TxnLog
 from brokers.dsbs_broker.tables.validation import (
     MAX_INCARNATION,
     address_literal_problem,
     partition_problem,
+    txn_problem,
 )
 
 log = logging.getLogger("twinbench.dsbs")
@@ -132,6 +144,7 @@ REPLICA_WRITE_DELAY_S = 0.1
 TOPICS_FILE = "topics.jsonl"
 PARTITIONS_FILE = "partitions.jsonl"
 PROMISES_FILE = "promises.jsonl"
+TRANSACTIONS_FILE = "transactions.jsonl"
 
 
 @dataclass
@@ -208,6 +221,14 @@ class DsbsCoordinator(GroupRegistry):
         self._group_queues: dict[str, _GroupQueue] = {}
         # Requests waiting for a group's pull (OffsetReplication.loaded wakes them).
         self._pull_waiters: dict[str, asyncio.Future[None]] = {}
+        # Transaction records: their file (written on a worker thread, one write at a time
+        # under the lock), the writes waiting for a peer to hold them, the pull's waiters.
+        self._txn_log = TxnLog(self._dir / TRANSACTIONS_FILE)
+        self._txn_io = asyncio.Lock()
+        self._txn_flush_queued = False
+        self._txn_writes: dict[int, asyncio.Future[WriteOutcome]] = {}
+        self._txn_rid = 0
+        self._txn_pull_waiter: asyncio.Future[None] | None = None
         self._closed = False
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -278,6 +299,13 @@ class DsbsCoordinator(GroupRegistry):
             key=cfg.gossip_key, limits=cfg.limits, rng=self._rng,
         )
         node.offsets.load(entries)
+        for txn in await asyncio.to_thread(self._txn_log.open):
+            problem = txn_problem(txn, cfg.limits)  # checked as gossip would be
+            if problem is not None:
+                log.warning("%s: skipping transactional id %r (%s)", self._txn_log.path,
+                            txn.transactional_id, problem)
+                continue
+            node.transactions.load([txn])
         self._topics_file = await asyncio.to_thread(JsonJournal, self._dir / TOPICS_FILE)
         for entry in self._topics_file.entries:
             try:
@@ -362,6 +390,11 @@ class DsbsCoordinator(GroupRegistry):
         for waiting in self._pull_waiters.values():
             if not waiting.done():
                 waiting.set_result(None)
+        for write in self._txn_writes.values():  # as commits: no peer can answer any more
+            if not write.done():
+                write.set_result(WriteOutcome.TIMED_OUT)
+        if self._txn_pull_waiter is not None and not self._txn_pull_waiter.done():
+            self._txn_pull_waiter.set_result(None)
         if self._replicas_write is not None:
             self._replicas_write.cancel()
             self._replicas_write = None
@@ -377,6 +410,11 @@ class DsbsCoordinator(GroupRegistry):
                 await self._writer.close()  # drains and fsyncs everything handed over
             except OSError as exc:
                 raise self._datadir.fail(f"writing {self._offset_log.path}", exc) from exc
+        if self._txn_log.is_open:
+            if self._node is not None:
+                await self._persist_txns(fsync=False)  # records taken since the last flush
+            async with self._txn_io:
+                self._txn_log.close()
         if self._topics_file is not None:
             if self._node is not None:
                 self._persist_topics()  # records taken since the last I/O event
@@ -439,6 +477,19 @@ class DsbsCoordinator(GroupRegistry):
                 waiter = self._isr_changes.pop(rid, None)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(result)
+        txns = node.txn_replication
+        if txns.completed:
+            self._settle_txn_writes()
+        if txns.loaded:
+            txns.loaded = False
+            pulled, self._txn_pull_waiter = self._txn_pull_waiter, None
+            if pulled is not None and not pulled.done():
+                pulled.set_result(None)
+        if node.transactions.unpersisted and not self._txn_flush_queued and not self._closed:
+            # Peers' records: appended without fsync (their writer holds them durably), off the
+            # loop, behind whatever write holds the file now.
+            self._txn_flush_queued = True
+            self._spawn(self._persist_txns_background())
         done = node.creations.completed
         if done:
             for rid, outcome in list(done.items()):
@@ -972,6 +1023,142 @@ class DsbsCoordinator(GroupRegistry):
         if live:
             await self.commit_offsets(group_id, {
                 tp: OffsetAndMetadata(DELETED, None) for tp in live})
+
+    # --- transactions (brokers.core.transactions.coordinator.TransactionStore) ---------------
+    async def read_transaction(self, transactional_id: str) -> tuple[bytes | None, int]:
+        """The newest record of the id this broker holds, once it may serve transactions."""
+        await self._txn_ready()
+        node = self.node
+        if not node.txn_replication.serves(transactional_id):
+            raise CoordinatorLoadInProgress(
+                f"transactional id {transactional_id!r}: its last record, written here, is not "
+                "held by any peer yet")
+        e = node.transactions.get(transactional_id)
+        return (None, NO_VERSION) if e is None else (e.record, e.version)
+
+    async def write_transaction(self, transactional_id: str, record: bytes,
+                                version: int) -> int:
+        """Store the record here if this broker places the id and still holds ``version``,
+        send it to every live peer, and return its version once a peer holds it."""
+        self._datadir.check()
+        self._check_places(transactional_id)
+        await self._txn_ready()
+        self._check_places(transactional_id)  # the live set may have moved during the pull
+        node = self.node
+        table = node.transactions
+        entry = table.candidate(transactional_id, record, version)
+        if entry is None:
+            raise NotCoordinator(
+                f"transactional id {transactional_id!r} holds version "
+                f"{table.version(transactional_id)} here, not {version}: another coordinator "
+                "wrote it since")
+        problem = txn_problem(entry, self.config.limits)
+        if problem is not None or not table.has_room(transactional_id):
+            limits = self.config.limits
+            raise UnknownServerError(
+                f"transactional id {transactional_id!r}: its record ({len(record)} bytes) "
+                f"cannot be stored ({problem or 'transactions_full'}; this cluster keeps "
+                f"{limits.max_transactions} ids of at most {limits.max_transaction_bytes} bytes)")
+        table.put(entry)
+        self._txn_rid += 1
+        rid = self._txn_rid
+        held: asyncio.Future[WriteOutcome] = asyncio.get_running_loop().create_future()
+        self._txn_writes[rid] = held
+        node.txn_replication.write(rid, entry, self._now())
+        if self._driver is not None:
+            self._driver.flush()
+        self._settle_txn_writes()  # alone (or lazy), or too few peers: decided at once
+        try:
+            # On our disk (fsynced as commits are) while the peers receive it.
+            await self._persist_txns(fsync=self.config.offsets_fsync)
+            outcome = await held
+        finally:
+            self._txn_writes.pop(rid, None)
+        if outcome is WriteOutcome.HELD:
+            return entry.version
+        if outcome is WriteOutcome.SUPERSEDED:
+            raise NotCoordinator(f"transactional id {transactional_id!r}: a peer holds a newer "
+                                 "record written by another coordinator")
+        # Not acknowledged; it may still reach the peers later, as a timed-out write to Kafka's
+        # __transaction_state may. The client retries.
+        raise CoordinatorNotAvailable(
+            f"transactional id {transactional_id!r}: the record was not held by "
+            f"{node.txn_replication.required()} peer(s) within "
+            f"{self.config.offset_commit_timeout_s:g}s")
+
+    async def list_transactions(self) -> list[str]:
+        await self._txn_ready()
+        return self.node.transactions.ids()
+
+    def _check_places(self, transactional_id: str) -> None:
+        owner = self.group_coordinator(placement_key(transactional_id)).node_id
+        if owner != self._node_id:
+            raise NotCoordinator(f"transactional id {transactional_id!r} is placed on broker "
+                                 f"{owner}, not on {self._node_id}")
+
+    async def _txn_ready(self) -> None:
+        """Return once this broker may serve transaction records: quorate (as for offsets: a
+        minority side holds what its side had), and pulled from the live peers since its live
+        set last changed (``TxnReplication.ensure_pulled``), waiting up to
+        ``offset_commit_timeout_s`` for the pull; COORDINATOR_LOAD_IN_PROGRESS otherwise, which
+        clients retry."""
+        node = self.node
+        if not node.offset_replication.quorate():
+            raise CoordinatorLoadInProgress(
+                f"this broker sees {node.members.live_count()} of {len(node.members)} known "
+                "brokers alive; it serves no transactions without a majority")
+        repl = node.txn_replication
+        if repl.ensure_pulled(self._now()):
+            return
+        if self._driver is not None:
+            self._driver.flush()
+        waiter = self._txn_pull_waiter
+        if waiter is None or waiter.done():
+            waiter = self._txn_pull_waiter = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiter), self.config.offset_commit_timeout_s)
+        if not repl.is_pulled():
+            raise CoordinatorLoadInProgress(
+                "the live brokers changed; their transaction records are still being pulled")
+
+    def _settle_txn_writes(self) -> None:
+        node = self._node
+        if node is None:
+            return
+        done = node.txn_replication.completed
+        for rid, outcome in list(done.items()):
+            del done[rid]
+            fut = self._txn_writes.get(rid)
+            if fut is not None and not fut.done():
+                fut.set_result(outcome)
+
+    async def _persist_txns(self, *, fsync: bool) -> None:
+        """Append every record taken and not yet written (``fsync``: and sync the file, which
+        covers lines an earlier flush wrote without); compact when the file has grown."""
+        async with self._txn_io:
+            self._txn_flush_queued = False  # records taken from now on need another flush
+            node = self._node
+            if node is None or not self._txn_log.is_open:
+                return
+            table = node.transactions
+            pending, table.unpersisted = table.unpersisted, []
+            live = (list(table.entries.values())
+                    if self._txn_log.compaction_due(len(table)) else None)
+            try:
+                await asyncio.to_thread(self._write_txn_log, pending, fsync, live)
+            except OSError as exc:
+                raise self._datadir.fail(f"writing {self._txn_log.path}", exc) from exc
+
+    def _write_txn_log(self, pending: list[TxnEntry], fsync: bool,
+                       live: list[TxnEntry] | None) -> None:
+        self._txn_log.append(pending, fsync=fsync)
+        if live is not None:
+            self._txn_log.rewrite(live)
+
+    async def _persist_txns_background(self) -> None:
+        # A KafkaError here is the data dir failing, reported by _persist_txns: the broker halts.
+        with contextlib.suppress(KafkaError):
+            await self._persist_txns(fsync=False)
 
     # --- misc -------------------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

@@ -48,6 +48,21 @@ class DsbsCounters(CoordinatorCounters):
         "commits no successor acknowledged in time (refused: COORDINATOR_NOT_AVAILABLE)")
     gossip_offset_commits_without_successors: int = total(
         "commits refused at once: fewer live successors than a commit needs")
+    gossip_txn_writes: int = total(
+        "transaction records this broker wrote as their id's coordinator")
+    gossip_txn_writes_timed_out: int = total(
+        "transaction writes no peer acknowledged in time (refused: COORDINATOR_NOT_AVAILABLE)")
+    gossip_txn_writes_without_peers: int = total(
+        "transaction writes refused at once: fewer live peers than a write needs")
+    gossip_txn_writes_superseded: int = total(
+        "transaction writes a peer answered with another coordinator's newer record")
+    gossip_txn_records_out: int = total("transaction records sent to peers (each in pieces)")
+    gossip_txn_parts_out: int = total("TXN_PART datagrams sent: the pieces of those records")
+    gossip_txn_records_in: int = total("transaction records from peers that replaced ours")
+    gossip_txn_records_unsendable: int = total(
+        "transaction records too large for 65,535 pieces (never, within the limits)")
+    gossip_txn_pulls: int = total(
+        "pulls of the peers' transaction records after this broker's live set changed")
     gossip_creates_forwarded: int = total("topic creations forwarded to the name's arbiter")
     gossip_creates_redirected: int = total("creations that reached a broker not their arbiter")
     gossip_creates_busy: int = total("creations put off: the name promised, or too many pending")

@@ -16,6 +16,9 @@ authentication) and drives each of them from ``tick`` and ``receive``.
                       pushes and answers, changes confirmed by the remaining in-sync replicas.
 * ``offset_replication.py`` ``OffsetReplication``: committed offsets pushed to the group's next
                       rendezvous ranks (OFFSETS / OFFSETS_ACK).
+* ``txn_replication.py`` ``TxnReplication``: transaction records sent to every member in
+                      datagram-sized pieces (TXN_PART / TXN_ACK), a write held by a peer before
+                      it is acknowledged, pulls after view changes (TXN_PULL / TXN_PULLED).
 * ``udp.py``          the UDP socket (bounded receive queue) and ``GossipDriver``, driving a
                       ``SwimNode`` with the loop's clock; no exception ends its loops.
 * ``simnet.py``       in-memory network with a simulated clock (loss, kills, partitions) for

@@ -108,11 +108,12 @@ class SimNet:
 
     def restart(self, node_id: int, seeds: tuple[int, ...] = ()) -> SwimNode:
         """Start a killed member again with the topic and partition records, the election
-        promises and the committed offsets it held, as the broker's files give them back
-        (``add`` alone starts with empty tables)."""
+        promises, the committed offsets and the transaction records it held, as the broker's
+        files give them back (``add`` alone starts with empty tables)."""
         old = self.nodes[node_id]
         node = self.add(node_id, seeds)
         node.offsets.load(old.offsets.entries.values())
+        node.transactions.load(old.transactions.entries.values())
         for rec in old.topics.records.values():
             node.topics.apply(rec)
         for held in old.topics.partitions.values():

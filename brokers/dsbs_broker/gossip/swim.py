@@ -19,7 +19,7 @@ Protocol, per member and per period (``GossipConfig.period_s``):
   (the queue is ``broadcast.py``). With ``gossip_fanout`` > 0 queued updates are also pushed to
   random peers.
 
-The node owns three more protocols, each in its own module and driven from ``tick`` and
+The node owns the protocols below, each in its own module and driven from ``tick`` and
 ``receive``, and is the packet layer they send through (``send_packet``: piggybacked updates,
 reply caps, authentication):
 
@@ -31,7 +31,10 @@ reply caps, authentication):
 * topic creation (``creation.py``, ``creations``): CREATE to the name's arbiter, PROPOSE/VOTE
   among the live members, the committed record pushed to all and gossiped;
 * leadership of replicated partitions (``leadership.py``, ``leadership``): elections from the
-  last known ISR, ISR changes, LEADER_AND_ISR pushes and their answers.
+  last known ISR, ISR changes, LEADER_AND_ISR pushes and their answers;
+* transaction records (``txn_replication.py``, ``txn_replication``): each id's record sent by
+  its coordinator to every member, held by a peer before the write is acknowledged, and pulled
+  from the peers whenever the live set changes, before transactions are served again.
 
 Every datagram that does not parse, belongs to another cluster, replays an already-seen packet
 number (``packets/replay.py``), or comes from ourselves is counted under ``dropped_<reason>`` and
@@ -61,6 +64,7 @@ from brokers.dsbs_broker.gossip.broadcast import BroadcastQueue
 from brokers.dsbs_broker.gossip.creation import Creations
 from brokers.dsbs_broker.gossip.leadership import Leadership
 from brokers.dsbs_broker.gossip.offset_replication import OffsetReplication
+from brokers.dsbs_broker.gossip.txn_replication import TxnReplication
 from brokers.dsbs_broker.packets.auth import Authenticator
 from brokers.dsbs_broker.packets.replay import ReplayWindows
 from brokers.dsbs_broker.packets.wire import (
@@ -89,6 +93,10 @@ from brokers.dsbs_broker.packets.wire import (
     Status,
     Sync,
     TopicRecord,
+    TxnAck,
+    TxnPart,
+    TxnPull,
+    TxnPulled,
     Vote,
     WireError,
     assemble,
@@ -103,6 +111,7 @@ from brokers.dsbs_broker.tables import replica_placement
 from brokers.dsbs_broker.tables.members import Member, MemberTable, supersedes
 from brokers.dsbs_broker.tables.offsets import OffsetTable
 from brokers.dsbs_broker.tables.topics import TopicStore
+from brokers.dsbs_broker.tables.transactions import TxnTable
 from brokers.dsbs_broker.tables.validation import (
     INT32_MAX,
     MAX_INCARNATION,
@@ -167,6 +176,7 @@ class SwimNode:
         self.members = MemberTable(self._my_update(Status.ALIVE), now)
         self.topics = TopicStore()
         self.offsets = OffsetTable(node_id)
+        self.transactions = TxnTable(node_id, max_entries=self.limits.max_transactions)
         self.counters: defaultdict[str, int] = defaultdict(int)
         self.creations = Creations(self)
         self.leadership = Leadership(self)
@@ -193,6 +203,11 @@ class SwimNode:
         self.offset_replication = OffsetReplication(
             self, replicas=offset_replicas, interval_s=offset_replication_interval_s,
             commit_acks=offset_commit_acks, commit_timeout_s=offset_commit_timeout_s)
+        # Transaction records follow the offsets' guarantee: held by as many peers before a
+        # write is acknowledged as a commit needs successors, resent on the same interval.
+        self.txn_replication = TxnReplication(
+            self, interval_s=offset_replication_interval_s, write_acks=offset_commit_acks,
+            write_timeout_s=offset_commit_timeout_s)
         self._suspects: dict[int, tuple[float, int]] = {}  # node -> (deadline, incarnation)
         self._relays: dict[int, tuple[Addr, int, float]] = {}  # our seq -> (origin, seq, expiry)
         self._replay = ReplayWindows(self.limits.replay_senders, self.counters)
@@ -220,7 +235,7 @@ class SwimNode:
             d = min(d, self._next_join)
         if self.creations.busy():
             d = min(d, self.creations.next_deadline())
-        d = min(d, self.offset_replication.next_deadline())
+        d = min(d, self.offset_replication.next_deadline(), self.txn_replication.next_deadline())
         return min(d, self.leadership.next_deadline())
 
     def add_topic(self, rec: TopicRecord, now: float) -> bool:
@@ -387,6 +402,7 @@ class SwimNode:
             self._next_repl = now + self.offset_replication.interval_s
             self.offset_replication.replicate(now)
         self.offset_replication.tick(now)
+        self.txn_replication.tick(now)
         self.creations.tick(now)
         self.leadership.tick(now)
 
@@ -478,6 +494,14 @@ class SwimNode:
             self.leadership.on_stand(msg, h.sender, addr, now)
         elif isinstance(msg, Ballot):
             self.leadership.on_ballot(msg, h.sender, now)
+        elif isinstance(msg, TxnPart):
+            self.txn_replication.on_part(msg, h.sender, h.boot, addr, now)
+        elif isinstance(msg, TxnAck):
+            self.txn_replication.on_ack(msg, h.sender, h.boot)
+        elif isinstance(msg, TxnPull):
+            self.txn_replication.on_pull(msg, h.sender, h.boot, addr)
+        elif isinstance(msg, TxnPulled):
+            self.txn_replication.on_pulled(msg, h.sender)
 
     # --- membership -------------------------------------------------------------------------
     def _my_update(self, status: Status) -> MemberUpdate:

@@ -36,6 +36,16 @@ or not, with the record it holds and the epoch it has promised); LEADER_AND_ISR 
 that promise too, so a leader of an older epoch learns it is fenced. A version-5 broker would
 neither vote nor respect a promise.
 
+Version 7 added transaction records (``gossip/txn_replication.py``): TXN_PART, one piece of a
+transactional id's record (``TxnEntry``, encoded by ``encode_txn_entry`` and cut into pieces
+that each fit a datagram, since a record names every partition of its transaction and can
+outgrow one), TXN_ACK, a member's word that it holds the reassembled record (with the version it
+holds after merging), and TXN_PULL / TXN_PULLED, with which a member whose view of the live
+members changed fetches the records its peers hold before it serves transactions. An offset
+entry's topic became a u16-length string: a transaction's pending offsets are kept under keys
+longer than a topic name (``brokers/core/transactions/offsets.py``). A version-6 broker would
+misread those entries and drop the rest.
+
 ``flags`` is 0, or ``FLAG_HMAC`` for authenticated gossip: the datagram then ends in a tag over
 everything before it (``auth.py``), verified and stripped before ``decode`` parses anything; a
 receiver states which flags it expects. A ``PAD`` entry among the updates is skipped: insecure
@@ -57,7 +67,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 MAGIC = 0xD5B5
-VERSION = 6
+VERSION = 7
 FLAG_HMAC = 0x01  # the datagram ends in an HMAC tag (auth.py)
 # The packet budget (the default of GossipConfig.max_packet_bytes): below a 1500-byte Ethernet
 # MTU minus IP/UDP headers, so a gossip datagram is never fragmented (a lost fragment loses the
@@ -90,6 +100,8 @@ RESULT_RETRY = 0x01  # CREATE_RESULT flag: not decided here (not the arbiter, or
 _HAS_RECORD = 0x02  # CREATE_RESULT flag: a topic record follows
 _SYNC_FIXED = struct.Struct(">BQQ")
 _OFFSET_FIXED = struct.Struct(">IqiqQI")
+_TXN_PART_FIXED = struct.Struct(">IHH")  # batch, piece index, pieces
+_TXN_ACK_FIXED = struct.Struct(">IQ")  # batch, version held
 
 NULL16 = 0xFFFF
 
@@ -119,6 +131,10 @@ class MsgType(IntEnum):
     OFFSETS_PULLED = 14  # answer to OFFSETS_PULL: every entry sent for it was acknowledged
     STAND_FOR = 15  # a candidate asks a replica to promise it a partition's next leader epoch
     BALLOT = 16  # the replica's answer to STAND_FOR: granted or not, its record and promise
+    TXN_PART = 17  # a piece of a transactional id's record (gossip/txn_replication.py)
+    TXN_ACK = 18  # the receiver holds the record those pieces made (and which version it holds)
+    TXN_PULL = 19  # "send me the transaction records I lack" (after a view change)
+    TXN_PULLED = 20  # answer to TXN_PULL: every record sent for it was acknowledged
 
 
 class Verdict(IntEnum):
@@ -209,6 +225,19 @@ class OffsetEntry:
     metadata: str | None
     stamp: int  # last-writer-wins clock (hybrid wall-clock ms * 1024 + counter)
     origin: int  # node that accepted the commit; breaks stamp ties deterministically
+
+
+@dataclass(frozen=True, slots=True)
+class TxnEntry:
+    """A transactional id's record as the transaction coordinator stored it (opaque bytes) and
+    its store version, ``(writes << 32) | writer``: the write count since the id's first
+    record, then the broker that wrote it, so comparing versions as integers orders records
+    by write count with the writer id breaking ties, and no two different records share a
+    version (``tables/transactions.py``)."""
+
+    transactional_id: str
+    version: int
+    record: bytes
 
 
 Update = MemberUpdate | TopicRecord | PartitionRecord
@@ -360,8 +389,39 @@ class Ballot:
     promise: Promise | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TxnPart:
+    """Piece ``part`` of ``parts`` of one encoded ``TxnEntry`` (``encode_txn_entry``), sent as
+    batch ``batch`` of its sender's run; the receiver joins the pieces, then answers TXN_ACK."""
+
+    batch: int
+    part: int
+    parts: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TxnAck:
+    """Batch ``batch`` was reassembled and merged; ``version`` is the version the receiver
+    holds for that id afterwards (above the batch's when it already held a newer record)."""
+
+    batch: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnPull:
+    rid: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnPulled:
+    rid: int
+
+
 Message = (Ping | Ack | PingReq | Gossip | Sync | Offsets | OffsetsAck | Create | CreateResult
-           | Propose | Vote | LeaderAndIsr | OffsetsPull | OffsetsPulled | StandFor | Ballot)
+           | Propose | Vote | LeaderAndIsr | OffsetsPull | OffsetsPulled | StandFor | Ballot
+           | TxnPart | TxnAck | TxnPull | TxnPulled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,7 +512,7 @@ def record_room(limit: int) -> int:
 
 def encode_offset_entry(e: OffsetEntry) -> bytes:
     return b"".join((
-        _str16(e.group), _str8(e.topic),
+        _str16(e.group), _str16(e.topic),
         _OFFSET_FIXED.pack(e.partition, e.offset, e.leader_epoch, e.commit_timestamp_ms,
                            e.stamp, e.origin),
         _str16(e.metadata),
@@ -463,6 +523,40 @@ def encode_offsets_raw(batch: int, encoded_entries: Sequence[bytes]) -> bytes:
     """An OFFSETS message from entries already encoded (and sized) by chunk_offset_entries."""
     return b"".join((_U8.pack(MsgType.OFFSETS), _U32.pack(batch),
                      _U16.pack(len(encoded_entries)), *encoded_entries))
+
+
+def encode_txn_entry(e: TxnEntry) -> bytes:
+    """The bytes a transaction record travels as, cut into TXN_PART pieces."""
+    return b"".join((_str16(e.transactional_id), _U64.pack(e.version),
+                     _U32.pack(len(e.record)), e.record))
+
+
+def decode_txn_entry(data: bytes) -> TxnEntry:
+    """The inverse of ``encode_txn_entry``; raises only WireError (the pieces came from the
+    network: a forged or mixed-up set must be dropped, not crash the receiver)."""
+    r = _Reader(data)
+    try:
+        tid = r.str16()
+        if tid is None:
+            raise WireError("malformed", "null transactional id")
+        version = r.unpack(_U64)[0]
+        record = r.take(r.u32())
+    except WireError:
+        raise
+    except Exception as e:
+        raise WireError("malformed", repr(e)) from e
+    if r.pos != len(data):
+        raise WireError("trailing", f"{len(data) - r.pos} bytes after a transaction record")
+    return TxnEntry(tid, version, record)
+
+
+# Bytes of a TXN_PART message around its piece: type, fixed fields, the piece's u16 length.
+TXN_PART_OVERHEAD = 1 + _TXN_PART_FIXED.size + 2
+
+
+def encode_txn_part(batch: int, part: int, parts: int, data: bytes) -> bytes:
+    return b"".join((_U8.pack(MsgType.TXN_PART), _TXN_PART_FIXED.pack(batch, part, parts),
+                     _U16.pack(len(data)), data))
 
 
 def encode_message(m: Message) -> bytes:
@@ -523,6 +617,16 @@ def encode_message(m: Message) -> bytes:
         return b"".join((_U8.pack(MsgType.BALLOT), _U8.pack(1 if m.granted else 0),
                          _U32.pack(m.epoch), encode_update(m.record),
                          _encode_promise(m.promise)))
+    if isinstance(m, TxnPart):
+        if not 0 <= m.part < m.parts:
+            raise ValueError(f"piece {m.part} of {m.parts}")
+        return encode_txn_part(m.batch, m.part, m.parts, m.data)
+    if isinstance(m, TxnAck):
+        return _U8.pack(MsgType.TXN_ACK) + _TXN_ACK_FIXED.pack(m.batch, m.version)
+    if isinstance(m, TxnPull):
+        return _U8.pack(MsgType.TXN_PULL) + _U32.pack(m.rid)
+    if isinstance(m, TxnPulled):
+        return _U8.pack(MsgType.TXN_PULLED) + _U32.pack(m.rid)
     raise TypeError(f"not a gossip message: {m!r}")
 
 
@@ -751,7 +855,9 @@ def _decode_offset_entry(r: _Reader) -> OffsetEntry:
     group = r.str16()
     if group is None:
         raise WireError("malformed", "null group")
-    topic = r.str8()
+    topic = r.str16()
+    if topic is None:
+        raise WireError("malformed", "null topic")
     part, off, epoch, ts, stamp, origin = r.unpack(_OFFSET_FIXED)
     return OffsetEntry(group, topic, part, off, epoch, ts, r.str16(), stamp, origin)
 
@@ -828,6 +934,17 @@ def _decode_message(r: _Reader) -> Message:
         epoch = r.u32()
         part = _decode_partition(r)
         return Ballot(bool(flags), epoch, part, _decode_promise(r))
+    if t == MsgType.TXN_PART:
+        batch, part, parts = r.unpack(_TXN_PART_FIXED)
+        if part >= parts:
+            raise WireError("malformed", f"transaction piece {part} of {parts}")
+        return TxnPart(batch, part, parts, r.take(r.u16()))
+    if t == MsgType.TXN_ACK:
+        return TxnAck(*r.unpack(_TXN_ACK_FIXED))
+    if t == MsgType.TXN_PULL:
+        return TxnPull(r.u32())
+    if t == MsgType.TXN_PULLED:
+        return TxnPulled(r.u32())
     raise WireError("malformed", f"message type {t}")
 
 

@@ -16,10 +16,14 @@ Pure data and deterministic functions: no sockets, no clocks, no protocol. The g
                       deterministic leader epoch (one replica per partition), rendezvous hashing
                       for group coordinators (and their offsets' copies) and topic arbiters.
 * ``validation.py``   the rules every decoded update must pass (ids, incarnations, addresses,
-                      topic names and sizes, offset stamps) before it touches a table.
+                      topic names and sizes, offset stamps, transaction records) before it
+                      touches a table.
 * ``offsets.py``      the committed-offsets table (last-writer-wins merge, lazy replication
                       bookkeeping) and its append-only JSON-lines file.
 * ``offset_writer.py`` ``OffsetWriter``: the offsets file's one writer thread; commits queued
                       while it writes share its next write and fsync (group commit).
+* ``transactions.py`` ``TxnTable``, every transactional id's record (opaque bytes) and version:
+                      conditional writes, versions that count writes and name the writer, the
+                      merge (the higher version wins); ``TxnLog``, its JSON-lines file.
 * ``state.py``        this broker's own durable state: its incarnation and producer-id blocks.
 """

@@ -18,7 +18,14 @@ cannot serve, persist, or send on:
   clients, not brokers, resolve it;
 * topic names follow Kafka's rule; partition counts and replica rings stay within
   ``GossipLimits`` (a forged 2**32-1 partitions would be expanded into one state per partition);
-* offset stamps leave room for the last-writer-wins clock to keep counting (below 2**63).
+* offset stamps leave room for the last-writer-wins clock to keep counting (below 2**63); an
+  offset's topic is a topic name or a transaction's pending key for one
+  (``txn:<producer id>:<topic>``, brokers/core/transactions/offsets.py), under which the
+  group's coordinator holds a transaction's offsets until its marker;
+* transaction records name a transactional id Kafka could send (1 to 32,767 bytes: its wire
+  string), carry a version a broker could have written (a write count of 1 or more that
+  leaves room to count on, and a writer that is a broker id) and stay within
+  ``GossipLimits.max_transaction_bytes``.
 
 Each check returns None when the input passes, else a short reason; the gossip state machine
 counts drops under ``dropped_invalid_<reason>``.
@@ -30,8 +37,9 @@ import functools
 import ipaddress
 import re
 
-from brokers.core.coordinator import validate_topic_name
+from brokers.core.coordinator import TopicPartition, validate_topic_name
 from brokers.core.errors import InvalidTopic
+from brokers.core.transactions.offsets import is_pending, parse_pending
 from brokers.dsbs_broker.config import GossipLimits
 from brokers.dsbs_broker.packets.wire import (
     MemberUpdate,
@@ -39,6 +47,7 @@ from brokers.dsbs_broker.packets.wire import (
     PartitionRecord,
     Status,
     TopicRecord,
+    TxnEntry,
 )
 
 U32_MAX = 0xFFFF_FFFF
@@ -50,6 +59,11 @@ MAX_TOPIC_VERSION = U32_MAX
 # The offsets' last-writer-wins clock is wall-clock ms * 1024 (~2**61 today) and advances past
 # anything it has seen; half the u64 range leaves it room to keep counting.
 MAX_STAMP = (1 << 63) - 1
+# A transactional id is a Kafka STRING (int16 length).
+MAX_TRANSACTIONAL_ID_BYTES = 0x7FFF
+# A transaction record's version is (writes << 32) | writer (tables/transactions.py); the write
+# count stays below 2**31 so every version is a non-negative int64 with room to count on.
+MAX_TXN_WRITES = (1 << 31) - 1
 
 _HOST_NAME = re.compile(
     r"(?=.{1,253}\Z)([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*"
@@ -133,8 +147,15 @@ def partition_problem(rec: PartitionRecord, limits: GossipLimits) -> str | None:
     return None
 
 
+def _offset_topic_ok(topic: str, partition: int) -> bool:
+    if not is_pending(TopicPartition(topic, partition)):
+        return _topic_name_ok(topic)
+    parsed = parse_pending(TopicPartition(topic, partition))
+    return parsed is not None and parsed[0] >= 0 and _topic_name_ok(parsed[1].topic)
+
+
 def offset_problem(e: OffsetEntry) -> str | None:
-    if not _topic_name_ok(e.topic):
+    if not _offset_topic_ok(e.topic, e.partition):
         return "offset_topic"
     if e.partition > INT32_MAX:
         return "offset_partition"
@@ -144,4 +165,15 @@ def offset_problem(e: OffsetEntry) -> str | None:
         return "offset_stamp"
     if e.origin > INT32_MAX:
         return "offset_origin"
+    return None
+
+
+def txn_problem(e: TxnEntry, limits: GossipLimits) -> str | None:
+    if not 1 <= len(e.transactional_id.encode()) <= MAX_TRANSACTIONAL_ID_BYTES:
+        return "txn_id"
+    writes, writer = e.version >> 32, e.version & U32_MAX
+    if not 1 <= writes < MAX_TXN_WRITES or writer > INT32_MAX:
+        return "txn_version"
+    if len(e.record) > limits.max_transaction_bytes:
+        return "txn_size"
     return None

@@ -38,9 +38,15 @@ from brokers.dsbs_broker.packets.wire import (
     Status,
     Sync,
     TopicRecord,
+    TxnAck,
+    TxnEntry,
+    TxnPart,
+    TxnPull,
+    TxnPulled,
     assemble,
     cluster_tag,
     encode_message,
+    encode_txn_entry,
     encode_update,
 )
 from brokers.dsbs_broker.tables.validation import (
@@ -48,6 +54,7 @@ from brokers.dsbs_broker.tables.validation import (
     MAX_STAMP,
     member_problem,
     topic_problem,
+    txn_problem,
 )
 
 TAG = cluster_tag("twinbench")
@@ -273,6 +280,9 @@ def test_offsets_are_taken_only_from_live_members_at_their_address():
 @pytest.mark.parametrize(("entry", "reason"), [
     (_entry(stamp=2**64 - 1), "offset_stamp"),
     (_entry(topic="a/b"), "offset_topic"),
+    (_entry(topic="txn:12:a/b"), "offset_topic"),  # a pending key must name a real topic
+    (_entry(topic="txn:-3:t"), "offset_topic"),
+    (_entry(topic="txn:x:t"), "offset_topic"),
     (_entry(partition=2**31), "offset_partition"),
     (_entry(offset=-5), "offset_value"),
     (_entry(origin=2**31), "offset_origin"),
@@ -284,6 +294,17 @@ def test_invalid_offset_entries_drop_the_batch_unacknowledged(entry, reason):
                  net.addr(1), net.now)
     assert node.counters[f"dropped_invalid_{reason}"] == 1
     assert not node.offsets.entries and not node.take_outbox()
+
+
+def test_a_transactions_pending_offsets_replicate_like_any_offset():
+    """The core keeps a transaction's offsets under ``txn:<producer id>:<topic>`` until its
+    marker (brokers/core/transactions/offsets.py): not a topic name, longer than one may be,
+    and still an offset the group's successors must hold."""
+    net, node = cluster()
+    key = f"txn:{2**62}:{'t' * 249}"
+    node.receive(forge(Offsets(1, (_entry(topic=key),)), sender=1, boot=61), net.addr(1),
+                 net.now)
+    assert TopicPartition(key, 0) in node.offsets.fetch("g", None)
 
 
 def test_the_largest_accepted_stamp_leaves_the_clock_room():
@@ -364,7 +385,14 @@ any_message = st.one_of(
               st.lists(st.builds(DigestEntry, st.integers(0, 2**64 - 1), u32, u32),
                        max_size=4)),
     st.builds(lambda b, es: Offsets(b, tuple(es)), u32, st.lists(any_entry, max_size=3)),
-    st.builds(OffsetsAck, u32), st.builds(OffsetsPull, u32, text8), st.builds(OffsetsPulled, u32))
+    st.builds(OffsetsAck, u32), st.builds(OffsetsPull, u32, text8), st.builds(OffsetsPulled, u32),
+    # A whole transaction record in one piece (any id, version and size), or any piece at all.
+    st.builds(lambda b, e: TxnPart(b, 0, 1, encode_txn_entry(e)), u32,
+              st.builds(TxnEntry, text8, st.integers(0, 2**64 - 1), st.binary(max_size=200))),
+    st.builds(lambda b, n, i, d: TxnPart(b, i % n, n, d), u32, st.integers(1, 2**16 - 1), u16,
+              st.binary(max_size=200)),
+    st.builds(TxnAck, u32, st.integers(0, 2**64 - 1)), st.builds(TxnPull, u32),
+    st.builds(TxnPulled, u32))
 
 
 def _still_sane(net: SimNet, node: SwimNode) -> None:
@@ -372,6 +400,8 @@ def _still_sane(net: SimNet, node: SwimNode) -> None:
         assert m.node_id == node.node_id or member_problem(m.state) is None
     for rec in node.topics.records.values():
         assert topic_problem(rec, node.limits) is None
+    for txn in node.transactions.entries.values():
+        assert txn_problem(txn, node.limits) is None
     net.run_for(0.3)  # ticks, probes, syncs and replication still encode and send
 
 

@@ -34,11 +34,18 @@ from brokers.dsbs_broker.packets.wire import (
     Status,
     Sync,
     TopicRecord,
+    TxnAck,
+    TxnEntry,
+    TxnPart,
+    TxnPull,
+    TxnPulled,
     Verdict,
     Vote,
     WireError,
     decode,
+    decode_txn_entry,
     encode,
+    encode_txn_entry,
 )
 
 u32 = st.integers(0, 2**32 - 1)
@@ -88,6 +95,11 @@ messages = st.one_of(
     st.builds(LeaderAndIsr, st.booleans(), partitions, st.none() | promises),
     st.builds(StandFor, partitions),
     st.builds(Ballot, st.booleans(), u32, partitions, st.none() | promises),
+    st.builds(lambda b, n, i, d: TxnPart(b, i % n, n, d), u32, st.integers(1, 2**16 - 1),
+              u16, st.binary(max_size=100)),
+    st.builds(TxnAck, u32, u64),
+    st.builds(TxnPull, u32),
+    st.builds(TxnPulled, u32),
 )
 packets = st.builds(Packet, st.builds(Header, u32, u32, u32, u32), messages,
                     st.lists(st.one_of(members, topics, partitions), max_size=6).map(tuple))
@@ -209,3 +221,56 @@ def test_record_room_leaves_space_for_every_message_that_carries_a_record():
                 Vote(1, Verdict.HAVE, rec), Gossip()):
         ups = (rec,) if isinstance(msg, Gossip) else ()
         assert len(encode(Packet(Header(1, 2, 3, 4), msg, ups))) <= 1400
+
+
+txn_entries = st.builds(TxnEntry, st.text(max_size=40), u64, st.binary(max_size=3000))
+
+
+@given(txn_entries)
+@settings(max_examples=200)
+def test_a_transaction_record_round_trips_through_its_pieces(e):
+    data = encode_txn_entry(e)
+    assert decode_txn_entry(data) == e
+    room = 97  # any piece size: the receiver joins pieces in index order
+    pieces = [data[i:i + room] for i in range(0, len(data), room)]
+    msgs = [TxnPart(5, i, len(pieces), p) for i, p in enumerate(pieces)]
+    got = [decode(encode(Packet(Header(1, 2, 3, 4), m, ()))).message for m in msgs]
+    assert got == msgs
+    assert decode_txn_entry(b"".join(m.data for m in got)) == e
+
+
+@given(txn_entries, st.data())
+@settings(max_examples=200)
+def test_a_mangled_transaction_record_only_raises_wire_error(e, data):
+    raw = bytearray(encode_txn_entry(e))
+    cut = data.draw(st.integers(0, len(raw)))
+    for i in data.draw(st.lists(st.integers(0, max(len(raw) - 1, 0)), max_size=4)):
+        if raw:
+            raw[i] ^= data.draw(st.integers(1, 255))
+    for candidate in (bytes(raw), bytes(raw[:cut]), bytes(raw) + b"\x00"):
+        with contextlib.suppress(WireError):
+            decode_txn_entry(candidate)
+
+
+def test_a_piece_beyond_its_count_or_a_truncated_record_is_refused():
+    good = encode(Packet(Header(1, 2, 3, 4), TxnPart(1, 1, 2, b"xy"), ()))
+    assert decode(good).message == TxnPart(1, 1, 2, b"xy")
+    with pytest.raises(ValueError):
+        wire.encode_message(TxnPart(1, 2, 2, b"xy"))
+    bad = bytearray(good)
+    # The piece index sits after the header, the type and the batch: make it equal the count.
+    bad[wire.HEADER_SIZE + 1 + 4:wire.HEADER_SIZE + 1 + 6] = (2).to_bytes(2, "big")
+    with pytest.raises(WireError, match="piece 2 of 2"):
+        decode(bytes(bad))
+    data = encode_txn_entry(TxnEntry("t", 1 << 32, b"record"))
+    with pytest.raises(WireError, match="trailing"):
+        decode_txn_entry(data + b"x")
+    for n in range(len(data)):
+        with pytest.raises(WireError):
+            decode_txn_entry(data[:n])
+
+
+def test_a_full_piece_fits_the_packet():
+    room = 1400 - wire.HEADER_SIZE - 2 - wire.TXN_PART_OVERHEAD
+    msg = TxnPart(2**32 - 1, 0, 2**16 - 1, b"x" * room)
+    assert len(encode(Packet(Header(1, 2, 3, 4), msg, ()))) == 1400
