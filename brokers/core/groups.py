@@ -11,6 +11,10 @@ States follow Kafka's classic group coordinator:
       |                  +---- join / leave / session expiry -----------+-----> STABLE
       +---------------- last member gone ------------------------------------------+
 
+"join" on the way back to PREPARING_REBALANCE is a new member, a stable group's leader, or a
+member whose protocol metadata changed (a cooperative consumer giving partitions up, KIP-429);
+a known member rejoining unchanged gets the current generation back, as from Kafka 2.8.
+
 Time is passed in through ``clock`` and ``tick()`` so tests drive expiry without sleeping.
 Member metadata and assignments are opaque bytes except that assignments of protocol type
 "consumer" are parsed (best effort) to fill the ownership registry.
@@ -263,12 +267,50 @@ class GroupCoordinator:
             )
             await self._add_member(group, member)
             now = self._clock()
-        else:
-            member.protocols = protocols
-            member.session_timeout_ms = session_timeout_ms
-            member.rebalance_timeout_ms = rebalance_timeout_ms
-            member.last_heartbeat = now
+            return await self._await_join(group, member, now)
+        member.last_heartbeat = now
+        current = self._current_generation(group, member, protocols)
+        if current is not None:
+            return current
+        member.protocols = protocols
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
         return await self._await_join(group, member, now)
+
+    @staticmethod
+    def _current_generation(
+        group: _Group, member: _Member, protocols: list[tuple[str, bytes]]
+    ) -> JoinResult | None:
+        """The answer to a known member rejoining when no rebalance is needed, or None.
+
+        As Kafka's coordinator: a member whose protocols and metadata are unchanged gets the
+        current generation back, and then syncs for the assignment it already has; in
+        CompletingRebalance the leader gets the member list again (it may have lost the first
+        answer). A stable group's leader always starts a rebalance (it rejoins to have topic
+        changes reassigned, which its metadata does not show), and changed metadata always
+        does: a cooperative consumer (KIP-429) rejoins after giving up partitions, its
+        subscription now listing fewer owned ones, so that the follow-up rebalance hands
+        them to their new owners. Rebalancing on every rejoin instead fails the other
+        members' SyncGroups and sends the whole group round again."""
+        stable = group.state is GroupState.STABLE
+        completing = group.state is GroupState.COMPLETING_REBALANCE
+        if not (stable or completing) or group.protocol_name is None:
+            return None
+        if member.protocols != protocols:
+            return None
+        is_leader = member.member_id == group.leader_id
+        if stable and is_leader:
+            return None
+        members: tuple[JoinedMember, ...] = ()
+        if is_leader:
+            members = tuple(
+                JoinedMember(m.member_id, m.group_instance_id,
+                             m.metadata_for(group.protocol_name))
+                for m in group.members.values())
+        return JoinResult(
+            member_id=member.member_id, generation_id=group.generation,
+            protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+            leader=group.leader_id, members=members)
 
     async def _replace_static_member(
         self, group: _Group, old_id: str, client_id: str, client_host: str,
@@ -396,6 +438,22 @@ class GroupCoordinator:
             common &= {name for name, _ in m.protocols}
         return common
 
+    @classmethod
+    def _select_protocol(cls, group: _Group) -> str:
+        """The protocol of the new generation, chosen as Kafka chooses it: among those every
+        member offers, the one most members list first. A group moving from an eager to the
+        cooperative assignor (KIP-429's two rolling bounces) offers both for a while, in
+        different orders, and the majority's preference decides, not whichever member leads.
+        A tie goes to the leader's order (Kafka leaves it to its hash map's order)."""
+        leader = group.members[group.leader_id]
+        common = cls._common_protocols(group, leader.protocols)
+        votes: dict[str, int] = {}
+        for m in group.members.values():
+            choice = next(name for name, _ in m.protocols if name in common)
+            votes[choice] = votes.get(choice, 0) + 1
+        best = max(votes.values())
+        return next(name for name, _ in leader.protocols if votes.get(name) == best)
+
     def _prepare_rebalance(self, group: _Group, now: float, *, initial: bool) -> None:
         if group.state is GroupState.COMPLETING_REBALANCE:
             for m in group.members.values():
@@ -411,7 +469,12 @@ class GroupCoordinator:
     def _maybe_complete_join(self, group: _Group, now: float) -> None:
         if group.state is not GroupState.PREPARING_REBALANCE:
             return
-        all_joined = all(m.join_waiter is not None for m in group.members.values())
+        # Member ids handed out with MEMBER_ID_REQUIRED count as members yet to join, as in
+        # Kafka: the consumer that asked for one is a moment from joining, and completing
+        # without it would start another rebalance as soon as it does. An id never claimed
+        # stops counting when it expires (tick), like a member that does not rejoin.
+        all_joined = (not group.pending_ids
+                      and all(m.join_waiter is not None for m in group.members.values()))
         # An empty group's first rebalance waits out the initial delay even when all joined.
         if (all_joined and group.generation > 0) or now >= group.rebalance_deadline:
             self._complete_join(group)
@@ -428,9 +491,7 @@ class GroupCoordinator:
         first = next(iter(group.members.values()))
         if group.leader_id not in group.members:
             group.leader_id = first.member_id
-        leader = group.members[group.leader_id]
-        common = self._common_protocols(group, leader.protocols)
-        group.protocol_name = next(name for name, _ in leader.protocols if name in common)
+        group.protocol_name = self._select_protocol(group)
         group.state = GroupState.COMPLETING_REBALANCE
         everyone = tuple(
             JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
@@ -521,6 +582,15 @@ class GroupCoordinator:
             if not member_id:
                 raise UnknownMemberId(
                     f"no member with group.instance.id {group_instance_id!r} in {group_id!r}")
+        group = self._held(group_id)
+        if group is not None and member_id in group.pending_ids:
+            # A consumer told MEMBER_ID_REQUIRED that changes its mind (librdkafka leaves
+            # with that id when its subscription changes mid-join) gives the id back, as in
+            # Kafka; otherwise the rebalance would wait for it until it expired.
+            del group.pending_ids[member_id]
+            log.info("group %s: pending member %s left", group_id, member_id)
+            self._maybe_complete_join(group, self._clock())
+            return
         group, _ = self._member(group_id, member_id, group_instance_id)
         self._remove_member(group, member_id, reason="left the group")
         self._after_membership_change(group)
@@ -575,10 +645,13 @@ class GroupCoordinator:
             if group.pending_ids:
                 for member_id in [m for m, t in group.pending_ids.items() if t <= now]:
                     del group.pending_ids[member_id]
+            # A member waiting in a JoinGroup or a SyncGroup is alive (Kafka counts both as
+            # heartbeats): the rebalance deadline bounds the first, the leader's session the
+            # second (if the leader dies, the rebalance it causes answers every SyncGroup).
             expired = [
                 m.member_id
                 for m in group.members.values()
-                if m.join_waiter is None
+                if m.join_waiter is None and not _waiting(m.sync_waiter)
                 and now - m.last_heartbeat > m.session_timeout_ms / 1000
             ]
             for member_id in expired:
@@ -680,6 +753,11 @@ class GroupCoordinator:
     def _fail(waiter: asyncio.Future | None, exc: BaseException) -> None:
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+
+
+def _waiting(waiter: asyncio.Future | None) -> bool:
+    """A request is held on this future (one whose client went away is done: cancelled)."""
+    return waiter is not None and not waiter.done()
 
 
 class MemberIdAssigned(MemberIdRequired):

@@ -18,6 +18,10 @@ from brokers.core.errors import (
     UnknownMemberId,
 )
 from brokers.core.groups import GroupConfig, GroupCoordinator, GroupState, MemberIdAssigned
+from brokers.core.protocol.consumer_protocol import (
+    ConsumerProtocolSubscription,
+    ConsumerTopicPartitions,
+)
 
 
 class Registry:
@@ -492,3 +496,289 @@ def test_a_group_held_under_an_earlier_coordination_epoch_is_forgotten():
         assert groups.describe("g")[2] == [a2.member_id]
 
     asyncio.run(scenario())
+
+
+# --- incremental cooperative rebalancing (KIP-429) over the classic protocol -----------------
+# The assignor runs in the clients; the broker's part is Kafka 2.8's JoinGroup rules: a member
+# whose subscription changed (it gave partitions up and lists fewer owned ones) starts a
+# rebalance, a follower rejoining unchanged does not, and REBALANCE_IN_PROGRESS on heartbeats
+# brings the others to the follow-up rebalance.
+
+
+def run_bounded(scenario) -> None:
+    """Run a scenario whose every wait should end at once: a join that waits for a rebalance
+    nobody starts fails the test instead of hanging it."""
+    asyncio.run(asyncio.wait_for(scenario(), timeout=10))
+
+
+def subscription(*owned: int) -> bytes:
+    """A consumer's JoinGroup metadata as cooperative-sticky sends it: v1, owned partitions."""
+    return ConsumerProtocolSubscription(
+        topics=["t"], owned_partitions=[ConsumerTopicPartitions("t", list(owned))] if owned
+        else [], version=1).encode()
+
+
+def owned_in(metadata: bytes) -> list[int]:
+    decoded = ConsumerProtocolSubscription.decode(metadata)
+    return [p for tp in decoded.owned_partitions for p in tp.partitions]
+
+
+def coop(member_id: str = "", *owned: int, client_id: str = "c"):
+    return join_args(member_id, client_id=client_id,
+                     protocols=[("cooperative-sticky", subscription(*owned))])
+
+
+async def sync_all(groups: GroupCoordinator, joined, assignments: dict[str, bytes]):
+    """Every member's SyncGroup, the followers' first (they wait for the leader's)."""
+    leader = next(r for r in joined if r.leader == r.member_id)
+    followers = [asyncio.ensure_future(groups.sync(
+        group_id="g", generation_id=r.generation_id, member_id=r.member_id, assignments={}))
+        for r in joined if r is not leader]
+    await asyncio.sleep(0)
+    assert not any(f.done() for f in followers)  # followers wait for the leader
+    mine = await groups.sync(group_id="g", generation_id=leader.generation_id,
+                             member_id=leader.member_id, assignments=assignments)
+    return {leader.member_id: mine.assignment} | {
+        r.member_id: (await f).assignment
+        for r, f in zip([r for r in joined if r is not leader], followers, strict=True)}
+
+
+def test_cooperative_sequence_revokes_then_assigns_in_a_follow_up_rebalance():
+    async def scenario():
+        groups, registry, clock = make()
+        join = asyncio.ensure_future(groups.join(**coop()))
+        await settle(groups, clock)
+        a = await join
+        assert (await groups.sync(group_id="g", generation_id=1, member_id=a.member_id,
+                                  assignments={a.member_id: b"0,1,2,3"})).assignment == b"0,1,2,3"
+
+        # b joins: a hears of it by heartbeat and rejoins, listing what it owns.
+        b_join = asyncio.ensure_future(groups.join(**coop(client_id="d")))
+        await settle(groups, clock)
+        with pytest.raises(RebalanceInProgress):
+            groups.heartbeat(group_id="g", generation_id=1, member_id=a.member_id)
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id, 0, 1, 2, 3)))
+        await settle(groups, clock)
+        a2, b = await a_join, await b_join
+        assert a2.generation_id == b.generation_id == 2 and a2.leader == a.member_id
+        assert {m.member_id: owned_in(m.metadata) for m in a2.members} == {
+            a.member_id: [0, 1, 2, 3], b.member_id: []}
+        # First rebalance: a keeps 0 and 1 and gives up 2 and 3; b gets nothing yet.
+        got = await sync_all(groups, [a2, b], {a.member_id: b"0,1", b.member_id: b""})
+        assert got == {a.member_id: b"0,1", b.member_id: b""}
+        assert groups.describe("g")[:2] == (GroupState.STABLE, 2)
+
+        # a revoked 2 and 3, so it rejoins with its smaller ownership: a rebalance starts,
+        # and b, unchanged, learns of it from its heartbeat.
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id, 0, 1)))
+        await settle(groups, clock)
+        assert groups.describe("g")[0] is GroupState.PREPARING_REBALANCE
+        with pytest.raises(RebalanceInProgress):
+            groups.heartbeat(group_id="g", generation_id=2, member_id=b.member_id)
+        b_join = asyncio.ensure_future(groups.join(**coop(b.member_id, client_id="d")))
+        await settle(groups, clock)
+        a3, b3 = await a_join, await b_join
+        assert a3.generation_id == b3.generation_id == 3
+        assert {m.member_id: owned_in(m.metadata) for m in a3.members} == {
+            a.member_id: [0, 1], b.member_id: []}
+        got = await sync_all(groups, [a3, b3], {a.member_id: b"0,1", b.member_id: b"2,3"})
+        assert got == {a.member_id: b"0,1", b.member_id: b"2,3"}
+        # Nothing was revoked this time: nobody rejoins, the group stays at generation 3.
+        groups.heartbeat(group_id="g", generation_id=3, member_id=a.member_id)
+        groups.heartbeat(group_id="g", generation_id=3, member_id=b.member_id)
+        assert groups.describe("g")[:2] == (GroupState.STABLE, 3)
+        assert registry.owners["g"] == {TopicPartition("t", p): a.member_id if p < 2
+                                        else b.member_id for p in range(4)}
+
+        # b leaves (after revoking its partitions): a rebalances alone and takes them back.
+        groups.leave(group_id="g", member_id=b.member_id)
+        with pytest.raises(RebalanceInProgress):
+            groups.heartbeat(group_id="g", generation_id=3, member_id=a.member_id)
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id, 0, 1)))
+        await settle(groups, clock)
+        a4 = await a_join
+        assert a4.generation_id == 4 and [m.member_id for m in a4.members] == [a.member_id]
+
+    run_bounded(scenario)
+
+
+async def stable_coop_pair(groups: GroupCoordinator, clock: Clock):
+    """a (leader) owning 0 and 1, b owning 2 and 3, stable at generation 2."""
+    join = asyncio.ensure_future(groups.join(**coop()))
+    await settle(groups, clock)
+    a = await join
+    await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+    b_join = asyncio.ensure_future(groups.join(**coop(client_id="d")))
+    await settle(groups, clock)
+    a_join = asyncio.ensure_future(groups.join(**coop(a.member_id)))
+    await settle(groups, clock)
+    a, b = await a_join, await b_join
+    await sync_all(groups, [a, b], {a.member_id: b"0,1", b.member_id: b"2,3"})
+    return a, b
+
+
+def test_a_follower_rejoining_unchanged_gets_the_current_generation_without_a_rebalance():
+    async def scenario():
+        groups, _, clock = make()
+        a, b = await stable_coop_pair(groups, clock)
+        again = await groups.join(**coop(b.member_id, client_id="d"))
+        assert (again.generation_id, again.leader, again.members) == (2, a.member_id, ())
+        assert again.protocol_name == "cooperative-sticky"
+        assert groups.describe("g")[:2] == (GroupState.STABLE, 2)
+        groups.heartbeat(group_id="g", generation_id=2, member_id=a.member_id)  # no error
+        sync = await groups.sync(group_id="g", generation_id=2, member_id=b.member_id,
+                                 assignments={})
+        assert sync.assignment == b"2,3"
+
+    run_bounded(scenario)
+
+
+def test_a_follower_whose_owned_partitions_changed_starts_a_rebalance():
+    async def scenario():
+        groups, _, clock = make()
+        a, b = await stable_coop_pair(groups, clock)
+        b_join = asyncio.ensure_future(groups.join(**coop(b.member_id, 2, client_id="d")))
+        await settle(groups, clock)
+        assert groups.describe("g")[0] is GroupState.PREPARING_REBALANCE
+        with pytest.raises(RebalanceInProgress):
+            groups.heartbeat(group_id="g", generation_id=2, member_id=a.member_id)
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id, 0, 1)))
+        await settle(groups, clock)
+        a3, b3 = await a_join, await b_join
+        assert a3.generation_id == b3.generation_id == 3
+        assert {m.member_id: owned_in(m.metadata) for m in a3.members} == {
+            a.member_id: [0, 1], b.member_id: [2]}
+
+    run_bounded(scenario)
+
+
+def test_the_stable_leader_rejoining_unchanged_starts_a_rebalance():
+    """Kafka's rule: the leader rejoins to have changes its metadata does not show (topics
+    gaining partitions) reassigned."""
+    async def scenario():
+        groups, _, clock = make()
+        a, b = await stable_coop_pair(groups, clock)
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id)))
+        await settle(groups, clock)
+        assert groups.describe("g")[0] is GroupState.PREPARING_REBALANCE
+        b_join = asyncio.ensure_future(groups.join(**coop(b.member_id, client_id="d")))
+        await settle(groups, clock)
+        assert (await a_join).generation_id == (await b_join).generation_id == 3
+
+    run_bounded(scenario)
+
+
+def test_rejoining_unchanged_while_completing_repeats_the_generations_answer():
+    """A member that lost its JoinGroup answer asks again: the same generation, the member
+    list for the leader, and nobody's pending SyncGroup is failed."""
+    async def scenario():
+        groups, _, clock = make()
+        join = asyncio.ensure_future(groups.join(**coop()))
+        await settle(groups, clock)
+        a = await join
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+        b_join = asyncio.ensure_future(groups.join(**coop(client_id="d")))
+        await settle(groups, clock)
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id)))
+        await settle(groups, clock)
+        a2, b2 = await a_join, await b_join
+        b_sync = asyncio.ensure_future(groups.sync(group_id="g", generation_id=2,
+                                                   member_id=b2.member_id, assignments={}))
+        await asyncio.sleep(0)
+        a_again = await groups.join(**coop(a.member_id))
+        assert (a_again.generation_id, a_again.leader) == (2, a.member_id)
+        assert [m.member_id for m in a_again.members] == [m.member_id for m in a2.members]
+        assert not b_sync.done()
+        assert groups.describe("g")[0] is GroupState.COMPLETING_REBALANCE
+        await groups.sync(group_id="g", generation_id=2, member_id=a.member_id,
+                          assignments={a.member_id: b"0", b2.member_id: b"1"})
+        assert (await b_sync).assignment == b"1"
+
+    run_bounded(scenario)
+
+
+def test_the_protocol_most_members_prefer_wins():
+    """KIP-429's upgrade: members listing cooperative-sticky first outvote a leader that
+    still lists range first."""
+    async def scenario():
+        groups, _, clock = make(delay_ms=100)
+        old = [("range", b""), ("cooperative-sticky", b"")]
+        new = [("cooperative-sticky", b""), ("range", b"")]
+        joins = [asyncio.ensure_future(groups.join(**join_args(client_id=c, protocols=p)))
+                 for c, p in (("a", old), ("b", new), ("c", new))]
+        await settle(groups, clock, 0.2)
+        results = [await j for j in joins]
+        assert {r.protocol_name for r in results} == {"cooperative-sticky"}
+
+    run_bounded(scenario)
+
+
+def test_a_rebalance_waits_for_a_member_id_handed_out_and_not_yet_claimed():
+    """KIP-394 as Kafka counts it: the consumer told MEMBER_ID_REQUIRED is about to join, so
+    the rebalance waits for it instead of completing and starting another one."""
+    async def scenario():
+        groups, _, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+        # A new consumer is handed an id; before it rejoins with it, a starts a rebalance.
+        with pytest.raises(MemberIdAssigned) as info:
+            await groups.join(**join_args(client_id="d", require_known_member_id=True))
+        a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
+        await settle(groups, clock)
+        assert not a_join.done()
+        b_join = asyncio.ensure_future(groups.join(**join_args(
+            info.value.member_id, client_id="d", require_known_member_id=True)))
+        await settle(groups, clock)
+        a2, b = await a_join, await b_join
+        assert a2.generation_id == b.generation_id == 2 and len(a2.members) == 2
+
+    run_bounded(scenario)
+
+
+def test_a_member_waiting_for_the_leaders_sync_does_not_expire():
+    async def scenario():
+        groups, _, clock = make()
+        a, b = await stable_coop_pair(groups, clock)
+        b_join = asyncio.ensure_future(groups.join(**coop(b.member_id, 2, client_id="d")))
+        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id, 0, 1)))
+        await settle(groups, clock)
+        await a_join
+        b3 = await b_join
+        b_sync = asyncio.ensure_future(groups.sync(group_id="g", generation_id=3,
+                                                   member_id=b3.member_id, assignments={}))
+        # The leader takes longer than b's session timeout (10 s) to sync, heartbeating.
+        for _ in range(4):
+            await settle(groups, clock, 4.0)
+            groups.heartbeat(group_id="g", generation_id=3, member_id=a.member_id)
+        assert not b_sync.done()
+        await groups.sync(group_id="g", generation_id=3, member_id=a.member_id,
+                          assignments={a.member_id: b"0,1", b.member_id: b"2,3"})
+        assert (await b_sync).assignment == b"2,3"
+
+    run_bounded(scenario)
+
+
+def test_a_pending_member_leaving_gives_its_id_back_and_the_rebalance_completes():
+    """librdkafka leaves with the id MEMBER_ID_REQUIRED gave it when its subscription changes
+    before it rejoins; as in Kafka, that ends the wait for it (else: its session timeout)."""
+    async def scenario():
+        groups, _, clock = make()
+        join = asyncio.ensure_future(groups.join(**join_args()))
+        await settle(groups, clock)
+        a = await join
+        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+        with pytest.raises(MemberIdAssigned) as info:
+            await groups.join(**join_args(client_id="d", require_known_member_id=True))
+        a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
+        await settle(groups, clock)
+        assert not a_join.done()
+        groups.leave(group_id="g", member_id=info.value.member_id)
+        await settle(groups, clock)
+        assert (await a_join).generation_id == 2
+        with pytest.raises(UnknownMemberId):  # given back: it no longer names anyone
+            await groups.join(**join_args(info.value.member_id, client_id="d",
+                                          require_known_member_id=True))
+
+    run_bounded(scenario)
