@@ -19,7 +19,11 @@ Layout (one concept per module):
                            ``AppendResult``), and the null sink
 - ``groups.py``            the consumer-group state machine (join/sync/heartbeat/commit,
                            static membership)
-- ``producer_state.py``    idempotent produce: each producer's last batches per partition
+- ``producer_state.py``    idempotent produce: each producer's last batches per partition, and
+                           the transactional batches and markers appended through it
+- ``transactions/``        Kafka transactions: each partition's open and aborted transactions
+                           (the last stable offset), the markers, the transaction coordinator
+                           and the TransactionStore extension of the seam (docs/transactions.md)
 - ``topic_config.py``      Kafka 2.8's topic configs: validation, effective values, which are
                            acted on, the storage settings and produce rules they give a topic
 - ``record_checks.py``     the per-record key check of compacted topics (KIP-467's errors)
