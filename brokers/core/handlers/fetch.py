@@ -151,6 +151,9 @@ def _read(
             if req.replica_id < 0:
                 txns = txn_tables.get(t.topic, p.partition, log)
                 if txns is not None:
+                    # Aborted transactions retention (or DeleteRecords) removed go, so the
+                    # list does not grow with every abort the partition ever saw.
+                    txns.drop_before(log.log_start_offset)
                     stable = txns.last_stable_offset(end)
                     if req.isolation_level == READ_COMMITTED:
                         # Nothing of an open transaction, and the aborted ones the client

@@ -7,7 +7,8 @@ DSBS coordinator's local table); the group state machine validates who may commi
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Protocol
 
 from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
 from brokers.core.errors import (
@@ -149,26 +150,52 @@ def _lookup(ctx: BrokerContext, topic: str, partition: int, timestamp: int,
     return found if found is not None and found[0] < end else (-1, -1)
 
 
-async def handle_offset_commit(
-    ctx: BrokerContext, call: Call, req: OffsetCommitRequest
-) -> OffsetCommitResponse:
+class _CommittedPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _CommittedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_CommittedPartition]: ...
+
+
+def checked_offsets(
+    ctx: BrokerContext, topics: Iterable[_CommittedTopic]
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetAndMetadata]]:
+    """An offset commit's partitions (OffsetCommit's and TxnOffsetCommit's alike): the error
+    code of each refused one (UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE) and the
+    offsets to store for the rest, stamped now."""
     now_ms = int(time.time() * 1000)
     codes: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    topics = ctx.coordinator.cluster().topics
-    for t in req.topics:
-        info = topics.get(t.name)
+    view = ctx.coordinator.cluster()
+    for t in topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
+            if view.partition(t.name, p.partition_index) is None:
                 codes[tp] = UnknownTopicOrPartition.code
             elif p.committed_metadata is not None and (
-                len(p.committed_metadata) > MAX_METADATA_CHARS
-            ):
+                    len(p.committed_metadata) > MAX_METADATA_CHARS):
                 codes[tp] = OffsetMetadataTooLarge.code
             else:
                 offsets[tp] = OffsetAndMetadata(
                     p.committed_offset, p.committed_metadata, p.committed_leader_epoch, now_ms)
+    return codes, offsets
+
+
+async def handle_offset_commit(
+    ctx: BrokerContext, call: Call, req: OffsetCommitRequest
+) -> OffsetCommitResponse:
+    codes, offsets = checked_offsets(ctx, req.topics)
     error = ctx.not_group_coordinator(req.group_id)
     if error is None and offsets:
         try:

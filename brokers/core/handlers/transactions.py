@@ -22,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from brokers.core.coordinator import OffsetAndMetadata, TopicPartition
+from brokers.core.coordinator import TopicPartition
 from brokers.core.errors import (
     KafkaError,
-    OffsetMetadataTooLarge,
     OperationNotAttempted,
     UnknownTopicOrPartition,
 )
 from brokers.core.handlers.context import CLIENT_LEADER_EPOCH, BrokerContext, Call, fenced_code
+from brokers.core.handlers.offsets import checked_offsets
 from brokers.core.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -54,8 +54,6 @@ from brokers.core.transactions.offsets import commit_pending, complete_pending
 
 # How long a marker waits for the in-sync replicas (Kafka's request.timeout.ms default).
 MARKER_REPLICATION_TIMEOUT_MS = 30_000
-# commit metadata is a client's note (offset.metadata.max.bytes), as for OffsetCommit.
-MAX_METADATA_CHARS = 4096
 # The first versions that may carry PRODUCER_FENCED (KIP-588); older ones hear
 # INVALID_PRODUCER_EPOCH.
 FENCED_FROM = {"add_partitions": 2, "add_offsets": 2, "end_txn": 2, "txn_offset_commit": 3}
@@ -114,21 +112,7 @@ async def handle_end_txn(ctx: BrokerContext, call: Call, req: EndTxnRequest) -> 
 async def handle_txn_offset_commit(
     ctx: BrokerContext, call: Call, req: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
-    now_ms = int(time.time() * 1000)
-    view = ctx.coordinator.cluster()
-    codes: dict[TopicPartition, int] = {}
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    for t in req.topics:
-        for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
-            if view.partition(t.name, p.partition_index) is None:
-                codes[tp] = UnknownTopicOrPartition.code
-            elif p.committed_metadata is not None and (
-                    len(p.committed_metadata) > MAX_METADATA_CHARS):
-                codes[tp] = OffsetMetadataTooLarge.code
-            else:
-                offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_metadata,
-                                                p.committed_leader_epoch, now_ms)
+    codes, offsets = checked_offsets(ctx, req.topics)
     error: KafkaError | None = ctx.not_group_coordinator(req.group_id)
     if error is None and offsets:
         try:

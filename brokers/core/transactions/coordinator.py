@@ -116,9 +116,6 @@ class TransactionCoordinator:
         self._locks: dict[str, asyncio.Lock] = {}
         self._completions: dict[str, asyncio.Task[None]] = {}
         self._listed_epoch: int | None = None
-        # What the study reports: coordination cost per transaction.
-        self.store_writes = 0
-        self.marker_requests = 0
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -159,7 +156,6 @@ class TransactionCoordinator:
         except KafkaError:
             self._records.pop(tid, None)  # another writer, or the store out of reach: reload
             raise
-        self.store_writes += 1
         self._records[tid] = (rec, new_version)
         return new_version
 
@@ -282,7 +278,6 @@ class TransactionCoordinator:
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in by_topic.items()],
             coordinator_epoch=0)])
-        self.marker_requests += 1
         try:
             response = await self._sender.send(broker, request, MARKER_TIMEOUT_S)
         except (TimeoutError, OSError, KafkaError) as exc:
@@ -345,10 +340,6 @@ class TransactionCoordinator:
             except KafkaError:
                 return
         self._start_completion(transactional_id)
-
-    def describe(self, transactional_id: str) -> TxnRecord | None:
-        cached = self._records.get(transactional_id)
-        return None if cached is None else cached[0]
 
     async def close(self) -> None:
         for task in list(self._completions.values()):

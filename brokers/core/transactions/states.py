@@ -13,10 +13,10 @@ produce path and the marker writes keep it current.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from brokers.core.atomic_file import replace_file
 from brokers.core.errors import KafkaStorageError
 from brokers.core.logs import SCAN_CHUNK_BYTES, PartitionLogLike
 from brokers.core.protocol.records import iter_batches
@@ -45,16 +45,7 @@ def mark_transactional(plog: PartitionLogLike) -> None:
     if flag is None or flag.exists():
         return
     try:
-        fd = os.open(flag, os.O_CREAT | os.O_WRONLY, 0o644)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        dfd = os.open(flag.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        replace_file(flag, b"")  # durable, file and directory, fsyncs counted
     except OSError as exc:
         raise KafkaStorageError(f"cannot mark {flag.parent} transactional: {exc}") from exc
 
