@@ -713,23 +713,29 @@ def test_the_protocol_most_members_prefer_wins():
     run_bounded(scenario)
 
 
+async def a_member_and_a_pending_id():
+    """A stable one-member group; a new consumer is handed an id (MEMBER_ID_REQUIRED) and,
+    before it rejoins with it, the member starts a rebalance, which waits for that id."""
+    groups, _, clock = make()
+    join = asyncio.ensure_future(groups.join(**join_args()))
+    await settle(groups, clock)
+    a = await join
+    await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
+    with pytest.raises(MemberIdAssigned) as info:
+        await groups.join(**join_args(client_id="d", require_known_member_id=True))
+    a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
+    await settle(groups, clock)
+    assert not a_join.done()
+    return groups, clock, info.value.member_id, a_join
+
+
 def test_a_rebalance_waits_for_a_member_id_handed_out_and_not_yet_claimed():
     """KIP-394 as Kafka counts it: the consumer told MEMBER_ID_REQUIRED is about to join, so
     the rebalance waits for it instead of completing and starting another one."""
     async def scenario():
-        groups, _, clock = make()
-        join = asyncio.ensure_future(groups.join(**join_args()))
-        await settle(groups, clock)
-        a = await join
-        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
-        # A new consumer is handed an id; before it rejoins with it, a starts a rebalance.
-        with pytest.raises(MemberIdAssigned) as info:
-            await groups.join(**join_args(client_id="d", require_known_member_id=True))
-        a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
-        await settle(groups, clock)
-        assert not a_join.done()
+        groups, clock, pending_id, a_join = await a_member_and_a_pending_id()
         b_join = asyncio.ensure_future(groups.join(**join_args(
-            info.value.member_id, client_id="d", require_known_member_id=True)))
+            pending_id, client_id="d", require_known_member_id=True)))
         await settle(groups, clock)
         a2, b = await a_join, await b_join
         assert a2.generation_id == b.generation_id == 2 and len(a2.members) == 2
@@ -764,21 +770,12 @@ def test_a_pending_member_leaving_gives_its_id_back_and_the_rebalance_completes(
     """librdkafka leaves with the id MEMBER_ID_REQUIRED gave it when its subscription changes
     before it rejoins; as in Kafka, that ends the wait for it (else: its session timeout)."""
     async def scenario():
-        groups, _, clock = make()
-        join = asyncio.ensure_future(groups.join(**join_args()))
-        await settle(groups, clock)
-        a = await join
-        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
-        with pytest.raises(MemberIdAssigned) as info:
-            await groups.join(**join_args(client_id="d", require_known_member_id=True))
-        a_join = asyncio.ensure_future(groups.join(**join_args(a.member_id)))
-        await settle(groups, clock)
-        assert not a_join.done()
-        groups.leave(group_id="g", member_id=info.value.member_id)
+        groups, clock, pending_id, a_join = await a_member_and_a_pending_id()
+        groups.leave(group_id="g", member_id=pending_id)
         await settle(groups, clock)
         assert (await a_join).generation_id == 2
         with pytest.raises(UnknownMemberId):  # given back: it no longer names anyone
-            await groups.join(**join_args(info.value.member_id, client_id="d",
+            await groups.join(**join_args(pending_id, client_id="d",
                                           require_known_member_id=True))
 
     run_bounded(scenario)
