@@ -147,10 +147,14 @@ test-churn: setup
 # two-sided cuts against every replicating architecture under an acks=all producer and a
 # committing consumer group; a table of schedules and violations per architecture, and
 # results/nemesis/nemesis-<time>.json. NEMESIS_SEEDS=1,2 replays given seeds.
+# NEMESIS_WORKLOAD=transactions: a transactional producer and a consume-transform-produce worker
+# instead, faults aimed at transaction coordinators too (docs/transactions.md, "Faults").
 NEMESIS_RUNS ?= 10
 NEMESIS_DURATION ?= 60
+NEMESIS_WORKLOAD ?= queue
 nemesis: setup
-	@$(PY) -m harness.nemesis --runs $(NEMESIS_RUNS) --duration $(NEMESIS_DURATION) \
+	@$(PY) -m harness.nemesis --workload $(NEMESIS_WORKLOAD) --runs $(NEMESIS_RUNS) \
+	  --duration $(NEMESIS_DURATION) \
 	  $(if $(NEMESIS_SEEDS),--seeds $(NEMESIS_SEEDS)) $(if $(NEMESIS_ARCH),--arch $(NEMESIS_ARCH))
 
 # Gossip at scale beyond make test's sizes: 1,000 members bootstrapping through one seed on the

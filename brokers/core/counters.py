@@ -101,17 +101,27 @@ class Counters:
     def from_json(cls, doc: Mapping[str, Any]) -> Self:
         """The inverse of ``to_json``. Keys of no declared counter (a newer broker's) are
         ignored; a scalar the document lacks (an older broker's) is a ValueError, because a
-        zero would be a guess."""
-        scalars, families = _index(cls)
-        missing = [name for name in scalars if name not in doc]
+        zero would be a guess (``read_json`` says which are missing instead)."""
+        counters, missing = cls.read_json(doc)
         if missing:
-            raise ValueError(f"no counter {', '.join(missing)} in the document")
-        kwargs: dict[str, Any] = {name: _number(doc[name], name) for name in scalars}
+            raise ValueError(f"no counter {', '.join(sorted(missing))} in the document")
+        return counters
+
+    @classmethod
+    def read_json(cls, doc: Mapping[str, Any]) -> tuple[Self, frozenset[str]]:
+        """``from_json`` for a document an older broker wrote: the counters, and the names of
+        the declared scalars it lacks (their values in the snapshot are the defaults, and must
+        be read as unknown: the harness reports them so, and every other counter as read). A
+        value that is not a number is still a ValueError."""
+        scalars, families = _index(cls)
+        missing = frozenset(name for name in scalars if name not in doc)
+        kwargs: dict[str, Any] = {name: _number(doc[name], name) for name in scalars
+                                  if name not in missing}
         for key, value in doc.items():
             family = None if key in scalars else _family_of(key, families)
             if family is not None:
                 kwargs.setdefault(family, {})[key[len(family) + 1:]] = _number(value, key)
-        return cls(**kwargs)
+        return cls(**kwargs), missing
 
 
 @dataclass(kw_only=True)

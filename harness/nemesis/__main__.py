@@ -1,9 +1,10 @@
 """``python -m harness.nemesis``: seeded fault schedules against every replicating architecture.
 
-``python -m harness.nemesis [--arch zk,dsbs] [--seeds 1,2,3 | --runs N] [--duration 40]
-[--out results/nemesis]`` runs each seed against each architecture (architectures interleaved
-seed by seed), prints a line per run and, at the end, a table per architecture: schedules run,
-records acknowledged, and every kind of violation found (``checker.py``). A run with a
+``python -m harness.nemesis [--workload queue|transactions] [--arch zk,dsbs] [--seeds 1,2,3 |
+--runs N] [--duration 40] [--out results/nemesis]`` runs each seed against each architecture
+(architectures interleaved seed by seed), prints a line per run and, at the end, a table per
+architecture: schedules run, records acknowledged (transactions ended, for the transactions
+workload), and every kind of violation found (``checker.py``, ``txn_checker.py``). A run with a
 violation prints its seed, its schedule and examples, and fails when the architecture claims
 that guarantee (``checker.claims``); ``--seeds <seed>`` replays the schedule
 (fault timing against a live cluster is not exactly reproducible, the schedule is). The result
@@ -24,11 +25,12 @@ from brokers.core.errors import KafkaError, UserError
 from harness import architectures
 from harness.bench.common import write_result
 from harness.cluster import netns
+from harness.nemesis import transactions, txn_checker
 from harness.nemesis.checker import KINDS
 from harness.nemesis.run import BROKERS, PARTITIONS, Outcome, run
 from harness.nemesis.schedule import parse
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: config.workload; transactions runs
 
 
 def _replicating() -> list[str]:
@@ -50,9 +52,30 @@ def table(outcomes: list[Outcome]) -> str:
                      for r in [heads, *rows])
 
 
+def txn_table(outcomes: list[transactions.TxnOutcome]) -> str:
+    """One row per architecture: runs, transactions by outcome, and each kind of violation."""
+    heads = ["arch", "schedules", "committed", "aborted", "unknown", "copied",
+             *txn_checker.KINDS, "not recovered"]
+    rows = []
+    for arch in dict.fromkeys(o.arch for o in outcomes):
+        mine = [o for o in outcomes if o.arch == arch]
+        counts = [sum(o.counts()[k] for o in mine) for k in txn_checker.KINDS]
+        rows.append([arch, str(len(mine)), *(str(sum(getattr(o, f) for o in mine)) for f in
+                                           ("committed", "aborted", "unknown", "copied")),
+                     *map(str, counts), str(sum(not o.recovered for o in mine))])
+    widths = [max(len(r[i]) for r in [heads, *rows]) for i in range(len(heads))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True))
+                     for r in [heads, *rows])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.nemesis",
                                      description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=("queue", "transactions"), default="queue",
+                        help="queue: an acks=all producer and a committing group (run.py); "
+                             "transactions: a transactional producer and a "
+                             "consume-transform-produce worker, faults aimed at transaction "
+                             "coordinators too (transactions.py)")
     parser.add_argument("--arch", default=",".join(_replicating()),
                         help="comma-separated architectures (default: every one that "
                              "replicates)")
@@ -90,30 +113,42 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"the nemesis cuts brokers off with network namespaces: {reason}")
     started = time.time()
     outcomes: list[Outcome] = []
+    txn_outcomes: list[transactions.TxnOutcome] = []
     for i, seed in enumerate(seeds):
         for arch in archs if i % 2 == 0 else archs[::-1]:
             with tempfile.TemporaryDirectory(prefix=f"nemesis-{arch}-") as work:
+                if args.workload == "transactions":
+                    t = transactions.run(arch, seed, args.duration, Path(work), steps=steps)
+                    txn_outcomes.append(t)
+                    _report(t, f"{t.committed} committed, {t.aborted} aborted, {t.unknown} "
+                               f"unknown, {t.copied} copied")
+                    continue
                 o = run(arch, seed, args.duration, Path(work), steps=steps)
             outcomes.append(o)
-            status = "FAILED" if o.failed() else "ok" if not any(o.found.values()) else \
-                "ok (violations counted, not claimed by the architecture)"
-            print(f"{arch} seed {seed}: {status}: {o.acked} acknowledged, {o.delivered} "
-                  f"handed to the group, {o.commits} commits, "
-                  f"{'recovered' if o.recovered else 'NOT recovered'}, {o.seconds:.0f} s",
-                  flush=True)
-            if any(o.found.values()):
-                print(f"  schedule: {', '.join(o.schedule)}")
-                for kind, ex in o.as_json()["examples"].items():
-                    print(f"  {kind} ({o.counts()[kind]}): {'; '.join(ex)}")
-    print(table(outcomes))
+            _report(o, f"{o.acked} acknowledged, {o.delivered} handed to the group, "
+                       f"{o.commits} commits")
+    print(txn_table(txn_outcomes) if txn_outcomes else table(outcomes))
+    runs = [o.as_json() for o in (txn_outcomes or outcomes)]
     path = write_result(args.out, "nemesis", "nemesis", format_version=FORMAT_VERSION,
-                        config={"architectures": archs, "seeds": seeds,
-                                "duration_s": args.duration, "brokers": BROKERS,
-                                "partitions": PARTITIONS, "replication_factor": 3,
-                                "min_insync_replicas": 2},
-                        body={"runs": [o.as_json() for o in outcomes]}, started=started)
+                        config={"workload": args.workload, "architectures": archs,
+                                "seeds": seeds, "duration_s": args.duration,
+                                "brokers": BROKERS, "partitions": PARTITIONS,
+                                "replication_factor": 3, "min_insync_replicas": 2},
+                        body={"runs": runs}, started=started)
     print(f"wrote {path}")
-    return 1 if any(o.failed() for o in outcomes) else 0
+    return 1 if any(o.failed() for o in outcomes) or any(t.failed() for t in txn_outcomes) \
+        else 0
+
+
+def _report(o: Outcome | transactions.TxnOutcome, what: str) -> None:
+    status = "FAILED" if o.failed() else "ok" if not any(o.found.values()) else \
+        "ok (violations counted, not claimed by the architecture)"
+    print(f"{o.arch} seed {o.seed}: {status}: {what}, "
+          f"{'recovered' if o.recovered else 'NOT recovered'}, {o.seconds:.0f} s", flush=True)
+    if any(o.found.values()):
+        print(f"  schedule: {', '.join(o.schedule)}")
+        for kind, ex in o.as_json()["examples"].items():
+            print(f"  {kind} ({o.counts()[kind]}): {'; '.join(ex)}")
 
 
 if __name__ == "__main__":

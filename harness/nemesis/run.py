@@ -15,10 +15,12 @@ and reads every partition back from the start with a fresh consumer.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ from harness.cluster.running import BrokerProcess, ProcessCluster
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import checker
 from harness.nemesis.checker import Commit, CommittedRead, Delivery, History, LeaderSeen
-from harness.nemesis.schedule import LEADER, OPS, Step, generate
+from harness.nemesis.schedule import COORDINATOR, LEADER, OPS, Step, generate
 
 PARTITIONS = 3
 DEBUG = os.environ.get("TWINBENCH_NEMESIS_DEBUG", "")  # e.g. cgrp,consumer
@@ -241,7 +243,7 @@ class _Clients:
     def _watch(self) -> None:
         while not self.stop_all.wait(0.3):
             for b in list(self.cluster.brokers):
-                parts = _partitions(b, self.topic, 1.0) if b.state == "running" else None
+                parts = partitions_of(b, self.topic, 1.0) if b.state == "running" else None
                 if parts is None:
                     continue
                 at = self.now()
@@ -251,7 +253,7 @@ class _Clients:
                     self.h.leaders.extend(seen)
 
 
-def _partitions(b: BrokerProcess, topic: str, timeout_s: float) -> list[Any] | None:
+def partitions_of(b: BrokerProcess, topic: str, timeout_s: float) -> list[Any] | None:
     """``topic``'s partitions as broker ``b``'s Metadata shows them; None when it does not
     answer (down, paused, cut off)."""
     try:
@@ -262,21 +264,24 @@ def _partitions(b: BrokerProcess, topic: str, timeout_s: float) -> list[Any] | N
     return [x for t in md.topics if t.name == topic for x in t.partitions]
 
 
-class _Nemesis:
-    """Applies steps to the cluster as it actually is: a step at the leader is resolved when
-    it runs, and a step that cannot apply (a paused broker paused again, a step at the leader
-    while none is known) is skipped; ``repair`` undoes whatever is in force."""
+class Nemesis:
+    """Applies steps to the cluster as it actually is: a step aimed at the leader (or at the
+    transaction coordinator, which ``coordinator`` finds) is resolved when it runs, and a step
+    that cannot apply (a paused broker paused again, an aimed step while nobody is known) is
+    skipped; ``repair`` undoes whatever is in force."""
 
-    def __init__(self, cluster: ProcessCluster, topic: str) -> None:
+    def __init__(self, cluster: ProcessCluster, topic: str,
+                 coordinator: Callable[[], int | None] | None = None) -> None:
         self.cluster = cluster
         self.topic = topic
+        self.coordinator = coordinator
         self.cuts: set[tuple[int, int]] = set()
-        self.undos: list[Step] = []  # the ends of faults at the leader, applied when due
+        self.undos: list[Step] = []  # the ends of aimed faults, applied when due
 
     def _leader(self) -> int | None:
         """Partition 0's leader as the first running broker that answers shows it."""
         for b in self.cluster.brokers:
-            parts = _partitions(b, self.topic, 1.0) if b.state == "running" else None
+            parts = partitions_of(b, self.topic, 1.0) if b.state == "running" else None
             for x in parts or ():
                 if x.partition_index == 0 and x.leader_id >= 0:
                     return int(x.leader_id)
@@ -284,20 +289,27 @@ class _Nemesis:
 
     def apply(self, step: Step) -> str:
         """Apply ``step``; what was done, for the log ("skipped: why" when nothing was). A
-        fault at the leader is undone ``lasts_s`` later (``due``)."""
+        fault aimed at the leader or a coordinator is undone ``lasts_s`` later."""
         target = step.target
-        if target == LEADER:
-            found = self._leader()
+        if target in (LEADER, COORDINATOR):
+            if target == LEADER:
+                found = self._leader()
+            else:
+                found = self.coordinator() if self.coordinator is not None else None
             if found is None:
-                return "skipped: no leader known"
+                return f"skipped: no {'leader' if target == LEADER else 'coordinator'} known"
+            if step.other == found:
+                return "skipped: the aimed broker is the other end of the cut"
             target = found
-            if self.cluster.broker(target).state != "exited":
+            done = self.apply(dataclasses.replace(step, target=target))
+            if not done.startswith("skipped"):
+                # Its end, due ``lasts_s`` later; a step that did nothing has none (it would
+                # undo another step's fault early).
                 undo = {"kill": "restart", "pause": "resume", "isolate": "heal",
                         "cut": "uncut"}[step.op]
                 self.undos.append(Step(round(step.at_s + step.lasts_s, 1), undo, target,
                                        step.other))
-        if step.other == target:
-            return "skipped: the leader is the other end of the cut"
+            return done
         b = self.cluster.broker(target)
         state = b.state
         c = self.cluster
@@ -352,23 +364,49 @@ class _Nemesis:
         return done
 
 
+def drive(nemesis: Nemesis, steps: list[Step], t0: float, log: Any) -> list[str]:
+    """Apply ``steps`` at their times after ``t0`` (the ends of aimed faults in between, when
+    due), then repair everything; the steps as applied (aims resolved, skips named), a line
+    each also given to ``log``."""
+    applied: list[str] = []
+    for step in steps:
+        while True:  # the ends of aimed faults falling before this step, in order
+            undo = next(iter(sorted(nemesis.undos, key=lambda u: u.at_s)), None)
+            if undo is None or undo.at_s > step.at_s:
+                break
+            nemesis.undos.remove(undo)
+            _sleep_until(t0 + undo.at_s)
+            done = nemesis.apply(undo)
+            applied.append(f"{undo.at_s:.1f}s {done}")
+            log(f"{undo}: {done}")
+        _sleep_until(t0 + step.at_s)
+        done = nemesis.apply(step)
+        applied.append(f"{step.at_s:.1f}s {done}")
+        log(f"{step}: {done}")
+    fixed = nemesis.repair()
+    if fixed:
+        applied.append(f"{time.monotonic() - t0:.1f}s repair: {', '.join(fixed)}")
+        log(f"repair: {', '.join(fixed)}")
+    return applied
+
+
 def _sleep_until(t: float) -> None:
     delay = t - time.monotonic()
     if delay > 0:
         time.sleep(delay)
 
 
-def _in_sync(cluster: ProcessCluster, topic: str) -> bool:
+def in_sync(cluster: ProcessCluster, topic: str) -> bool:
     everyone = sorted(b.node_id for b in cluster.brokers)
     for b in cluster.brokers:
-        parts = _partitions(b, topic, 2.0)
+        parts = partitions_of(b, topic, 2.0)
         if parts is None or len(parts) != PARTITIONS or any(
                 x.leader_id < 0 or sorted(x.isr_nodes) != everyone for x in parts):
             return False
     return True
 
 
-def _wait(cond: Any, timeout_s: float, every_s: float = 0.5) -> bool:
+def wait_for(cond: Any, timeout_s: float, every_s: float = 0.5) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if cond():
@@ -414,44 +452,26 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
     spec = ClusterSpec(arch, brokers=BROKERS, data_dir=workdir, network="netns",
                        options={k: v for k, v in OPTIONS.items() if k == arch})
     history = History(PARTITIONS)
-    applied: list[str] = []  # the steps as they were applied (leaders resolved, skips named)
     with ProcessCluster(spec) as cluster:
         topic = f"nemesis-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
         admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=3,
                                       config={"min.insync.replicas": "2"})],
                             request_timeout=30)[topic].result(30)
-        if not _wait(lambda: _in_sync(cluster, topic), 60):
+        if not wait_for(lambda: in_sync(cluster, topic), 60):
             raise UserError(f"{arch}: {topic} never had a leader and a full ISR")
         clients = _Clients(cluster, topic, history)
         clients.start()
         t0 = clients.t0
-        nemesis = _Nemesis(cluster, topic)
+        nemesis = Nemesis(cluster, topic)
         try:
-            for step in steps:
-                while True:  # the ends of leader faults falling before this step, in order
-                    undo = next(iter(sorted(nemesis.undos, key=lambda u: u.at_s)), None)
-                    if undo is None or undo.at_s > step.at_s:
-                        break
-                    nemesis.undos.remove(undo)
-                    _sleep_until(t0 + undo.at_s)
-                    done = nemesis.apply(undo)
-                    applied.append(f"{undo.at_s:.1f}s {done}")
-                    log(f"  {arch} seed {seed}: {undo}: {done}")
-                _sleep_until(t0 + step.at_s)
-                done = nemesis.apply(step)
-                applied.append(f"{step.at_s:.1f}s {done}")
-                log(f"  {arch} seed {seed}: {step}: {done}")
-            fixed = nemesis.repair()
-            if fixed:
-                applied.append(f"{time.monotonic() - t0:.1f}s repair: {', '.join(fixed)}")
-                log(f"  {arch} seed {seed}: repair: {', '.join(fixed)}")
-            recovered = _wait(lambda: _in_sync(cluster, topic), RECOVERY_S)
+            applied = drive(nemesis, steps, t0, lambda line: log(f"  {arch} seed {seed}: {line}"))
+            recovered = wait_for(lambda: in_sync(cluster, topic), RECOVERY_S)
             log(f"  {arch} seed {seed}: {'in sync' if recovered else 'NOT in sync'} after "
                 f"{time.monotonic() - t0:.1f} s; {clients.acked()} acknowledged, "
                 f"{clients.delivered()} handed to the group")
             clients.stop_producer()
-            caught_up = _wait(lambda: clients.caught_up(), CATCH_UP_S)
+            caught_up = wait_for(lambda: clients.caught_up(), CATCH_UP_S)
             log(f"  {arch} seed {seed}: the group {'caught up' if caught_up else 'lags'} "
                 f"after {time.monotonic() - t0:.1f} s; {clients.acked()} acknowledged, "
                 f"{clients.delivered()} handed to the group")

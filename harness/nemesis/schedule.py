@@ -21,6 +21,13 @@ lasts ``lasts_s`` (0.5 to 6 s, drawn with the step), then the run undoes it. The
 not know whom they hit, so the run checks every step against the cluster's actual state
 (a step that cannot apply is logged as skipped) and repairs everything at the end.
 
+The transactions workload (``transactions.py``) aims those faults at the transaction
+coordinator as well (``target`` ``COORDINATOR``: whichever broker FindCoordinator names for the
+producer's transactional id when the step runs): ``generate(..., aims=(LEADER, COORDINATOR))``
+draws one of the two for each. With a transaction ending every few tens of milliseconds, a
+pause or a one-way cut of a few seconds lands between AddPartitionsToTxn and EndTxn, and
+between PREPARE and the markers, again and again.
+
 Clock steps are not among them: no architecture's safety reads the wall clock (DSBS orders
 committed offsets by Lamport stamps), and one machine has one clock for every process.
 """
@@ -32,6 +39,8 @@ from dataclasses import dataclass, field
 
 OPS = ("kill", "restart", "pause", "resume", "isolate", "heal", "cut", "uncut")
 LEADER = -1  # ``Step.target``: the leader of partition 0 when the step runs
+COORDINATOR = -2  # ``Step.target``: the transaction coordinator when the step runs
+_AIMED = {LEADER: "leader", COORDINATOR: "coordinator"}
 # Faults that may aim at the leader, and the share of steps that do.
 AT_LEADER = ("kill", "pause", "isolate", "cut")
 LEADER_SHARE = 1 / 3
@@ -47,7 +56,7 @@ class Step:
 
     def __str__(self) -> str:
         tail = f"->{self.other}" if self.other >= 0 else ""
-        who = "leader" if self.target == LEADER else str(self.target)
+        who = _AIMED.get(self.target, str(self.target))
         lasts = f" for {self.lasts_s:.1f}s" if self.lasts_s else ""
         return f"{self.at_s:.1f}s {self.op} {who}{tail}{lasts}"
 
@@ -105,12 +114,15 @@ class _Model:
 
 
 def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 2.5,
-             first_s: float = 3.0) -> list[Step]:
+             first_s: float = 3.0, aims: tuple[int, ...] = (LEADER,)) -> list[Step]:
     """The steps of ``seed`` over ``duration_s`` seconds of load, for ``brokers`` brokers;
     the last steps (at ``duration_s``) undo what the model knows is in force (the run
-    repairs what steps at the leader did)."""
+    repairs what aimed steps did). ``aims``: whom the aimed faults hit (``LEADER``,
+    ``COORDINATOR``), one drawn per fault."""
     if brokers < 1 or duration_s <= 0 or mean_gap_s <= 0:
         raise ValueError("a schedule needs brokers, a duration and a gap above 0")
+    if not aims or any(a not in _AIMED for a in aims):
+        raise ValueError(f"aims: choose among {sorted(_AIMED)}")
     rng = random.Random(seed)
     model = _Model()
     steps: list[Step] = []
@@ -119,7 +131,9 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
         if brokers > 1 and rng.random() < LEADER_SHARE:
             op = rng.choice(AT_LEADER)
             other = rng.randrange(brokers) if op == "cut" else -1
-            steps.append(Step(round(t, 1), op, LEADER, other,
+            # One aim draws nothing: the queue workload's seeds keep their schedules.
+            aim = aims[0] if len(aims) == 1 else rng.choice(aims)
+            steps.append(Step(round(t, 1), op, aim, other,
                               round(rng.uniform(0.5, 6.0), 1)))
             t += rng.expovariate(1.0 / mean_gap_s)
             continue
@@ -138,7 +152,9 @@ def generate(seed: int, brokers: int, duration_s: float, *, mean_gap_s: float = 
 
 def parse(text: str) -> list[Step]:
     """Steps written as ``str(Step)`` does, comma-separated ("3.0s kill 0, 5.1s cut 2->1,
-    7.0s pause leader for 2.5s"): a schedule printed by a run, replayed as it was."""
+    7.0s pause leader for 2.5s, 9.2s cut coordinator->0 for 1.0s"): a schedule printed by a
+    run, replayed as it was."""
+    named = {v: k for k, v in _AIMED.items()}
     steps = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -148,7 +164,7 @@ def parse(text: str) -> list[Step]:
             at, op, who = head.split()
             target, _, other = who.partition("->")
             step = Step(float(at.removesuffix("s")), op,
-                        LEADER if target == "leader" else int(target),
+                        named[target] if target in named else int(target),
                         int(other) if other else -1,
                         float(lasts.removesuffix("s")) if lasts else 0.0)
         except ValueError:

@@ -91,3 +91,5 @@ def test_exactly_once_smoke_runs_and_is_analysed(tmp_path: Path) -> None:
     assert all(float(r["ratio"]) > 0 for r in ratios)
     text = (report / "report.md").read_text()
     assert "## Exactly-once" in text and "**single node**" in text and "**ZooKeeper**" in text
+    # Unlabelled runs, every session ok: no note says sessions were left out.
+    assert "exactly-once sessions" not in text, text

@@ -16,10 +16,11 @@ COLUMNS = (*TRANSACTIONS.names(), "workload", "side")
 def session_rows(transactions: DataFrame) -> tuple[pd.DataFrame, int, int]:
     """(rows of unlabelled runs whose reader got every record exactly once, sessions of A/A
     runs left out, failed sessions left out)."""
-    counts = {(r["side"] != "*", r["status"] == "ok"): int(r["count"])
+    # The grouping columns are already the booleans (labelled run, session ok).
+    counts = {(bool(r["labelled"]), bool(r["ok"])): int(r["count"])
               for r in transactions.groupBy(
-                  (F.col("side") != "*").alias("side"),
-                  (F.col("status") == "ok").alias("status")).count().collect()}
+                  (F.col("side") != "*").alias("labelled"),
+                  (F.col("status") == "ok").alias("ok")).count().collect()}
     aa = counts.get((True, True), 0) + counts.get((True, False), 0)
     failed = counts.get((False, False), 0)
     rows = transactions.where((F.col("side") == "*") & (F.col("status") == "ok"))

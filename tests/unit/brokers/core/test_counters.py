@@ -79,6 +79,37 @@ def test_a_document_without_a_declared_counter_is_no_reading() -> None:
         ZkCounters.from_json({**ZkCounters().to_json(), "zk_requests": "3"})
 
 
+def test_an_older_brokers_document_says_which_counters_it_lacks() -> None:
+    doc = ZkCounters(zk_requests=3, coordination_ops=4).to_json()
+    del doc["zk_requests"]
+    counters, missing = ZkCounters.read_json(doc)
+    assert missing == {"zk_requests"} and counters.coordination_ops == 4
+    assert ZkCounters.read_json(ZkCounters(zk_requests=3).to_json())[1] == frozenset()
+
+
+def test_a_counter_an_older_broker_lacks_is_unknown_and_the_rest_are_read() -> None:
+    def reading(requests: int, ops: int, lacking: bool) -> driver.Reading:
+        doc = {"coordinator": ZkCounters(zk_requests=requests, coordination_ops=ops).to_json(),
+               "broker": BrokerCounters(fsyncs=ops).to_json()}
+        if lacking:
+            del doc["coordinator"]["zk_requests"]
+        parsed = driver._parse(doc, ZkCounters)
+        assert parsed is not None
+        return driver.Reading({}, {}, {0: parsed})
+
+    got = driver.delta(architectures.get("zk"), reading(1, 2, True), reading(5, 9, True))
+    assert got.coordinator["zk_requests"] is None
+    assert got.coordinator["coordination_ops"] == 7 and got.broker["fsyncs"] == 7
+    assert got.columns["coordination_ops"] == 7
+    # Lacked in one reading only is enough to be unknown.
+    assert driver.delta(architectures.get("zk"), reading(1, 2, False),
+                        reading(5, 9, True)).coordinator["zk_requests"] is None
+    assert driver.delta(architectures.get("zk"), reading(1, 2, False),
+                        reading(5, 9, False)).coordinator["zk_requests"] == 4
+    # Not the contract at all: no reading.
+    assert driver._parse({"coordinator": [], "broker": {}}, ZkCounters) is None
+
+
 def test_a_name_that_reads_as_a_family_label_is_refused() -> None:
     @dataclass(kw_only=True)
     class Clashing(CoordinatorCounters):
