@@ -23,10 +23,11 @@ not know whom they hit, so the run checks every step against the cluster's actua
 
 The transactions workload (``transactions.py``) aims those faults at the transaction
 coordinator as well (``target`` ``COORDINATOR``: whichever broker FindCoordinator names for the
-producer's transactional id when the step runs): ``generate(..., aims=(LEADER, COORDINATOR))``
-draws one of the two for each. With a transaction ending every few tens of milliseconds, a
-pause or a one-way cut of a few seconds lands between AddPartitionsToTxn and EndTxn, and
-between PREPARE and the markers, again and again.
+producer's or the copying worker's transactional id, in turn, when the step runs):
+``generate(..., aims=(LEADER, COORDINATOR))`` draws one of the two for each. With a
+transaction ending every few tens of milliseconds, a pause or a one-way cut of a few seconds
+lands between AddPartitionsToTxn and EndTxn, and between PREPARE and the markers, again and
+again.
 
 Clock steps are not among them: no architecture's safety reads the wall clock (DSBS orders
 committed offsets by Lamport stamps), and one machine has one clock for every process.

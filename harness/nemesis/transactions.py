@@ -53,6 +53,11 @@ from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
+from brokers.core.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from harness.cluster.kafka_probe import KafkaProbe
 from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec
@@ -133,6 +138,7 @@ class _Clients:
                         threading.Thread(target=self._copy, name="txn-worker", daemon=True)]
         self.errors: list[str] = []  # the clients' errors, for the log
         self.worker_at = "starting"  # what the worker was doing last (for the log)
+        self.maybe_copied: set[str] = set()  # in copies whose end is unknown
 
     def _err(self, what: str) -> None:
         self.errors.append(f"{threading.current_thread().name}: {what}")
@@ -148,9 +154,11 @@ class _Clients:
             t.join(END_S * 3)
 
     def caught_up(self) -> bool:
+        """Every committed record copied, or in a copy whose end the worker never learned
+        (committed or not, its offsets moved on with it)."""
         with self.lock:
-            return all(v in self.h.copied for t in self.h.txns if t.outcome == "committed"
-                       for vs in t.records.values() for v in vs)
+            return all(v in self.h.copied or v in self.maybe_copied for t in self.h.txns
+                       if t.outcome == "committed" for vs in t.records.values() for v in vs)
 
     def tally(self) -> dict[str, int]:
         with self.lock:
@@ -183,13 +191,16 @@ class _Clients:
         aborted, or unknown (a fatal error, or no answer within ``END_S``)."""
         ck = self.ck
         deadline = time.monotonic() + END_S
+        # Once a commit was asked again, its EndTxn may have been stored already: an abort
+        # after that proves nothing about how the transaction ended.
+        in_doubt = False
         while time.monotonic() < deadline:
             try:
                 if commit:
                     producer.commit_transaction(10)
                     return "committed"
                 producer.abort_transaction(10)
-                return "aborted"
+                return "unknown" if in_doubt else "aborted"
             except ck.KafkaException as exc:
                 err = exc.args[0]
                 if err.fatal():
@@ -197,9 +208,10 @@ class _Clients:
                     return "unknown"
                 if err.txn_requires_abort():
                     self._err(f"end, aborting: {err}")
-                    commit = False  # the commit did not happen: abort, and know it did
+                    commit = False  # the commit failed: abort
                     continue
                 self._err(f"end, asking again: {err}")
+                in_doubt = in_doubt or commit
                 time.sleep(0.2)  # retriable, or a coordinator moving: ask again
         return "unknown"
 
@@ -244,51 +256,31 @@ class _Clients:
         while time.monotonic() < deadline and not self.stop_copying.is_set():
             try:
                 committed = consumer.committed(consumer.assignment(), 10)
-            except ck.KafkaException:
+                if any(tp.error is not None for tp in committed):
+                    raise ck.KafkaException(next(tp.error for tp in committed if tp.error))
+                for tp in committed:
+                    # No committed offset (-1001): the start, as auto.offset.reset says.
+                    consumer.seek(ck.TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+            except ck.KafkaException as exc:
+                self._err(f"rewind: {exc}")
                 time.sleep(0.5)
                 continue
-            for tp in committed:
-                consumer.seek(ck.TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
             return True
         return False
 
     def _copy(self) -> None:
-        ck = self.ck
         consumer = self._consumer()
         self.worker_at = "init_transactions"
         producer = self._producer(self.worker_tid, self.stop_copying)
         consumer.subscribe([self.source])
         try:
             while producer is not None and not self.stop_copying.is_set():
-                self.worker_at = f"consuming (assigned {len(consumer.assignment())})"
-                batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
-                if not batch:
-                    continue
-                self.worker_at = "in a transaction"
-                values = [m.value().decode() for m in batch]
                 try:
-                    producer.begin_transaction()
-                    for m, v in zip(batch, values, strict=True):
-                        producer.produce(self.sink, (COPY_PREFIX + v).encode(),
-                                         partition=m.partition())
-                    positions = [tp for tp in consumer.position(consumer.assignment())
-                                 if tp.offset >= 0]
-                    producer.send_offsets_to_transaction(
-                        positions, consumer.consumer_group_metadata(), 10)
-                    outcome = self._end(producer, True)
-                except (ck.KafkaException, BufferError) as exc:
-                    self._err(f"copy: {exc}")
-                    outcome = self._end(producer, False)
-                if outcome == "committed":
-                    with self.lock:
-                        self.h.copied.update(values)
-                    continue
-                if outcome == "unknown":
-                    self.worker_at = "init_transactions"
-                    producer = self._producer(self.worker_tid, self.stop_copying)
-                self.worker_at = "rewinding"
-                if not self._rewind(consumer):
-                    # The group's offsets unreadable: a new member starts from them.
+                    producer, consumer = self._copy_once(producer, consumer)
+                except Exception as exc:  # the worker goes on, as an application would
+                    # An error outside a transaction's calls (a seek during a rebalance, say):
+                    # a new member, which starts from the group's committed offsets.
+                    self._err(f"worker: {exc!r}")
                     with contextlib.suppress(Exception):
                         consumer.close()
                     consumer = self._consumer()
@@ -296,6 +288,50 @@ class _Clients:
         finally:
             with contextlib.suppress(Exception):
                 consumer.close()
+
+    def _copy_once(self, producer: Any, consumer: Any) -> tuple[Any, Any]:
+        """One poll, and its transaction when it got records; the producer and consumer to
+        go on with."""
+        ck = self.ck
+        self.worker_at = f"consuming (assigned {len(consumer.assignment())})"
+        batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
+        if not batch:
+            return producer, consumer
+        self.worker_at = "in a transaction"
+        values = [m.value().decode() for m in batch]
+        # The offsets this batch consumed, from the batch itself: the consumer's position can
+        # be another one's after a rebalance.
+        ends: dict[int, int] = {}
+        for m in batch:
+            ends[m.partition()] = max(ends.get(m.partition(), 0), m.offset() + 1)
+        try:
+            producer.begin_transaction()
+            for m, v in zip(batch, values, strict=True):
+                producer.produce(self.sink, (COPY_PREFIX + v).encode(), partition=m.partition())
+            producer.send_offsets_to_transaction(
+                [ck.TopicPartition(self.source, p, o) for p, o in sorted(ends.items())],
+                consumer.consumer_group_metadata(), 10)
+            outcome = self._end(producer, True)
+        except (ck.KafkaException, BufferError) as exc:
+            self._err(f"copy: {exc}")
+            outcome = self._end(producer, False)
+        if outcome == "committed":
+            with self.lock:
+                self.h.copied.update(values)
+            return producer, consumer
+        if outcome == "unknown":
+            with self.lock:
+                self.maybe_copied.update(values)
+            self.worker_at = "init_transactions"
+            producer = self._producer(self.worker_tid, self.stop_copying)
+        self.worker_at = "rewinding"
+        if not self._rewind(consumer):
+            # The group's offsets unreadable: a new member starts from them.
+            with contextlib.suppress(Exception):
+                consumer.close()
+            consumer = self._consumer()
+            consumer.subscribe([self.source])
+        return producer, consumer
 
     # --- for the nemesis ---------------------------------------------------------------------
     def coordinators(self) -> Callable[[], int | None]:
@@ -319,7 +355,8 @@ def coordinator_of(cluster: ProcessCluster, tid: str) -> int | None:
                                       FindCoordinatorRequest(key=tid, key_type=1))
         except (OSError, ConnectionError, ValueError):
             continue
-        if isinstance(found, FindCoordinatorResponse) and found.error_code == 0:
+        if isinstance(found, FindCoordinatorResponse) and found.error_code == 0 and (
+                found.node_id >= 0):
             return int(found.node_id)
     return None
 
@@ -364,11 +401,49 @@ def _settled(cluster: ProcessCluster, topics: list[str], timeout_s: float) -> li
         ends = {t: _ends(cluster, t) for t in topics}
         open_ = [f"{t} p{p}: stable {lso}, end {hw}" for t, e in ends.items()
                  for p, (lso, hw) in sorted((e or {}).items()) if lso < hw]
-        unknown = [f"{t}: no leader answered" for t, e in ends.items() if e is None]
-        if not open_ and not unknown:
+        if not open_ and all(e is not None for e in ends.values()):
             return []
         if time.monotonic() > deadline:
-            return open_ + unknown
+            # A topic whose leaders did not answer is a recovery failure, not a hung
+            # transaction: the read-back that follows says so.
+            return open_
+        time.sleep(1.0)
+
+
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+def _pending_offsets(cluster: ProcessCluster, group: str, topic: str,
+                     timeout_s: float) -> list[str]:
+    """Waits until the group's coordinator answers every partition of ``topic`` without
+    UNSTABLE_OFFSET_COMMIT when asked for stable offsets (OffsetFetch v7, require_stable);
+    the partitions still pending by ``timeout_s`` ("<group> p<n>: ...")."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pending = ["no coordinator answered"]
+        for b in cluster.brokers:
+            try:
+                with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
+                    found = probe.request(ApiKey.FIND_COORDINATOR, 1,
+                                          FindCoordinatorRequest(key=group))
+                assert isinstance(found, FindCoordinatorResponse)
+                if found.error_code:
+                    continue
+                with KafkaProbe(found.host, found.port, timeout_s=2.0) as probe:
+                    got = probe.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(
+                        group_id=group, require_stable=True, topics=[OffsetFetchRequestTopic(
+                            name=topic, partition_indexes=list(range(PARTITIONS)))]))
+                assert isinstance(got, OffsetFetchResponse)
+            except (OSError, ConnectionError, ValueError):
+                continue
+            pending = [f"{group} p{x.partition_index}: offset pending in a transaction "
+                       f"(coordinator {found.node_id})" for t in got.topics
+                       for x in t.partitions if x.error_code == UNSTABLE_OFFSET_COMMIT]
+            if got.error_code == UNSTABLE_OFFSET_COMMIT:
+                pending.append(f"{group}: offsets pending in a transaction")
+            break
+        if not pending or time.monotonic() > deadline:
+            return pending
         time.sleep(1.0)
 
 
@@ -384,19 +459,25 @@ def _read_committed(ck: Any, bootstrap: str, topic: str,
     try:
         consumer.assign([ck.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         deadline = time.monotonic() + 120
-        idle_since = time.monotonic()
+        idle_since: float | None = None  # since every partition is fetching and none read
         while time.monotonic() < deadline:
             msgs = [m for m in consumer.consume(1000, 0.5) if m.error() is None]
             for m in msgs:
                 got[m.partition()].append((m.offset(), m.value().decode()))
-            if msgs:
-                idle_since = time.monotonic()
             at = {tp.partition: tp.offset for tp in consumer.position(
                 [ck.TopicPartition(topic, p) for p in range(PARTITIONS)])}
             if all(at.get(p, -1) >= ends[p] for p in range(PARTITIONS)):
                 break
-            if time.monotonic() - idle_since > 5.0:
-                break  # the rest below the ends is markers and aborted records
+            # A partition's position stays below its end when its tail is markers or aborted
+            # records: done once every partition has been fetched from (a record read, or
+            # its end is 0) and nothing came for 10 s.
+            fetching = all(got[p] or ends[p] == 0 for p in range(PARTITIONS))
+            if msgs or not fetching:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > 10.0:
+                break
         else:
             raise UserError(f"reading {topic} back at read_committed took over 120 s")
         return got
@@ -447,6 +528,7 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
         finally:
             clients.finish()
         history.hung = _settled(cluster, [source, sink], TXN_TIMEOUT_MS / 1000 + SETTLE_S)
+        history.offsets_pending = _pending_offsets(cluster, clients.group, source, 15.0)
         for topic, into in ((source, history.source), (sink, history.sink)):
             ends = _ends(cluster, topic)
             if ends is None:

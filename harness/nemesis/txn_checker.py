@@ -28,6 +28,12 @@ list per kind of violation:
 * ``hung``: a partition read_committed never read to its end after everything healed and the
   transaction timeout passed: a transaction left open, which blocks every read_committed
   consumer of the partition.
+* ``offsets_pending``: a partition whose offsets in the worker's group were still pending in a
+  transaction after everything healed and every transaction had ended, so that a consumer
+  asking for stable offsets (every read_committed librdkafka consumer) cannot start there. A
+  TxnOffsetCommit that reaches the group's coordinator after its transaction's marker (held in
+  a paused broker's socket, say) leaves such an offset: Kafka 2.8 has the same hanging
+  transaction (what KIP-890 later closed). Liveness; counted, claimed by none.
 * ``uncopied``: a committed source record never copied before the run gave up waiting
   (liveness: whether the worker kept up; counted, claimed by none).
 """
@@ -38,8 +44,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 KINDS = ("torn", "commit_lost", "abort_visible", "duplicated", "copied_twice",
-         "copied_phantom", "copy_lost", "hung", "uncopied")
-SAFETY = tuple(k for k in KINDS if k != "uncopied")
+         "copied_phantom", "copy_lost", "hung", "offsets_pending", "uncopied")
+SAFETY = tuple(k for k in KINDS if k not in ("offsets_pending", "uncopied"))
 # What each architecture claims (docs/transactions.md, "Faults"): a violation of these fails a
 # run; the rest are counted and reported. DSBS keeps a transaction's decision safe through one
 # failure at a time (docs/dsbs-metadata.md#transactions); the nemesis overlaps failures (a
@@ -69,7 +75,8 @@ class TxnHistory:
     copied: set[str] = field(default_factory=set)  # source values an acknowledged copy took
     source: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # read_committed
     sink: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # read_committed
-    hung: list[str] = field(default_factory=list)  # "<topic> p<n>: at <pos>, end <hw>"
+    hung: list[str] = field(default_factory=list)  # "<topic> p<n>: stable <lso>, end <hw>"
+    offsets_pending: list[str] = field(default_factory=list)  # "<group> p<n>: ..."
 
 
 def check(h: TxnHistory) -> dict[str, list[str]]:
@@ -103,4 +110,5 @@ def check(h: TxnHistory) -> dict[str, list[str]]:
         if not copies[value] and value not in h.copied:
             found["uncopied"].append(value)
     found["hung"] = list(h.hung)
+    found["offsets_pending"] = list(h.offsets_pending)
     return found

@@ -79,8 +79,9 @@ def test_kafka_python_a_new_incarnation_fences_the_old(cluster):
     old.begin_transaction()
     old.send(topic, b"zombie", partition=0)
     old.flush()
-    new = producer(cluster, tid)  # ends the old incarnation's transaction: aborted
+    new = None
     try:
+        new = producer(cluster, tid)  # ends the old incarnation's transaction: aborted
         with pytest.raises((kerrors.ProducerFencedError, kerrors.InvalidProducerEpochError)):
             old.commit_transaction()
         new.begin_transaction()
@@ -88,7 +89,8 @@ def test_kafka_python_a_new_incarnation_fences_the_old(cluster):
         new.commit_transaction()
     finally:
         old.close(timeout=1)
-        new.close()
+        if new is not None:
+            new.close()
     assert read(cluster, topic, 1, "read_committed") == [b"successor"]
 
 

@@ -4,7 +4,8 @@
 topics is nullable from v2: None = every partition the group has committed. A partition
 with no committed offset answers committed_offset=-1 with error 0. The top-level
 error_code exists from v2; committed_leader_epoch from v5; metadata is nullable.
-require_stable (v7) asks for offsets without pending transactions: we have none.
+require_stable (v7) asks for offsets without pending transactions: a partition with offsets
+pending in a transaction (TxnOffsetCommit before its marker) answers UNSTABLE_OFFSET_COMMIT.
 """
 
 from __future__ import annotations
