@@ -15,10 +15,12 @@ a violation. Needs root (network namespaces) and confluent-kafka.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from brokers.core.errors import KafkaError, UserError
@@ -86,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", help="replay these steps, as a run printed them "
                         "(\"3.0s kill 0, 5.1s cut 2->1, ...\"), with the first seed's number")
     parser.add_argument("--out", type=Path, default=Path("results/nemesis"))
+    parser.add_argument("--keep", type=Path, help="keep each run's broker logs and data "
+                        "under this directory (<arch>-<seed>/), to trace a violation")
     args = parser.parse_args(argv)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     for a in archs:
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     txn_outcomes: list[transactions.TxnOutcome] = []
     for i, seed in enumerate(seeds):
         for arch in archs if i % 2 == 0 else archs[::-1]:
-            with tempfile.TemporaryDirectory(prefix=f"nemesis-{arch}-") as work:
+            with _workdir(args.keep, arch, seed) as work:
                 if args.workload == "transactions":
                     t = transactions.run(arch, seed, args.duration, Path(work), steps=steps)
                     txn_outcomes.append(t)
@@ -138,6 +142,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {path}")
     return 1 if any(o.failed() for o in outcomes) or any(t.failed() for t in txn_outcomes) \
         else 0
+
+
+@contextlib.contextmanager
+def _workdir(keep: Path | None, arch: str, seed: int) -> Iterator[str]:
+    """A run's data directory: a temporary one, or ``keep/<arch>-<seed>`` kept after it."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=f"nemesis-{arch}-") as temporary:
+            yield temporary
+        return
+    kept = keep / f"{arch}-{seed}"
+    if kept.exists():
+        raise UserError(f"--keep: {kept} exists already")
+    kept.mkdir(parents=True)
+    yield str(kept)
 
 
 def _report(o: Outcome | transactions.TxnOutcome, what: str) -> None:

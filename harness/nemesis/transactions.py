@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +85,7 @@ ABORT_EVERY = 4  # every fourth transaction is aborted on purpose
 TXN_TIMEOUT_MS = 10_000
 END_S = 30.0  # how long one commit or abort is retried before its end counts as unknown
 CATCH_UP_S = 90.0  # after the producer stopped: the worker has copied everything by then
+STALL_S = 60.0  # a worker in one transaction this long is stuck in librdkafka: replaced
 SETTLE_S = 60.0  # beyond the transaction timeout: every last stable offset at its end by then
 _CLIENT = {"log_level": 2, "socket.timeout.ms": 10_000, "retry.backoff.ms": 20}
 
@@ -135,9 +138,14 @@ class _Clients:
         self.stop_producing = threading.Event()
         self.stop_copying = threading.Event()
         self.threads = [threading.Thread(target=self._produce, name="txn-producer", daemon=True),
-                        threading.Thread(target=self._copy, name="txn-worker", daemon=True)]
+                        threading.Thread(target=self._copy, args=(0,), name="txn-worker-0",
+                                         daemon=True),
+                        threading.Thread(target=self._watch, name="txn-watchdog", daemon=True)]
         self.errors: list[str] = []  # the clients' errors, for the log
         self.worker_at = "starting"  # what the worker was doing last (for the log)
+        self.worker_since = time.monotonic()  # when it began doing that
+        self.worker = 0  # the current worker's generation; older ones stop at their next step
+        self.replaced: list[str] = []  # why each worker was replaced (for the log)
         self.maybe_copied: set[str] = set()  # in copies whose end is unknown
 
     def _err(self, what: str) -> None:
@@ -147,11 +155,43 @@ class _Clients:
         for t in self.threads:
             t.start()
 
+    def _at(self, what: str) -> None:
+        self.worker_at, self.worker_since = what, time.monotonic()
+
+    def _watch(self) -> None:
+        """librdkafka's transactional calls can block past their timeouts (its issues #3779,
+        #4420): a worker stuck in one for ``STALL_S`` is replaced by a new generation, a new
+        incarnation of the same transactional id (which fences the stuck one) and a new group
+        member (the stuck one leaves at its max.poll.interval.ms), as an application's
+        supervisor would restart it."""
+        while not self.stop_copying.wait(5.0):
+            stuck = time.monotonic() - self.worker_since
+            if self.worker_at == "in a transaction" and stuck > STALL_S:
+                self.replaced.append(f"worker {self.worker} stuck {stuck:.0f} s at "
+                                     f"{self.worker_stack()}")
+                self.worker += 1
+                self._at("starting")
+                t = threading.Thread(target=self._copy, args=(self.worker,), daemon=True,
+                                     name=f"txn-worker-{self.worker}")
+                self.threads.append(t)
+                t.start()
+
     def finish(self) -> None:
         self.stop_producing.set()
         self.stop_copying.set()
-        for t in self.threads:
+        for t in self.threads[:3]:
             t.join(END_S * 3)
+        for t in self.threads[3:]:
+            t.join(5.0)  # a replaced worker may still be stuck in librdkafka: left behind
+
+    def worker_stack(self) -> str:
+        """Where the current worker's thread is now (the call it waits in, when it stalls)."""
+        current = [t for t in self.threads if t.name == f"txn-worker-{self.worker}"]
+        frame = sys._current_frames().get(current[0].ident or -1) if current else None
+        if frame is None:
+            return "not running"
+        return " <- ".join(f"{f.name}:{f.lineno} {f.line}" for f in
+                           reversed(traceback.extract_stack(frame)[-4:]))
 
     def caught_up(self) -> bool:
         """Every committed record copied, or in a copy whose end the worker never learned
@@ -246,6 +286,8 @@ class _Clients:
             "bootstrap.servers": self.cluster.bootstrap, "group.id": self.group,
             "isolation.level": "read_committed", "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 10_000,
+            # A stuck worker's member leaves the group soon (the watchdog replaces it).
+            "max.poll.interval.ms": 20_000,
             "heartbeat.interval.ms": 1000, **_CLIENT})
 
     def _rewind(self, consumer: Any) -> bool:
@@ -268,13 +310,14 @@ class _Clients:
             return True
         return False
 
-    def _copy(self) -> None:
+    def _copy(self, generation: int) -> None:
         consumer = self._consumer()
-        self.worker_at = "init_transactions"
+        self._at("init_transactions")
         producer = self._producer(self.worker_tid, self.stop_copying)
         consumer.subscribe([self.source])
         try:
-            while producer is not None and not self.stop_copying.is_set():
+            while (producer is not None and not self.stop_copying.is_set()
+                   and generation == self.worker):
                 try:
                     producer, consumer = self._copy_once(producer, consumer)
                 except Exception as exc:  # the worker goes on, as an application would
@@ -293,11 +336,11 @@ class _Clients:
         """One poll, and its transaction when it got records; the producer and consumer to
         go on with."""
         ck = self.ck
-        self.worker_at = f"consuming (assigned {len(consumer.assignment())})"
+        self._at(f"consuming (assigned {len(consumer.assignment())})")
         batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
         if not batch:
             return producer, consumer
-        self.worker_at = "in a transaction"
+        self._at("in a transaction")
         values = [m.value().decode() for m in batch]
         # The offsets this batch consumed, from the batch itself: the consumer's position can
         # be another one's after a rebalance.
@@ -322,9 +365,9 @@ class _Clients:
         if outcome == "unknown":
             with self.lock:
                 self.maybe_copied.update(values)
-            self.worker_at = "init_transactions"
+            self._at("init_transactions")
             producer = self._producer(self.worker_tid, self.stop_copying)
-        self.worker_at = "rewinding"
+        self._at("rewinding")
         if not self._rewind(consumer):
             # The group's offsets unreadable: a new member starts from them.
             with contextlib.suppress(Exception):
@@ -521,6 +564,10 @@ def run(arch: str, seed: int, duration_s: float, workdir: Path,
             clients.stop_producing.set()
             clients.threads[0].join(END_S * 3)
             caught_up = wait_for(clients.caught_up, CATCH_UP_S)
+            for why in clients.replaced:
+                say(f"replaced: {why}")
+            if not caught_up:
+                say(f"the worker's stack: {clients.worker_stack()}")
             say(f"{'in sync' if recovered else 'NOT in sync'}; the worker "
                 f"{'caught up' if caught_up else 'lags, ' + clients.worker_at + ','} after "
                 f"{time.monotonic() - t0:.1f} s; "

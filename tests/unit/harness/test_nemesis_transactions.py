@@ -163,3 +163,58 @@ def test_offsets_left_pending_are_counted_as_liveness():
     h.offsets_pending = ["ctp-x p1: offset pending in a transaction (coordinator 2)"]
     assert list(violations(h)) == ["offsets_pending"]
     assert not any("offsets_pending" in txn_checker.claims(a) for a in ("zk", "raft", "dsbs"))
+
+
+class FakeBroker:
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.paused = False
+        self.isolated = False
+
+    @property
+    def state(self) -> str:  # as BrokerProcess.state says it, with no process to exit
+        return "paused" if self.paused else "isolated" if self.isolated else "running"
+
+
+class FakeCluster:
+    """What Nemesis.apply touches of a ProcessCluster: brokers and their faults, no process."""
+
+    def __init__(self, n: int) -> None:
+        self.brokers = [FakeBroker(i) for i in range(n)]
+        self.calls: list[str] = []
+
+    def broker(self, node_id: int) -> FakeBroker:
+        return self.brokers[node_id]
+
+    def pause_broker(self, node_id: int) -> None:
+        self.calls.append(f"pause {node_id}")
+        self.brokers[node_id].paused = True
+
+    def resume_broker(self, node_id: int) -> None:
+        self.calls.append(f"resume {node_id}")
+        self.brokers[node_id].paused = False
+
+    def cut_link(self, src: int, dst: int) -> None:
+        self.calls.append(f"cut {src}->{dst}")
+
+
+def test_an_aimed_fault_is_undone_only_when_it_did_something():
+    from harness.nemesis.run import Nemesis
+    from harness.nemesis.schedule import Step
+
+    cluster = FakeCluster(3)
+    nemesis = Nemesis(cluster, "t", coordinator=lambda: 2)  # type: ignore[arg-type]
+    assert nemesis.apply(Step(1.0, "pause", COORDINATOR, lasts_s=2.0)) == "pause 2"
+    assert nemesis.undos == [Step(3.0, "resume", 2)]
+    # Already paused: nothing done, so no second undo (it would resume another step's pause).
+    assert nemesis.apply(Step(1.5, "pause", COORDINATOR, lasts_s=4.0)).startswith("skipped")
+    assert nemesis.undos == [Step(3.0, "resume", 2)]
+    # A cut whose other end is the aimed broker itself is skipped, with no undo either.
+    assert nemesis.apply(Step(2.0, "cut", COORDINATOR, 2, lasts_s=1.0)).startswith("skipped")
+    assert nemesis.apply(Step(2.0, "cut", COORDINATOR, 0, lasts_s=1.0)) == "cut 2->0"
+    assert nemesis.undos[-1] == Step(3.0, "uncut", 2, 0)
+    assert cluster.calls == ["pause 2", "cut 2->0"]
+    # Nobody known: skipped.
+    lost = Nemesis(cluster, "t", coordinator=lambda: None)  # type: ignore[arg-type]
+    assert lost.apply(Step(1.0, "kill", COORDINATOR, lasts_s=1.0)) == (
+        "skipped: no coordinator known")
