@@ -147,6 +147,7 @@ class _Clients:
         self.worker = 0  # the current worker's generation; older ones stop at their next step
         self.replaced: list[str] = []  # why each worker was replaced (for the log)
         self.maybe_copied: set[str] = set()  # in copies whose end is unknown
+        self.idle_since: float | None = None  # since the worker's polls have come back empty
 
     def _err(self, what: str) -> None:
         self.errors.append(f"{threading.current_thread().name}: {what}")
@@ -194,8 +195,12 @@ class _Clients:
                            reversed(traceback.extract_stack(frame)[-4:]))
 
     def caught_up(self) -> bool:
-        """Every committed record copied, or in a copy whose end the worker never learned
-        (committed or not, its offsets moved on with it)."""
+        """Every committed record copied, or in a copy whose end the worker never learned, and
+        the worker has found nothing more to copy for 3 s (after an unknown end it rewinds to
+        the group's offsets and copies again what that transaction did not commit)."""
+        idle = self.idle_since
+        if idle is None or time.monotonic() - idle < 3.0:
+            return False
         with self.lock:
             return all(v in self.h.copied or v in self.maybe_copied for t in self.h.txns
                        if t.outcome == "committed" for vs in t.records.values() for v in vs)
@@ -339,7 +344,10 @@ class _Clients:
         self._at(f"consuming (assigned {len(consumer.assignment())})")
         batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
         if not batch:
+            if self.idle_since is None:
+                self.idle_since = time.monotonic()
             return producer, consumer
+        self.idle_since = None
         self._at("in a transaction")
         values = [m.value().decode() for m in batch]
         # The offsets this batch consumed, from the batch itself: the consumer's position can
