@@ -23,12 +23,16 @@ Needs root and iproute2's ``ip``; ``NetnsUnavailable`` says so in one line other
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness.cluster.processes import pid_alive
@@ -71,6 +75,17 @@ def _used_subnets() -> set[int]:
         if addr in BENCH_NET:
             used.add((int(addr) - int(BENCH_NET.network_address)) >> 8)
     return used
+
+
+# The machine-wide lock around choosing a /24 (NetnsNetwork.create).
+_LOCK_PATH = Path(tempfile.gettempdir()) / "twinbench-netns.lock"
+
+
+@contextlib.contextmanager
+def _subnet_lock() -> Iterator[None]:
+    with open(_LOCK_PATH, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def sweep_stale() -> list[str]:
@@ -121,14 +136,30 @@ class NetnsNetwork:
         self.hosts: list[NetnsHost] = []
         self.gateway = ""
         self._subnet = -1
+        self._base = 0  # the chosen /24's first address, as an integer
 
     def create(self, n_hosts: int) -> NetnsNetwork:
         if not 1 <= n_hosts <= 200:
             raise UserError("a namespace network holds 1..200 brokers")
+        # Two harnesses creating networks at once (make test's two workers) would both see the
+        # same /24 free, and Linux lets two bridges hold the same address, so both would route
+        # it: the pick and the address are made under a machine-wide lock.
+        with _subnet_lock():
+            self._pick_subnet()
+        try:
+            _ip("link", "set", self.bridge, "up")
+            for i in range(n_hosts):
+                self.hosts.append(self._add_host(i, self._base))
+        except BaseException:
+            self.destroy()
+            raise
+        return self
+
+    def _pick_subnet(self) -> None:
         sweep_stale()
         used = _used_subnets()
-        # Skip K=0 (198.18.0.x) and pick the first free /24; two harnesses racing here would
-        # both see the same one free, so a failure to add the address moves on to the next.
+        # Skip K=0 (198.18.0.x) and pick the first free /24; an address that cannot be added
+        # moves on to the next.
         for k in range(1, 511):
             if k in used or k == 256:
                 continue
@@ -142,18 +173,9 @@ class NetnsNetwork:
             if _ip("addr", "add", f"{gateway}/24", "dev", self.bridge, check=False).returncode:
                 _ip("link", "delete", self.bridge, check=False)
                 continue
-            self._subnet, self.gateway = k, gateway
-            break
-        else:
-            raise NetnsUnavailable("no free /24 left in 198.18.0.0/15 for a test network")
-        try:
-            _ip("link", "set", self.bridge, "up")
-            for i in range(n_hosts):
-                self.hosts.append(self._add_host(i, base))
-        except BaseException:
-            self.destroy()
-            raise
-        return self
+            self._subnet, self.gateway, self._base = k, gateway, base
+            return
+        raise NetnsUnavailable("no free /24 left in 198.18.0.0/15 for a test network")
 
     def _add_host(self, i: int, base: int) -> NetnsHost:
         ns, link = f"{self.prefix}-b{i}", f"{self.prefix}b{i}"
