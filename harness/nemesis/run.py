@@ -220,25 +220,14 @@ class _Clients:
     def _committed(self) -> tuple[int, dict[int, int]]:
         """The group's coordinator, and partition -> committed offset (-1: none) as it
         answers; {} when it answers with an error."""
-        for b in list(self.cluster.brokers):
-            if b.state != "running":
-                continue
-            with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
-                found = probe.request(ApiKey.FIND_COORDINATOR, 1,
-                                      FindCoordinatorRequest(key=self.group))
-            assert isinstance(found, FindCoordinatorResponse)
-            if found.error_code:
-                continue
-            with KafkaProbe(found.host, found.port, timeout_s=2.0) as probe:
-                got = probe.request(ApiKey.OFFSET_FETCH, 5, OffsetFetchRequest(
-                    group_id=self.group, topics=[OffsetFetchRequestTopic(
-                        name=self.topic, partition_indexes=list(range(PARTITIONS)))]))
-            assert isinstance(got, OffsetFetchResponse)
-            if got.error_code:
-                return found.node_id, {}
-            return found.node_id, {x.partition_index: x.committed_offset for t in got.topics
-                                   for x in t.partitions if x.error_code == 0}
-        return -1, {}
+        answered = group_offsets(self.cluster, self.group, self.topic)
+        if answered is None:
+            return -1, {}
+        node, got = answered
+        if got.error_code:
+            return node, {}
+        return node, {x.partition_index: x.committed_offset for t in got.topics
+                      for x in t.partitions if x.error_code == 0}
 
     def _watch(self) -> None:
         while not self.stop_all.wait(0.3):
@@ -251,6 +240,34 @@ class _Clients:
                                    x.leader_id) for x in parts if x.error_code == 0]
                 with self.lock:
                     self.h.leaders.extend(seen)
+
+
+def group_offsets(cluster: ProcessCluster, group: str, topic: str, *,
+                  require_stable: bool = False) -> tuple[int, OffsetFetchResponse] | None:
+    """``group``'s offsets of ``topic``'s partitions as its coordinator answers OffsetFetch
+    (v7 asking for stable offsets only, else v5), with the coordinator's id; found with
+    FindCoordinator from the first running broker that names one; None when none does."""
+    for b in list(cluster.brokers):
+        if b.state != "running":
+            continue
+        try:
+            with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
+                found = probe.request(ApiKey.FIND_COORDINATOR, 1,
+                                      FindCoordinatorRequest(key=group))
+        except (OSError, ConnectionError):
+            continue  # this broker does not answer (cut off, say): ask the next
+        assert isinstance(found, FindCoordinatorResponse)
+        if found.error_code:
+            continue
+        with KafkaProbe(found.host, found.port, timeout_s=2.0) as probe:
+            got = probe.request(ApiKey.OFFSET_FETCH, 7 if require_stable else 5,
+                                OffsetFetchRequest(group_id=group, require_stable=require_stable,
+                                                   topics=[OffsetFetchRequestTopic(
+                                                       name=topic, partition_indexes=list(
+                                                           range(PARTITIONS)))]))
+        assert isinstance(got, OffsetFetchResponse)
+        return found.node_id, got
+    return None
 
 
 def partitions_of(b: BrokerProcess, topic: str, timeout_s: float) -> list[Any] | None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brokers.core.errors import UserError
+from brokers.core.errors import UnstableOffsetCommit, UserError
 from brokers.core.protocol.api import ApiKey
 from brokers.core.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
@@ -55,11 +55,6 @@ from brokers.core.protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from brokers.core.protocol.messages.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestTopic,
-    OffsetFetchResponse,
-)
 from harness.cluster.kafka_probe import KafkaProbe
 from harness.cluster.running import ProcessCluster
 from harness.cluster.spec import ClusterSpec
@@ -70,6 +65,7 @@ from harness.nemesis.run import (
     RECOVERY_S,
     Nemesis,
     drive,
+    group_offsets,
     in_sync,
     partitions_of,
     wait_for,
@@ -461,9 +457,6 @@ def _settled(cluster: ProcessCluster, topics: list[str], timeout_s: float) -> li
         time.sleep(1.0)
 
 
-UNSTABLE_OFFSET_COMMIT = 88
-
-
 def _pending_offsets(cluster: ProcessCluster, group: str, topic: str,
                      timeout_s: float) -> list[str]:
     """Waits until the group's coordinator answers every partition of ``topic`` without
@@ -471,28 +464,19 @@ def _pending_offsets(cluster: ProcessCluster, group: str, topic: str,
     the partitions still pending by ``timeout_s`` ("<group> p<n>: ...")."""
     deadline = time.monotonic() + timeout_s
     while True:
-        pending = ["no coordinator answered"]
-        for b in cluster.brokers:
-            try:
-                with KafkaProbe(b.host, b.port, timeout_s=2.0) as probe:
-                    found = probe.request(ApiKey.FIND_COORDINATOR, 1,
-                                          FindCoordinatorRequest(key=group))
-                assert isinstance(found, FindCoordinatorResponse)
-                if found.error_code:
-                    continue
-                with KafkaProbe(found.host, found.port, timeout_s=2.0) as probe:
-                    got = probe.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(
-                        group_id=group, require_stable=True, topics=[OffsetFetchRequestTopic(
-                            name=topic, partition_indexes=list(range(PARTITIONS)))]))
-                assert isinstance(got, OffsetFetchResponse)
-            except (OSError, ConnectionError, ValueError):
-                continue
+        try:
+            answered = group_offsets(cluster, group, topic, require_stable=True)
+        except (OSError, ConnectionError, ValueError):
+            answered = None
+        if answered is None:
+            pending = ["no coordinator answered"]
+        else:
+            node, got = answered
             pending = [f"{group} p{x.partition_index}: offset pending in a transaction "
-                       f"(coordinator {found.node_id})" for t in got.topics
-                       for x in t.partitions if x.error_code == UNSTABLE_OFFSET_COMMIT]
-            if got.error_code == UNSTABLE_OFFSET_COMMIT:
+                       f"(coordinator {node})" for t in got.topics
+                       for x in t.partitions if x.error_code == UnstableOffsetCommit.code]
+            if got.error_code == UnstableOffsetCommit.code:
                 pending.append(f"{group}: offsets pending in a transaction")
-            break
         if not pending or time.monotonic() > deadline:
             return pending
         time.sleep(1.0)

@@ -27,13 +27,20 @@ pytestmark = [pytest.mark.integration, pytest.mark.multi_broker, pytest.mark.rep
               pytest.mark.slow, pytest.mark.timeout(300 + 2 * DURATION_S)]
 
 
-@pytest.mark.parametrize("arch", REPLICATING)
-def test_a_random_fault_schedule_breaks_no_claimed_guarantee(arch, tmp_path):
+def a_seed(label: str) -> int:
+    """The run's seed (printed; ``TWINBENCH_NEMESIS_SEED`` replays one), once the run can
+    happen here."""
     pytest.importorskip("confluent_kafka")
     if (reason := netns.available()) is not None:
         pytest.skip(reason)
     seed = int(os.environ.get("TWINBENCH_NEMESIS_SEED", random.randrange(1 << 30)))
-    print(f"\nnemesis {arch}: seed {seed}")
+    print(f"\n{label}: seed {seed}")
+    return seed
+
+
+@pytest.mark.parametrize("arch", REPLICATING)
+def test_a_random_fault_schedule_breaks_no_claimed_guarantee(arch, tmp_path):
+    seed = a_seed(f"nemesis {arch}")
     outcome = run(arch, seed, DURATION_S, tmp_path)
     print(f"nemesis {arch}: seed {seed}: {outcome.acked} acknowledged, {outcome.delivered} "
           f"handed to the group, {outcome.commits} commits; violations {outcome.counts()}")
@@ -47,11 +54,7 @@ def test_a_random_fault_schedule_breaks_no_claimed_guarantee(arch, tmp_path):
 @pytest.mark.timeout(600 + 2 * DURATION_S)
 @pytest.mark.parametrize("arch", REPLICATING)
 def test_faults_at_transaction_coordinators_leave_no_transaction_half_done(arch, tmp_path):
-    pytest.importorskip("confluent_kafka")
-    if (reason := netns.available()) is not None:
-        pytest.skip(reason)
-    seed = int(os.environ.get("TWINBENCH_NEMESIS_SEED", random.randrange(1 << 30)))
-    print(f"\nnemesis transactions {arch}: seed {seed}")
+    seed = a_seed(f"nemesis transactions {arch}")
     outcome = transactions.run(arch, seed, DURATION_S, tmp_path)
     print(f"nemesis transactions {arch}: seed {seed}: {outcome.committed} committed, "
           f"{outcome.aborted} aborted, {outcome.unknown} unknown, {outcome.copied} copied; "

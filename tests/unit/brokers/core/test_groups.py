@@ -602,8 +602,8 @@ def test_cooperative_sequence_revokes_then_assigns_in_a_follow_up_rebalance():
     run_bounded(scenario)
 
 
-async def stable_coop_pair(groups: GroupCoordinator, clock: Clock):
-    """a (leader) owning 0 and 1, b owning 2 and 3, stable at generation 2."""
+async def joined_coop_pair(groups: GroupCoordinator, clock: Clock):
+    """a (the leader) and b joined at generation 2, neither synced yet."""
     join = asyncio.ensure_future(groups.join(**coop()))
     await settle(groups, clock)
     a = await join
@@ -612,7 +612,12 @@ async def stable_coop_pair(groups: GroupCoordinator, clock: Clock):
     await settle(groups, clock)
     a_join = asyncio.ensure_future(groups.join(**coop(a.member_id)))
     await settle(groups, clock)
-    a, b = await a_join, await b_join
+    return await a_join, await b_join
+
+
+async def stable_coop_pair(groups: GroupCoordinator, clock: Clock):
+    """a (leader) owning 0 and 1, b owning 2 and 3, stable at generation 2."""
+    a, b = await joined_coop_pair(groups, clock)
     await sync_all(groups, [a, b], {a.member_id: b"0,1", b.member_id: b"2,3"})
     return a, b
 
@@ -673,25 +678,17 @@ def test_rejoining_unchanged_while_completing_repeats_the_generations_answer():
     list for the leader, and nobody's pending SyncGroup is failed."""
     async def scenario():
         groups, _, clock = make()
-        join = asyncio.ensure_future(groups.join(**coop()))
-        await settle(groups, clock)
-        a = await join
-        await groups.sync(group_id="g", generation_id=1, member_id=a.member_id, assignments={})
-        b_join = asyncio.ensure_future(groups.join(**coop(client_id="d")))
-        await settle(groups, clock)
-        a_join = asyncio.ensure_future(groups.join(**coop(a.member_id)))
-        await settle(groups, clock)
-        a2, b2 = await a_join, await b_join
+        a2, b2 = await joined_coop_pair(groups, clock)
         b_sync = asyncio.ensure_future(groups.sync(group_id="g", generation_id=2,
                                                    member_id=b2.member_id, assignments={}))
         await asyncio.sleep(0)
-        a_again = await groups.join(**coop(a.member_id))
-        assert (a_again.generation_id, a_again.leader) == (2, a.member_id)
+        a_again = await groups.join(**coop(a2.member_id))
+        assert (a_again.generation_id, a_again.leader) == (2, a2.member_id)
         assert [m.member_id for m in a_again.members] == [m.member_id for m in a2.members]
         assert not b_sync.done()
         assert groups.describe("g")[0] is GroupState.COMPLETING_REBALANCE
-        await groups.sync(group_id="g", generation_id=2, member_id=a.member_id,
-                          assignments={a.member_id: b"0", b2.member_id: b"1"})
+        await groups.sync(group_id="g", generation_id=2, member_id=a2.member_id,
+                          assignments={a2.member_id: b"0", b2.member_id: b"1"})
         assert (await b_sync).assignment == b"1"
 
     run_bounded(scenario)
