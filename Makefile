@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.twinbench-installed
 
-.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft sim-raft-brokers bench-three-twins bench-three-twins-faults bench-three-twins-metadata bench-exactly-once bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-zk \
+.PHONY: setup system-deps kafka-jars test regress regress-selftest regress-accept lint bench bench-zk bench-dsbs bench-raft sim-raft-brokers bench-three-twins bench-three-twins-faults bench-three-twins-metadata bench-exactly-once bench-kafka bench-kafka-faults bench-kafka-metadata bench-kafka-clients perf perf-kafka perf-zk \
         bench-hosts test-hosts \
         perf-gossip perf-metadata-scale perf-delay perf-detection \
         sim-replication sim-raft test-churn nemesis test-scale test-security clean
@@ -86,12 +86,21 @@ regress-accept: setup
 lint: setup
 	@$(PY) -m ruff check .
 
+# The broker against a null sink on the paper's synchronous grid (docs/performance.md).
+# PERF_ARGS="--profile DIR": then one more session per cell with py-spy sampling the broker.
 perf: setup
-	@$(PY) -m harness.bench.perf $(TUNE)
+	@$(PY) -m harness.bench.perf $(TUNE) $(PERF_ARGS)
 
 # The 3-broker twins against uncoordinated and null-sink ceilings of the same shape (~15 min).
 perf-cluster: setup
 	@$(PY) -m harness.bench.perf_cluster $(TUNE) $(PERF_ARGS)
+
+# One twinbench broker beside one real Kafka node per pinned release (3.9 and 4.x), the same
+# client (librdkafka, then the harness's own) on the paper's synchronous grid, interleaved, 5
+# repetitions after a discarded warm-up (docs/performance.md; about 15 min). PERF_ARGS narrows it:
+# --releases 3.9.2 --clients librdkafka --cells 32x1,1024x20 --repetitions 7.
+perf-kafka: setup
+	@$(PY) -m harness.bench.perf_kafka $(TUNE) $(PERF_ARGS)
 
 # What one ZooKeeper request costs the zk broker through kazoo and through the direct session.
 perf-zk: setup

@@ -15,6 +15,11 @@ found by ramp and bisection (harness/studies/latency/search.py); it ends with
 ``client_ceiling_rps=N`` and keeps the figure where rate searches read it
 (results/perf/client-ceiling.json, harness/studies/latency/ceiling.py). A session asking for
 more than this measures the client, not the broker.
+
+``--profile DIR`` adds, after the measured repetitions, one session per cell on the real broker
+with py-spy sampling it (harness/bench/profile.py), and writes DIR/<size>x<batch>.raw (py-spy's
+stacks) and .txt (where the broker's time went), printing each summary's top lines. The
+measured sessions are never sampled.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from pathlib import Path
 
 from brokers.core.errors import UserError
 from harness import conditions
-from harness.bench import client_ceiling
+from harness.bench import client_ceiling, profile
 from harness.bench.common import interleaved, write_result
 from harness.bench.single import WARMUP_MESSAGES, Sample, placement, produce_sync, start_single
+from harness.cluster.processes import ManagedProcess
 from harness.studies.latency import ceiling
 from workloads.connection import run as run_async
 
@@ -65,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure the client's open-loop ceiling against the null sink")
     parser.add_argument("--tune", action="store_true",
                         help="set `twinbench tune`'s knobs for the measurement (root)")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="after measuring, profile the broker with py-spy in one more "
+                             "session per cell; write the profiles into DIR")
     args = parser.parse_args(argv)
+    if args.profile is not None:
+        profile.py_spy()  # missing: one line now, not after the measurement
     if args.messages < 100 or args.repetitions < 1:
         raise UserError("--messages must be >= 100 and --repetitions >= 1")
     config = PerfConfig(messages=args.messages, repetitions=args.repetitions,
@@ -113,6 +124,8 @@ def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) 
                         samples.append(s)
                         print(f"  {side:6} {msg_size:5} B x {batch:2}  rep {rep + 1}: "
                               f"{s.rps:>10,.0f} rec/s", file=sys.stderr, flush=True)
+            if args.profile is not None:
+                _profile(args.profile, procs["broker"], config)
         finally:
             for proc, _ in procs.values():
                 proc.stop()
@@ -122,6 +135,21 @@ def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) 
     print(f"results: {path}")
     print(f"efficiency_min={min(r['ratio'] for r in rows):.3f}")
     return 0
+
+
+def _profile(out: Path, broker: tuple[ManagedProcess, str], config: PerfConfig) -> None:
+    """One more session per cell on the real broker, sampled (never a measured one)."""
+    proc, bootstrap = broker
+    for msg_size, batch in CELLS:
+        name = f"{msg_size}x{batch}"
+        sampler = profile.Sampler(proc.pid, out / f"{name}.raw").start()
+        s = run_async(produce_sync(bootstrap, msg_size, batch, config.messages))
+        summary = profile.summarise(sampler.stop())
+        (out / f"{name}.txt").write_text(
+            f"broker, {msg_size} B x {batch}, {config.messages:,} records at {s.rps:,.0f} "
+            f"rec/s while sampled\n" + summary.text())
+        print(f"\nprofile {name} ({s.rps:,.0f} rec/s while sampled; {out / name}.txt):")
+        print("".join(summary.text().splitlines(keepends=True)[:8]), end="")
 
 
 def _table(samples: list[Sample]) -> list[dict]:

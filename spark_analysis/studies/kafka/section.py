@@ -25,8 +25,12 @@ STEPS_INTRO = """\
 Raft twin takes the same on our core, DSBS another (no consensus at all). Each ratio is of the
 means, other over ZooKeeper on the same code (Fieller 95% interval): above 1 the step made that
 row faster. KRaft/ZK beside RAFT/ZK is the calibration: where they agree, what the twins say
-about the step transfers to Kafka.
+about the step transfers to Kafka. The last two columns set each twin against the Kafka it
+stands beside: DSBS against Kafka on KRaft, the zk twin against Kafka on ZooKeeper (above 1: the
+twin moved more records per second).
 """
+# The twins against the Kafka beside them (tables.STEPS' last two), as the steps table titles them.
+AGAINST_KAFKA = (("dsbs_over_kraft", "DSBS/KRaft"), ("zk_over_kafka_zk", "zk twin/Kafka ZK"))
 FIDELITY_INTRO = """\
 **Fidelity: the zk twin beside Kafka on ZooKeeper**, the same policies and load. Kafka/twin
 above 1: Kafka moved more records per second. Per 1,000 records: ZooKeeper's requests served
@@ -90,7 +94,9 @@ def steps_md(steps: pd.DataFrame) -> str:
              "role": r["role"], "KRaft/ZK (Kafka)": _ratio(r, "kraft_over_zk"),
              **({"RAFT/ZK (twins)": _ratio(r, "raft_over_zk")} if "raft_over_zk" in steps
                 else {}),
-             "DSBS/ZK (twins)": _ratio(r, "dsbs_over_zk")} for _, r in steps.iterrows()]
+             "DSBS/ZK (twins)": _ratio(r, "dsbs_over_zk"),
+             **{title: _ratio(r, name) for name, title in AGAINST_KAFKA if name in steps}}
+            for _, r in steps.iterrows()]
     return md_table(pd.DataFrame(rows))
 
 

@@ -35,9 +35,12 @@ from spark_analysis.studies.kafka.aggregate import EVENT_MEASURES, KAFKA_KRAFT, 
 EVENT_KEY = ["source", "workload", "case", "size", "measure"]
 
 _STATS = ("n", "mean", "sd")
-# (column prefix, numerator arch, denominator arch) of the steps away from ZooKeeper.
+# (column prefix, numerator arch, denominator arch) of the steps away from ZooKeeper, then the
+# twins against the Kafka they stand beside (issue 36's three-broker targets: DSBS against
+# KRaft, the zk twin against Kafka on ZooKeeper, at least 1.0 under Kafka's default policies).
 STEPS = (("kraft_over_zk", KAFKA_KRAFT, KAFKA_ZK), ("raft_over_zk", "raft", "zk"),
-         ("dsbs_over_zk", "dsbs", "zk"))
+         ("dsbs_over_zk", "dsbs", "zk"), ("dsbs_over_kraft", "dsbs", KAFKA_KRAFT),
+         ("zk_over_kafka_zk", "zk", KAFKA_ZK))
 
 
 def four(long: pd.DataFrame) -> pd.DataFrame:

@@ -76,6 +76,16 @@ def test_the_two_steps_from_zookeeper_are_ratios_on_the_same_code() -> None:
         stats.fieller(45_000.0, 2_000.0, 5, 50_000.0, 2_000.0, 5))
 
 
+def test_each_twin_is_set_against_the_kafka_it_stands_beside() -> None:
+    steps = kafka_tables.steps(kafka_tables.four(LONG))
+    r = steps.iloc[0]
+    assert r["dsbs_over_kraft"] == pytest.approx(120_000.0 / 45_000.0)
+    assert r["zk_over_kafka_zk"] == pytest.approx(100_000.0 / 50_000.0)
+    assert r["dsbs_over_kraft_ci_lo"] < r["dsbs_over_kraft"] < r["dsbs_over_kraft_ci_hi"]
+    text = section.steps_md(steps)
+    assert "DSBS/KRaft" in text and "zk twin/Kafka ZK" in text and "2.67 [" in text
+
+
 def test_the_fidelity_table_sets_the_zk_twin_beside_kafka_on_zookeeper() -> None:
     four = kafka_tables.four(LONG)
     fid = kafka_tables.fidelity(four, kafka_tables.kafka_cells(COST, four))

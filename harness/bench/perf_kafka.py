@@ -1,0 +1,440 @@
+"""`make perf-kafka`: one twinbench broker beside one real Kafka node, same client, same cell.
+
+Every coordination ratio twinbench reports is only as meaningful as the broker core under it: if
+the core were slower than the system it stands in for, part of what a report calls coordination
+cost would be Python. So the core is judged against Kafka itself, on one node, where nothing is
+coordinated:
+
+* ``twinbench``: one `twinbench broker` (the LocalCoordinator, segment storage);
+* ``kafka-<release>``: one Kafka node per pinned release (harness/kafka/releases.py: 3.9 and 4.x),
+  a combined KRaft broker and controller started by the ``kafka-kraft`` entry with its box
+  settings (``KafkaOptions``: heap, network and I/O threads).
+
+All of them run at once, on the broker CPU, the load client on the other (harness/driver/
+placement.py), and every repetition visits every side in turn, the order reversed on odd
+repetitions (A B C, C B A), so drift on the shared machine hits each side alike. Each session is
+the paper's synchronous producer (``produce``) into a fresh one-partition topic, then a fresh
+consumer draining the cell's drain topic from its start (``consume``). A drain topic holds about
+8 MiB of payload in the cell's batches (written once per side before measuring), so a drain
+takes tens of fetches and is a rate: a session's own 30,000 small records fit in one or two
+fetches, whose latency is all a drain of them would measure. Both run by one of two clients, both
+on every side:
+
+* ``librdkafka``: confluent-kafka (harness/bench/rdkafka_load.py), the fast client: what it
+  measures is mostly the broker;
+* ``twinbench``: the harness's own client (workloads/), the one every twinbench study uses; its
+  producer is the paper's, its consumer here asks for 1 MiB per fetch (the Java consumer's
+  max.partition.fetch.bytes) rather than one producer batch.
+
+Before measuring, every side serves one full repetition of every cell with every client, which
+is discarded: the JVM's JIT compiles the hot paths, and both sides' page caches and allocators
+are warm. For each client, cell and role the table gives each side's median records/s and the
+ratio twinbench / Kafka: the median of the per-repetition ratios (each repetition pairs the two
+sides' sessions run back to back) with a 95% interval from Student's t on their logarithms. The
+target (issue 36) is 1.2; ``meets`` marks a median at or above it, ``surely`` an interval wholly
+above it. A side that failed to start, or a session that did not deliver every record, is named
+as such and no ratio is given for it. Every knob that differs between the sides is in the
+result's manifest (``fairness``) and printed above the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import statistics
+import sys
+import tempfile
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from brokers.core.errors import UserError
+from harness import conditions
+from harness.architectures.kafka import KafkaOptions
+from harness.bench import rdkafka_load
+from harness.bench.common import interleaved, write_result
+from harness.bench.single import start_single
+from harness.cluster.processes import ManagedProcess
+from harness.cluster.running import ProcessCluster, process_cpu_seconds
+from harness.cluster.spec import ClusterSpec
+from harness.driver import placement
+from harness.kafka.releases import RELEASES
+from workloads.cluster import ClusterClient
+from workloads.connection import run as run_async
+from workloads.consumer import Consumer, ConsumerConfig
+from workloads.producer import Producer
+
+FORMAT_VERSION = 1
+# (message size in bytes, records per produce request): the paper's synchronous grid.
+CELLS = [(32, 1), (32, 20), (32, 50), (1024, 20)]
+CLIENTS = ("librdkafka", "twinbench")
+ROLES = ("produce", "consume")
+OURS = "twinbench"
+TARGET = 1.2
+# The twinbench consumer's fetch size here: the Java consumer's max.partition.fetch.bytes.
+FETCH_BYTES = 1024 * 1024
+# Payload in a cell's drain topic: tens of 1 MiB fetches, so a drain is a rate and not the
+# latency of the one or two fetches a session's 30,000 small records would fill.
+DRAIN_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PerfKafkaConfig:
+    # Records per session (the paper's 30,000).
+    messages: int = 30_000
+    # Measured repetitions per cell, client and side (issue 36 asks for at least 5).
+    repetitions: int = 5
+    # Kafka releases beside the broker (harness/kafka/releases.py).
+    releases: tuple[str, ...] = ("3.9.2", "4.1.1")
+    # Clients that drive every side.
+    clients: tuple[str, ...] = CLIENTS
+    # Cells, as (message size, batch).
+    cells: tuple[tuple[int, int], ...] = tuple(CELLS)
+    # Where the JSON result goes.
+    out_dir: Path = Path("results/perf")
+    # Set `twinbench tune`'s knobs for the measurement and restore them afterwards (root).
+    tune: bool = False
+
+
+@dataclass
+class Sample:
+    client: str
+    side: str
+    msg_size: int
+    batch: int
+    role: str
+    repetition: int  # -1: the discarded warm-up
+    records: int
+    wall_s: float
+    rps: float
+    complete: bool
+    error: str = ""
+    # CPU seconds the side's broker process(es) used over the session, both roles.
+    cpu_s: float | None = None
+
+
+@dataclass
+class Side:
+    name: str
+    bootstrap: str
+    pids: list[int]
+    settings: dict[str, object] = field(default_factory=dict)
+
+    def cpu(self) -> float:
+        return sum(process_cpu_seconds(p) for p in self.pids)
+
+
+def _topic() -> str:
+    return f"pk-{uuid.uuid4().hex[:12]}"
+
+
+async def _create(bootstrap: str, topic: str) -> None:
+    admin = await ClusterClient.open(bootstrap)
+    try:
+        await admin.create_topic(topic, 1)
+    finally:
+        await admin.close()
+
+
+async def _ours_produce(bootstrap: str, topic: str, size: int, batch: int, count: int
+                        ) -> rdkafka_load.Run:
+    cluster = await ClusterClient.open(bootstrap)
+    try:
+        result = await Producer(cluster, topic, msg_size=size, batch=batch, mode="sync"
+                                ).run(count)
+    finally:
+        await cluster.close()
+    ok = result.records_acked == count
+    return rdkafka_load.Run(result.records_acked, result.wall_s, ok,
+                            "" if ok else f"errors {result.errors}")
+
+
+async def _ours_drain(bootstrap: str, topic: str, size: int, batch: int, count: int
+                      ) -> rdkafka_load.Run:
+    cluster = await ClusterClient.open(bootstrap)
+    try:
+        config = ConsumerConfig(topic=topic, partitions=(0,), group=f"drain-{topic}",
+                                batch=batch, msg_size=size, commit="none", start="earliest",
+                                max_bytes=FETCH_BYTES)
+        result = await Consumer(cluster, config=config).run(count, rdkafka_load.TIMEOUT_S)
+    finally:
+        await cluster.close()
+    ok = result.records >= count and not result.timed_out
+    return rdkafka_load.Run(result.records, result.wall_s, ok,
+                            "" if ok else f"{result.records} of {count}; errors {result.errors}")
+
+
+def drain_records(config: PerfKafkaConfig, size: int) -> int:
+    """Records in a cell's drain topic: about ``DRAIN_BYTES`` of payload, never fewer than a
+    session produces."""
+    return max(config.messages, DRAIN_BYTES // size)
+
+
+async def _fill(side: Side, size: int, batch: int, count: int) -> str:
+    """A drain topic: ``count`` records in batches of ``batch``, written by the harness's
+    pipelined producer (its payloads are what the twinbench consumer verifies)."""
+    topic = _topic()
+    cluster = await ClusterClient.open(side.bootstrap)
+    try:
+        await cluster.create_topic(topic, 1)
+        result = await Producer(cluster, topic, msg_size=size, batch=batch, mode="pipelined"
+                                ).run(count)
+    finally:
+        await cluster.close()
+    if result.records_acked != count:
+        raise UserError(f"{side.name}: filling a drain topic stored {result.records_acked} of "
+                        f"{count} records ({result.errors})")
+    return topic
+
+
+def _session(client: str, side: Side, size: int, batch: int, count: int, drain_topic: str,
+             drain_count: int, rep: int) -> list[Sample]:
+    """Produce ``count`` records into a fresh topic, then drain the cell's drain topic."""
+    topic = _topic()
+    run_async(_create(side.bootstrap, topic))
+    out = []
+    for role in ROLES:
+        cpu0 = side.cpu()
+        if client == "librdkafka":
+            r = (rdkafka_load.produce(side.bootstrap, topic, size, batch, count)
+                 if role == "produce" else
+                 rdkafka_load.drain(side.bootstrap, drain_topic, drain_count))
+        else:
+            r = run_async(_ours_produce(side.bootstrap, topic, size, batch, count)
+                          if role == "produce" else
+                          _ours_drain(side.bootstrap, drain_topic, size, batch, drain_count))
+        out.append(Sample(client, side.name, size, batch, role, rep, r.records, r.wall_s,
+                          r.rps, r.complete, r.error, side.cpu() - cpu0))
+    return out
+
+
+def ratio_interval(ratios: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """A ``level`` interval for the typical ratio: Student's t on the logarithms of paired
+    per-repetition ratios (a ratio's log is symmetric where the ratio is not); None for fewer
+    than two."""
+    from scipy import stats as sps
+
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) < 2:
+        return None
+    mean = statistics.fmean(logs)
+    half = sps.t.ppf(0.5 + level / 2, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(
+        len(logs))
+    return math.exp(mean - half), math.exp(mean + half)
+
+
+def table(samples: list[Sample], kafkas: list[str], failed: dict[str, str]
+          ) -> list[dict[str, object]]:
+    """One row per client, cell, role and Kafka side: both sides' medians and the ratio."""
+    rows: list[dict[str, object]] = []
+    measured = [s for s in samples if s.repetition >= 0]
+    keys = dict.fromkeys((s.client, s.msg_size, s.batch, s.role) for s in measured)
+    for client, size, batch, role in keys:
+        here = [s for s in measured if (s.client, s.msg_size, s.batch, s.role)
+                == (client, size, batch, role)]
+        by_rep = {(s.side, s.repetition): s for s in here}
+        reps = sorted({s.repetition for s in here})
+        ours = [by_rep[(OURS, r)] for r in reps if (OURS, r) in by_rep]
+        for kafka in kafkas:
+            row: dict[str, object] = {"client": client, "msg_size": size, "batch": batch,
+                                      "role": role, "kafka": kafka}
+            theirs = [by_rep[(kafka, r)] for r in reps if (kafka, r) in by_rep]
+            broken = [s for s in ours + theirs if not s.complete]
+            if kafka in failed:
+                row["failure"] = f"{kafka} did not start: {failed[kafka]}"
+            elif broken:
+                row["failure"] = "; ".join(f"{s.side} rep {s.repetition + 1}: {s.error}"
+                                           for s in broken[:2])
+            else:
+                ratios = [by_rep[(OURS, r)].rps / by_rep[(kafka, r)].rps for r in reps
+                          if (OURS, r) in by_rep and (kafka, r) in by_rep
+                          and by_rep[(kafka, r)].rps > 0]
+                ci = ratio_interval(ratios)
+                row.update({
+                    "ours_rps": statistics.median(s.rps for s in ours),
+                    "kafka_rps": statistics.median(s.rps for s in theirs),
+                    "ratio": statistics.median(ratios),
+                    "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
+                    "repetitions": len(ratios),
+                    "meets": statistics.median(ratios) >= TARGET,
+                    "surely": ci is not None and ci[0] >= TARGET,
+                })
+            rows.append(row)
+    return rows
+
+
+def _print(rows: list[dict[str, object]], heading: list[str]) -> None:
+    for line in heading:
+        print(line)
+    print(f"{'client':>10} {'cell':>11} {'role':>7} {'kafka':>11} {'twinbench':>10} "
+          f"{'kafka rec/s':>11} {'ratio':>6} {'95% interval':>15}  target {TARGET}")
+    for r in rows:
+        cell = f"{r['msg_size']} B x {r['batch']}"
+        head = f"{r['client']:>10} {cell:>11} {r['role']:>7} {r['kafka']:>11}"
+        if "failure" in r:
+            print(f"{head}  FAILED: {r['failure']}")
+            continue
+        ci = (f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None else "-")
+        verdict = "surely" if r["surely"] else "meets" if r["meets"] else "below"
+        print(f"{head} {r['ours_rps']:>10,.0f} {r['kafka_rps']:>11,.0f} {r['ratio']:>6.2f} "
+              f"{ci:>15}  {verdict}")
+
+
+def _start_kafka(release: str, workdir: Path) -> tuple[ProcessCluster, Side]:
+    spec = ClusterSpec(arch="kafka-kraft", brokers=1, flush="os", auto_create_topics=False,
+                       data_dir=workdir / f"kafka-{release}", ready_timeout_s=180.0,
+                       options={"kafka-kraft": {"release": release}})
+    cluster = ProcessCluster(spec).start()
+    return cluster, Side(f"kafka-{release}", cluster.bootstrap, cluster.pids())
+
+
+def fairness(releases: tuple[str, ...]) -> dict[str, object]:
+    """Every knob that differs between the sides, as the result's manifest records it."""
+    box = KafkaOptions()
+    return {
+        "twinbench": {"process": "one Python process, one event loop (uvloop)",
+                      "coordinator": "LocalCoordinator", "storage": "segment",
+                      "flush": "os (page cache; no fsync per batch)"},
+        "kafka": {"releases": list(releases), "mode": "KRaft combined broker+controller, "
+                  "one voter", "heap_mb": box.heap_mb, "gc": "G1, MaxGCPauseMillis=20",
+                  "num.network.threads": box.network_threads,
+                  "num.io.threads": box.io_threads,
+                  "flush": "os (Kafka's default: log.flush.interval.messages=Long.MAX)",
+                  "jmx_exporter_agent": "loaded, never scraped during the run"},
+        "clients": {"librdkafka": "acks=1, linger.ms=5, max.in.flight=1, "
+                    "batch.num.messages=<batch>, no idempotence; consumer defaults "
+                    "(fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB)",
+                    "twinbench": f"the paper's synchronous producer (acks=1); consumer "
+                    f"max_bytes {FETCH_BYTES} per fetch, no commits"},
+        "warm_up": "one full repetition of every cell, client and side, discarded",
+        "consume": f"a fresh consumer drains the cell's drain topic (about {DRAIN_BYTES} "
+                   "bytes of payload in the cell's batches, written once per side by the "
+                   "harness's pipelined producer); librdkafka's rate: records after the "
+                   "first returned chunk over the time from it to the last; twinbench's: "
+                   "records over the time from the first fetch to the last record",
+    }
+
+
+def run(config: PerfKafkaConfig) -> int:
+    with conditions.tuning(config.tune) as tuned:
+        return _run(config, {**conditions.snapshot(), "tuned": tuned if config.tune else None})
+
+
+def _run(config: PerfKafkaConfig, machine_state: dict[str, object]) -> int:
+    where = placement.choose("auto")
+    failed: dict[str, str] = {}
+    samples: list[Sample] = []
+    sides: list[Side] = []
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(
+            prefix="twinbench-perf-kafka-") as tmp:
+        workdir = Path(tmp)
+        with placement.children_on(where):
+            proc: ManagedProcess
+            proc, address = start_single(OURS, workdir, None, "segment")
+            stack.callback(proc.stop)
+            sides.append(Side(OURS, address, [proc.pid]))
+            for release in config.releases:
+                try:
+                    cluster, side = _start_kafka(release, workdir)
+                except UserError as exc:  # ProcessError included: reported, never a ratio
+                    why = failed[f"kafka-{release}"] = str(exc).splitlines()[0]
+                    print(f"perf-kafka: Kafka {release} did not start: {why}", file=sys.stderr)
+                    continue
+                stack.callback(cluster.stop)
+                sides.append(side)
+        samples = _measure(sides, config)
+    kafkas = [f"kafka-{r}" for r in config.releases]
+    rows = table(samples, kafkas, failed)
+    manifest = (where.as_manifest() if where is not None else {"client": None, "brokers": None})
+    heading = [
+        f"\none node each, {config.messages:,} records per session, median of "
+        f"{config.repetitions} interleaved repetitions after one discarded warm-up; client on "
+        f"CPUs {manifest['client']}, brokers on {manifest['brokers']}; "
+        f"tuned={'yes' if machine_state.get('tuned') else 'no'}",
+        "ratio: twinbench / Kafka records/s, median of per-repetition ratios, 95% interval "
+        "from t on their logs",
+        *(f"  {k}: {v}" for k, v in fairness(config.releases).items()),
+    ]
+    _print(rows, heading)
+    path = write_result(config.out_dir, "perf-kafka", "twinbench.perf-kafka",
+                        format_version=FORMAT_VERSION, config=asdict(config),
+                        placement=manifest, conditions=machine_state,
+                        body={"fairness": fairness(config.releases), "failed_sides": failed,
+                              "rows": rows, "samples": [asdict(s) for s in samples]})
+    print(f"results: {path}")
+    ratios = [float(str(r["ratio"])) for r in rows if "ratio" in r]
+    print(f"kafka_ratio_min={min(ratios):.3f}" if ratios else "kafka_ratio_min=nan")
+    return 0 if not failed and all("ratio" in r for r in rows) else 1
+
+
+def _measure(sides: list[Side], config: PerfKafkaConfig) -> list[Sample]:
+    samples: list[Sample] = []
+    drains: dict[tuple[str, int, int], str] = {}
+    for size, batch in config.cells:
+        for side in sides:
+            drains[(side.name, size, batch)] = run_async(
+                _fill(side, size, batch, drain_records(config, size)))
+    for rep in range(-1, config.repetitions):
+        for client in config.clients:
+            for size, batch in config.cells:
+                for side in interleaved(sides, max(rep, 0)):
+                    for s in _session(client, side, size, batch, config.messages,
+                                      drains[(side.name, size, batch)],
+                                      drain_records(config, size), rep):
+                        samples.append(s)
+                        _progress(s)
+    return samples
+
+
+def _progress(s: Sample) -> None:
+    when = "warm-up" if s.repetition < 0 else f"rep {s.repetition + 1}"
+    print(f"  {s.client:10} {s.side:12} {s.msg_size:5} B x {s.batch:2} {s.role:7} {when}: "
+          f"{s.rps:>10,.0f} rec/s{'' if s.complete else '  FAILED ' + s.error}",
+          file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make perf-kafka", description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=PerfKafkaConfig.messages)
+    parser.add_argument("--repetitions", type=int, default=PerfKafkaConfig.repetitions)
+    parser.add_argument("--releases", default=",".join(PerfKafkaConfig.releases),
+                        help="Kafka releases beside the broker, comma-separated")
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help="load clients, comma-separated: librdkafka, twinbench")
+    parser.add_argument("--cells", default=",".join(f"{s}x{b}" for s, b in CELLS),
+                        help="cells as SIZExBATCH, comma-separated (default: the paper's grid)")
+    parser.add_argument("--out-dir", type=Path, default=PerfKafkaConfig.out_dir)
+    parser.add_argument("--tune", action="store_true",
+                        help="set `twinbench tune`'s knobs for the measurement (root)")
+    args = parser.parse_args(argv)
+    return run(parse_config(args))
+
+
+def parse_config(args: argparse.Namespace) -> PerfKafkaConfig:
+    if args.messages < 1000 or args.repetitions < 2:
+        raise UserError("--messages must be >= 1000 and --repetitions >= 2 (an interval needs "
+                        "two)")
+    releases = tuple(r for r in args.releases.split(",") if r)
+    unknown = [r for r in releases if r not in RELEASES]
+    if not releases or unknown:
+        raise UserError(f"--releases: choose among {', '.join(RELEASES)} (got {args.releases!r})")
+    clients = tuple(c for c in args.clients.split(",") if c)
+    if not clients or any(c not in CLIENTS for c in clients):
+        raise UserError(f"--clients: choose among {', '.join(CLIENTS)} (got {args.clients!r})")
+    cells: list[tuple[int, int]] = []
+    for text in args.cells.split(","):
+        size, _, batch = text.partition("x")
+        if not (size.isdigit() and batch.isdigit() and int(size) >= 16 and int(batch) >= 1):
+            raise UserError(f"--cells: {text!r} is not SIZExBATCH (size >= 16, batch >= 1)")
+        cells.append((int(size), int(batch)))
+    return PerfKafkaConfig(args.messages, args.repetitions, releases, clients, tuple(cells),
+                           args.out_dir, args.tune)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except UserError as exc:
+        print(f"perf-kafka: error: {exc}", file=sys.stderr)
+        sys.exit(2)

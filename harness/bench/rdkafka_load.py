@@ -1,0 +1,100 @@
+"""The paper's cells driven by librdkafka (confluent-kafka), the client most Kafka users run.
+
+`make perf-kafka` judges brokers, so its load should cost the client as little as possible: a
+C client spends microseconds where the harness's own Python client spends tens, and a broker
+difference hidden under client time is not measured. Both functions here are the paper's load in
+librdkafka's terms:
+
+* ``produce`` is the synchronous producer: one request in flight (``max.in.flight`` 1), a batch
+  closed at ``batch`` records (``batch.num.messages``) or after ``linger.ms`` 5, acks from the
+  leader (acks=1, as the paper and the harness's producer), no idempotence. The next request
+  leaves when the previous one is answered, so records/s is request rate x batch.
+* ``drain`` reads a partition from its start with the client's default fetch sizes. Its rate is
+  taken from the first record returned to the last, so connection set-up and metadata, which
+  have nothing to do with how fast a broker serves fetches, are left out on every side alike.
+
+Each returns a ``Run``; a run that did not deliver every record says so (``complete`` False)
+and is reported as a failure, never as a rate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import confluent_kafka as ck
+
+# Records per consume() call: large enough that Python's per-call cost is amortised, small
+# enough that the last record's time is known to within a fraction of a fetch.
+CONSUME_CHUNK = 1000
+# A drain or a flush that takes longer than this has failed (a broker stopped serving).
+TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Run:
+    records: int
+    wall_s: float
+    complete: bool
+    error: str = ""
+
+    @property
+    def rps(self) -> float:
+        return self.records / self.wall_s if self.wall_s > 0 and self.complete else 0.0
+
+
+def produce(bootstrap: str, topic: str, msg_size: int, batch: int, count: int) -> Run:
+    errors: list[str] = []
+
+    def delivered(err: ck.KafkaError | None, _msg: ck.Message) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = ck.Producer({
+        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+        "batch.num.messages": batch, "max.in.flight.requests.per.connection": 1,
+        "enable.idempotence": False, "queue.buffering.max.messages": max(count, 100_000),
+    })
+    value = b"x" * msg_size
+    # Metadata and the connection first, so the clock starts at the first record on any side.
+    producer.list_topics(topic, timeout=30)
+    t0 = time.perf_counter()
+    for _ in range(count):
+        producer.produce(topic, value, partition=0, on_delivery=delivered)
+        producer.poll(0)
+    left = producer.flush(TIMEOUT_S)
+    wall = time.perf_counter() - t0
+    ok = left == 0 and not errors
+    return Run(count - left - len(errors), wall, ok, "; ".join(errors[:3]) or
+               (f"{left} records undelivered" if left else ""))
+
+
+def drain(bootstrap: str, topic: str, count: int) -> Run:
+    consumer = ck.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"drain-{topic}",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+    })
+    consumer.assign([ck.TopicPartition(topic, 0, 0)])
+    got = 0
+    first_t = last_t = 0.0
+    first_chunk = 0
+    deadline = time.monotonic() + TIMEOUT_S
+    error = ""
+    try:
+        while got < count and time.monotonic() < deadline:
+            messages = consumer.consume(CONSUME_CHUNK, 1.0)
+            good = [m for m in messages if m.error() is None]
+            if any(m.error() is not None for m in messages):
+                error = str(next(m.error() for m in messages if m.error() is not None))
+            if not good:
+                continue
+            now = time.perf_counter()
+            if not got:
+                first_t, first_chunk = now, len(good)
+            got += len(good)
+            last_t = now
+    finally:
+        consumer.close()
+    # Records after the first chunk, over the time they took to arrive.
+    return Run(got - first_chunk, last_t - first_t, got >= count and last_t > first_t,
+               "" if got >= count else error or f"{got} of {count} records in {TIMEOUT_S:g} s")

@@ -1,0 +1,77 @@
+"""harness.bench.perf_kafka's pure parts: the paired ratio and its interval, the table's
+verdicts and failures, and the command line's checks."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pytest
+
+from brokers.core.errors import UserError
+from harness.bench import perf_kafka as pk
+from harness.bench.perf_kafka import OURS, Sample, parse_config, ratio_interval, table
+
+
+def _s(side: str, rps: float, rep: int, role: str = "produce", complete: bool = True,
+       client: str = "librdkafka") -> Sample:
+    return Sample(client, side, 32, 20, role, rep, 1000, 1000 / rps if rps else 0.0, rps, complete,
+                  "" if complete else "3 records undelivered")
+
+
+def test_the_interval_is_t_on_the_logs_of_the_paired_ratios() -> None:
+    low, high = ratio_interval([1.0, 2.0, 4.0])  # logs 0, ln2, 2ln2: mean ln2, sd ln2
+    half = 4.302652729911275 * math.log(2) / math.sqrt(3)  # t(0.975, 2)
+    assert low == pytest.approx(2 * math.exp(-half))
+    assert high == pytest.approx(2 * math.exp(half))
+    assert ratio_interval([1.3]) is None
+    equal = ratio_interval([1.5, 1.5, 1.5])
+    assert equal == pytest.approx((1.5, 1.5))
+
+
+def test_each_repetition_pairs_the_sides_and_the_verdict_follows_the_target() -> None:
+    k = "kafka-3.9.2"
+    samples = [_s(OURS, 300.0, r) for r in range(3)]
+    samples += [_s(k, v, r) for r, v in enumerate((200.0, 250.0, 100.0))]
+    samples += [_s(OURS, 999.0, -1), _s(k, 1.0, -1)]  # the warm-up is left out
+    [row] = table(samples, [k], {})
+    assert row["ratio"] == 1.5  # median of 1.5, 1.2, 3.0
+    assert row["ours_rps"] == 300.0 and row["kafka_rps"] == 200.0
+    assert row["repetitions"] == 3
+    assert row["meets"] is True and row["surely"] is False  # the interval reaches below 1.2
+    assert row["ci_low"] < 1.2 < row["ci_high"]
+
+
+def test_a_side_that_did_not_start_or_lost_records_gets_no_ratio() -> None:
+    samples = [_s(OURS, 300.0, r) for r in range(2)]
+    samples += [_s("kafka-3.9.2", 200.0, 0), _s("kafka-3.9.2", 0.0, 1, complete=False)]
+    rows = {r["kafka"]: r for r in table(samples, ["kafka-3.9.2", "kafka-4.1.1"],
+                                         {"kafka-4.1.1": "exit 1: no such jar"})}
+    assert "ratio" not in rows["kafka-3.9.2"]
+    assert "rep 2: 3 records undelivered" in str(rows["kafka-3.9.2"]["failure"])
+    assert rows["kafka-4.1.1"]["failure"] == "kafka-4.1.1 did not start: exit 1: no such jar"
+
+
+def _args(**kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {"messages": 30_000, "repetitions": 5, "releases": "3.9.2,4.1.1",
+                               "clients": "librdkafka,twinbench", "cells": "32x1,1024x20",
+                               "out_dir": Path("out"), "tune": False}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_the_command_line_is_checked_in_one_line_each() -> None:
+    config = parse_config(_args())
+    assert config.cells == ((32, 1), (1024, 20))
+    assert config.releases == ("3.9.2", "4.1.1")
+    for bad, why in (({"repetitions": 1}, "--repetitions"), ({"releases": "2.8.0"}, "--releases"),
+                     ({"clients": "kcat"}, "--clients"), ({"cells": "32by20"}, "--cells"),
+                     ({"cells": "8x20"}, "--cells"), ({"messages": 10}, "--messages")):
+        with pytest.raises(UserError, match=why):
+            parse_config(_args(**bad))
+
+
+def test_a_drain_topic_holds_a_rate_worth_of_payload() -> None:
+    config = pk.PerfKafkaConfig()
+    assert pk.drain_records(config, 32) == pk.DRAIN_BYTES // 32
+    assert pk.drain_records(config, 1024) == config.messages  # never fewer than a session
