@@ -110,7 +110,7 @@ class Sample:
     rps: float
     complete: bool
     error: str = ""
-    # CPU seconds the side's broker process(es) used over the session, both roles.
+    # CPU seconds the side's broker process used over this role of the session (every thread).
     cpu_s: float | None = None
 
 
@@ -122,7 +122,25 @@ class Side:
     settings: dict[str, object] = field(default_factory=dict)
 
     def cpu(self) -> float:
-        return sum(process_cpu_seconds(p) for p in self.pids)
+        return sum(thread_cpu_seconds(p) for p in self.pids)
+
+
+def thread_cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float:
+    """CPU seconds so far of every live thread of ``pid``, to the nanosecond: the first field
+    of each thread's schedstat. /proc's user and system times count in 10 ms ticks, coarser
+    than a drain of a few hundred milliseconds; a thread that exited mid-session is lost (a
+    Kafka JVM's threads live as long as it). Falls back to the tick count without schedstat."""
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return process_cpu_seconds(pid)
+    total = 0
+    for task in tasks:
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread exited between listing and reading
+    return total / 1e9
 
 
 def _topic() -> str:
@@ -251,7 +269,13 @@ def table(samples: list[Sample], kafkas: list[str], failed: dict[str, str]
                           if (OURS, r) in by_rep and (kafka, r) in by_rep
                           and by_rep[(kafka, r)].rps > 0]
                 ci = ratio_interval(ratios)
+                cpu = {side: _cpu_per_record(group) for side, group in ((OURS, ours),
+                                                                       (kafka, theirs))}
+                ours_cpu, kafka_cpu = cpu[OURS], cpu[kafka]
                 row.update({
+                    "ours_cpu_us": ours_cpu, "kafka_cpu_us": kafka_cpu,
+                    "cpu_ratio": (kafka_cpu / ours_cpu if ours_cpu and kafka_cpu is not None
+                                  else None),
                     "ours_rps": statistics.median(s.rps for s in ours),
                     "kafka_rps": statistics.median(s.rps for s in theirs),
                     "ratio": statistics.median(ratios),
@@ -264,11 +288,18 @@ def table(samples: list[Sample], kafkas: list[str], failed: dict[str, str]
     return rows
 
 
+def _cpu_per_record(group: list[Sample]) -> float | None:
+    """Median broker CPU microseconds per record over a side's repetitions."""
+    per = [s.cpu_s / s.records * 1e6 for s in group if s.cpu_s is not None and s.records]
+    return statistics.median(per) if per and len(per) == len(group) else None
+
+
 def _print(rows: list[dict[str, object]], heading: list[str]) -> None:
     for line in heading:
         print(line)
     print(f"{'client':>10} {'cell':>11} {'role':>7} {'kafka':>11} {'twinbench':>10} "
-          f"{'kafka rec/s':>11} {'ratio':>6} {'95% interval':>15}  target {TARGET}")
+          f"{'kafka rec/s':>11} {'ratio':>6} {'95% interval':>15} {'verdict':>7} "
+          f"{'cpu us/rec':>12} {'kafka/ours':>10}")
     for r in rows:
         cell = f"{r['msg_size']} B x {r['batch']}"
         head = f"{r['client']:>10} {cell:>11} {r['role']:>7} {r['kafka']:>11}"
@@ -277,8 +308,11 @@ def _print(rows: list[dict[str, object]], heading: list[str]) -> None:
             continue
         ci = (f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None else "-")
         verdict = "surely" if r["surely"] else "meets" if r["meets"] else "below"
+        cpu = (f"{r['ours_cpu_us']:.2f}/{r['kafka_cpu_us']:.2f}"
+               if r["ours_cpu_us"] is not None and r["kafka_cpu_us"] is not None else "-")
+        cpu_ratio = f"{r['cpu_ratio']:.2f}" if r["cpu_ratio"] is not None else "-"
         print(f"{head} {r['ours_rps']:>10,.0f} {r['kafka_rps']:>11,.0f} {r['ratio']:>6.2f} "
-              f"{ci:>15}  {verdict}")
+              f"{ci:>15} {verdict:>7} {cpu:>12} {cpu_ratio:>10}")
 
 
 def _start_kafka(release: str, workdir: Path) -> tuple[ProcessCluster, Side]:
@@ -352,8 +386,10 @@ def _run(config: PerfKafkaConfig, machine_state: dict[str, object]) -> int:
         f"{config.repetitions} interleaved repetitions after one discarded warm-up; client on "
         f"CPUs {manifest['client']}, brokers on {manifest['brokers']}; "
         f"tuned={'yes' if machine_state.get('tuned') else 'no'}",
-        "ratio: twinbench / Kafka records/s, median of per-repetition ratios, 95% interval "
-        "from t on their logs",
+        f"ratio: twinbench / Kafka records/s, median of per-repetition ratios, 95% interval "
+        f"from t on their logs; verdict against {TARGET} (meets: the median; surely: the whole "
+        f"interval); cpu us/rec: the broker process's CPU (every thread) per record over the "
+        f"session's role, twinbench/Kafka, and Kafka's over ours (above 1: ours is cheaper)",
         *(f"  {k}: {v}" for k, v in fairness(config.releases).items()),
     ]
     _print(rows, heading)

@@ -15,9 +15,9 @@ from harness.bench.perf_kafka import OURS, Sample, parse_config, ratio_interval,
 
 
 def _s(side: str, rps: float, rep: int, role: str = "produce", complete: bool = True,
-       client: str = "librdkafka") -> Sample:
+       client: str = "librdkafka", cpu_s: float | None = None) -> Sample:
     return Sample(client, side, 32, 20, role, rep, 1000, 1000 / rps if rps else 0.0, rps, complete,
-                  "" if complete else "3 records undelivered")
+                  "" if complete else "3 records undelivered", cpu_s)
 
 
 def test_the_interval_is_t_on_the_logs_of_the_paired_ratios() -> None:
@@ -75,3 +75,25 @@ def test_a_drain_topic_holds_a_rate_worth_of_payload() -> None:
     config = pk.PerfKafkaConfig()
     assert pk.drain_records(config, 32) == pk.DRAIN_BYTES // 32
     assert pk.drain_records(config, 1024) == config.messages  # never fewer than a session
+
+
+def test_broker_cpu_per_record_and_kafkas_over_ours() -> None:
+    k = "kafka-4.1.1"
+    samples = [_s(OURS, 300.0, r, cpu_s=c) for r, c in enumerate((0.002, 0.003, 0.004))]
+    samples += [_s(k, 200.0, r, cpu_s=c) for r, c in enumerate((0.006, 0.006, 0.009))]
+    [row] = table(samples, [k], {})
+    assert row["ours_cpu_us"] == pytest.approx(3.0)  # 0.003 s over 1,000 records
+    assert row["kafka_cpu_us"] == pytest.approx(6.0)
+    assert row["cpu_ratio"] == pytest.approx(2.0)
+    unknown = table([_s(OURS, 3.0, 0), _s(k, 2.0, 0, cpu_s=0.1)], [k], {})[0]
+    assert unknown["ours_cpu_us"] is None and unknown["cpu_ratio"] is None
+
+
+@pytest.mark.filesystem
+def test_cpu_is_every_threads_schedstat_in_nanoseconds(tmp_path: Path) -> None:
+    for tid, ns in ((41, 1_500_000_000), (42, 250_000_000)):
+        task = tmp_path / "41" / "task" / str(tid)
+        task.mkdir(parents=True)
+        (task / "schedstat").write_text(f"{ns} 12345 67\n")
+    (tmp_path / "41" / "task" / "43").mkdir()  # exited between listing and reading
+    assert pk.thread_cpu_seconds(41, tmp_path) == pytest.approx(1.75)
