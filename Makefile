@@ -228,7 +228,9 @@ bench-exactly-once: setup
 # Real Apache Kafka beside the twins (docs/real-kafka.md): the paper's 32 B x 20 cell under the
 # policies all of them apply, on zk, dsbs, raft, Kafka 3.9 on ZooKeeper and on KRaft,
 # interleaved; then the analysis (about 8 min): the calibration of RAFT/ZK against KRaft/ZK. KAFKA_WORKLOAD names another workload: kafka-grid is the paper's
-# whole grid under the same policies (about 35 min), the Real Kafka section's source.
+# whole grid under the same policies (about 35 min), the Real Kafka section's source;
+# kafka-defaults the paper's synchronous grid under Kafka's default policies (offsets committed
+# every 5 s; about 12 min), the twins judged against Kafka (docs/performance.md).
 KAFKA_WORKLOAD ?= kafka
 bench-kafka: setup
 	@$(PY) -m harness.cli run --arch zk,dsbs,raft,kafka-zk,kafka-kraft --workload $(KAFKA_WORKLOAD) \

@@ -97,3 +97,13 @@ def test_cpu_is_every_threads_schedstat_in_nanoseconds(tmp_path: Path) -> None:
         (task / "schedstat").write_text(f"{ns} 12345 67\n")
     (tmp_path / "41" / "task" / "43").mkdir()  # exited between listing and reading
     assert pk.thread_cpu_seconds(41, tmp_path) == pytest.approx(1.75)
+
+
+def test_rates_that_agree_in_every_pairing_are_the_clients() -> None:
+    assert pk.client_bound((0.99, 1.01)) and not pk.client_bound((0.96, 1.01))
+    assert not pk.client_bound(None)
+    k = "kafka-3.9.2"
+    samples = [_s(OURS, 123_000.0 + r, r) for r in range(3)]
+    samples += [_s(k, 123_500.0 - r, r) for r in range(3)]
+    [row] = table(samples, [k], {})
+    assert row["client_bound"] is True and row["meets"] is False
