@@ -5,7 +5,8 @@ partition per broker, the paper's coordination policies, CPU placement as `twinb
 it: the client on one CPU, every broker on the others) measured side by side, interleaved
 (A B C D, then D C B A), on:
 
-* each twin of the registry (``zk``, ``dsbs``): the cluster `twinbench run` starts;
+* each architecture of the comparison (the registry's ``compared``: ``zk``, ``dsbs``,
+  ``raft``): the cluster `twinbench run` starts;
 * ``uncoordinated``: the same broker code three times, each a one-broker cluster with the
   LocalCoordinator (no peer, no coordination store, no coordination traffic) and real segment
   storage. Producer i and consumer i talk to broker i only, about partition i, so the shape,
@@ -240,6 +241,12 @@ def _write(config: PerfClusterConfig, samples: list[Sample], rows: list[dict[str
                         body={"rows": rows, "samples": [asdict(s) for s in samples]})
 
 
+def twins_for(brokers: int) -> list[str]:
+    """The architectures of the comparison that run ``brokers`` brokers (the registry's
+    ``compared``; ``local`` runs one and is the uncoordinated side's code anyway)."""
+    return [a for a in architectures.compared() if architectures.get(a).max_brokers >= brokers]
+
+
 def run(config: PerfClusterConfig) -> int:
     with conditions.tuning(config.tune) as tuned:
         return _run(config, {**conditions.snapshot(), "tuned": tuned if config.tune else None})
@@ -250,7 +257,7 @@ def _run(config: PerfClusterConfig, machine_state: dict[str, object]) -> int:
     where = placement.choose(wl.placement)
     if where is not None:
         placement.pin_this_process(where.client)
-    twins = list(architectures.under_test())
+    twins = twins_for(wl.brokers)
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(
             prefix="twinbench-perf-cluster-") as tmp:
         workdir = Path(tmp)

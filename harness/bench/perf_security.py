@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the two listener protocols compared (default %(default)s)")
     args = parser.parse_args(argv)
     protocols: tuple[str, str] = args.protocols
-    arches = architectures.under_test() if args.arch == "both" else [args.arch]
+    # "both": every architecture under test that runs this many brokers (local runs one).
+    arches = ([a for a in architectures.under_test()
+               if architectures.get(a).max_brokers >= args.brokers]
+              if args.arch == "both" else [args.arch])
     with tempfile.TemporaryDirectory(prefix="twinbench-perf-security-") as tmp:
         root = Path(tmp)
         files = make_run_security(root / "security")

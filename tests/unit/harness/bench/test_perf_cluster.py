@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from harness.bench.perf_cluster import NULL_SINK, UNCOORDINATED, Sample, efficiency_min, table
+from harness.bench.perf_cluster import (
+    NULL_SINK,
+    UNCOORDINATED,
+    Sample,
+    efficiency_min,
+    table,
+    twins_for,
+)
 
 
 def _s(side: str, rps: float, rep: int, role: str = "production", cpu: float | None = None
@@ -37,3 +44,9 @@ def test_medians_spread_and_ratios() -> None:
 
 def test_no_ratio_no_efficiency() -> None:
     assert math.isnan(efficiency_min(table([_s("zk", 5.0, 0)], ["zk"])))
+
+
+def test_the_sides_are_the_compared_architectures_that_run_the_shape() -> None:
+    # `local` is under test but runs one broker: asking it for three failed the whole benchmark.
+    assert twins_for(3) == ["zk", "dsbs", "raft"]
+    assert "local" not in twins_for(3)
