@@ -20,8 +20,8 @@ takes tens of fetches and is a rate: a session's own 30,000 small records fit in
 fetches, whose latency is all a drain of them would measure. Both run by one of two clients, both
 on every side:
 
-* ``librdkafka``: confluent-kafka (harness/bench/rdkafka_load.py), the fast client: what it
-  measures is mostly the broker;
+* ``librdkafka``: the C client (harness/bench/rdkafka_load.py): confluent-kafka's producer, and
+  kcat's consumer (the Python binding's per-message cost would pace a drain of small records);
 * ``twinbench``: the harness's own client (workloads/), the one every twinbench study uses; its
   producer is the paper's, its consumer here asks for 1 MiB per fetch (the Java consumer's
   max.partition.fetch.bytes) rather than one producer batch.
@@ -347,16 +347,17 @@ def fairness(releases: tuple[str, ...]) -> dict[str, object]:
                   "num.io.threads": box.io_threads,
                   "flush": "os (Kafka's default: log.flush.interval.messages=Long.MAX)",
                   "jmx_exporter_agent": "loaded, never scraped during the run"},
-        "clients": {"librdkafka": "acks=1, linger.ms=5, max.in.flight=1, "
-                    "batch.num.messages=<batch>, no idempotence; consumer defaults "
-                    "(fetch.max.bytes 50 MiB, max.partition.fetch.bytes 1 MiB)",
+        "clients": {"librdkafka": "producer: confluent-kafka, acks=1, linger.ms=5, "
+                    "max.in.flight=1, batch.num.messages=<batch>, no idempotence; consumer: "
+                    "kcat (librdkafka's C client) with librdkafka's defaults (fetch.max.bytes "
+                    "50 MiB, max.partition.fetch.bytes 1 MiB), one offset printed per record",
                     "twinbench": f"the paper's synchronous producer (acks=1); consumer "
                     f"max_bytes {FETCH_BYTES} per fetch, no commits"},
         "warm_up": "one full repetition of every cell, client and side, discarded",
         "consume": f"a fresh consumer drains the cell's drain topic (about {DRAIN_BYTES} "
                    "bytes of payload in the cell's batches, written once per side by the "
-                   "harness's pipelined producer); librdkafka's rate: records after the "
-                   "first returned chunk over the time from it to the last; twinbench's: "
+                   "harness's pipelined producer); librdkafka's rate: records after kcat's "
+                   "first pipe read over the time from it to the last; twinbench's: "
                    "records over the time from the first fetch to the last record",
     }
 
