@@ -96,8 +96,8 @@ perf-cluster: setup
 	@$(PY) -m harness.bench.perf_cluster $(TUNE) $(PERF_ARGS)
 
 # One twinbench broker beside one real Kafka node per pinned release (3.9 and 4.x), the same
-# client (librdkafka, then the harness's own) on the paper's synchronous grid, interleaved, 5
-# repetitions after a discarded warm-up (docs/performance.md; about 15 min). PERF_ARGS narrows it:
+# client (librdkafka, then the harness's own) on the paper's synchronous grid, interleaved, 6
+# repetitions after a discarded warm-up (docs/performance.md; about 12 min). PERF_ARGS narrows it:
 # --releases 3.9.2 --clients librdkafka --cells 32x1,1024x20 --repetitions 7.
 perf-kafka: setup
 	@$(PY) -m harness.bench.perf_kafka $(TUNE) $(PERF_ARGS)

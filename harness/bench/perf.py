@@ -126,15 +126,17 @@ def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) 
                         samples.append(s)
                         print(f"  {side:6} {msg_size:5} B x {batch:2}  rep {rep + 1}: "
                               f"{s.rps:>10,.0f} rec/s", file=sys.stderr, flush=True)
+            # The measurement is printed and kept before anything is profiled: a profiler that
+            # cannot attach (ptrace restricted) costs the profile, never the measurement.
+            rows = _table(samples)
+            _print_table(rows, config, client_cpu, broker_cpu)
+            path = _write(config, samples, rows, client_cpu, broker_cpu, machine_state)
+            print(f"results: {path}")
             if args.profile is not None:
                 _profile(args.profile, procs["broker"], config)
         finally:
             for proc, _ in procs.values():
                 proc.stop()
-    rows = _table(samples)
-    _print_table(rows, config, client_cpu, broker_cpu)
-    path = _write(config, samples, rows, client_cpu, broker_cpu, machine_state)
-    print(f"results: {path}")
     print(f"efficiency_min={min(r['ratio'] for r in rows):.3f}")
     return 0
 
@@ -147,10 +149,13 @@ def _profile(out: Path, broker: tuple[ManagedProcess, str], config: PerfConfig) 
         name = f"{msg_size}x{batch}"
         sampler = profile.Sampler(proc.pid, out / f"{name}.raw").start()
         records, wall = 0, 0.0
-        while wall < PROFILE_S:
-            s = run_async(produce_sync(bootstrap, msg_size, batch, config.messages))
-            records, wall = records + s.records, wall + s.wall_s
-        summary = profile.summarise(sampler.stop())
+        try:
+            while wall < PROFILE_S:
+                s = run_async(produce_sync(bootstrap, msg_size, batch, config.messages))
+                records, wall = records + s.records, wall + s.wall_s
+        finally:
+            raw = sampler.stop()
+        summary = profile.summarise(raw)
         rate = records / wall
         (out / f"{name}.txt").write_text(
             f"broker, {msg_size} B x {batch}, {records:,} records at {rate:,.0f} rec/s while "

@@ -65,7 +65,9 @@ class Sampler:
             proc.kill()
             _, err = proc.communicate()
         if not self.out.exists():
-            raise UserError(f"py-spy wrote no profile of PID {self.pid}: "
+            # Most often ptrace is restricted (kernel.yama.ptrace_scope >= 1 without root).
+            raise UserError(f"py-spy wrote no profile of PID {self.pid} (root, or "
+                            f"kernel.yama.ptrace_scope 0, lets it attach): "
                             f"{(err or b'').decode(errors='replace').strip()[-300:]}")
         return self.out.read_text()
 

@@ -83,8 +83,7 @@ def drain(bootstrap: str, topic: str, count: int) -> Run:
          str(count), "-e", "-q", "-f", "%o\n"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    got = first_chunk = 0
-    first_t = last_t = 0.0
+    reads: list[tuple[float, int]] = []
     deadline = time.monotonic() + TIMEOUT_S
     fd = proc.stdout.fileno()
     try:
@@ -95,18 +94,23 @@ def drain(bootstrap: str, topic: str, count: int) -> Run:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
-            now = time.perf_counter()
-            lines = chunk.count(b"\n")
-            if not got:
-                first_t, first_chunk = now, lines
-            got += lines
-            last_t = now
+            reads.append((time.perf_counter(), chunk.count(b"\n")))
     finally:
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate()
-    error = "" if got >= count else (
-        err.decode(errors="replace").strip().splitlines()[-1:] or
-        [f"{got} of {count} records in {TIMEOUT_S:g} s"])[0]
-    # Records after the first pipe read, over the time from it to the last.
-    return Run(got - first_chunk, last_t - first_t, got >= count and last_t > first_t, error)
+    return drain_rate(reads, count, err.decode(errors="replace").strip())
+
+
+def drain_rate(reads: list[tuple[float, int]], count: int, stderr: str = "") -> Run:
+    """The drain's run from its pipe reads, (time, records) each: the records after the first
+    read over the time from it to the last. A drain short of ``count``, or whose records all
+    came in one read (no time to divide by), is not complete, and says why."""
+    got = sum(n for _, n in reads)
+    if got < count:
+        why = (stderr.splitlines()[-1:] or [f"{got} of {count} records in {TIMEOUT_S:g} s"])[0]
+        return Run(got, 0.0, False, why)
+    if len(reads) < 2:
+        return Run(got, 0.0, False, f"all {got} records came in one read: no rate")
+    (first_t, first_n), (last_t, _) = reads[0], reads[-1]
+    return Run(got - first_n, last_t - first_t, last_t > first_t)

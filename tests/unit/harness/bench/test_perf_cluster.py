@@ -49,4 +49,4 @@ def test_no_ratio_no_efficiency() -> None:
 def test_the_sides_are_the_compared_architectures_that_run_the_shape() -> None:
     # `local` is under test but runs one broker: asking it for three failed the whole benchmark.
     assert twins_for(3) == ["zk", "dsbs", "raft"]
-    assert "local" not in twins_for(3)
+    assert twins_for(65) == []  # more brokers than any architecture runs

@@ -15,9 +15,10 @@ from harness.bench.perf_kafka import OURS, Sample, parse_config, ratio_interval,
 
 
 def _s(side: str, rps: float, rep: int, role: str = "produce", complete: bool = True,
-       client: str = "librdkafka", cpu_s: float | None = None) -> Sample:
+       client: str = "librdkafka", cpu_s: float | None = None, elapsed_s: float = 0.0
+       ) -> Sample:
     return Sample(client, side, 32, 20, role, rep, 1000, 1000 / rps if rps else 0.0, rps, complete,
-                  "" if complete else "3 records undelivered", cpu_s)
+                  "" if complete else "3 records undelivered", cpu_s, 1000, elapsed_s)
 
 
 def test_the_interval_is_t_on_the_logs_of_the_paired_ratios() -> None:
@@ -36,10 +37,11 @@ def test_each_repetition_pairs_the_sides_and_the_verdict_follows_the_target() ->
     samples += [_s(k, v, r) for r, v in enumerate((200.0, 250.0, 100.0))]
     samples += [_s(OURS, 999.0, -1), _s(k, 1.0, -1)]  # the warm-up is left out
     [row] = table(samples, [k], {})
-    assert row["ratio"] == 1.5  # median of 1.5, 1.2, 3.0
+    assert row["ratio"] == pytest.approx((1.5 * 1.2 * 3.0) ** (1 / 3))  # geometric mean
     assert row["ours_rps"] == 300.0 and row["kafka_rps"] == 200.0
     assert row["repetitions"] == 3
     assert row["meets"] is True and row["surely"] is False  # the interval reaches below 1.2
+    assert row["ci_low"] < row["ratio"] < row["ci_high"]  # the interval is about the same ratio
     assert row["ci_low"] < 1.2 < row["ci_high"]
 
 
@@ -97,13 +99,32 @@ def test_cpu_is_every_threads_schedstat_in_nanoseconds(tmp_path: Path) -> None:
         (task / "schedstat").write_text(f"{ns} 12345 67\n")
     (tmp_path / "41" / "task" / "43").mkdir()  # exited between listing and reading
     assert pk.thread_cpu_seconds(41, tmp_path) == pytest.approx(1.75)
+    # No schedstat readable at all: the tick count, never a silent zero (a gone process: NaN).
+    gone = 2**22 + 7  # above Linux's pid_max: no such process
+    (tmp_path / str(gone) / "task" / str(gone)).mkdir(parents=True)
+    assert math.isnan(pk.thread_cpu_seconds(gone, tmp_path))
 
 
-def test_rates_that_agree_in_every_pairing_are_the_clients() -> None:
-    assert pk.client_bound((0.99, 1.01)) and not pk.client_bound((0.96, 1.01))
-    assert not pk.client_bound(None)
+def test_a_row_where_neither_broker_was_busy_is_the_clients() -> None:
+    assert pk.client_bound(0.2) and not pk.client_bound(0.8) and not pk.client_bound(None)
     k = "kafka-3.9.2"
-    samples = [_s(OURS, 123_000.0 + r, r) for r in range(3)]
-    samples += [_s(k, 123_500.0 - r, r) for r in range(3)]
+    # 1,000 records each: 0.1 s of CPU over 0.5 s (20% of a core) against 0.15 s over 0.5 s.
+    samples = [_s(OURS, 123_000.0, r, cpu_s=0.1, elapsed_s=0.5) for r in range(3)]
+    samples += [_s(k, 123_500.0, r, cpu_s=0.15, elapsed_s=0.5) for r in range(3)]
     [row] = table(samples, [k], {})
-    assert row["client_bound"] is True and row["meets"] is False
+    assert row["broker_busy"] == pytest.approx(0.3) and row["client_bound"] is True
+    busy = [_s(OURS, 300.0, r, cpu_s=0.45, elapsed_s=0.5) for r in range(2)]
+    busy += [_s(k, 250.0, r, cpu_s=0.2, elapsed_s=0.5) for r in range(2)]
+    assert table(busy, [k], {})[0]["client_bound"] is False  # ours used 90% of its core
+
+
+def test_a_drains_rate_leaves_its_first_read_out_and_says_why_it_failed() -> None:
+    from harness.bench.rdkafka_load import drain_rate
+
+    run = drain_rate([(10.0, 1000), (10.5, 3000), (11.0, 4000)], 8000)
+    assert run.complete and run.records == 7000 and run.wall_s == pytest.approx(1.0)
+    assert run.rps == pytest.approx(7000)
+    short = drain_rate([(10.0, 1000), (10.5, 3000)], 8000, "%3|ERROR| no broker")
+    assert not short.complete and short.error == "%3|ERROR| no broker" and short.rps == 0.0
+    assert drain_rate([(1.0, 10)], 20).error == "10 of 20 records in 120 s"
+    assert "one read" in drain_rate([(1.0, 20)], 20).error
