@@ -263,13 +263,19 @@ class ProducerStates:
         commit: bool, coordinator_epoch: int, leader_epoch: int, now_ms: int,
     ) -> AppendResult:
         """Write ``producer_id``'s transaction marker (WriteTxnMarkers): fenced by epoch as
-        Kafka fences it, appended as a control batch, and the transaction closed here."""
+        Kafka fences it, appended as a control batch, and the transaction closed here. A
+        repeat (``coordinator_epoch`` carries the transaction's number: ``PartitionTxns``) is
+        answered with the marker already written, so a late one cannot end the producer's
+        next transaction."""
         table = self.get(topic, partition, log)
         table.end_transaction(producer_id, epoch)
         txns = self.txns.for_append(topic, partition, log)
+        written = txns.repeated_marker(producer_id, coordinator_epoch)
+        if written is not None:
+            return AppendResult(written, written, log.log_start_offset)
         result = log.append(
             marker_batch(producer_id, epoch, commit, coordinator_epoch, now_ms), leader_epoch)
-        txns.on_marker(producer_id, result.base_offset, commit)
+        txns.on_marker(producer_id, result.base_offset, commit, coordinator_epoch)
         return result
 
     def forget(self, topic: str, partition: int) -> None:

@@ -150,7 +150,7 @@ async def handle_write_txn_markers(
                     if error is not None:
                         raise error
                     await complete_pending(ctx.coordinator, group_id, marker.producer_id,
-                                           marker.transaction_result)
+                                           marker.transaction_result, marker.coordinator_epoch)
                 except KafkaError as exc:
                     code = exc.code
                 topics.append(WritableTxnMarkerTopicResult(name=t.name, partitions=[

@@ -42,9 +42,10 @@ from brokers.core.coordinator import BrokerInfo, Coordinator, TopicPartition
 from brokers.core.errors import (
     ConcurrentTransactions,
     CoordinatorNotAvailable,
+    InvalidProducerEpoch,
     KafkaError,
     NotCoordinator,
-    UnknownTopicOrPartition,
+    error_for_code,
 )
 from brokers.core.protocol.messages.transactions import (
     WritableTxnMarker,
@@ -231,11 +232,12 @@ class TransactionCoordinator:
     async def _write_markers(self, rec: TxnRecord) -> None:
         pending: set[TopicPartition | str] = {*rec.partitions, *rec.groups}
         deadline = self._clock() + rec.timeout_ms / 1000 + MARKER_TIMEOUT_S
+        refusals: dict[TopicPartition | str, str] = {}
         while pending:
             self._check_placed_here(rec.transactional_id)
             by_broker: dict[int, tuple[BrokerInfo, list[TopicPartition | str]]] = {}
             view = self._coordinator.cluster()
-            for target in pending:
+            for target in list(pending):  # a deleted topic is dropped from it below
                 if isinstance(target, str):
                     try:
                         broker = self._coordinator.group_coordinator(target)
@@ -255,8 +257,13 @@ class TransactionCoordinator:
                 by_broker.setdefault(broker.node_id, (broker, []))[1].append(target)
             results = await asyncio.gather(*(
                 self._send(rec, broker, targets) for broker, targets in by_broker.values()))
-            for done in results:
+            for done, refused in results:
                 pending -= done
+                for target, why in refused.items():
+                    if refusals.get(target) != why:  # each new answer once, not every retry
+                        refusals[target] = why
+                        log.info("transactional id %r: marker for %s refused (%s); retrying",
+                                 rec.transactional_id, target, why)
             if pending:
                 if self._clock() > deadline:
                     log.warning("transactional id %r: markers still unwritten for %s",
@@ -264,8 +271,9 @@ class TransactionCoordinator:
                     deadline = self._clock() + MARKER_TIMEOUT_S
                 await asyncio.sleep(MARKER_RETRY_S)
 
-    async def _send(self, rec: TxnRecord, broker: BrokerInfo,
-                    targets: list[TopicPartition | str]) -> set[TopicPartition | str]:
+    async def _send(self, rec: TxnRecord, broker: BrokerInfo, targets: list[TopicPartition | str]
+                    ) -> tuple[set[TopicPartition | str], dict[TopicPartition | str, str]]:
+        """(the targets written, the others' answers from ``broker``)."""
         by_topic: dict[str, list[int]] = {}
         for target in targets:
             if isinstance(target, str):
@@ -277,13 +285,17 @@ class TransactionCoordinator:
             transaction_result=rec.commits,
             topics=[WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in by_topic.items()],
-            coordinator_epoch=0)])
+            # The transaction's number, not Kafka's coordinator epoch: what lets a partition
+            # or group tell a late repeat from the producer's next transaction (partition.py).
+            # Wraps after 2**31 transactions of one id (int32 on the wire).
+            coordinator_epoch=rec.txn_seq % (1 << 31))])
         try:
             response = await self._sender.send(broker, request, MARKER_TIMEOUT_S)
         except (TimeoutError, OSError, KafkaError) as exc:
             log.info("markers to broker %d failed (%s); retrying", broker.node_id, exc)
-            return set()
+            return set(), {}
         done: set[TopicPartition | str] = set()
+        refused: dict[TopicPartition | str, str] = {}
         for result in response.markers:
             for topic in result.topics:
                 for part in topic.partitions:
@@ -293,7 +305,11 @@ class TransactionCoordinator:
                         else TopicPartition(topic.name, part.partition_index))
                     if part.error_code in _MARKER_DONE:
                         done.add(written)
-        return done
+                    else:
+                        known = error_for_code(part.error_code)
+                        name = known.wire_name if known else str(part.error_code)
+                        refused[written] = f"{name} from broker {broker.node_id}"
+        return done, refused
 
     # --- time ---------------------------------------------------------------------------------
     async def tick(self) -> None:
@@ -349,8 +365,14 @@ class TransactionCoordinator:
                 await task
 
 
-# Marker answers that end the retrying: written, or nothing left to end (the topic was deleted;
-# a newer epoch's marker already fenced this one). Everything else is retried.
-_MARKER_DONE = frozenset({0, UnknownTopicOrPartition.code, 47})
+# Marker answers that end the retrying: written, or nothing left to end (a newer epoch's marker
+# already fenced this one). Everything else is retried, UNKNOWN_TOPIC_OR_PARTITION included: a
+# broker answers it while its metadata does not list the partition yet (a restarted leader that
+# has not loaded it), so it proves nothing about the topic. Taking it for "deleted" left an
+# aborted transaction's records without their marker, and the producer's next transaction's
+# commit marker then made them visible (the nemesis, seed 930555609 on zk). A deleted topic is
+# dropped by ``_write_markers`` when the coordinator's own view no longer lists it, as Kafka's
+# marker channel drops partitions its metadata cache no longer has.
+_MARKER_DONE = frozenset({0, InvalidProducerEpoch.code})
 __all__ = ["TransactionCoordinator", "TransactionStore", "TxnRecord", "TxnState",
            "placement_key"]

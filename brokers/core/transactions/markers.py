@@ -63,6 +63,14 @@ def marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinato
 def marker_is_commit(batch: Buffer) -> bool:
     """Whether the control batch ``batch`` (one whole batch, header first) commits; raises
     CorruptMessage when its record is not a transaction marker."""
+    return read_marker(batch)[0]
+
+
+def read_marker(batch: Buffer) -> tuple[bool, int]:
+    """(whether it commits, its coordinator epoch) of the control batch ``batch``; raises
+    CorruptMessage when its record is not a transaction marker. The twins' coordinators put
+    the transaction's sequence number in the coordinator epoch (``partition.py`` says why);
+    a marker without a value counts as epoch 0, which fences nothing."""
     mv = batch if isinstance(batch, memoryview) else memoryview(batch)
     try:
         r = Reader(mv[HEADER_SIZE:])
@@ -73,10 +81,13 @@ def marker_is_commit(batch: Buffer) -> bool:
         if r.varint() != _KEY.size:
             raise CorruptMessage("a control record's key is not a transaction marker's")
         version, kind = _KEY.unpack(bytes(r.raw(_KEY.size)))
+        coordinator_epoch = 0
+        if r.varint() >= _VALUE.size:
+            coordinator_epoch = _VALUE.unpack(bytes(r.raw(_VALUE.size)))[1]
     except CorruptMessage:
         raise
     except Exception as exc:  # the Reader's own errors: a truncated or garbled record
         raise CorruptMessage(f"unreadable control record: {exc}") from exc
     if version < 0 or kind not in (ABORT, COMMIT):
         raise CorruptMessage(f"unknown control record type {kind} (version {version})")
-    return kind == COMMIT
+    return kind == COMMIT, coordinator_epoch

@@ -12,6 +12,14 @@ commit and delete them either way; a retried marker finds nothing left to do.
 
 OffsetFetch never shows pending keys, and answers UNSTABLE_OFFSET_COMMIT for a partition with
 a pending offset when the client asks for stable offsets only (KIP-447's require_stable).
+
+Pending keys are per producer id, and a producer's transactions follow one another, so a
+marker that arrives late (a predecessor coordinator's, or a copy held in a one-way cut) would
+end the *next* transaction's offsets: commit offsets that transaction later aborts, or drop
+ones it commits (its records copied again after a rewind). So the group remembers, under
+``txn:done:<producer id>``, the number of the last transaction whose marker it applied (the
+marker carries it: ``partition.py``), written after that marker's work, and a marker numbered
+at or below it is a repeat that changes nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +31,19 @@ from brokers.core.errors import IllegalGeneration, InvalidGroupId, UnknownMember
 from brokers.core.groups import GroupCoordinator
 
 PENDING_PREFIX = "txn:"
+# The last transaction a producer's group marker applied: a key in the pending namespace (never
+# shown), which ``parse_pending`` does not take for a pending offset.
+DONE_PREFIX = PENDING_PREFIX + "done:"
+
+
+def done_key(producer_id: int) -> TopicPartition:
+    return TopicPartition(f"{DONE_PREFIX}{producer_id}", 0)
+
+
+def is_done_key(tp: TopicPartition) -> bool:
+    """A well-formed ``done_key``."""
+    pid = tp.topic[len(DONE_PREFIX):] if tp.topic.startswith(DONE_PREFIX) else ""
+    return pid.isdigit() and pid.isascii() and tp.partition == 0
 
 
 def pending_key(producer_id: int, tp: TopicPartition) -> TopicPartition:
@@ -64,18 +85,26 @@ async def commit_pending(
 
 
 async def complete_pending(coordinator: Coordinator, group_id: str, producer_id: int,
-                           commit: bool) -> int:
-    """The marker for ``group_id``: commit (or drop) ``producer_id``'s pending offsets; returns
-    how many there were."""
+                           commit: bool, txn_seq: int = 0) -> int:
+    """The marker for ``group_id`` of ``producer_id``'s transaction number ``txn_seq``: commit
+    (or drop) its pending offsets; returns how many there were. A repeat of a marker already
+    applied (``txn_seq`` at or below the group's ``done_key``) changes nothing; 0 (unnumbered)
+    is always applied."""
     stored = await coordinator.fetch_offsets(group_id, None)
+    applied = stored.get(done_key(producer_id))
+    if txn_seq > 0 and applied is not None and applied.offset >= txn_seq:
+        return 0
     mine: dict[TopicPartition, tuple[TopicPartition, OffsetAndMetadata]] = {}
     for key, om in stored.items():
         parsed = parse_pending(key)
         if parsed is not None and parsed[0] == producer_id:
             mine[key] = (parsed[1], om)
-    if not mine:
-        return 0
-    if commit:
+    if commit and mine:
         await coordinator.commit_offsets(group_id, dict(mine.values()))
-    await coordinator.delete_offsets(group_id, list(mine))
+    if mine:
+        await coordinator.delete_offsets(group_id, list(mine))
+    if txn_seq > 0:
+        # Last: a marker stopped before this is applied again whole by its retry.
+        await coordinator.commit_offsets(group_id, {done_key(producer_id): OffsetAndMetadata(
+            txn_seq)})
     return len(mine)

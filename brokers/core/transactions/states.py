@@ -20,7 +20,7 @@ from brokers.core.atomic_file import replace_file
 from brokers.core.errors import KafkaStorageError
 from brokers.core.logs import SCAN_CHUNK_BYTES, PartitionLogLike
 from brokers.core.protocol.records import iter_batches
-from brokers.core.transactions.markers import marker_is_commit
+from brokers.core.transactions.markers import read_marker
 from brokers.core.transactions.partition import PartitionTxns
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,10 @@ def mark_transactional(plog: PartitionLogLike) -> None:
         raise KafkaStorageError(f"cannot mark {flag.parent} transactional: {exc}") from exc
 
 
-def scan(plog: PartitionLogLike) -> Iterator[tuple[int, int, bool, bool | None]]:
-    """(base offset, producer id, transactional, commit or None) of every batch with a
-    producer id, oldest first: what ``PartitionTxns.load`` reads."""
+def scan(plog: PartitionLogLike) -> Iterator[tuple[int, int, bool, bool | None, int]]:
+    """(base offset, producer id, transactional, commit or None, the marker's transaction
+    number) of every batch with a producer id, oldest first: what ``PartitionTxns.load``
+    reads."""
     offset = plog.log_start_offset
     while offset < plog.log_end_offset:
         chunk = plog.read(offset, SCAN_CHUNK_BYTES)
@@ -61,9 +62,11 @@ def scan(plog: PartitionLogLike) -> Iterator[tuple[int, int, bool, bool | None]]
         for last in iter_batches(mv):
             if last.producer_id < 0 or not last.is_transactional:
                 continue
-            commit = (marker_is_commit(mv[last.position : last.position + last.size])
-                      if last.is_control else None)
-            yield last.base_offset, last.producer_id, True, commit
+            if last.is_control:
+                commit, txn_seq = read_marker(mv[last.position : last.position + last.size])
+                yield last.base_offset, last.producer_id, True, commit, txn_seq
+            else:
+                yield last.base_offset, last.producer_id, True, None, 0
         if last is None:
             return
         offset = last.next_offset

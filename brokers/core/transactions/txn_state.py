@@ -81,6 +81,12 @@ class TxnRecord:
     # got lost still names it (KIP-360).
     last_producer_id: int = -1
     last_producer_epoch: int = -1
+    # The number of the transaction in progress or last ended: one more for each transaction
+    # the id begins. Its markers carry it (in the coordinator-epoch field), so a partition or
+    # group recognises a late repeat of an earlier transaction's marker and does not let it
+    # end a later one (partition.py). Never reset, so it only grows for an id whose record
+    # is written in one order (ZooKeeper's versions, the Raft log).
+    txn_seq: int = 0
 
     @property
     def commits(self) -> bool:
@@ -97,7 +103,7 @@ class TxnRecord:
             "partitions": sorted([tp.topic, tp.partition] for tp in self.partitions),
             "groups": sorted(self.groups), "started_ms": self.started_ms,
             "updated_ms": self.updated_ms, "last_producer_id": self.last_producer_id,
-            "last_producer_epoch": self.last_producer_epoch,
+            "last_producer_epoch": self.last_producer_epoch, "txn_seq": self.txn_seq,
         }
 
     @classmethod
@@ -111,6 +117,7 @@ class TxnRecord:
             updated_ms=int(d["updated_ms"]),
             last_producer_id=int(d.get("last_producer_id", -1)),
             last_producer_epoch=int(d.get("last_producer_epoch", -1)),
+            txn_seq=int(d.get("txn_seq", 0)),
         )
 
 
@@ -177,7 +184,8 @@ def add_to_transaction(
         return dataclasses.replace(rec, partitions=rec.partitions | new_parts,
                                    groups=rec.groups | new_groups, updated_ms=now_ms)
     return dataclasses.replace(rec, state=TxnState.ONGOING, partitions=new_parts,
-                               groups=new_groups, started_ms=now_ms, updated_ms=now_ms)
+                               groups=new_groups, started_ms=now_ms, updated_ms=now_ms,
+                               txn_seq=rec.txn_seq + 1)
 
 
 def end_transaction(current: TxnRecord | None, transactional_id: str, producer_id: int,

@@ -39,7 +39,7 @@ import re
 
 from brokers.core.coordinator import TopicPartition, validate_topic_name
 from brokers.core.errors import InvalidTopic
-from brokers.core.transactions.offsets import is_pending, parse_pending
+from brokers.core.transactions.offsets import is_done_key, is_pending, parse_pending
 from brokers.dsbs_broker.config import GossipLimits
 from brokers.dsbs_broker.packets.wire import (
     MemberUpdate,
@@ -150,6 +150,8 @@ def partition_problem(rec: PartitionRecord, limits: GossipLimits) -> str | None:
 def _offset_topic_ok(topic: str, partition: int) -> bool:
     if not is_pending(TopicPartition(topic, partition)):
         return _topic_name_ok(topic)
+    if is_done_key(TopicPartition(topic, partition)):
+        return True
     parsed = parse_pending(TopicPartition(topic, partition))
     return parsed is not None and parsed[0] >= 0 and _topic_name_ok(parsed[1].topic)
 

@@ -16,7 +16,12 @@ from brokers.core.coordinator import (
     TopicInfo,
     TopicPartition,
 )
-from brokers.core.errors import ConcurrentTransactions, NotCoordinator, NotLeaderOrFollower
+from brokers.core.errors import (
+    ConcurrentTransactions,
+    NotCoordinator,
+    NotLeaderOrFollower,
+    UnknownTopicOrPartition,
+)
 from brokers.core.protocol.messages.transactions import (
     WritableTxnMarkerPartitionResult,
     WritableTxnMarkerResult,
@@ -151,6 +156,36 @@ def test_markers_are_retried_until_written():
         await settle(txn)
         assert store.state("t") is TxnState.COMPLETE_ABORT
         assert len(sender.sent) == 3  # refused connection, NOT_LEADER, written
+    run(scenario())
+
+
+def test_unknown_partition_answers_are_retried_until_the_view_drops_the_topic():
+    """A leader that does not list the partition yet (restarted, metadata not loaded) answers
+    UNKNOWN_TOPIC_OR_PARTITION: the marker is retried until written, not taken as done (the
+    nemesis's seed 930555609 on zk: an abort marker lost so, the next commit exposed the
+    aborted records). Only the coordinator's own view dropping the topic ends it unwritten."""
+    async def scenario():
+        store = Store()
+        sender = Sender(codes=[UnknownTopicOrPartition.code] * 2)
+        txn = TransactionCoordinator(Cluster(1), store, sender)
+        pid, epoch = await txn.init_producer_id("t", 60_000, None)
+        await txn.add("t", pid, epoch, partitions=[A0])
+        await txn.end_txn("t", pid, epoch, False)
+        await settle(txn)
+        assert store.state("t") is TxnState.COMPLETE_ABORT
+        assert len(sender.sent) == 3  # twice unknown, then written
+
+        cluster = Cluster(1)
+        sender = Sender(codes=[UnknownTopicOrPartition.code] * 10**6)
+        txn = TransactionCoordinator(cluster, store, sender)
+        pid, epoch = await txn.init_producer_id("u", 60_000, None)
+        await txn.add("u", pid, epoch, partitions=[A0])
+        await txn.end_txn("u", pid, epoch, True)
+        await asyncio.sleep(0.5)
+        assert store.state("u") is TxnState.PREPARE_COMMIT and len(sender.sent) >= 2
+        cluster.view = ClusterView((B1, B2), 1, MappingProxyType({}))  # topic a deleted
+        await settle(txn)
+        assert store.state("u") is TxnState.COMPLETE_COMMIT
     run(scenario())
 
 

@@ -9,7 +9,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from brokers.core.errors import CorruptMessage
 from brokers.core.protocol.records import iter_batches
-from brokers.core.transactions.markers import marker_batch, marker_is_commit
+from brokers.core.transactions.markers import marker_batch, marker_is_commit, read_marker
 from brokers.core.transactions.partition import AbortedTxn, PartitionTxns
 
 
@@ -76,9 +76,31 @@ def test_matches_a_brute_force_model(events, start, width):
     assert [tuple(a) for a in t.aborted_between(start, end)] == [
         a for a in aborted if a[2] >= start and a[1] < end]
     rebuilt = PartitionTxns()
-    rebuilt.load([(o, pid, True, None if k == "data" else k == "commit")
+    rebuilt.load([(o, pid, True, None if k == "data" else k == "commit", 0)
                   for o, (pid, k) in enumerate(events)])
     assert rebuilt.aborted == t.aborted and rebuilt.open_transactions == t.open_transactions
+
+
+def test_a_late_repeat_of_a_marker_does_not_end_the_next_transaction():
+    """A marker numbered at or below the last one written for its producer is a repeat: the
+    offset of the marker already written, so a commit held in a one-way cut cannot commit the
+    producer's next transaction here (which it may yet abort)."""
+    t = PartitionTxns()
+    t.on_data(7, 0)
+    assert t.repeated_marker(7, 1) is None
+    t.on_marker(7, 2, commit=True, txn_seq=1)
+    t.on_data(7, 3)  # transaction 2 opens
+    assert t.repeated_marker(7, 1) == 2  # transaction 1's marker again: already written at 2
+    assert t.repeated_marker(7, 2) is None and t.is_open(7)
+    assert t.repeated_marker(8, 1) is None  # numbered per producer
+    assert t.repeated_marker(7, 0) is None  # unnumbered (older logs): always written
+    t.on_marker(7, 5, commit=False, txn_seq=2)
+    assert t.repeated_marker(7, 1) == t.repeated_marker(7, 2) == 5
+    rebuilt = PartitionTxns()
+    rebuilt.load([(0, 7, True, None, 0), (2, 7, True, True, 1), (3, 7, True, None, 0),
+                  (5, 7, True, False, 2)])
+    assert rebuilt.repeated_marker(7, 2) == 5 and rebuilt.repeated_marker(7, 3) is None
+    assert rebuilt.aborted == t.aborted == [AbortedTxn(7, 3, 5)]
 
 
 @pytest.mark.parametrize("commit", [True, False])
@@ -87,7 +109,7 @@ def test_marker_batch_is_kafkas_control_batch(commit):
     (h,) = iter_batches(raw, verify_crc=True)
     assert (h.producer_id, h.producer_epoch, h.base_sequence, h.records_count) == (42, 3, -1, 1)
     assert h.is_control and h.is_transactional
-    assert marker_is_commit(raw) is commit
+    assert marker_is_commit(raw) is commit and read_marker(raw) == (commit, 5)
     # kafka-python, an independent reader, sees the same control record.
     batch = DefaultRecordBatch(bytearray(raw))
     assert batch.validate_crc() and batch.is_control_batch and batch.is_transactional

@@ -102,3 +102,27 @@ def test_forget_drops_the_table_and_the_next_use_rebuilds_it(tmp_path):
     states.forget_topic("t")
     assert states.txns.get("t", 0, None) is None
     log.close()
+
+
+def test_a_repeated_marker_is_answered_with_the_first_and_survives_a_restart(tmp_path):
+    """The coordinator numbers a transactional id's transactions and its markers carry the
+    number: a repeat of transaction 1's commit, arriving after transaction 2 opened, answers
+    the offset of the marker already written and leaves transaction 2 open, also on a log
+    rebuilt after a restart."""
+    log = open_log(tmp_path)
+    states = ProducerStates(stored_batch_headers)
+    states.append("t", 0, log, txn(5, 0), -1, MAX)  # 0-1
+    first = states.append_marker("t", 0, log, 5, 0, True, 1, -1, 0)  # at 2
+    states.append("t", 0, log, txn(5, 2), -1, MAX)  # 3-4: transaction 2
+    again = states.append_marker("t", 0, log, 5, 0, True, 1, -1, 0)
+    assert again.last_offset == first.last_offset == 2 and log.log_end_offset == 5
+    table = states.txns.get("t", 0, log)
+    assert table is not None and table.last_stable_offset(5) == 3
+    log.close()
+    log = open_log(tmp_path)
+    rebuilt = ProducerStates(stored_batch_headers)
+    assert rebuilt.append_marker("t", 0, log, 5, 0, True, 1, -1, 0).last_offset == 2
+    assert rebuilt.append_marker("t", 0, log, 5, 0, False, 2, -1, 0).last_offset == 5
+    table = rebuilt.txns.get("t", 0, log)
+    assert table is not None and table.aborted == [AbortedTxn(5, 3, 5)]
+    log.close()
