@@ -38,6 +38,11 @@ set the pace; the brokers' CPU per record still compares them). A side that fail
 a session that did not deliver every record, is named as such and no ratio is given for it.
 Every knob that differs between the sides is in the result's manifest (``fairness``) and printed
 above the table.
+
+``--profile DIR``: after the measured repetitions (the table is kept whatever the profiler does),
+twinbench's broker is sampled by py-spy (harness/bench/profile.py) while each client runs each
+cell's role again for at least 8 s; DIR/<client>-<size>x<batch>-<role>.raw holds py-spy's stacks
+and the .txt beside it the summary. The drains' profiles say where a consumption cell's time goes.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import contextlib
 import math
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,9 +65,12 @@ import confluent_kafka as ck
 from brokers.core.errors import KafkaError, UserError
 from harness import conditions
 from harness.architectures.kafka import KafkaOptions
-from harness.bench import rdkafka_load
+from harness.bench import profile, rdkafka_load
 from harness.bench.common import interleaved, write_result
-from harness.bench.perf import CELLS  # the paper's synchronous grid, as make perf runs it
+from harness.bench.perf import (  # the paper's synchronous grid, as make perf runs it
+    CELLS,
+    PROFILE_S,
+)
 from harness.bench.single import produce_sync, start_single
 from harness.cluster.processes import ManagedProcess
 from harness.cluster.running import ProcessCluster, process_cpu_seconds
@@ -106,6 +115,8 @@ class PerfKafkaConfig:
     out_dir: Path = Path("results/perf")
     # Set `twinbench tune`'s knobs for the measurement and restore them afterwards (root).
     tune: bool = False
+    # Where py-spy profiles of twinbench's broker go, taken after the measurement (None: none).
+    profile: Path | None = None
 
 
 @dataclass
@@ -424,7 +435,13 @@ def _run(config: PerfKafkaConfig, machine_state: dict[str, object]) -> int:
                     continue
                 stack.callback(cluster.stop)
                 sides.append(side)
-        samples = _measure(sides, config)
+        samples, drains = _measure(sides, config)
+        if config.profile is not None:
+            try:
+                _profile(config.profile, sides[0], drains, config)
+            except (UserError, OSError, subprocess.SubprocessError) as exc:
+                # The measurement is kept and printed below; the profile alone is lost.
+                print(f"perf-kafka: profiling failed: {exc}", file=sys.stderr)
     kafkas = [f"kafka-{r}" for r in config.releases]
     rows = table(samples, kafkas, failed)
     manifest = (where.as_manifest() if where is not None else {"client": None, "brokers": None})
@@ -453,7 +470,38 @@ def _run(config: PerfKafkaConfig, machine_state: dict[str, object]) -> int:
     return 0 if not failed and all("ratio" in r for r in rows) else 1
 
 
-def _measure(sides: list[Side], config: PerfKafkaConfig) -> list[Sample]:
+def _profile(out: Path, ours: Side, drains: dict[tuple[str, int, int], str],
+             config: PerfKafkaConfig) -> None:
+    """twinbench's broker sampled while each client repeats each cell's role for at least
+    PROFILE_S (a session of a fast cell is a fraction of a second: too few samples)."""
+    (pid,) = ours.pids
+    for client in config.clients:
+        for size, batch in config.cells:
+            for role in ROLES:
+                name = f"{client}-{size}x{batch}-{role}"
+                sampler = profile.Sampler(pid, out / f"{name}.raw").start()
+                records, wall = 0, 0.0
+                try:
+                    while wall < PROFILE_S:
+                        r = _role(client, ours, role, size, batch, config.messages,
+                                  drains[(ours.name, size, batch)], drain_records(config, size))
+                        if not r.complete or r.wall_s <= 0:
+                            raise UserError(f"{name}: {r.error or 'no records'}")
+                        records, wall = records + r.records, wall + r.wall_s
+                finally:
+                    raw = sampler.stop()
+                summary = profile.summarise(raw)
+                rate = records / wall
+                (out / f"{name}.txt").write_text(
+                    f"twinbench broker, {client} {role}, {size} B x {batch}, {records:,} records "
+                    f"at {rate:,.0f} rec/s while sampled\n" + summary.text())
+                print(f"\nprofile {name} ({rate:,.0f} rec/s while sampled; {out / name}.txt):")
+                print("".join(summary.text().splitlines(keepends=True)[:8]), end="")
+
+
+def _measure(sides: list[Side], config: PerfKafkaConfig
+             ) -> tuple[list[Sample], dict[tuple[str, int, int], str]]:
+    """Every sample, and the drain topic of each (side, size, batch)."""
     samples: list[Sample] = []
     drains: dict[tuple[str, int, int], str] = {}
     for size, batch in config.cells:
@@ -469,7 +517,7 @@ def _measure(sides: list[Side], config: PerfKafkaConfig) -> list[Sample]:
                                       drain_records(config, size), rep):
                         samples.append(s)
                         _progress(s)
-    return samples
+    return samples, drains
 
 
 def _progress(s: Sample) -> None:
@@ -492,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=PerfKafkaConfig.out_dir)
     parser.add_argument("--tune", action="store_true",
                         help="set `twinbench tune`'s knobs for the measurement (root)")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="after measuring, profile twinbench's broker with py-spy in each "
+                             "client's roles of each cell; write the profiles into DIR")
     args = parser.parse_args(argv)
     return run(parse_config(args))
 
@@ -516,8 +567,10 @@ def parse_config(args: argparse.Namespace) -> PerfKafkaConfig:
         if not (size.isdigit() and batch.isdigit() and int(size) >= 16 and int(batch) >= 1):
             raise UserError(f"--cells: {text!r} is not SIZExBATCH (size >= 16, batch >= 1)")
         cells.append((int(size), int(batch)))
+    if args.profile is not None:
+        profile.py_spy()  # missing: one line now, not after the measurement
     return PerfKafkaConfig(args.messages, args.repetitions, releases, clients, tuple(cells),
-                           args.out_dir, args.tune)
+                           args.out_dir, args.tune, args.profile)
 
 
 if __name__ == "__main__":

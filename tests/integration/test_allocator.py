@@ -23,13 +23,38 @@ class Info(ctypes.Structure):
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = Info
 before = libc.mallinfo2().hblks
-held = [bytes(256 * 1024) for _ in range(4)]
+held = [bytes({size}) for _ in range(4)]
 print(libc.mallinfo2().hblks - before)
+"""
+TLS_READ = 256 * 1024
+FETCH_READ = 1024 * 1024 + 4096 + 61  # a 1 MiB partition budget, an index interval, a header
+
+# Prints how much of the heap glibc kept after four fetch-sized blocks were freed (arena:
+# bytes of heap obtained with brk; trimming gives the top back).
+KEPT = """
+import ctypes
+{setup}
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+held = [bytes({size}) for _ in range(4)]
+grown = libc.mallinfo2().arena
+del held
+print(grown - libc.mallinfo2().arena)
 """
 
 
-def mapped_after(setup: str) -> int:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)],
+def mapped_after(setup: str, size: int = TLS_READ) -> int:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup, size=size)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+def given_back_after(setup: str, size: int) -> int:
+    done = subprocess.run([sys.executable, "-c", KEPT.format(setup=setup, size=size)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return int(done.stdout)
@@ -58,4 +83,17 @@ def test_a_fresh_process_maps_what_a_tls_read_allocates() -> None:
 ], ids=["pin", "broker", "load-client"])
 def test_choosing_the_event_loop_pins_the_threshold(setup: str) -> None:
     assert mapped_after(setup) == 0
+    assert mapped_after(setup, FETCH_READ) == 0
+
+
+def test_a_fetch_read_is_mapped_without_the_pin_and_kept_on_the_heap_with_it() -> None:
+    # The premise: a fresh process maps each fetch-sized read (its dynamic threshold starts at
+    # 128 KiB)...
+    assert mapped_after("", FETCH_READ) == 4
+    # ...and with only the mmap threshold raised, freed blocks at the heap's top go back to
+    # the kernel at once (the trim threshold stays at 128 KiB), to be faulted in again.
+    raise_only = "import ctypes; ctypes.CDLL(None).mallopt(-3, 8 << 20)"
+    assert given_back_after(raise_only, FETCH_READ) >= 4 * 1024 * 1024
+    pin = "from brokers.core.allocator import pin_mmap_threshold; assert pin_mmap_threshold()"
+    assert given_back_after(pin, FETCH_READ) == 0
 

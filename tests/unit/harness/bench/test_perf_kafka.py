@@ -58,7 +58,7 @@ def test_a_side_that_did_not_start_or_lost_records_gets_no_ratio() -> None:
 def _args(**kw: object) -> argparse.Namespace:
     base: dict[str, object] = {"messages": 30_000, "repetitions": 5, "releases": "3.9.2,4.1.1",
                                "clients": "librdkafka,twinbench", "cells": "32x1,1024x20",
-                               "out_dir": Path("out"), "tune": False}
+                               "out_dir": Path("out"), "tune": False, "profile": None}
     return argparse.Namespace(**{**base, **kw})
 
 
