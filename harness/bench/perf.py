@@ -46,8 +46,6 @@ FORMAT_VERSION = 1
 # (message size in bytes, records per produce request): the paper's batch sweep at 32 B, and
 # 1 KiB at batch 20.
 CELLS = [(32, 1), (32, 20), (32, 50), (1024, 20)]
-# Seconds of sessions sampled per cell with --profile (a few thousand samples at py-spy's rate).
-PROFILE_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -142,26 +140,14 @@ def _measure(args: argparse.Namespace, config: PerfConfig, machine_state: dict) 
 
 
 def _profile(out: Path, broker: tuple[ManagedProcess, str], config: PerfConfig) -> None:
-    """Sessions on the real broker, sampled, for at least PROFILE_S per cell (a fast cell's
-    one session is a fraction of a second: too few samples), never a measured one."""
+    """Sessions on the real broker, sampled, per cell; never a measured one."""
     proc, bootstrap = broker
     for msg_size, batch in CELLS:
-        name = f"{msg_size}x{batch}"
-        sampler = profile.Sampler(proc.pid, out / f"{name}.raw").start()
-        records, wall = 0, 0.0
-        try:
-            while wall < PROFILE_S:
-                s = run_async(produce_sync(bootstrap, msg_size, batch, config.messages))
-                records, wall = records + s.records, wall + s.wall_s
-        finally:
-            raw = sampler.stop()
-        summary = profile.summarise(raw)
-        rate = records / wall
-        (out / f"{name}.txt").write_text(
-            f"broker, {msg_size} B x {batch}, {records:,} records at {rate:,.0f} rec/s while "
-            f"sampled\n" + summary.text())
-        print(f"\nprofile {name} ({rate:,.0f} rec/s while sampled; {out / name}.txt):")
-        print("".join(summary.text().splitlines(keepends=True)[:8]), end="")
+        def session(size: int = msg_size, n: int = batch) -> tuple[int, float]:
+            s = run_async(produce_sync(bootstrap, size, n, config.messages))
+            return s.records, s.wall_s
+        profile.profile_sessions(proc.pid, out, f"{msg_size}x{batch}",
+                                 f"broker, {msg_size} B x {batch}", session)
 
 
 def _table(samples: list[Sample]) -> list[dict]:

@@ -67,10 +67,7 @@ from harness import conditions
 from harness.architectures.kafka import KafkaOptions
 from harness.bench import profile, rdkafka_load
 from harness.bench.common import interleaved, write_result
-from harness.bench.perf import (  # the paper's synchronous grid, as make perf runs it
-    CELLS,
-    PROFILE_S,
-)
+from harness.bench.perf import CELLS  # the paper's synchronous grid, as make perf runs it
 from harness.bench.single import produce_sync, start_single
 from harness.cluster.processes import ManagedProcess
 from harness.cluster.running import ProcessCluster, process_cpu_seconds
@@ -472,31 +469,22 @@ def _run(config: PerfKafkaConfig, machine_state: dict[str, object]) -> int:
 
 def _profile(out: Path, ours: Side, drains: dict[tuple[str, int, int], str],
              config: PerfKafkaConfig) -> None:
-    """twinbench's broker sampled while each client repeats each cell's role for at least
-    PROFILE_S (a session of a fast cell is a fraction of a second: too few samples)."""
+    """twinbench's broker sampled while each client repeats each cell's role."""
     (pid,) = ours.pids
     for client in config.clients:
         for size, batch in config.cells:
             for role in ROLES:
                 name = f"{client}-{size}x{batch}-{role}"
-                sampler = profile.Sampler(pid, out / f"{name}.raw").start()
-                records, wall = 0, 0.0
-                try:
-                    while wall < PROFILE_S:
-                        r = _role(client, ours, role, size, batch, config.messages,
-                                  drains[(ours.name, size, batch)], drain_records(config, size))
-                        if not r.complete or r.wall_s <= 0:
-                            raise UserError(f"{name}: {r.error or 'no records'}")
-                        records, wall = records + r.records, wall + r.wall_s
-                finally:
-                    raw = sampler.stop()
-                summary = profile.summarise(raw)
-                rate = records / wall
-                (out / f"{name}.txt").write_text(
-                    f"twinbench broker, {client} {role}, {size} B x {batch}, {records:,} records "
-                    f"at {rate:,.0f} rec/s while sampled\n" + summary.text())
-                print(f"\nprofile {name} ({rate:,.0f} rec/s while sampled; {out / name}.txt):")
-                print("".join(summary.text().splitlines(keepends=True)[:8]), end="")
+
+                def session(client: str = client, size: int = size, batch: int = batch,
+                            role: str = role, name: str = name) -> tuple[int, float]:
+                    r = _role(client, ours, role, size, batch, config.messages,
+                              drains[(ours.name, size, batch)], drain_records(config, size))
+                    if not r.complete or r.wall_s <= 0:
+                        raise UserError(f"{name}: {r.error or 'no records'}")
+                    return r.records, r.wall_s
+                profile.profile_sessions(pid, out, name, f"twinbench broker, {client} {role}, "
+                                         f"{size} B x {batch}", session)
 
 
 def _measure(sides: list[Side], config: PerfKafkaConfig

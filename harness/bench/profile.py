@@ -20,11 +20,15 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from brokers.core.errors import UserError
 
+# Seconds of sessions sampled per profile: a few thousand samples at RATE_HZ (a fast cell's one
+# session is a fraction of a second, too few).
+PROFILE_S = 8.0
 # Samples per second: enough for a few thousand over a session of seconds, little enough that
 # py-spy itself stays a small share of a core.
 RATE_HZ = 250
@@ -107,3 +111,24 @@ def summarise(raw: str, top: int = 15) -> Summary:
     # Frames on every stack (the entry point down to the event loop) say nothing: left out.
     inclusive = [(f, n / total) for f, n in anywhere.most_common() if n < total][:top]
     return Summary(total, [(f, n / total) for f, n in own.most_common(top)], inclusive)
+
+
+def profile_sessions(pid: int, out: Path, name: str, what: str,
+                     session: Callable[[], tuple[int, float]]) -> None:
+    """Sample ``pid`` while ``session`` (records, wall seconds) runs again and again for at least
+    PROFILE_S; write OUT/NAME.raw (py-spy's stacks) and OUT/NAME.txt (``what``, the rate while
+    sampled, the summary) and print the summary's head."""
+    sampler = Sampler(pid, out / f"{name}.raw").start()
+    records, wall = 0, 0.0
+    try:
+        while wall < PROFILE_S:
+            n, seconds = session()
+            records, wall = records + n, wall + seconds
+    finally:
+        raw = sampler.stop()
+    summary = summarise(raw)
+    rate = records / wall
+    (out / f"{name}.txt").write_text(
+        f"{what}, {records:,} records at {rate:,.0f} rec/s while sampled\n" + summary.text())
+    print(f"\nprofile {name} ({rate:,.0f} rec/s while sampled; {out / name}.txt):")
+    print("".join(summary.text().splitlines(keepends=True)[:8]), end="")

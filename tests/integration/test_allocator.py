@@ -12,9 +12,8 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-# Prints how many of four 256 KiB allocations glibc served with mmap (mallinfo2's hblks
-# counts blocks mapped now), after running SETUP.
-PROBE = """
+# Runs SETUP in a fresh interpreter with glibc's mallinfo2 at hand.
+PREAMBLE = """
 import ctypes
 {setup}
 class Info(ctypes.Structure):
@@ -22,6 +21,10 @@ class Info(ctypes.Structure):
                 "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = Info
+"""
+# Prints how many of four allocations of SIZE glibc served with mmap (mallinfo2's hblks counts
+# blocks mapped now).
+PROBE = PREAMBLE + """
 before = libc.mallinfo2().hblks
 held = [bytes({size}) for _ in range(4)]
 print(libc.mallinfo2().hblks - before)
@@ -29,16 +32,9 @@ print(libc.mallinfo2().hblks - before)
 TLS_READ = 256 * 1024
 FETCH_READ = 1024 * 1024 + 4096 + 61  # a 1 MiB partition budget, an index interval, a header
 
-# Prints how much of the heap glibc kept after four fetch-sized blocks were freed (arena:
+# Prints how much of the heap glibc gave back once four blocks of SIZE were freed (arena:
 # bytes of heap obtained with brk; trimming gives the top back).
-KEPT = """
-import ctypes
-{setup}
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
-                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = Info
+KEPT = PREAMBLE + """
 held = [bytes({size}) for _ in range(4)]
 grown = libc.mallinfo2().arena
 del held
@@ -46,18 +42,19 @@ print(grown - libc.mallinfo2().arena)
 """
 
 
-def mapped_after(setup: str, size: int = TLS_READ) -> int:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup, size=size)],
+def _run(script: str, setup: str, size: int) -> int:
+    done = subprocess.run([sys.executable, "-c", script.format(setup=setup, size=size)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return int(done.stdout)
+
+
+def mapped_after(setup: str, size: int = TLS_READ) -> int:
+    return _run(PROBE, setup, size)
 
 
 def given_back_after(setup: str, size: int) -> int:
-    done = subprocess.run([sys.executable, "-c", KEPT.format(setup=setup, size=size)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return int(done.stdout)
+    return _run(KEPT, setup, size)
 
 
 @pytest.fixture(autouse=True)

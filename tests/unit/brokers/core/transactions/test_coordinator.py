@@ -126,6 +126,13 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def end_one(txn: TransactionCoordinator, tid: str, commit: bool) -> None:
+    """A new producer of ``tid`` writes to partition a-0 and ends its transaction."""
+    pid, epoch = await txn.init_producer_id(tid, 60_000, None)
+    await txn.add(tid, pid, epoch, partitions=[A0])
+    await txn.end_txn(tid, pid, epoch, commit)
+
+
 def test_a_committed_transaction_writes_its_markers_where_they_belong():
     async def scenario():
         store, sender = Store(), Sender()
@@ -150,9 +157,7 @@ def test_markers_are_retried_until_written():
         store = Store()
         sender = Sender(codes=[NotLeaderOrFollower.code], fail=1)
         txn = TransactionCoordinator(Cluster(1), store, sender)
-        pid, epoch = await txn.init_producer_id("t", 60_000, None)
-        await txn.add("t", pid, epoch, partitions=[A0])
-        await txn.end_txn("t", pid, epoch, False)
+        await end_one(txn, "t", False)
         await settle(txn)
         assert store.state("t") is TxnState.COMPLETE_ABORT
         assert len(sender.sent) == 3  # refused connection, NOT_LEADER, written
@@ -168,19 +173,15 @@ def test_unknown_partition_answers_are_retried_until_the_view_drops_the_topic():
         store = Store()
         sender = Sender(codes=[UnknownTopicOrPartition.code] * 2)
         txn = TransactionCoordinator(Cluster(1), store, sender)
-        pid, epoch = await txn.init_producer_id("t", 60_000, None)
-        await txn.add("t", pid, epoch, partitions=[A0])
-        await txn.end_txn("t", pid, epoch, False)
+        await end_one(txn, "t", False)
         await settle(txn)
         assert store.state("t") is TxnState.COMPLETE_ABORT
         assert len(sender.sent) == 3  # twice unknown, then written
 
         cluster = Cluster(1)
-        sender = Sender(codes=[UnknownTopicOrPartition.code] * 10**6)
+        sender = Sender(codes=[UnknownTopicOrPartition.code] * 100)  # more than 0.5 s of retries
         txn = TransactionCoordinator(cluster, store, sender)
-        pid, epoch = await txn.init_producer_id("u", 60_000, None)
-        await txn.add("u", pid, epoch, partitions=[A0])
-        await txn.end_txn("u", pid, epoch, True)
+        await end_one(txn, "u", True)
         await asyncio.sleep(0.5)
         assert store.state("u") is TxnState.PREPARE_COMMIT and len(sender.sent) >= 2
         cluster.view = ClusterView((B1, B2), 1, MappingProxyType({}))  # topic a deleted
